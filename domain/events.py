@@ -1,0 +1,382 @@
+"""Events: immutable facts, in the past tense, one frozen msgspec Struct each.
+
+Every transaction starts with the input that caused it (`InputAccepted` or
+`InputRejected`, carrying the decoded input itself), so any store can be
+re-derived from its own inputs and verified. Every other event names that
+input's sequence number in `cause` (spec section 8) and carries the resulting
+states it sets, so a projection is a plain fold that re-decides nothing.
+
+Encoding: the tagged union is written as JSON with its tag in `"event"`. New
+fields get defaults; existing field types never change (msgspec's rule). The
+encoding is deterministic: the same trace gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Union
+
+import msgspec
+from msgspec import Struct
+
+from domain.inputs import AnyInput
+
+
+class Event(Struct, frozen=True, tag_field="event", kw_only=True, omit_defaults=False):
+    pass
+
+
+class Decision(Event, frozen=True, kw_only=True):
+    """An event caused by an input; `cause` is that input's sequence number."""
+
+    cause: int
+
+
+# ----------------------------------------------------------------- inputs
+
+
+class InputAccepted(Event, frozen=True, kw_only=True):
+    seq: int
+    file: str | None
+    line: int | None
+    input: AnyInput
+
+
+class InputRejected(Event, frozen=True, kw_only=True):
+    seq: int
+    file: str | None
+    line: int | None
+    input: AnyInput
+    reason: str
+    detail: str = ""
+
+
+class SourceProgressed(Event, frozen=True, kw_only=True):
+    """How far a trace file has been ingested: its first `offset` bytes (whose
+    SHA-256 is `digest`) up to line `line`. Written once per committed batch."""
+
+    file: str
+    line: int
+    offset: int
+    digest: str
+
+
+# ------------------------------------------------------ configuration, policy
+
+
+class EngineConfigured(Decision, frozen=True, kw_only=True):
+    watchdog_max_age_s: int
+    fallback_after_s: int
+    question_resurface_s: int
+    wake_batch_max: int
+
+
+class PolicySet(Decision, frozen=True, kw_only=True):
+    revision: int
+    allowed_operations: list[str]
+    write_roots: list[str]
+    fenced: list[str]
+    restamped: list[str]
+
+
+class GrantIssued(Decision, frozen=True, kw_only=True):
+    grant_id: str
+    revision: int
+    task_id: str | None
+    rule_id: str | None
+    allowed_operations: list[str]
+    write_roots: list[str]
+    max_attempts: int
+    token_limit: int | None
+    policy_revision: int
+    dropped_operations: list[str]
+    dropped_roots: list[str]
+
+
+class GrantRevised(Decision, frozen=True, kw_only=True):
+    grant_id: str
+    revision: int
+    allowed_operations: list[str]
+    write_roots: list[str]
+    max_attempts: int
+    token_limit: int | None
+    policy_revision: int
+    dropped_operations: list[str]
+    dropped_roots: list[str]
+    fenced: list[str]
+    restamped: list[str]
+
+
+class GrantRevoked(Decision, frozen=True, kw_only=True):
+    grant_id: str
+
+
+class RuleSet(Decision, frozen=True, kw_only=True):
+    rule_id: str
+    grant_id: str
+
+
+# --------------------------------------------------------- tasks, questions
+
+
+class TaskDelegated(Decision, frozen=True, kw_only=True):
+    task_id: str
+    conversation_id: str
+    message_refs: list[str]
+    goal: str
+    done_when: list[str]
+    constraints: dict[str, Any]
+    fallback_decisions: dict[str, str]
+    depends_on: list[str]
+    grant_id: str
+
+
+class TaskRevised(Decision, frozen=True, kw_only=True):
+    task_id: str
+    revision: int
+    goal: str
+    done_when: list[str]
+    constraints: dict[str, Any]
+    fallback_decisions: dict[str, str]
+    fenced: list[str]
+
+
+class TaskCompleted(Decision, frozen=True, kw_only=True):
+    task_id: str
+    evidence_refs: list[str]
+
+
+class TaskCancelled(Decision, frozen=True, kw_only=True):
+    task_id: str
+
+
+class QuestionRaised(Decision, frozen=True, kw_only=True):
+    task_id: str
+    question_key: str
+    recipient: str
+    blocking_reason: str
+    affected: list[str] | str
+    evidence_revision: int
+    times_raised: int
+    first_seen_at: datetime.datetime
+    reopened: bool
+
+
+class QuestionAnswered(Decision, frozen=True, kw_only=True):
+    task_id: str
+    question_key: str
+    answer: str
+
+
+class TaskHoldsChanged(Decision, frozen=True, kw_only=True):
+    task_id: str
+    holds: list[str]
+
+
+# ------------------------------------------------------------------ actions
+
+
+class Revisions(Struct, frozen=True, kw_only=True):
+    task: int | None
+    grant: int
+    intent: int | None
+
+
+class PrerequisiteSpec(Struct, frozen=True, kw_only=True):
+    operation_id: str
+    outcome: str
+    artifact_revision: str | None
+
+
+class ActionProposed(Decision, frozen=True, kw_only=True):
+    operation_id: str
+    cause_key: str
+    operation: str
+    target: str
+    resource: str
+    write_paths: list[str]
+    task_id: str | None
+    rule_id: str | None
+    grant_id: str
+    prerequisites: list[PrerequisiteSpec]
+    input_revisions: Revisions
+    unattended: bool
+    proposed_by: str
+    generation: int | None
+    cause_revision: int
+
+
+class ActionRevalidated(Decision, frozen=True, kw_only=True):
+    operation_id: str
+    input_revisions: Revisions
+
+
+class ActionCancelled(Decision, frozen=True, kw_only=True):
+    operation_id: str
+
+
+class ActionCancelRequested(Decision, frozen=True, kw_only=True):
+    operation_id: str
+    reason: str  # "human", "task_cancelled" or "budget_exhausted"
+
+
+class Envelope(Struct, frozen=True, kw_only=True):
+    """What an attempt was validated under, frozen before any transport."""
+
+    operation: str
+    target: str
+    resource: str
+    write_paths: list[str]
+    task_revision: int | None
+    grant_revision: int
+    policy_revision: int
+    intent_revision: int | None
+
+
+class PrerequisiteFact(Struct, frozen=True, kw_only=True):
+    operation_id: str
+    state: str
+    artifact_revision: str | None
+
+
+class ClaimFacts(Struct, frozen=True, kw_only=True):
+    heartbeat_generation: int | None
+    heartbeat_at: datetime.datetime | None
+    binding_generation: int | None
+    prerequisites: list[PrerequisiteFact]
+
+
+class ActionClaimed(Decision, frozen=True, kw_only=True):
+    operation_id: str
+    attempt_id: str
+    envelope: Envelope
+    facts: ClaimFacts
+
+
+class AttemptUpdated(Decision, frozen=True, kw_only=True):
+    """A receipt or reconcile moved the latest attempt (and maybe its action)."""
+
+    operation_id: str
+    attempt_id: str
+    attempt_state: str
+    action_state: str
+
+
+class ActionOutcomeReported(Decision, frozen=True, kw_only=True):
+    operation_id: str
+    outcome: str
+    artifact_revision: str | None
+    evidence_ref: str | None
+    attempt_id: str | None
+    attempt_state: str | None
+    action_state: str
+
+
+class ActionBlocked(Decision, frozen=True, kw_only=True):
+    """The codes holding a pending action changed (spec section 4 order)."""
+
+    operation_id: str
+    blocked_by: list[str]
+
+
+# ------------------------------------------------------ health, scope, usage
+
+
+class HeartbeatRecorded(Decision, frozen=True, kw_only=True):
+    generation: int
+    at: datetime.datetime
+
+
+class ScopePaused(Decision, frozen=True, kw_only=True):
+    scope: str
+
+
+class ScopeResumed(Decision, frozen=True, kw_only=True):
+    scope: str
+
+
+class UsageReported(Decision, frozen=True, kw_only=True):
+    role: str  # "foreground", "background" or "workers"
+    conversation_id: str | None
+    operation_id: str | None
+    grant_id: str | None
+    input_tokens: int | None
+    cached_input_tokens: int | None
+    cache_write_tokens: int | None
+    output_tokens: int | None
+    context_tokens: int | None
+    grant_usage: int | None
+
+
+class BudgetExhausted(Decision, frozen=True, kw_only=True):
+    grant_id: str
+    usage: int
+    token_limit: int
+
+
+# ------------------------------------------------------------ conversations
+
+
+class ConversationOpened(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    role: str
+    context_limit: int
+    reserve: int
+    steer: bool
+    foreground_id: str | None
+
+
+class BackgroundBound(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    foreground_id: str
+    generation: int
+
+
+class MessageQueued(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    message_id: str
+    text: str
+    tokens: int | None
+    intent_revision: int
+
+
+class QueueEdited(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    message_id: str
+    op: str
+    text: str | None
+    intent_revision: int
+
+
+class IntentSynced(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    synced_revision: int
+
+
+AnyEvent = Union[
+    InputAccepted, InputRejected, SourceProgressed,
+    EngineConfigured, PolicySet, GrantIssued, GrantRevised, GrantRevoked, RuleSet,
+    TaskDelegated, TaskRevised, TaskCompleted, TaskCancelled, QuestionRaised, QuestionAnswered,
+    TaskHoldsChanged,
+    ActionProposed, ActionRevalidated, ActionCancelled, ActionCancelRequested, ActionClaimed,
+    AttemptUpdated, ActionOutcomeReported, ActionBlocked,
+    HeartbeatRecorded, ScopePaused, ScopeResumed, UsageReported, BudgetExhausted,
+    ConversationOpened, BackgroundBound, MessageQueued, QueueEdited, IntentSynced,
+]  # fmt: skip
+
+EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(AnyEvent)
+
+
+def event_name(event: Event) -> str:
+    return type(event).__name__
+
+
+def encode_event(event: Event) -> bytes:
+    return _encoder.encode(event)
+
+
+def decode_event(data: bytes) -> AnyEvent:
+    return _decoder.decode(data)

@@ -1,0 +1,539 @@
+"""Inputs: the commands of spec/TRACE.md section 3, one tagged msgspec Struct per kind.
+
+A trace line is decoded once, at the edge, into one of these Structs by
+`INPUT_DECODER`; past that point nothing re-parses JSON. A decode failure is a
+schema error (the whole trace is refused); a well-formed input the domain
+refuses is a rejection (recorded, processing goes on).
+
+Evolution rule (msgspec's): new fields get defaults, existing field types never
+change. `UNSET` marks "not given", which the spec distinguishes from `null` and
+from zero (a usage field left out is unknown, not 0).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Annotated, Any, Literal, Union
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+# Bounds (principle 7: a limit on everything, units last in the name).
+identifier_chars_max = 512
+text_chars_max = 262_144
+list_items_max = 4_096
+
+Identifier = Annotated[str, Meta(min_length=1, max_length=identifier_chars_max)]
+Text = Annotated[str, Meta(max_length=text_chars_max)]
+Count = Annotated[int, Meta(ge=0)]
+Positive = Annotated[int, Meta(ge=1)]
+Revision = Annotated[int, Meta(ge=0)]
+Tokens = Annotated[int, Meta(ge=0)]
+
+Actor = Literal["human", "foreground", "background", "daemon", "executor", "source", "watchdog"]
+
+# The actors each kind accepts; the first is the default. A kind not listed
+# accepts only `human` (spec section 1).
+ACTORS: dict[str, tuple[str, ...]] = {
+    "engine.configure": ("daemon",),
+    "policy.set": ("daemon", "human"),
+    "task.complete": ("background", "human"),
+    "question.raise": ("background", "foreground"),
+    "action.propose": ("background", "daemon", "human"),
+    "action.revalidate": ("background", "human"),
+    "executor.receipt": ("executor",),
+    "executor.reconcile": ("executor", "daemon"),
+    "executor.outcome": ("executor",),
+    "observe": ("source",),
+    "log.batch": ("source",),
+    "log.pruned": ("source",),
+    "log.reconcile": ("source",),
+    "triage.classify": ("background",),
+    "conversation.open": ("daemon",),
+    "background.bind": ("daemon",),
+    "intent.synced": ("background",),
+    "provider.receipt": ("daemon",),
+    "provider.reconcile": ("daemon",),
+    "turn.ended": ("daemon",),
+    "context.reset": ("daemon",),
+    "usage.report": ("daemon", "executor"),
+    "approval.required": ("daemon",),
+    "hold.failure": ("daemon",),
+    "watchdog.heartbeat": ("watchdog",),
+    "health.incident": ("watchdog", "daemon"),
+    "health.recovered": ("watchdog", "daemon"),
+    "daemon.stop": ("daemon",),
+    "daemon.start": ("daemon",),
+    "card.propose": ("background",),
+    "tick": ("daemon",),
+}
+HUMAN_ONLY: tuple[str, ...] = ("human",)
+
+
+def accepted_actors(kind: str) -> tuple[str, ...]:
+    return ACTORS.get(kind, HUMAN_ONLY)
+
+
+class Input(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", kw_only=True):
+    """Fields every input carries (spec section 1)."""
+
+    at: datetime.datetime
+    actor: Actor | None = None
+    id: Identifier | None = None
+
+    def __post_init__(self) -> None:
+        if self.at.tzinfo is None or self.at.utcoffset() != datetime.timedelta(0):
+            raise ValueError("`at` must be an RFC 3339 time in UTC (ending in Z or +00:00)")
+
+    @property
+    def input_type(self) -> str:
+        """The `type` of the trace line (the kind of input)."""
+        return self.__struct_config__.tag  # type: ignore[return-value]
+
+    @property
+    def sender(self) -> str:
+        """The actor, or the kind's default actor when none was given."""
+        return self.actor if self.actor is not None else accepted_actors(self.input_type)[0]
+
+
+def _require_one_of(value: Input, *names: str) -> None:
+    if all(getattr(value, name) is UNSET for name in names):
+        raise ValueError(f"{value.input_type} needs at least one of " + ", ".join(f"`{n}`" for n in names))
+
+
+def _require_exactly_one(value: Input, first: str, second: str) -> None:
+    given = [name for name in (first, second) if getattr(value, name) is not UNSET]
+    if len(given) != 1:
+        raise ValueError(f"{value.input_type} needs exactly one of `{first}` and `{second}`")
+
+
+# ---------------------------------------------------------------- shared parts
+
+
+class GrantRequest(Struct, frozen=True, forbid_unknown_fields=True):
+    grant_id: Identifier
+    allowed_operations: Annotated[list[Identifier], Meta(max_length=list_items_max)]
+    write_roots: Annotated[list[Text], Meta(max_length=list_items_max)]
+    max_attempts: Positive = 3
+    token_limit: Positive | None = None
+
+
+class Prerequisite(Struct, frozen=True, forbid_unknown_fields=True):
+    operation_id: Identifier
+    outcome: Literal["succeeded"]
+    artifact_revision: Identifier | UnsetType = UNSET
+
+
+class InputRevisions(Struct, frozen=True, forbid_unknown_fields=True):
+    grant: Revision
+    task: Revision | UnsetType = UNSET
+    intent: Revision | UnsetType = UNSET
+
+
+class ObservationFields(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    source_id: Identifier
+    kind: Identifier
+    scope: Text
+    fingerprint: Text
+    complete: bool
+    cause_key: Identifier | UnsetType = UNSET
+    source_version: Identifier | UnsetType = UNSET
+    status: Text | UnsetType = UNSET
+    commit_sha: Identifier | UnsetType = UNSET
+    text: Text | UnsetType = UNSET
+    evidence_ref: Identifier | UnsetType = UNSET
+    tokens: Tokens | UnsetType = UNSET
+    deleted: bool = False
+    origin_conversation: Identifier | UnsetType = UNSET
+
+
+class LogEntry(Struct, frozen=True, forbid_unknown_fields=True):
+    seq: Count
+    observation: ObservationFields
+
+
+# ------------------------------------------------- 3.1 configuration and policy
+
+
+class ConfigureEngine(Input, tag="engine.configure"):
+    watchdog_max_age_s: Count | UnsetType = UNSET
+    fallback_after_s: Count | UnsetType = UNSET
+    question_resurface_s: Positive | UnsetType = UNSET
+    wake_batch_max: Positive | UnsetType = UNSET
+
+
+class SetPolicy(Input, tag="policy.set"):
+    allowed_operations: Annotated[list[Identifier], Meta(max_length=list_items_max)]
+    write_roots: Annotated[list[Text], Meta(max_length=list_items_max)]
+
+
+class SetRule(Input, tag="rule.set"):
+    rule_id: Identifier
+    grant: GrantRequest
+
+
+# --------------------------------------------- 3.2 tasks, grants and questions
+
+
+class DelegateTask(Input, tag="task.delegate"):
+    task_id: Identifier
+    conversation_id: Identifier
+    message_refs: Annotated[list[Identifier], Meta(max_length=list_items_max)]
+    goal: Text
+    done_when: Annotated[list[Text], Meta(min_length=1, max_length=list_items_max)]
+    grant: GrantRequest
+    constraints: dict[str, Any] | UnsetType = UNSET
+    fallback_decisions: dict[str, Text] | UnsetType = UNSET
+    depends_on: Annotated[list[Identifier], Meta(max_length=list_items_max)] | UnsetType = UNSET
+
+
+class ReviseTask(Input, tag="task.revise"):
+    task_id: Identifier
+    expected_revision: Revision
+    goal: Text | UnsetType = UNSET
+    done_when: Annotated[list[Text], Meta(min_length=1, max_length=list_items_max)] | UnsetType = UNSET
+    constraints: dict[str, Any] | UnsetType = UNSET
+    fallback_decisions: dict[str, Text] | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require_one_of(self, "goal", "done_when", "constraints", "fallback_decisions")
+
+
+class ReviseGrant(Input, tag="grant.revise"):
+    grant_id: Identifier
+    expected_revision: Revision
+    allowed_operations: Annotated[list[Identifier], Meta(max_length=list_items_max)] | UnsetType = UNSET
+    write_roots: Annotated[list[Text], Meta(max_length=list_items_max)] | UnsetType = UNSET
+    max_attempts: Positive | UnsetType = UNSET
+    token_limit: Positive | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require_one_of(self, "allowed_operations", "write_roots", "max_attempts", "token_limit")
+
+
+class CancelTask(Input, tag="task.cancel"):
+    task_id: Identifier
+
+
+class CompleteTask(Input, tag="task.complete"):
+    task_id: Identifier
+    evidence_refs: Annotated[list[Identifier], Meta(min_length=1, max_length=list_items_max)]
+
+
+class RaiseQuestion(Input, tag="question.raise"):
+    task_id: Identifier
+    question_key: Identifier
+    recipient: Identifier
+    blocking_reason: Text
+    affected: Annotated[list[Identifier], Meta(max_length=list_items_max)] | Literal["task", "unknown"]
+    evidence_revision: Revision
+
+
+class AnswerQuestion(Input, tag="question.answer"):
+    task_id: Identifier
+    question_key: Identifier
+    answer: Text
+
+
+# ------------------------------------------------------------ 3.3 managed actions
+
+
+class ProposeAction(Input, tag="action.propose"):
+    operation_id: Identifier
+    cause_key: Identifier
+    operation: Identifier
+    target: Text
+    resource: Identifier
+    grant_id: Identifier
+    input_revisions: InputRevisions
+    write_paths: Annotated[list[Text], Meta(max_length=list_items_max)] = []
+    task_id: Identifier | UnsetType = UNSET
+    rule_id: Identifier | UnsetType = UNSET
+    prerequisites: Annotated[list[Prerequisite], Meta(max_length=list_items_max)] = []
+    unattended: bool = True
+    generation: Revision | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require_exactly_one(self, "task_id", "rule_id")
+        if self.sender == "background" and self.generation is UNSET:
+            raise ValueError("`generation` is required when the actor is background")
+
+
+class RevalidateAction(Input, tag="action.revalidate"):
+    operation_id: Identifier
+    input_revisions: InputRevisions
+    generation: Revision | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.sender == "background" and self.generation is UNSET:
+            raise ValueError("`generation` is required when the actor is background")
+
+
+class CancelAction(Input, tag="action.cancel"):
+    operation_id: Identifier
+
+
+class ExecutorReceipt(Input, tag="executor.receipt"):
+    operation_id: Identifier
+    attempt_id: Identifier
+    result: Literal["queued", "accepted", "refused", "unknown"]
+
+
+class ExecutorReconcile(Input, tag="executor.reconcile"):
+    operation_id: Identifier
+    attempt_id: Identifier
+    observed: Literal["accepted", "not_received"]
+
+
+class ExecutorOutcome(Input, tag="executor.outcome"):
+    operation_id: Identifier
+    outcome: Literal["succeeded", "failed", "cancelled"]
+    artifact_revision: Identifier | UnsetType = UNSET
+    evidence_ref: Identifier | UnsetType = UNSET
+
+
+# ------------------------------------------- 3.4 observations, change log, triage
+
+
+class Observe(Input, tag="observe"):
+    # The fields of ObservationFields (msgspec Structs cannot inherit from two
+    # bases with fields); `observation()` gives the shared shape.
+    source_id: Identifier
+    kind: Identifier
+    scope: Text
+    fingerprint: Text
+    complete: bool
+    cause_key: Identifier | UnsetType = UNSET
+    source_version: Identifier | UnsetType = UNSET
+    status: Text | UnsetType = UNSET
+    commit_sha: Identifier | UnsetType = UNSET
+    text: Text | UnsetType = UNSET
+    evidence_ref: Identifier | UnsetType = UNSET
+    tokens: Tokens | UnsetType = UNSET
+    deleted: bool = False
+    origin_conversation: Identifier | UnsetType = UNSET
+
+    def observation(self) -> ObservationFields:
+        return ObservationFields(**{f: getattr(self, f) for f in ObservationFields.__struct_fields__})
+
+
+class LogBatch(Input, tag="log.batch"):
+    consumer_id: Identifier
+    epoch: Count
+    entries: Annotated[list[LogEntry], Meta(max_length=list_items_max)]
+
+
+class LogPruned(Input, tag="log.pruned"):
+    consumer_id: Identifier
+    epoch: Count
+    max_deleted_seq: Count
+
+
+class LogReconcile(Input, tag="log.reconcile"):
+    consumer_id: Identifier
+    reconciliation_id: Identifier
+    epoch: Count
+    retained_head: Count
+    facts: Annotated[list[ObservationFields], Meta(max_length=list_items_max)]
+
+
+class ClassifyTriage(Input, tag="triage.classify"):
+    conversation_id: Identifier
+    generation: Revision
+    cause_key: Identifier
+    update_revision: Revision
+    disposition: Literal["routine", "actionable", "urgent", "needs_input"]
+    action_priority: int
+    notification_priority: int
+
+
+# ------------------------------------------------------------ 5 conversations
+
+
+class OpenConversation(Input, tag="conversation.open"):
+    conversation_id: Identifier
+    role: Literal["foreground", "background"]
+    context_limit: Positive
+    reserve: Count
+    steer: bool = False
+    foreground_id: Identifier | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.role == "background" and self.foreground_id is UNSET:
+            raise ValueError("a background conversation needs `foreground_id`")
+        if self.role == "foreground" and self.foreground_id is not UNSET:
+            raise ValueError("`foreground_id` is only for a background conversation")
+
+
+class BindBackground(Input, tag="background.bind"):
+    conversation_id: Identifier
+    foreground_id: Identifier
+    generation: Revision
+
+
+class HumanMessage(Input, tag="human.message"):
+    conversation_id: Identifier
+    message_id: Identifier
+    text: Text
+    tokens: Tokens | UnsetType = UNSET
+
+
+class EditQueue(Input, tag="human.queue_edit"):
+    conversation_id: Identifier
+    message_id: Identifier
+    op: Literal["edit", "withdraw"]
+    text: Text | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.op == "edit" and self.text is UNSET:
+            raise ValueError("`op: edit` needs `text`")
+        if self.op == "withdraw" and self.text is not UNSET:
+            raise ValueError("`op: withdraw` takes no `text`")
+
+
+class SyncIntent(Input, tag="intent.synced"):
+    conversation_id: Identifier
+    intent_revision: Revision
+    generation: Revision
+
+
+class ProviderReceipt(Input, tag="provider.receipt"):
+    delivery_id: Identifier
+    result: Literal["accepted", "unknown", "refused"]
+
+
+class ProviderReconcile(Input, tag="provider.reconcile"):
+    delivery_id: Identifier
+    observed: Literal["accepted", "not_received"]
+
+
+class EndTurn(Input, tag="turn.ended"):
+    turn_id: Identifier
+    outcome: Literal["completed", "failed", "interrupted"]
+    delivered: Annotated[list[Identifier], Meta(max_length=list_items_max)] | UnsetType = UNSET
+
+
+class ResetContext(Input, tag="context.reset"):
+    conversation_id: Identifier
+    reason: Literal["compaction", "rollover", "fork", "rollback", "handoff", "provider_loss"]
+
+
+class ReportUsage(Input, tag="usage.report"):
+    conversation_id: Identifier | UnsetType = UNSET
+    operation_id: Identifier | UnsetType = UNSET
+    input_tokens: Tokens | UnsetType = UNSET
+    cached_input_tokens: Tokens | UnsetType = UNSET
+    cache_write_tokens: Tokens | UnsetType = UNSET
+    output_tokens: Tokens | UnsetType = UNSET
+    context_tokens: Tokens | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require_exactly_one(self, "conversation_id", "operation_id")
+
+
+class RequireApproval(Input, tag="approval.required"):
+    conversation_id: Identifier
+    request_id: Identifier
+    detail: Text
+
+
+class ResolveApproval(Input, tag="approval.resolved"):
+    conversation_id: Identifier
+    request_id: Identifier
+
+
+class HoldFailure(Input, tag="hold.failure"):
+    conversation_id: Identifier
+
+
+class ReleaseHold(Input, tag="hold.release"):
+    conversation_id: Identifier
+
+
+# ------------------------------------------------- 6 alerts, health and time
+
+
+class Heartbeat(Input, tag="watchdog.heartbeat"):
+    generation: Revision
+
+
+class RaiseIncident(Input, tag="health.incident"):
+    incident_id: Identifier
+    kind: Identifier
+    detail: Text
+
+
+class RecoverIncident(Input, tag="health.recovered"):
+    incident_id: Identifier
+
+
+class StopDaemon(Input, tag="daemon.stop"):
+    expected: bool
+
+
+class StartDaemon(Input, tag="daemon.start"):
+    pass
+
+
+class PauseScope(Input, tag="scope.pause"):
+    scope: Identifier
+
+
+class ResumeScope(Input, tag="scope.resume"):
+    scope: Identifier
+
+
+class ProposeCard(Input, tag="card.propose"):
+    card_id: Identifier
+    cause_key: Identifier
+    summary: Text
+    generation: Revision
+
+
+class Tick(Input, tag="tick"):
+    pass
+
+
+class SeeAlert(Input, tag="alert.seen"):
+    alert_id: Identifier
+
+
+class ResolveAlert(Input, tag="alert.resolve"):
+    alert_id: Identifier
+
+
+AnyInput = Union[
+    ConfigureEngine, SetPolicy, SetRule,
+    DelegateTask, ReviseTask, ReviseGrant, CancelTask, CompleteTask, RaiseQuestion, AnswerQuestion,
+    ProposeAction, RevalidateAction, CancelAction, ExecutorReceipt, ExecutorReconcile, ExecutorOutcome,
+    Observe, LogBatch, LogPruned, LogReconcile, ClassifyTriage,
+    OpenConversation, BindBackground, HumanMessage, EditQueue, SyncIntent, ProviderReceipt,
+    ProviderReconcile, EndTurn, ResetContext, ReportUsage, RequireApproval, ResolveApproval,
+    HoldFailure, ReleaseHold,
+    Heartbeat, RaiseIncident, RecoverIncident, StopDaemon, StartDaemon, PauseScope, ResumeScope,
+    ProposeCard, Tick, SeeAlert, ResolveAlert,
+]  # fmt: skip
+
+INPUT_KINDS: tuple[str, ...] = tuple(cls.__struct_config__.tag for cls in AnyInput.__args__)  # type: ignore[attr-defined]
+INPUT_DECODER = msgspec.json.Decoder(AnyInput)
+_ENCODER = msgspec.json.Encoder()
+
+
+def decode_input(line: bytes | str) -> AnyInput:
+    """Decode one trace line; raises msgspec.ValidationError / DecodeError."""
+    return INPUT_DECODER.decode(line)
+
+
+def canonical_body(value: Input) -> bytes:
+    """The body an idempotency key guards: everything but `at`, actor resolved."""
+    return _ENCODER.encode(msgspec.structs.replace(value, at=_EPOCH, actor=value.sender, id=None))
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
