@@ -1,0 +1,183 @@
+"""The dispatch pass (spec section 4): what the engine decides by itself.
+
+After every input (a rejected one too: time still passes), in the same
+transaction, the pass runs the time rules, then claims pending actions that
+nothing blocks, in proposal order, then records every change of `blocked_by`
+and of task `holds`.
+
+Work is proportional to what the input touched: evolve marks the actions and
+tasks whose blocking inputs changed (`State.dirty_*`, via the indexes by
+prerequisite, resource, task, grant and conversation), and the pass looks at
+those only. Conditions that apply to every action (the watchdog going stale,
+an `"unknown"` question, a `*` pause) touch every pending action; they are
+rare and the cost is inherent: each of those actions changes.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+
+from domain import events as ev
+from domain.state import Action, State
+
+Emit = Callable[[ev.Event], None]
+
+
+def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> None:
+    """Decide the engine's own events; `emit` records and applies each one."""
+    fresh = state.is_fresh(at)
+    if fresh != state.watchdog_fresh:
+        state.watchdog_fresh = fresh
+        state.touch_all_pending()
+
+    looked_at: set[str] = set()
+    while state.dirty_actions:
+        batch = state.dirty_actions
+        state.dirty_actions = set()
+        looked_at |= batch
+        for action in sorted((state.actions[op] for op in batch if op in state.pending), key=_order):
+            if action.state == "pending" and not blockers(state, action):
+                _claim(state, cause, action, emit)
+
+    for operation_id in sorted(looked_at, key=lambda op: state.actions[op].order):
+        action = state.actions[operation_id]
+        if action.state != "pending":
+            continue
+        codes = blockers(state, action)
+        if codes != action.blocked_by:
+            emit(ev.ActionBlocked(cause=cause, operation_id=operation_id, blocked_by=list(codes)))
+    state.dirty_actions.clear()
+
+    for task_id in sorted(state.dirty_tasks):
+        task = state.tasks[task_id]
+        holds = task_holds(state, task_id) if task.state == "active" else ()
+        if holds != task.holds:
+            emit(ev.TaskHoldsChanged(cause=cause, task_id=task_id, holds=list(holds)))
+    state.dirty_tasks.clear()
+
+
+def _order(action: Action) -> int:
+    return action.order
+
+
+def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
+    grant = state.grants[action.grant_id]
+    task = state.tasks[action.task_id] if action.task_id is not None else None
+    conversation = state.conversations[task.conversation_id] if task is not None else None
+    emit(
+        ev.ActionClaimed(
+            cause=cause,
+            operation_id=action.operation_id,
+            attempt_id=f"{action.operation_id}/a{len(action.attempts) + 1}",
+            envelope=ev.Envelope(
+                operation=action.operation,
+                target=action.target,
+                resource=action.resource,
+                write_paths=list(action.write_paths),
+                task_revision=task.revision if task is not None else None,
+                grant_revision=grant.revision,
+                policy_revision=state.policy.revision,
+                intent_revision=conversation.intent_revision if conversation is not None else None,
+            ),
+            facts=ev.ClaimFacts(
+                heartbeat_generation=state.heartbeat_generation,
+                heartbeat_at=state.heartbeat_at,
+                binding_generation=conversation.generation if conversation is not None else None,
+                prerequisites=[
+                    ev.PrerequisiteFact(
+                        operation_id=p.operation_id,
+                        state=state.actions[p.operation_id].state,
+                        artifact_revision=state.actions[p.operation_id].artifact_revision,
+                    )
+                    for p in action.prerequisites
+                ],
+            ),
+        )
+    )
+
+
+# ----------------------------------------------------------------- blockers
+
+
+def blockers(state: State, action: Action) -> tuple[str, ...]:
+    """Every code that blocks a pending action now, in the section 4 order."""
+    codes: list[str] = []
+    prerequisite_pending = prerequisite_failed = False
+    for prerequisite in action.prerequisites:
+        other = state.actions[prerequisite.operation_id]
+        if other.state == "succeeded":
+            required = prerequisite.artifact_revision
+            if required is not None and other.artifact_revision != required:
+                prerequisite_failed = True
+        elif other.state in ("failed", "cancelled", "exhausted"):
+            prerequisite_failed = True
+        else:
+            prerequisite_pending = True
+    if prerequisite_pending:
+        codes.append("prerequisite_pending")
+    if prerequisite_failed:
+        codes.append("prerequisite_failed")
+    task = state.tasks[action.task_id] if action.task_id is not None else None
+    if _operation_held(state, action, set()) or (task is not None and _task_question_held(state, task.task_id)):
+        codes.append("question_hold")
+    if state.unknown_questions and state.wider_hold():
+        codes.append("wider_hold")
+    if "*" in state.paused or (task is not None and task.task_id in state.paused):
+        codes.append("scope_paused")
+    if task is not None:
+        if any(state.tasks[dependency].state != "completed" for dependency in task.depends_on):
+            codes.append("task_held")
+        if action.proposed_by in ("background", "daemon") and state.conversations[task.conversation_id].intent_unsynced:
+            codes.append("intent_unsynced")
+    if action.unattended and not state.watchdog_fresh:
+        codes.append("watchdog_unavailable")
+    if state.busy_by_resource.get(action.resource):
+        codes.append("resource_busy")
+    if state.grants[action.grant_id].budget_exhausted:
+        codes.append("budget_exhausted")
+    return tuple(codes)
+
+
+def _operation_held(state: State, action: Action, seen: set[str]) -> bool:
+    """An open question lists this operation or, transitively, a prerequisite."""
+    if action.operation_id in seen:
+        return False
+    seen.add(action.operation_id)
+    listed = state.question_ops.get(action.operation_id)
+    if listed and any(state.question_active(key) for key in listed):
+        return True
+    return any(_operation_held(state, state.actions[p.operation_id], seen) for p in action.prerequisites)
+
+
+def _task_question_held(state: State, task_id: str) -> bool:
+    """An open `"task"` question on this task or on a task it depends on, transitively."""
+    if not state.task_questions:
+        return False
+    stack = [task_id]
+    seen: set[str] = set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        keys = state.task_questions.get(current)
+        if keys and any(state.question_active((current, key)) for key in keys):
+            return True
+        stack.extend(state.tasks[current].depends_on)
+    return False
+
+
+def task_holds(state: State, task_id: str) -> tuple[str, ...]:
+    """Task-level holds (section 3.2), in the section 4 order."""
+    task = state.tasks[task_id]
+    holds: list[str] = []
+    if _task_question_held(state, task_id):
+        holds.append("question_hold")
+    if state.unknown_questions and state.wider_hold():
+        holds.append("wider_hold")
+    if "*" in state.paused or task_id in state.paused:
+        holds.append("scope_paused")
+    if any(state.tasks[dependency].state != "completed" for dependency in task.depends_on):
+        holds.append("task_held")
+    return tuple(holds)

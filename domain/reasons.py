@@ -1,0 +1,64 @@
+"""Reason codes: exactly the spec's (spec/TRACE.md sections 1, 3, 5, 6).
+
+Rejection reasons name why an input was refused; blocking codes name why a
+pending action is not claimed, in the order of the spec's section 4 table.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Reason = Literal[
+    # section 1
+    "duplicate_input",
+    "idempotency_conflict",
+    "not_authorized",
+    "not_implemented",  # a kind whose issue has not landed yet (documented extension)
+    # 3, by the ids an input names
+    "unknown_task",
+    "unknown_grant",
+    "unknown_operation",
+    "unknown_conversation",
+    "unknown_question",
+    "unknown_alert",
+    # 3.1 - 3.3
+    "too_late",
+    "grant_outside_policy",
+    "already_exists",
+    "stale_revision",
+    "task_not_active",
+    "work_outstanding",
+    "unverified",
+    "not_open",
+    "grant_scope",
+    "generation_fenced",
+    "operation_not_granted",
+    "write_outside_roots",
+    "duplicate_cause",
+    "not_fenced",
+    "not_cancellable",
+    "stale_attempt",
+    # 3.4, 5, 6
+    "reconciliation_required",
+    "stale_reconciliation",
+    "triage_blocked",
+    "stale_generation",
+    "already_dispatched",
+]
+
+BLOCKING_CODES: tuple[str, ...] = (
+    "prerequisite_pending",
+    "prerequisite_failed",
+    "question_hold",
+    "wider_hold",
+    "scope_paused",
+    "task_held",
+    "intent_unsynced",
+    "watchdog_unavailable",
+    "resource_busy",
+    "approval_pending",
+    "budget_exhausted",
+)
+
+# Task-level holds, in the section 4 table's order.
+TASK_HOLD_CODES: tuple[str, ...] = ("question_hold", "wider_hold", "scope_paused", "task_held")

@@ -1,0 +1,731 @@
+"""The decision state and `evolve`: a fold of the event log.
+
+`evolve(state, event)` applies one recorded fact to the state in place. It
+re-validates nothing (events are facts) and never runs a state machine; it
+does no I/O and reads no clock. The state also keeps the indexes that make the
+dispatch pass cost what an input touches rather than a scan of every live
+action (by prerequisite, resource, task, grant, cause and conversation), and
+the `dirty_*` sets through which evolve tells the pass what to look at again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from dataclasses import dataclass, field
+
+from msgspec.structs import replace
+from typing import Any
+
+from domain import events as ev
+from domain.inputs import canonical_body
+from domain.lifecycles import ACTION, IN_FLIGHT
+
+Seconds = int
+
+
+@dataclass(slots=True)
+class Config:
+    watchdog_max_age_s: Seconds = 120
+    fallback_after_s: Seconds = 600
+    question_resurface_s: Seconds = 86_400
+    wake_batch_max: int = 20
+
+
+@dataclass(slots=True)
+class Policy:
+    revision: int = 0
+    operations: frozenset[str] = frozenset()
+    roots: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Grant:
+    grant_id: str
+    revision: int
+    task_id: str | None
+    rule_id: str | None
+    operations: frozenset[str]
+    roots: tuple[str, ...]
+    max_attempts: int
+    token_limit: int | None
+    state: str = "live"
+    usage: int = 0
+    actions: list[str] = field(default_factory=list)
+
+    @property
+    def budget_exhausted(self) -> bool:
+        return self.token_limit is not None and self.usage >= self.token_limit
+
+
+@dataclass(slots=True)
+class Task:
+    task_id: str
+    conversation_id: str
+    message_refs: list[str]
+    goal: str
+    done_when: list[str]
+    constraints: dict[str, Any]
+    fallback_decisions: dict[str, str]
+    depends_on: list[str]
+    grant_id: str
+    revision: int = 1
+    state: str = "active"
+    holds: tuple[str, ...] = ()
+    actions: list[str] = field(default_factory=list)
+    dependents: list[str] = field(default_factory=list)  # tasks whose depends_on names this one
+    open_questions: int = 0
+
+
+@dataclass(slots=True)
+class Question:
+    task_id: str
+    question_key: str
+    recipient: str
+    blocking_reason: str
+    affected: list[str] | str
+    evidence_revision: int
+    first_seen_at: datetime.datetime
+    times_raised: int = 1
+    state: str = "open"
+    answer: str | None = None
+
+
+@dataclass(slots=True)
+class Attempt:
+    attempt_id: str
+    state: str
+    envelope: ev.Envelope
+
+
+@dataclass(slots=True)
+class Action:
+    operation_id: str
+    order: int  # proposal order: the pass claims in this order
+    cause_key: str
+    operation: str
+    target: str
+    resource: str
+    write_paths: list[str]
+    task_id: str | None
+    rule_id: str | None
+    grant_id: str
+    prerequisites: list[ev.PrerequisiteSpec]
+    revisions: ev.Revisions
+    unattended: bool
+    proposed_by: str
+    generation: int | None
+    cause_revision: int
+    state: str = "pending"
+    attempts: list[Attempt] = field(default_factory=list)
+    outcome: str | None = None
+    artifact_revision: str | None = None
+    evidence_ref: str | None = None
+    blocked_by: tuple[str, ...] = ()
+    dependents: list[str] = field(default_factory=list)  # actions listing this one as a prerequisite
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in ACTION.terminal
+
+
+@dataclass(slots=True)
+class Message:
+    message_id: str
+    text: str
+    tokens: int | None
+    state: str = "queued"  # queued, withdrawn (dispatch states arrive with turns)
+
+
+@dataclass(slots=True)
+class Conversation:
+    conversation_id: str
+    role: str
+    context_limit: int
+    reserve: int
+    steer: bool
+    foreground_id: str | None
+    epoch: int = 1
+    generation: int | None = None  # the bound background's generation (foreground only)
+    background_id: str | None = None
+    intent_revision: int = 0
+    synced_intent_revision: int = 0
+    queue: list[str] = field(default_factory=list)
+    messages: dict[str, Message] = field(default_factory=dict)
+    context_tokens: int = 0
+    tasks: list[str] = field(default_factory=list)
+
+    @property
+    def intent_unsynced(self) -> bool:
+        return self.intent_revision > self.synced_intent_revision
+
+
+USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
+
+
+@dataclass(slots=True)
+class SourceProgress:
+    line: int
+    offset: int
+    digest: str
+
+
+@dataclass(slots=True)
+class State:
+    """Everything decide and the pass read. Rebuilt by folding the log."""
+
+    position: int = 0  # events applied
+    seq: int = 0  # inputs recorded (accepted or rejected)
+    last_at: datetime.datetime | None = None
+    configurable: bool = True  # no input of another kind than engine.configure yet
+    config: Config = field(default_factory=Config)
+    policy: Policy = field(default_factory=Policy)
+    grants: dict[str, Grant] = field(default_factory=dict)
+    rules: dict[str, str] = field(default_factory=dict)  # rule_id -> grant_id
+    tasks: dict[str, Task] = field(default_factory=dict)
+    questions: dict[tuple[str, str], Question] = field(default_factory=dict)
+    actions: dict[str, Action] = field(default_factory=dict)
+    conversations: dict[str, Conversation] = field(default_factory=dict)
+    idempotency: dict[str, bytes] = field(default_factory=dict)  # input id -> body digest
+    sources: dict[str, SourceProgress] = field(default_factory=dict)
+    heartbeat_generation: int | None = None
+    heartbeat_at: datetime.datetime | None = None
+    paused: set[str] = field(default_factory=set)
+    usage: dict[str, dict[str, int | None]] = field(
+        default_factory=lambda: {
+            role: {name: None for name in (*USAGE_FIELDS, "reports")} for role in ("foreground", "background", "workers")
+        }
+    )
+    # ---- indexes
+    pending: set[str] = field(default_factory=set)
+    pending_by_resource: dict[str, set[str]] = field(default_factory=dict)
+    busy_by_resource: dict[str, int] = field(default_factory=dict)
+    actions_by_cause: dict[str, list[str]] = field(default_factory=dict)
+    question_ops: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # op id -> open questions listing it
+    task_questions: dict[str, set[str]] = field(default_factory=dict)  # task -> open "task" question keys
+    unknown_questions: set[tuple[str, str]] = field(default_factory=set)  # open "unknown" questions
+    # ---- what the pass must look at again (filled by evolve, emptied by the pass)
+    dirty_actions: set[str] = field(default_factory=set)
+    dirty_tasks: set[str] = field(default_factory=set)
+    watchdog_fresh: bool = False  # as of the last pass
+
+    # ---------------------------------------------------------------- queries
+
+    def update_revision(self, cause_key: str) -> int:
+        """The inbox update revision of a cause (observations land with issue 3)."""
+        return 0
+
+    def is_fresh(self, at: datetime.datetime | None) -> bool:
+        """Spec 6: fresh iff a heartbeat exists and at - last <= max age."""
+        if self.heartbeat_at is None or at is None:
+            return False
+        return (at - self.heartbeat_at).total_seconds() <= self.config.watchdog_max_age_s
+
+    def question_active(self, key: tuple[str, str]) -> bool:
+        question = self.questions[key]
+        return question.state == "open" and self.tasks[question.task_id].state == "active"
+
+    def wider_hold(self) -> bool:
+        return any(self.question_active(key) for key in self.unknown_questions)
+
+    # ------------------------------------------------------- dirty marking
+
+    def touch_action(self, operation_id: str) -> None:
+        self.dirty_actions.add(operation_id)
+
+    def touch_all_pending(self) -> None:
+        self.dirty_actions.update(self.pending)
+
+    def touch_dependents(self, operation_id: str) -> None:
+        """An action and, transitively, every action listing it as a prerequisite."""
+        stack = [operation_id]
+        seen: set[str] = set()
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            self.dirty_actions.add(current)
+            action = self.actions.get(current)
+            if action is not None:
+                stack.extend(action.dependents)
+
+    def touch_task(self, task_id: str) -> None:
+        """A task, its actions, and transitively the tasks depending on it."""
+        stack = [task_id]
+        seen: set[str] = set()
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            task = self.tasks[current]
+            self.dirty_tasks.add(current)
+            self.dirty_actions.update(task.actions)
+            stack.extend(task.dependents)
+
+    def touch_all_tasks(self) -> None:
+        for task_id, task in self.tasks.items():
+            if task.state == "active":
+                self.dirty_tasks.add(task_id)
+        self.touch_all_pending()
+
+    def touch_resource(self, resource: str) -> None:
+        waiting = self.pending_by_resource.get(resource)
+        if waiting:
+            self.dirty_actions.update(waiting)
+
+    def touch_conversation(self, conversation_id: str) -> None:
+        for task_id in self.conversations[conversation_id].tasks:
+            self.dirty_actions.update(self.tasks[task_id].actions)
+
+    def touch_question(self, question: Question) -> None:
+        if question.affected == "unknown":
+            self.touch_all_tasks()
+        elif question.affected == "task":
+            self.touch_task(question.task_id)
+        else:
+            for operation_id in question.affected:
+                self.touch_dependents(operation_id)
+            self.dirty_tasks.add(question.task_id)
+
+
+# ===================================================================== evolve
+
+
+def _set_action_state(state: State, action: Action, new_state: str) -> None:
+    """Move an action and keep the pending/resource indexes in step."""
+    old = action.state
+    if old == new_state:
+        return
+    action.state = new_state
+    resource = action.resource
+    if old == "pending":
+        state.pending.discard(action.operation_id)
+        waiting = state.pending_by_resource.get(resource)
+        if waiting is not None:
+            waiting.discard(action.operation_id)
+            if not waiting:
+                del state.pending_by_resource[resource]
+        action.blocked_by = ()
+    if new_state == "pending":
+        state.pending.add(action.operation_id)
+        state.pending_by_resource.setdefault(resource, set()).add(action.operation_id)
+        state.dirty_actions.add(action.operation_id)
+    was_busy = old in IN_FLIGHT
+    is_busy = new_state in IN_FLIGHT
+    if was_busy != is_busy:
+        count = state.busy_by_resource.get(resource, 0) + (1 if is_busy else -1)
+        if count:
+            state.busy_by_resource[resource] = count
+        else:
+            state.busy_by_resource.pop(resource, None)
+        state.touch_resource(resource)
+    if new_state in ACTION.terminal:
+        # Prerequisite outcomes are now known; the task's completion checks change.
+        for dependent in action.dependents:
+            state.touch_dependents(dependent)
+
+
+def _fence(state: State, operation_ids: list[str]) -> None:
+    for operation_id in operation_ids:
+        _set_action_state(state, state.actions[operation_id], "fenced")
+
+
+def _input_accepted(state: State, event: ev.InputAccepted) -> None:
+    _record_input(state, event.input, event.seq)
+
+
+def _input_rejected(state: State, event: ev.InputRejected) -> None:
+    _record_input(state, event.input, event.seq, rejected_reason=event.reason)
+
+
+def _record_input(state: State, value: Any, seq: int, rejected_reason: str | None = None) -> None:
+    state.seq = seq
+    state.last_at = value.at
+    if value.input_type != "engine.configure":
+        state.configurable = False
+    if value.id is not None and rejected_reason not in ("duplicate_input", "idempotency_conflict"):
+        state.idempotency.setdefault(value.id, hashlib.sha256(canonical_body(value)).digest())
+
+
+def _source_progressed(state: State, event: ev.SourceProgressed) -> None:
+    state.sources[event.file] = SourceProgress(event.line, event.offset, event.digest)
+
+
+def _engine_configured(state: State, event: ev.EngineConfigured) -> None:
+    state.config = Config(
+        event.watchdog_max_age_s, event.fallback_after_s, event.question_resurface_s, event.wake_batch_max
+    )
+
+
+def _policy_set(state: State, event: ev.PolicySet) -> None:
+    state.policy = Policy(event.revision, frozenset(event.allowed_operations), tuple(event.write_roots))
+    _fence(state, event.fenced)
+
+
+def _grant_issued(state: State, event: ev.GrantIssued) -> None:
+    state.grants[event.grant_id] = Grant(
+        grant_id=event.grant_id,
+        revision=event.revision,
+        task_id=event.task_id,
+        rule_id=event.rule_id,
+        operations=frozenset(event.allowed_operations),
+        roots=tuple(event.write_roots),
+        max_attempts=event.max_attempts,
+        token_limit=event.token_limit,
+    )
+
+
+def _grant_revised(state: State, event: ev.GrantRevised) -> None:
+    grant = state.grants[event.grant_id]
+    was_exhausted = grant.budget_exhausted
+    grant.revision = event.revision
+    grant.operations = frozenset(event.allowed_operations)
+    grant.roots = tuple(event.write_roots)
+    grant.max_attempts = event.max_attempts
+    grant.token_limit = event.token_limit
+    _fence(state, event.fenced)
+    for operation_id in event.restamped:
+        action = state.actions[operation_id]
+        action.revisions = replace(action.revisions, grant=event.revision)
+    if grant.budget_exhausted != was_exhausted:
+        state.dirty_actions.update(grant.actions)
+
+
+def _grant_revoked(state: State, event: ev.GrantRevoked) -> None:
+    state.grants[event.grant_id].state = "revoked"
+
+
+def _rule_set(state: State, event: ev.RuleSet) -> None:
+    state.rules[event.rule_id] = event.grant_id
+
+
+def _task_delegated(state: State, event: ev.TaskDelegated) -> None:
+    task = Task(
+        task_id=event.task_id,
+        conversation_id=event.conversation_id,
+        message_refs=list(event.message_refs),
+        goal=event.goal,
+        done_when=list(event.done_when),
+        constraints=dict(event.constraints),
+        fallback_decisions=dict(event.fallback_decisions),
+        depends_on=list(event.depends_on),
+        grant_id=event.grant_id,
+    )
+    state.tasks[event.task_id] = task
+    for dependency in event.depends_on:
+        state.tasks[dependency].dependents.append(event.task_id)
+    state.conversations[event.conversation_id].tasks.append(event.task_id)
+    state.dirty_tasks.add(event.task_id)
+
+
+def _task_revised(state: State, event: ev.TaskRevised) -> None:
+    task = state.tasks[event.task_id]
+    task.revision = event.revision
+    task.goal = event.goal
+    task.done_when = list(event.done_when)
+    task.constraints = dict(event.constraints)
+    task.fallback_decisions = dict(event.fallback_decisions)
+    _fence(state, event.fenced)
+
+
+def _task_ended(state: State, task_id: str, new_state: str) -> None:
+    task = state.tasks[task_id]
+    task.state = new_state
+    # Its questions stop holding anything; tasks depending on it change task_held.
+    state.touch_task(task_id)
+    if any(state.questions[key].state == "open" for key in state.unknown_questions if key[0] == task_id):
+        state.touch_all_tasks()
+    for key in [k for k in state.questions if k[0] == task_id]:
+        question = state.questions[key]
+        if question.state == "open" and isinstance(question.affected, list):
+            state.touch_question(question)
+
+
+def _task_completed(state: State, event: ev.TaskCompleted) -> None:
+    _task_ended(state, event.task_id, "completed")
+
+
+def _task_cancelled(state: State, event: ev.TaskCancelled) -> None:
+    _task_ended(state, event.task_id, "cancelled")
+
+
+def _unindex_question(state: State, key: tuple[str, str], question: Question) -> None:
+    if question.affected == "unknown":
+        state.unknown_questions.discard(key)
+    elif question.affected == "task":
+        keys = state.task_questions.get(question.task_id)
+        if keys is not None:
+            keys.discard(key[1])
+            if not keys:
+                del state.task_questions[question.task_id]
+    else:
+        for operation_id in question.affected:
+            listed = state.question_ops.get(operation_id)
+            if listed is not None:
+                listed.discard(key)
+                if not listed:
+                    del state.question_ops[operation_id]
+
+
+def _index_question(state: State, key: tuple[str, str], question: Question) -> None:
+    if question.affected == "unknown":
+        state.unknown_questions.add(key)
+    elif question.affected == "task":
+        state.task_questions.setdefault(question.task_id, set()).add(key[1])
+    else:
+        for operation_id in question.affected:
+            state.question_ops.setdefault(operation_id, set()).add(key)
+
+
+def _question_raised(state: State, event: ev.QuestionRaised) -> None:
+    key = (event.task_id, event.question_key)
+    task = state.tasks[event.task_id]
+    question = state.questions.get(key)
+    if question is not None:
+        if question.state == "open":
+            _unindex_question(state, key, question)
+            state.touch_question(question)
+        else:
+            task.open_questions += 1
+        question.recipient = event.recipient
+        question.blocking_reason = event.blocking_reason
+        question.affected = event.affected
+        question.evidence_revision = event.evidence_revision
+        question.times_raised = event.times_raised
+        question.state = "open"
+    else:
+        question = Question(
+            task_id=event.task_id,
+            question_key=event.question_key,
+            recipient=event.recipient,
+            blocking_reason=event.blocking_reason,
+            affected=event.affected,
+            evidence_revision=event.evidence_revision,
+            first_seen_at=event.first_seen_at,
+            times_raised=event.times_raised,
+        )
+        state.questions[key] = question
+        task.open_questions += 1
+    _index_question(state, key, question)
+    state.touch_question(question)
+
+
+def _question_answered(state: State, event: ev.QuestionAnswered) -> None:
+    key = (event.task_id, event.question_key)
+    question = state.questions[key]
+    _unindex_question(state, key, question)
+    question.state = "answered"
+    question.answer = event.answer
+    state.tasks[event.task_id].open_questions -= 1
+    state.touch_question(question)
+
+
+def _task_holds_changed(state: State, event: ev.TaskHoldsChanged) -> None:
+    state.tasks[event.task_id].holds = tuple(event.holds)
+
+
+def _action_proposed(state: State, event: ev.ActionProposed) -> None:
+    action = Action(
+        operation_id=event.operation_id,
+        order=len(state.actions),
+        cause_key=event.cause_key,
+        operation=event.operation,
+        target=event.target,
+        resource=event.resource,
+        write_paths=list(event.write_paths),
+        task_id=event.task_id,
+        rule_id=event.rule_id,
+        grant_id=event.grant_id,
+        prerequisites=list(event.prerequisites),
+        revisions=event.input_revisions,
+        unattended=event.unattended,
+        proposed_by=event.proposed_by,
+        generation=event.generation,
+        cause_revision=event.cause_revision,
+        state="proposed",
+    )
+    state.actions[event.operation_id] = action
+    for prerequisite in event.prerequisites:
+        state.actions[prerequisite.operation_id].dependents.append(event.operation_id)
+    if event.task_id is not None:
+        state.tasks[event.task_id].actions.append(event.operation_id)
+        state.dirty_tasks.add(event.task_id)
+    state.grants[event.grant_id].actions.append(event.operation_id)
+    state.actions_by_cause.setdefault(event.cause_key, []).append(event.operation_id)
+    _set_action_state(state, action, "pending")
+
+
+def _action_revalidated(state: State, event: ev.ActionRevalidated) -> None:
+    action = state.actions[event.operation_id]
+    action.revisions = event.input_revisions
+    _set_action_state(state, action, "pending")
+
+
+def _action_cancelled(state: State, event: ev.ActionCancelled) -> None:
+    _set_action_state(state, state.actions[event.operation_id], "cancelled")
+
+
+def _action_cancel_requested(state: State, event: ev.ActionCancelRequested) -> None:
+    _set_action_state(state, state.actions[event.operation_id], "cancel_requested")
+
+
+def _action_claimed(state: State, event: ev.ActionClaimed) -> None:
+    action = state.actions[event.operation_id]
+    action.attempts.append(Attempt(event.attempt_id, "submitting", event.envelope))
+    _set_action_state(state, action, "submitting")
+
+
+def _attempt_updated(state: State, event: ev.AttemptUpdated) -> None:
+    action = state.actions[event.operation_id]
+    action.attempts[-1].state = event.attempt_state
+    _set_action_state(state, action, event.action_state)
+
+
+def _action_outcome_reported(state: State, event: ev.ActionOutcomeReported) -> None:
+    action = state.actions[event.operation_id]
+    action.outcome = event.outcome
+    action.artifact_revision = event.artifact_revision
+    action.evidence_ref = event.evidence_ref
+    if event.attempt_state is not None:
+        action.attempts[-1].state = event.attempt_state
+    _set_action_state(state, action, event.action_state)
+
+
+def _action_blocked(state: State, event: ev.ActionBlocked) -> None:
+    state.actions[event.operation_id].blocked_by = tuple(event.blocked_by)
+
+
+def _heartbeat_recorded(state: State, event: ev.HeartbeatRecorded) -> None:
+    state.heartbeat_generation = event.generation
+    state.heartbeat_at = event.at
+
+
+def _scope_paused(state: State, event: ev.ScopePaused) -> None:
+    state.paused.add(event.scope)
+    _touch_scope(state, event.scope)
+
+
+def _scope_resumed(state: State, event: ev.ScopeResumed) -> None:
+    state.paused.discard(event.scope)
+    _touch_scope(state, event.scope)
+
+
+def _touch_scope(state: State, scope: str) -> None:
+    if scope == "*":
+        state.touch_all_tasks()
+    else:
+        state.touch_task(scope)
+
+
+def _usage_reported(state: State, event: ev.UsageReported) -> None:
+    totals = state.usage[event.role]
+    for name in USAGE_FIELDS:
+        value = getattr(event, name)
+        if value is not None:
+            totals[name] = (totals[name] or 0) + value
+    totals["reports"] = (totals["reports"] or 0) + 1
+    if event.conversation_id is not None and event.context_tokens is not None:
+        state.conversations[event.conversation_id].context_tokens = event.context_tokens
+    if event.grant_id is not None and event.grant_usage is not None:
+        grant = state.grants[event.grant_id]
+        was_exhausted = grant.budget_exhausted
+        grant.usage = event.grant_usage
+        if grant.budget_exhausted != was_exhausted:
+            state.dirty_actions.update(grant.actions)
+
+
+def _budget_exhausted(state: State, event: ev.BudgetExhausted) -> None:
+    state.dirty_actions.update(state.grants[event.grant_id].actions)
+
+
+def _conversation_opened(state: State, event: ev.ConversationOpened) -> None:
+    state.conversations[event.conversation_id] = Conversation(
+        conversation_id=event.conversation_id,
+        role=event.role,
+        context_limit=event.context_limit,
+        reserve=event.reserve,
+        steer=event.steer,
+        foreground_id=event.foreground_id,
+    )
+
+
+def _background_bound(state: State, event: ev.BackgroundBound) -> None:
+    foreground = state.conversations[event.foreground_id]
+    foreground.generation = event.generation
+    foreground.background_id = event.conversation_id
+    state.conversations[event.conversation_id].foreground_id = event.foreground_id
+
+
+def _message_queued(state: State, event: ev.MessageQueued) -> None:
+    conversation = state.conversations[event.conversation_id]
+    conversation.messages[event.message_id] = Message(event.message_id, event.text, event.tokens)
+    conversation.queue.append(event.message_id)
+    conversation.intent_revision = event.intent_revision
+    state.touch_conversation(event.conversation_id)
+
+
+def _queue_edited(state: State, event: ev.QueueEdited) -> None:
+    conversation = state.conversations[event.conversation_id]
+    message = conversation.messages[event.message_id]
+    if event.op == "withdraw":
+        message.state = "withdrawn"
+        conversation.queue.remove(event.message_id)
+    else:
+        message.text = event.text or ""
+        message.tokens = None
+    conversation.intent_revision = event.intent_revision
+    state.touch_conversation(event.conversation_id)
+
+
+def _intent_synced(state: State, event: ev.IntentSynced) -> None:
+    conversation = state.conversations[event.conversation_id]
+    conversation.synced_intent_revision = event.synced_revision
+    state.touch_conversation(event.conversation_id)
+
+
+EVOLVERS: dict[type, Any] = {
+    ev.InputAccepted: _input_accepted,
+    ev.InputRejected: _input_rejected,
+    ev.SourceProgressed: _source_progressed,
+    ev.EngineConfigured: _engine_configured,
+    ev.PolicySet: _policy_set,
+    ev.GrantIssued: _grant_issued,
+    ev.GrantRevised: _grant_revised,
+    ev.GrantRevoked: _grant_revoked,
+    ev.RuleSet: _rule_set,
+    ev.TaskDelegated: _task_delegated,
+    ev.TaskRevised: _task_revised,
+    ev.TaskCompleted: _task_completed,
+    ev.TaskCancelled: _task_cancelled,
+    ev.QuestionRaised: _question_raised,
+    ev.QuestionAnswered: _question_answered,
+    ev.TaskHoldsChanged: _task_holds_changed,
+    ev.ActionProposed: _action_proposed,
+    ev.ActionRevalidated: _action_revalidated,
+    ev.ActionCancelled: _action_cancelled,
+    ev.ActionCancelRequested: _action_cancel_requested,
+    ev.ActionClaimed: _action_claimed,
+    ev.AttemptUpdated: _attempt_updated,
+    ev.ActionOutcomeReported: _action_outcome_reported,
+    ev.ActionBlocked: _action_blocked,
+    ev.HeartbeatRecorded: _heartbeat_recorded,
+    ev.ScopePaused: _scope_paused,
+    ev.ScopeResumed: _scope_resumed,
+    ev.UsageReported: _usage_reported,
+    ev.BudgetExhausted: _budget_exhausted,
+    ev.ConversationOpened: _conversation_opened,
+    ev.BackgroundBound: _background_bound,
+    ev.MessageQueued: _message_queued,
+    ev.QueueEdited: _queue_edited,
+    ev.IntentSynced: _intent_synced,
+}
+assert set(EVOLVERS) == set(ev.EVENT_TYPES.values()), "every event needs an evolver"
+
+
+def evolve(state: State, event: ev.Event) -> State:
+    """Apply one recorded event to `state` (in place) and return it."""
+    EVOLVERS[type(event)](state, event)
+    state.position += 1
+    return state

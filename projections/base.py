@@ -1,0 +1,41 @@
+"""What every view shares: a fold over events with its tracked position.
+
+A view applies the events it cares about (`handlers`, by event class) and
+ignores the rest; `render()` gives its part of the document of spec section 7.
+Views re-decide nothing: events carry the states they set.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+
+def rfc3339(value: datetime.datetime | None) -> str | None:
+    """RFC 3339 UTC, `Z`-suffixed, microseconds only when present."""
+    if value is None:
+        return None
+    text = value.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat()
+    return text + "Z"
+
+
+class View:
+    name: ClassVar[str]
+    handlers: ClassVar[dict[type, Callable[[Any, Any], None]]]
+
+    def __init__(self) -> None:
+        self.position = 0
+
+    def apply(self, event: Any) -> None:
+        handler = self.handlers.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def render(self) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def sorted_rows(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Lists are sorted by their first key, in plain string order (spec 7)."""
+    return [rows[key] for key in sorted(rows)]

@@ -1,0 +1,52 @@
+"""The `health` view: watchdog freshness, unattended dispatch, incidents, backlog."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from domain import events as ev
+from projections.base import View, rfc3339
+
+
+class HealthView(View):
+    name = "health"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generation: int | None = None
+        self.heartbeat_at: datetime.datetime | None = None
+        self.max_age_s = 120
+        self.now: datetime.datetime | None = None  # the last input's `at`: the engine's clock
+
+    def _input(self, event: ev.InputAccepted | ev.InputRejected) -> None:
+        self.now = event.input.at
+
+    def _configured(self, event: ev.EngineConfigured) -> None:
+        self.max_age_s = event.watchdog_max_age_s
+
+    def _heartbeat(self, event: ev.HeartbeatRecorded) -> None:
+        self.generation = event.generation
+        self.heartbeat_at = event.at
+
+    handlers = {
+        ev.InputAccepted: _input,
+        ev.InputRejected: _input,
+        ev.EngineConfigured: _configured,
+        ev.HeartbeatRecorded: _heartbeat,
+    }
+
+    def render(self) -> dict[str, Any]:
+        fresh = (
+            self.heartbeat_at is not None
+            and self.now is not None
+            and (self.now - self.heartbeat_at).total_seconds() <= self.max_age_s
+        )
+        return {
+            "watchdog_generation": self.generation,
+            "last_heartbeat_at": rfc3339(self.heartbeat_at),
+            "watchdog_fresh": fresh,
+            "unattended_dispatch": "allowed" if fresh else "held",
+            "open_incidents": [],
+            "backlog": {"untriaged": 0, "oldest_untriaged_at": None},
+        }

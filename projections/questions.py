@@ -1,0 +1,36 @@
+"""The `questions` view: clarifications on their tasks, deduplicated, with their age."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain import events as ev
+from projections.base import View, rfc3339
+
+
+class QuestionsView(View):
+    name = "questions"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def _raised(self, event: ev.QuestionRaised) -> None:
+        self.rows[(event.task_id, event.question_key)] = {
+            "task_id": event.task_id,
+            "question_key": event.question_key,
+            "state": "open",
+            "recipient": event.recipient,
+            "blocking_reason": event.blocking_reason,
+            "affected": event.affected,
+            "first_seen_at": rfc3339(event.first_seen_at),
+            "times_raised": event.times_raised,
+        }
+
+    def _answered(self, event: ev.QuestionAnswered) -> None:
+        self.rows[(event.task_id, event.question_key)]["state"] = "answered"
+
+    handlers = {ev.QuestionRaised: _raised, ev.QuestionAnswered: _answered}
+
+    def render(self) -> list[dict[str, Any]]:
+        return [self.rows[key] for key in sorted(self.rows)]

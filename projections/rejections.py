@@ -1,0 +1,33 @@
+"""The `rejections` view: every refused input, in input order, with its line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain import events as ev
+from projections.base import View
+
+
+class RejectionsView(View):
+    name = "rejections"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[dict[str, Any]] = []
+        self.files: set[str | None] = set()
+
+    def _accepted(self, event: ev.InputAccepted) -> None:
+        self.files.add(event.file)
+
+    def _rejected(self, event: ev.InputRejected) -> None:
+        self.files.add(event.file)
+        self.rows.append(
+            {"line": event.line, "type": event.input.input_type, "reason": event.reason, "file": event.file}
+        )
+
+    handlers = {ev.InputAccepted: _accepted, ev.InputRejected: _rejected}
+
+    def render(self) -> list[dict[str, Any]]:
+        # `file` only when the store holds several traces (spec 1, 7).
+        several = len(self.files) > 1
+        return [row if several else {k: v for k, v in row.items() if k != "file"} for row in self.rows]
