@@ -1,0 +1,229 @@
+"""`tandem`: the command line.
+
+Exit codes: 0 done; 1 the store or a file could not be used; 2 bad usage or a
+bad trace (schema errors are printed as `line N: what is wrong`, at most 20,
+and nothing is written to any store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
+from adapters.render import render_document, render_view
+from adapters.store import open_store, store_url_help
+from adapters.trace import TraceInvalid, read_trace
+from projections import VIEW_NAMES
+from replay.engine import Engine
+from replay.port import ConcurrencyError, StoreError
+
+DEFAULT_STORE = "sqlite:///tandem.db"
+EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "traces" / "email_signup.jsonl"
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ------------------------------------------------------------------ output
+
+
+def print_views(engine: Engine, view: str | None, as_json: bool) -> None:
+    if as_json:
+        value: Any = engine.views.view(view) if view else engine.views.document()
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode() + "\n")
+    elif view:
+        sys.stdout.write(render_view(view, engine.views.view(view)))
+    else:
+        sys.stdout.write(render_document(engine.views.document()))
+
+
+# ---------------------------------------------------------------- commands
+
+
+def _open(url: str) -> Engine:
+    try:
+        return Engine(open_store(url))
+    except StoreError as error:
+        raise CliError(str(error)) from error
+
+
+def _ingest_files(engine: Engine, paths: list[str], name: str | None, batch: int, quiet: bool) -> None:
+    if name is not None and len(paths) > 1:
+        raise CliError("--name names one trace; give one TRACE with it", EXIT_USAGE)
+    traces = []
+    for path in paths:  # validate every trace before writing anything
+        try:
+            traces.append(read_trace(path, name))
+        except FileNotFoundError as error:
+            raise CliError(str(error), EXIT_USAGE) from error
+    for trace in traces:
+        try:
+            result = ingest(engine, trace, batch_inputs=batch)
+        except TraceMismatch as error:
+            raise CliError(str(error), EXIT_USAGE) from error
+        except ConcurrencyError as error:
+            raise CliError(f"another writer appended to the store meanwhile; run again to resume ({error})") from error
+        if not quiet:
+            print(
+                f"{trace.name}: {result.applied} input(s) applied ({result.rejected} rejected), "
+                f"{result.skipped} already in the store",
+                file=sys.stderr,
+            )
+
+
+def cmd_replay(args: argparse.Namespace) -> None:
+    engine = _open(args.store)
+    _ingest_files(engine, [args.trace], args.name, args.batch, quiet=True)
+    print_views(engine, args.view, args.json)
+
+
+def cmd_ingest(args: argparse.Namespace) -> None:
+    engine = _open(args.store)
+    _ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet)
+
+
+def cmd_show(args: argparse.Namespace) -> None:
+    engine = _open(args.store)
+    print_views(engine, args.view, args.json)
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    if not EXAMPLE.exists():
+        raise CliError(f"the bundled example is missing: {EXAMPLE} (install from a checkout: pip install -e .)")
+    engine = _open(args.store)
+    _ingest_files(engine, [str(EXAMPLE)], None, ingest_batch_inputs_max, quiet=False)
+    print(f"store: {args.store}\n", file=sys.stderr)
+    print_views(engine, None, args.json)
+
+
+# ------------------------------------------------------------------ parser
+
+
+def _view_name(text: str) -> str:
+    if text not in VIEW_NAMES:
+        raise argparse.ArgumentTypeError(f"unknown view {text!r}; views: {', '.join(VIEW_NAMES)}")
+    return text
+
+
+def _batch_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("the batch size is at least 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tandem",
+        description=(
+            "Tandem: the durable core of a foreground/background agent orchestrator. "
+            "Inputs (JSON Lines traces, spec/TRACE.md) are decided into immutable events "
+            "in an append-only store; views are folds of those events."
+        ),
+        epilog=f"Stores: {store_url_help}\nExit codes: 0 done, 1 store or file unusable, 2 bad usage or bad trace.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def view_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--json", action="store_true", help="print the views as JSON (spec section 7)")
+        sub.add_argument(
+            "--view", type=_view_name, metavar="NAME", help=f"print one view only: {', '.join(VIEW_NAMES)}"
+        )
+
+    def batch_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--batch",
+            type=_batch_size,
+            default=ingest_batch_inputs_max,
+            metavar="N",
+            help=f"inputs per transaction (group commit; default {ingest_batch_inputs_max}; 1 = one transaction per input)",
+        )
+        sub.add_argument(
+            "--name",
+            metavar="NAME",
+            help="the identity inputs are keyed by in the store (default: the file's name)",
+        )
+
+    replay = commands.add_parser(
+        "replay",
+        help="apply a trace and print the views",
+        description="Validate TRACE, apply every input, print the views. "
+        "Nothing is written if any line is bad (exit 2, `line N: ...`).",
+    )
+    replay.add_argument("trace", metavar="TRACE", help="a JSON Lines trace file")
+    replay.add_argument("--store", default="memory:", metavar="URL", help="store to append to (default memory:)")
+    view_options(replay)
+    batch_options(replay)
+    replay.set_defaults(handler=cmd_replay)
+
+    ingest_parser = commands.add_parser(
+        "ingest",
+        help="append traces to a persistent store (resumable)",
+        description="Append each TRACE to the store, committing --batch inputs per transaction. "
+        "Interrupted and run again, it resumes after the last committed batch; no input is applied twice. "
+        "Every trace is validated before anything is written.",
+    )
+    ingest_parser.add_argument("traces", metavar="TRACE", nargs="+", help="JSON Lines trace file(s), in order")
+    ingest_parser.add_argument("--store", default=DEFAULT_STORE, metavar="URL", help=f"default {DEFAULT_STORE}")
+    ingest_parser.add_argument("--quiet", action="store_true", help="print nothing on success")
+    batch_options(ingest_parser)
+    ingest_parser.set_defaults(handler=cmd_ingest)
+
+    show = commands.add_parser(
+        "show",
+        help="print views from a store",
+        description="Rebuild the views from the store's events and print them.",
+    )
+    show.add_argument("view", nargs="?", type=_view_name, metavar="VIEW", help=f"one of: {', '.join(VIEW_NAMES)}")
+    show.add_argument("--store", default=DEFAULT_STORE, metavar="URL", help=f"default {DEFAULT_STORE}")
+    show.add_argument("--json", action="store_true", help="print JSON (spec section 7)")
+    show.set_defaults(handler=cmd_show)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run the bundled email-signup example on SQLite",
+        description="Ingest fixtures/traces/email_signup.jsonl (spec section 9) into the store and print the views. "
+        "Running it again resumes: nothing is applied twice.",
+    )
+    demo.add_argument("--store", default=DEFAULT_STORE, metavar="URL", help=f"default {DEFAULT_STORE}")
+    demo.add_argument("--json", action="store_true", help="print JSON (spec section 7)")
+    demo.set_defaults(handler=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.handler(args)
+    except TraceInvalid as invalid:
+        for error in invalid.errors:
+            print(error, file=sys.stderr)
+        if invalid.total > len(invalid.errors):
+            print(f"... and {invalid.total - len(invalid.errors)} more bad line(s)", file=sys.stderr)
+        print(f"tandem: {invalid.path} is not a valid trace; nothing was written", file=sys.stderr)
+        return EXIT_USAGE
+    except CliError as error:
+        print(f"tandem: {error}", file=sys.stderr)
+        return error.code
+    except BrokenPipeError:
+        return EXIT_OK
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
