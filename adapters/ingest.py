@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from adapters.trace import SchemaError, Trace, TraceInvalid
+from adapters.trace import SchemaError, Trace, TraceInvalid, _time
 from domain import events as ev
 from replay.engine import Engine
 
@@ -58,7 +58,7 @@ def ingest(
         first = pending[0].item
         raise TraceInvalid(
             trace.path,
-            [SchemaError(first.line or 0, f"`at` {first.input.at.isoformat()} is earlier than the store's last input")],
+            [SchemaError(first.line or 0, f"`at` {_time(first.input.at)} is earlier than the store's last input ({_time(last_at)})")],
             1,
         )
     hasher = hashlib.sha256(trace.data[: progress.offset if progress else 0])

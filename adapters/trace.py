@@ -56,6 +56,10 @@ class Trace:
         return hashlib.sha256(self.data[:offset]).hexdigest()
 
 
+def _time(value: datetime.datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ").replace(".000000Z", "Z")
+
+
 def _message(error: Exception) -> str:
     text = str(error)
     if isinstance(error, msgspec.DecodeError) and text.startswith("JSON is malformed"):
@@ -105,7 +109,7 @@ def parse_trace(
                     problem = _message(error)
                 else:
                     if previous_at is not None and value.at < previous_at:
-                        problem = f"`at` {value.at.isoformat()} is earlier than the previous input's"
+                        problem = f"`at` {_time(value.at)} is earlier than the previous input's ({_time(previous_at)})"
                     else:
                         previous_at = value.at
                         lines.append(TraceLine(Located(value, name, number), end))

@@ -1,0 +1,82 @@
+"""Synthetic, deterministic traces: for benchmarks, soak runs and restart tests.
+
+`synthetic_trace(n)` is a realistic steady state: one delegated task whose
+background session proposes actions that are claimed, accepted and succeed,
+with watchdog heartbeats along the way. `live_actions` adds that many actions
+first which stay live (pending behind a prerequisite that never finishes),
+to measure that the per-input cost does not grow with the live set.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+START = datetime.datetime(2026, 3, 1, 9, 0, tzinfo=datetime.timezone.utc)
+heartbeat_every_inputs = 40
+
+
+def _time(second: int) -> str:
+    return (START + datetime.timedelta(seconds=second)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def synthetic_inputs(actions: int, live_actions: int = 0) -> Iterator[dict[str, Any]]:
+    clock = 0
+
+    def stamp(value: dict[str, Any]) -> dict[str, Any]:
+        nonlocal clock
+        value["at"] = _time(clock)
+        clock += 1
+        return value
+
+    yield stamp({"type": "policy.set", "actor": "daemon", "allowed_operations": ["worker.start"], "write_roots": ["/repo"]})
+    yield stamp({"type": "conversation.open", "actor": "daemon", "conversation_id": "fg", "role": "foreground", "context_limit": 200000, "reserve": 20000})
+    yield stamp({"type": "conversation.open", "actor": "daemon", "conversation_id": "bg", "role": "background", "foreground_id": "fg", "context_limit": 100000, "reserve": 10000})
+    yield stamp({"type": "background.bind", "actor": "daemon", "conversation_id": "bg", "foreground_id": "fg", "generation": 1})
+    yield stamp({"type": "watchdog.heartbeat", "actor": "watchdog", "generation": 1})
+    yield stamp({
+        "type": "task.delegate", "task_id": "work", "conversation_id": "fg", "message_refs": [], "goal": "synthetic work",
+        "done_when": ["every action succeeded"],
+        "grant": {"grant_id": "g-work", "allowed_operations": ["worker.start"], "write_roots": ["/repo"]},
+    })  # fmt: skip
+    emitted = 0
+
+    def propose(operation_id: str, prerequisites: list[dict[str, Any]]) -> dict[str, Any]:
+        return stamp({
+            "type": "action.propose", "actor": "background", "generation": 1, "operation_id": operation_id,
+            "cause_key": f"cause:{operation_id}", "operation": "worker.start", "target": operation_id,
+            "resource": f"wt-{operation_id}", "write_paths": [f"/repo/{operation_id}"], "task_id": "work",
+            "grant_id": "g-work", "prerequisites": prerequisites, "input_revisions": {"task": 1, "grant": 1},
+        })  # fmt: skip
+
+    if live_actions:
+        # A gate that is claimed and accepted but never finishes: everything
+        # behind it stays pending (live) for the whole run.
+        yield propose("gate", [])
+        yield stamp({"type": "executor.receipt", "actor": "executor", "operation_id": "gate", "attempt_id": "gate/a1", "result": "accepted"})
+        for index in range(live_actions):
+            yield propose(f"live-{index}", [{"operation_id": "gate", "outcome": "succeeded"}])
+            emitted += 1
+            if emitted % heartbeat_every_inputs == 0:
+                yield stamp({"type": "watchdog.heartbeat", "actor": "watchdog", "generation": 1})
+    for index in range(actions):
+        operation_id = f"op-{index}"
+        steps = (
+            lambda: propose(operation_id, []),
+            lambda: stamp({"type": "executor.receipt", "actor": "executor", "operation_id": operation_id, "attempt_id": f"{operation_id}/a1", "result": "accepted"}),
+            lambda: stamp({"type": "executor.outcome", "actor": "executor", "operation_id": operation_id, "outcome": "succeeded", "artifact_revision": f"{operation_id}@1"}),
+        )  # fmt: skip
+        for step in steps:  # stamped one at a time, so the clock follows the order
+            yield step()
+            emitted += 1
+            if emitted % heartbeat_every_inputs == 0:
+                yield stamp({"type": "watchdog.heartbeat", "actor": "watchdog", "generation": 1})
+
+
+def synthetic_trace(actions: int, live_actions: int = 0) -> bytes:
+    """The trace as JSON Lines bytes."""
+    encode = msgspec.json.encode
+    return b"".join(encode(value) + b"\n" for value in synthetic_inputs(actions, live_actions))
