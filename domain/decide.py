@@ -114,10 +114,6 @@ def _allows(state: State, action: Action, operations: frozenset[str], roots: tup
     return all(path_allowed(path, roots, policy.roots) for path in action.write_paths)
 
 
-def _pending_of(state: State, operation_ids: list[str]) -> list[str]:
-    return [op for op in operation_ids if state.actions[op].state == "pending"]
-
-
 # ------------------------------------------------------- 3.1 configuration
 
 
@@ -146,9 +142,8 @@ def _set_policy(state: State, value: inp.SetPolicy, seq: int) -> list[ev.Event]:
     policy_ops, policy_roots = frozenset(operations), tuple(roots)
     fenced: list[str] = []
     restamped: list[str] = []
-    for action in state.actions.values():  # policy changes are rare: a scan is fine
-        if action.state not in ("pending", "fenced"):
-            continue
+    for operation_id in sorted(state.pending | state.fenced, key=lambda op: state.actions[op].order):
+        action = state.actions[operation_id]
         grant = state.grants[action.grant_id]
         allowed = (
             action.operation in grant.operations
@@ -201,7 +196,7 @@ def _revise_grant_events(
     fenced: list[str] = []
     restamped: list[str] = []
     operation_set, root_tuple = frozenset(operations), tuple(roots)
-    for operation_id in _pending_of(state, grant.actions):
+    for operation_id in state.pending_of_grant(grant.grant_id):
         action = state.actions[operation_id]
         (restamped if _allows(state, action, operation_set, root_tuple) else fenced).append(operation_id)
     return [
@@ -283,7 +278,7 @@ def _revise_task(state: State, value: inp.ReviseTask, seq: int) -> list[ev.Event
             done_when=list(value.done_when) if value.done_when is not UNSET else task.done_when,
             constraints=value.constraints if value.constraints is not UNSET else task.constraints,
             fallback_decisions=value.fallback_decisions if value.fallback_decisions is not UNSET else task.fallback_decisions,
-            fenced=_pending_of(state, task.actions),
+            fenced=state.pending_of_task(task.task_id),
         )
     ]
 
@@ -384,7 +379,7 @@ def _answer_question(state: State, value: inp.AnswerQuestion, seq: int) -> list[
             done_when=task.done_when,
             constraints=task.constraints,
             fallback_decisions={**task.fallback_decisions, value.question_key: value.answer},
-            fenced=_pending_of(state, task.actions),
+            fenced=state.pending_of_task(task.task_id),
         ),
     ]
 

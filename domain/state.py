@@ -198,7 +198,10 @@ class State:
     )
     # ---- indexes
     pending: set[str] = field(default_factory=set)
+    fenced: set[str] = field(default_factory=set)
     pending_by_resource: dict[str, set[str]] = field(default_factory=dict)
+    pending_by_task: dict[str, set[str]] = field(default_factory=dict)
+    pending_by_grant: dict[str, set[str]] = field(default_factory=dict)
     busy_by_resource: dict[str, int] = field(default_factory=dict)
     actions_by_cause: dict[str, list[str]] = field(default_factory=dict)
     question_ops: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # op id -> open questions listing it
@@ -261,7 +264,9 @@ class State:
             seen.add(current)
             task = self.tasks[current]
             self.dirty_tasks.add(current)
-            self.dirty_actions.update(task.actions)
+            waiting = self.pending_by_task.get(current)
+            if waiting:
+                self.dirty_actions.update(waiting)
             stack.extend(task.dependents)
 
     def touch_all_tasks(self) -> None:
@@ -277,7 +282,21 @@ class State:
 
     def touch_conversation(self, conversation_id: str) -> None:
         for task_id in self.conversations[conversation_id].tasks:
-            self.dirty_actions.update(self.tasks[task_id].actions)
+            waiting = self.pending_by_task.get(task_id)
+            if waiting:
+                self.dirty_actions.update(waiting)
+
+    def touch_grant(self, grant_id: str) -> None:
+        waiting = self.pending_by_grant.get(grant_id)
+        if waiting:
+            self.dirty_actions.update(waiting)
+
+    def pending_of_task(self, task_id: str) -> list[str]:
+        """The task's pending actions, in proposal order."""
+        return sorted(self.pending_by_task.get(task_id, ()), key=lambda op: self.actions[op].order)
+
+    def pending_of_grant(self, grant_id: str) -> list[str]:
+        return sorted(self.pending_by_grant.get(grant_id, ()), key=lambda op: self.actions[op].order)
 
     def touch_question(self, question: Question) -> None:
         if question.affected == "unknown":
@@ -293,25 +312,43 @@ class State:
 # ===================================================================== evolve
 
 
+def _index_add(index: dict[str, set[str]], key: str | None, operation_id: str) -> None:
+    if key is not None:
+        index.setdefault(key, set()).add(operation_id)
+
+
+def _index_remove(index: dict[str, set[str]], key: str | None, operation_id: str) -> None:
+    members = index.get(key) if key is not None else None
+    if members is not None:
+        members.discard(operation_id)
+        if not members:
+            del index[key]  # type: ignore[arg-type]
+
+
 def _set_action_state(state: State, action: Action, new_state: str) -> None:
-    """Move an action and keep the pending/resource indexes in step."""
+    """Move an action and keep the pending/fenced/resource indexes in step."""
     old = action.state
     if old == new_state:
         return
     action.state = new_state
+    operation_id = action.operation_id
     resource = action.resource
     if old == "pending":
-        state.pending.discard(action.operation_id)
-        waiting = state.pending_by_resource.get(resource)
-        if waiting is not None:
-            waiting.discard(action.operation_id)
-            if not waiting:
-                del state.pending_by_resource[resource]
+        state.pending.discard(operation_id)
+        _index_remove(state.pending_by_resource, resource, operation_id)
+        _index_remove(state.pending_by_task, action.task_id, operation_id)
+        _index_remove(state.pending_by_grant, action.grant_id, operation_id)
         action.blocked_by = ()
+    elif old == "fenced":
+        state.fenced.discard(operation_id)
     if new_state == "pending":
-        state.pending.add(action.operation_id)
-        state.pending_by_resource.setdefault(resource, set()).add(action.operation_id)
-        state.dirty_actions.add(action.operation_id)
+        state.pending.add(operation_id)
+        _index_add(state.pending_by_resource, resource, operation_id)
+        _index_add(state.pending_by_task, action.task_id, operation_id)
+        _index_add(state.pending_by_grant, action.grant_id, operation_id)
+        state.dirty_actions.add(operation_id)
+    elif new_state == "fenced":
+        state.fenced.add(operation_id)
     was_busy = old in IN_FLIGHT
     is_busy = new_state in IN_FLIGHT
     if was_busy != is_busy:
@@ -322,9 +359,10 @@ def _set_action_state(state: State, action: Action, new_state: str) -> None:
             state.busy_by_resource.pop(resource, None)
         state.touch_resource(resource)
     if new_state in ACTION.terminal:
-        # Prerequisite outcomes are now known; the task's completion checks change.
-        for dependent in action.dependents:
-            state.touch_dependents(dependent)
+        # The outcome its dependents wait for is known now (prerequisite_*).
+        state.dirty_actions.update(action.dependents)
+        if action.task_id is not None:
+            state.dirty_tasks.add(action.task_id)
 
 
 def _fence(state: State, operation_ids: list[str]) -> None:
@@ -390,7 +428,7 @@ def _grant_revised(state: State, event: ev.GrantRevised) -> None:
         action = state.actions[operation_id]
         action.revisions = replace(action.revisions, grant=event.revision)
     if grant.budget_exhausted != was_exhausted:
-        state.dirty_actions.update(grant.actions)
+        state.touch_grant(grant.grant_id)
 
 
 def _grant_revoked(state: State, event: ev.GrantRevoked) -> None:
@@ -633,11 +671,11 @@ def _usage_reported(state: State, event: ev.UsageReported) -> None:
         was_exhausted = grant.budget_exhausted
         grant.usage = event.grant_usage
         if grant.budget_exhausted != was_exhausted:
-            state.dirty_actions.update(grant.actions)
+            state.touch_grant(grant.grant_id)
 
 
 def _budget_exhausted(state: State, event: ev.BudgetExhausted) -> None:
-    state.dirty_actions.update(state.grants[event.grant_id].actions)
+    state.touch_grant(event.grant_id)
 
 
 def _conversation_opened(state: State, event: ev.ConversationOpened) -> None:
