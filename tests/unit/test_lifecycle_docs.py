@@ -1,0 +1,32 @@
+"""The lifecycle classes are the single definition of the transitions: the docs
+are drawn from them, and no machine is ever built while deciding or replaying."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from statemachine import StateMachine
+
+from adapters.trace import read_trace
+from domain.lifecycles import diagrams_markdown
+from replay.engine import Engine
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_docs_lifecycles_is_drawn_from_the_classes() -> None:
+    assert (ROOT / "docs" / "lifecycles.md").read_text() == diagrams_markdown(), (
+        "docs/lifecycles.md is stale: run python -m domain.lifecycles > docs/lifecycles.md"
+    )
+
+
+def test_no_state_machine_is_built_while_deciding_or_replaying(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: StateMachine, *args: object, **kwargs: object) -> None:
+        raise AssertionError("a StateMachine was instantiated")
+
+    monkeypatch.setattr(StateMachine, "__init__", refuse)
+    engine = Engine()
+    for line in read_trace(str(ROOT / "fixtures" / "traces" / "email_signup.jsonl")).lines:
+        engine.submit(line.item)
+    assert engine.views.view("tasks")[0]["state"] == "completed"
