@@ -50,13 +50,18 @@ class Views:
         ]
         self.by_name = {view.name: view for view in views}
         assert tuple(self.by_name) == VIEW_NAMES
-        # Only views that handle something see events: the fold's hot loop.
-        self.active = [view for view in views if view.handlers]
+        # The fold's hot loop: per event class, the views' handlers, bound once.
+        self._dispatch: dict[type, list[Any]] = {}
+        for view in views:
+            for event_type, handler in view.handlers.items():
+                self._dispatch.setdefault(event_type, []).append(handler.__get__(view))
         self.position = 0
 
     def apply(self, event: Any) -> None:
-        for view in self.active:
-            view.apply(event)
+        handlers = self._dispatch.get(type(event))
+        if handlers is not None:
+            for handler in handlers:
+                handler(event)
         self.position += 1
 
     def document(self) -> dict[str, Any]:
