@@ -10,7 +10,9 @@ an engine on a store is a replay of that store.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from domain import events as ev
@@ -31,6 +33,24 @@ class Located:
     line: int | None = None
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector during a bulk fold.
+
+    Folding allocates millions of small, long-lived, acyclic objects; each
+    automatic collection rescans all of them, which halves replay speed and
+    makes per-input cost grow with the live state. Reference counting still
+    frees everything that is not cyclic.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class Engine:
     """Decision state + views over one store. Single writer per store."""
 
@@ -48,9 +68,13 @@ class Engine:
         state, views = State(), Views()
         apply_view = views.apply
         if self.store is not None:
-            for _, event in self.store.read():
-                evolve(state, event)
-                apply_view(event)
+            with collector_paused():
+                for _, event in self.store.read():
+                    evolve(state, event)
+                    apply_view(event)
+            # What the fold built lives as long as the engine: keep the
+            # collector from rescanning it on every later collection.
+            gc.freeze()
         # Dirty marks made while folding facts are not decisions to take again.
         state.dirty_actions.clear()
         state.dirty_tasks.clear()
@@ -91,8 +115,9 @@ class Engine:
         head = self.state.position
         produced: list[ev.Event] = []
         try:
-            for item in items:
-                produced.extend(self.decide(item))
+            with collector_paused():
+                for item in items:
+                    produced.extend(self.decide(item))
             for event in trailer:
                 evolve(self.state, event)
                 produced.append(event)
