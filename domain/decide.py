@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from msgspec import UNSET
 
 from domain import events as ev
@@ -120,16 +121,11 @@ def _allows(state: State, action: Action, operations: frozenset[str], roots: tup
 def _configure(state: State, value: inp.ConfigureEngine, seq: int) -> list[ev.Event]:
     if not state.configurable:
         raise Rejected("too_late", "engine.configure is accepted only before any other input")
-    config = state.config
-    return [
-        ev.EngineConfigured(
-            cause=seq,
-            watchdog_max_age_s=given(value.watchdog_max_age_s) if value.watchdog_max_age_s is not UNSET else config.watchdog_max_age_s,
-            fallback_after_s=given(value.fallback_after_s) if value.fallback_after_s is not UNSET else config.fallback_after_s,
-            question_resurface_s=given(value.question_resurface_s) if value.question_resurface_s is not UNSET else config.question_resurface_s,
-            wake_batch_max=given(value.wake_batch_max) if value.wake_batch_max is not UNSET else config.wake_batch_max,
-        )
-    ]
+    settings = {
+        name: getattr(state.config, name) if getattr(value, name) is UNSET else getattr(value, name)
+        for name in ("watchdog_max_age_s", "fallback_after_s", "question_resurface_s", "wake_batch_max")
+    }
+    return [ev.EngineConfigured(cause=seq, **settings)]
 
 
 def _set_policy(state: State, value: inp.SetPolicy, seq: int) -> list[ev.Event]:
@@ -522,15 +518,6 @@ def _latest_attempt(action: Action, attempt_id: str):
     return action.attempts[-1]
 
 
-def _after_refusal(state: State, action: Action) -> str:
-    """Where a refused or not-received attempt leaves its action."""
-    if action.state == "cancel_requested":
-        return "cancelled"
-    if len(action.attempts) >= state.grants[action.grant_id].max_attempts:
-        return "exhausted"
-    return "pending"
-
-
 # attempt event -> action event, for each receipt/reconcile result
 _RECEIPT_EVENTS = {
     "queued": ("receipt_queued", "queue"),
@@ -551,10 +538,12 @@ def _attempt_transition(
     attempt_state = ATTEMPT.target(attempt.state, attempt_event)
     if attempt_state is None:
         raise Rejected("stale_attempt", f"{attempt_id!r} is {attempt.state}")
-    if action_event == "refuse":
-        action_state = _after_refusal(state, action)
-        if action_state == "exhausted":
+    restamped = None
+    if action_event == "refuse" and action.state != "cancel_requested":
+        if len(action.attempts) >= state.grants[action.grant_id].max_attempts:
             action_event = "exhaust"
+        else:
+            action_event, restamped = _back_to_pending(state, action)
     action_state = ACTION.target(action.state, action_event)
     assert action_state is not None, (action.state, action_event)
     return [
@@ -564,8 +553,23 @@ def _attempt_transition(
             attempt_id=attempt_id,
             attempt_state=attempt_state,
             action_state=action_state,
+            restamped=restamped,
         )
     ]
+
+
+def _back_to_pending(state: State, action: Action) -> tuple[str, ev.Revisions | None]:
+    """A refused action goes back to pending only under current authority: if
+    its task was revised, or its grant or the policy no longer allows it,
+    while the attempt was out, it is fenced (revalidate to go on)."""
+    grant = state.grants[action.grant_id]
+    if action.task_id is not None and action.revisions.task != state.tasks[action.task_id].revision:
+        return "refuse_stale", None
+    if not _allows(state, action, grant.operations, grant.roots):
+        return "refuse_stale", None
+    if action.revisions.grant != grant.revision:
+        return "refuse", msgspec.structs.replace(action.revisions, grant=grant.revision)
+    return "refuse", None
 
 
 def _receipt(state: State, value: inp.ExecutorReceipt, seq: int) -> list[ev.Event]:

@@ -62,8 +62,10 @@ def _order(action: Action) -> int:
 
 
 def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
-    grant = state.grants[action.grant_id]
     task = state.tasks[action.task_id] if action.task_id is not None else None
+    # Never claim under stale authority: fencing and re-stamping keep these current.
+    assert action.revisions.grant == state.grants[action.grant_id].revision, action.operation_id
+    assert task is None or action.revisions.task == task.revision, action.operation_id
     conversation = state.conversations[task.conversation_id] if task is not None else None
     emit(
         ev.ActionClaimed(
@@ -75,10 +77,12 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
                 target=action.target,
                 resource=action.resource,
                 write_paths=list(action.write_paths),
-                task_revision=task.revision if task is not None else None,
-                grant_revision=grant.revision,
+                # The revisions it was validated under (re-stamped as they moved
+                # without fencing it), and the policy in force now.
+                task_revision=action.revisions.task,
+                grant_revision=action.revisions.grant,
                 policy_revision=state.policy.revision,
-                intent_revision=conversation.intent_revision if conversation is not None else None,
+                intent_revision=action.revisions.intent,
             ),
             facts=ev.ClaimFacts(
                 heartbeat_generation=state.heartbeat_generation,

@@ -260,6 +260,9 @@ class AttemptUpdated(Decision, frozen=True, kw_only=True):
     attempt_id: str
     attempt_state: str
     action_state: str
+    # Set when the action returns to pending under a grant revised meanwhile
+    # that still allows it: the revisions it is re-stamped with.
+    restamped: Revisions | None = None
 
 
 class ActionOutcomeReported(Decision, frozen=True, kw_only=True):

@@ -49,6 +49,9 @@ class ActionMachine(StateMachine):
     lose_track = submitting.to(unknown) | queued.to(unknown) | cancel_requested.to.itself()
     refuse = submitting.to(pending) | queued.to(pending) | unknown.to(pending) | cancel_requested.to(cancelled)
     exhaust = submitting.to(exhausted) | queued.to(exhausted) | unknown.to(exhausted)
+    # A refusal after the task was revised, or the grant or policy narrowed,
+    # while the attempt was out: back under current authority only by revalidation.
+    refuse_stale = submitting.to(fenced) | queued.to(fenced) | unknown.to(fenced)
     # Executor outcomes: an observed outcome proves acceptance.
     succeed = (
         submitting.to(succeeded)

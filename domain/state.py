@@ -248,9 +248,9 @@ class State:
             if current in seen:
                 continue
             seen.add(current)
-            self.dirty_actions.add(current)
             action = self.actions.get(current)
-            if action is not None:
+            if action is not None:  # a question may list an operation not proposed yet
+                self.dirty_actions.add(current)
                 stack.extend(action.dependents)
 
     def touch_task(self, task_id: str) -> None:
@@ -618,6 +618,8 @@ def _action_claimed(state: State, event: ev.ActionClaimed) -> None:
 def _attempt_updated(state: State, event: ev.AttemptUpdated) -> None:
     action = state.actions[event.operation_id]
     action.attempts[-1].state = event.attempt_state
+    if event.restamped is not None:
+        action.revisions = event.restamped
     _set_action_state(state, action, event.action_state)
 
 
