@@ -1,0 +1,334 @@
+"""Given / when / then helpers for unit tests of the domain (DESIGN: Cosmic Python).
+
+Tests read like trace lines: inputs are plain dicts (the JSON of spec/TRACE.md
+section 3), decoded by the same `decode_input` the trace reader uses, and
+applied to a fresh in-memory `Engine()`:
+
+    engine = given(*world(), propose("op-1"))
+    events = when(engine, receipt("op-1", "op-1/a1", "refused"))
+    assert kinds(events) == ["InputAccepted", "AttemptUpdated", "ActionClaimed"]
+
+Every builder returns a dict; keyword arguments override or add fields, and
+`at=at(n)` sets the time (default `at(0)`; times must not go backwards).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from domain import events as ev
+from domain.inputs import decode_input
+from replay.engine import Engine, Located
+
+BASE_TIME = datetime.datetime(2026, 3, 1, 9, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+def at(n: float) -> str:
+    """RFC 3339 UTC time `n` seconds after the tests' epoch (monotonic in n)."""
+    moment = BASE_TIME + datetime.timedelta(seconds=n)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{moment.microsecond:06d}" if moment.microsecond else "") + "Z"
+
+
+# ------------------------------------------------------------ given / when / then
+
+Line = dict[str, Any]
+
+
+def _flatten(items: Iterable[Any]) -> list[Line]:
+    flat: list[Line] = []
+    for item in items:
+        if isinstance(item, dict):
+            flat.append(item)
+        else:
+            flat.extend(_flatten(item))
+    return flat
+
+
+def decode(line: Line):
+    return decode_input(json.dumps(line))
+
+
+def given(*lines: Line | Iterable[Line]) -> Engine:
+    """A fresh in-memory engine with these inputs applied (each must be accepted)."""
+    engine = Engine()
+    for number, line in enumerate(_flatten(lines), start=1):
+        events = engine.submit(Located(decode(line), line=number))
+        reason = rejection(events)
+        assert reason is None, f"given line {number} ({line['type']}) was rejected: {reason}: {events[0].detail}"
+    return engine
+
+
+def given_allowing_rejections(*lines: Line | Iterable[Line]) -> Engine:
+    """Like `given`, but rejected setup inputs are fine (for idempotency tests)."""
+    engine = Engine()
+    for number, line in enumerate(_flatten(lines), start=1):
+        engine.submit(Located(decode(line), line=number))
+    return engine
+
+
+def when(engine: Engine, line: Line) -> list[ev.Event]:
+    """Apply one more input; the events it caused (its record first)."""
+    return engine.submit(Located(decode(line), line=engine.state.seq + 1))
+
+
+def rejection(events: list[ev.Event]) -> str | None:
+    """The reason code if the input was rejected, else None."""
+    first = events[0]
+    if isinstance(first, ev.InputRejected):
+        return first.reason
+    assert isinstance(first, ev.InputAccepted), first
+    return None
+
+
+def kinds(events: list[ev.Event]) -> list[str]:
+    return [type(event).__name__ for event in events]
+
+
+def of_type(events: list[ev.Event], kind: type) -> list[Any]:
+    return [event for event in events if isinstance(event, kind)]
+
+
+def snapshot(engine: Engine) -> dict[str, Any]:
+    """The views (minus `rejections`, which a rejection is meant to change)."""
+    document = copy.deepcopy(engine.views.document())
+    document.pop("rejections")
+    return document
+
+
+def action_row(engine: Engine, operation_id: str) -> dict[str, Any]:
+    return next(row for row in engine.views.view("actions") if row["operation_id"] == operation_id)
+
+
+def task_row(engine: Engine, task_id: str) -> dict[str, Any]:
+    return next(row for row in engine.views.view("tasks") if row["task_id"] == task_id)
+
+
+def blocked_by(engine: Engine, operation_id: str) -> list[str]:
+    return action_row(engine, operation_id)["blocked_by"]
+
+
+def action_state(engine: Engine, operation_id: str) -> str:
+    return action_row(engine, operation_id)["state"]
+
+
+# --------------------------------------------------------------------- builders
+
+
+def line(input_type: str, actor: str | None = None, n: float = 0, /, **fields: Any) -> Line:
+    result: Line = {"type": input_type, "at": at(n)}
+    if actor is not None:
+        result["actor"] = actor
+    result.update(fields)
+    return result
+
+
+def _with(base: Line, overrides: dict[str, Any]) -> Line:
+    result = dict(base)
+    result.update(overrides)
+    return result
+
+
+def configure(**kw: Any) -> Line:
+    return _with(line("engine.configure", "daemon"), kw)
+
+
+def policy(operations=("worker.start", "worker.test"), roots=("/repo",), **kw: Any) -> Line:
+    return _with(
+        line("policy.set", "daemon", allowed_operations=list(operations), write_roots=list(roots)), kw
+    )
+
+
+def open_foreground(conversation_id: str = "fg", **kw: Any) -> Line:
+    return _with(
+        line("conversation.open", "daemon", conversation_id=conversation_id, role="foreground",
+             context_limit=200_000, reserve=20_000),
+        kw,
+    )
+
+
+def open_background(conversation_id: str = "bg", foreground_id: str = "fg", **kw: Any) -> Line:
+    return _with(
+        line("conversation.open", "daemon", conversation_id=conversation_id, role="background",
+             foreground_id=foreground_id, context_limit=100_000, reserve=10_000),
+        kw,
+    )
+
+
+def bind(generation: int = 1, conversation_id: str = "bg", foreground_id: str = "fg", **kw: Any) -> Line:
+    return _with(
+        line("background.bind", "daemon", conversation_id=conversation_id, foreground_id=foreground_id,
+             generation=generation),
+        kw,
+    )
+
+
+def heartbeat(generation: int = 1, **kw: Any) -> Line:
+    return _with(line("watchdog.heartbeat", "watchdog", generation=generation), kw)
+
+
+def tick(**kw: Any) -> Line:
+    return _with(line("tick", "daemon"), kw)
+
+
+def grant_request(grant_id: str = "g1", operations=("worker.start", "worker.test"), roots=("/repo",), **kw: Any) -> dict:
+    return _with({"grant_id": grant_id, "allowed_operations": list(operations), "write_roots": list(roots)}, kw)
+
+
+def delegate(task_id: str = "t1", grant: dict | None = None, conversation_id: str = "fg", **kw: Any) -> Line:
+    return _with(
+        line("task.delegate", "human", task_id=task_id, conversation_id=conversation_id, message_refs=[],
+             goal=f"goal of {task_id}", done_when=["it works"],
+             grant=grant if grant is not None else grant_request(f"g-{task_id}")),
+        kw,
+    )
+
+
+def revise_task(task_id: str = "t1", expected_revision: int = 1, **kw: Any) -> Line:
+    fields = {"goal": "a revised goal"} if not kw.keys() & {"goal", "done_when", "constraints", "fallback_decisions"} else {}
+    return _with(line("task.revise", "human", task_id=task_id, expected_revision=expected_revision, **fields), kw)
+
+
+def revise_grant(grant_id: str = "g-t1", expected_revision: int = 1, **kw: Any) -> Line:
+    return _with(line("grant.revise", "human", grant_id=grant_id, expected_revision=expected_revision), kw)
+
+
+def cancel_task(task_id: str = "t1", **kw: Any) -> Line:
+    return _with(line("task.cancel", "human", task_id=task_id), kw)
+
+
+def complete_task(task_id: str = "t1", **kw: Any) -> Line:
+    return _with(line("task.complete", "background", task_id=task_id, evidence_refs=["ev/1"]), kw)
+
+
+def raise_question(task_id: str = "t1", question_key: str = "q1", affected: Any = "task",
+                   evidence_revision: int = 1, **kw: Any) -> Line:
+    return _with(
+        line("question.raise", "background", task_id=task_id, question_key=question_key, recipient="human",
+             blocking_reason="which database?", affected=affected, evidence_revision=evidence_revision),
+        kw,
+    )
+
+
+def answer(task_id: str = "t1", question_key: str = "q1", text: str = "postgres", **kw: Any) -> Line:
+    return _with(line("question.answer", "human", task_id=task_id, question_key=question_key, answer=text), kw)
+
+
+def rule(rule_id: str = "ci-repair", grant: dict | None = None, **kw: Any) -> Line:
+    return _with(
+        line("rule.set", "human", rule_id=rule_id,
+             grant=grant if grant is not None else grant_request("g-rule", operations=("worker.start",))),
+        kw,
+    )
+
+
+def propose(operation_id: str = "op-1", task_id: str | None = "t1", grant_id: str | None = None,
+            actor: str = "background", operation: str = "worker.start", resource: str | None = None,
+            write_paths=("/repo/src",), prerequisites=(), revisions: dict | None = None,
+            generation: int | None = 1, cause_key: str | None = None, **kw: Any) -> Line:
+    """A proposal for task `task_id` (or, with `rule_id=...` and task_id=None, for a rule)."""
+    result = line(
+        "action.propose", actor,
+        operation_id=operation_id,
+        cause_key=cause_key if cause_key is not None else f"cause:{operation_id}",
+        operation=operation,
+        target=operation_id,
+        resource=resource if resource is not None else f"res:{operation_id}",
+        write_paths=list(write_paths),
+        grant_id=grant_id if grant_id is not None else (f"g-{task_id}" if task_id else "g-rule"),
+        prerequisites=[p if isinstance(p, dict) else {"operation_id": p, "outcome": "succeeded"} for p in prerequisites],
+        input_revisions=revisions if revisions is not None else {"task": 1, "grant": 1},
+    )
+    if task_id is not None:
+        result["task_id"] = task_id
+    if generation is not None and actor == "background":
+        result["generation"] = generation
+    return _with(result, kw)
+
+
+def revalidate(operation_id: str = "op-1", revisions: dict | None = None, actor: str = "background",
+               generation: int | None = 1, **kw: Any) -> Line:
+    result = line("action.revalidate", actor, operation_id=operation_id,
+                  input_revisions=revisions if revisions is not None else {"task": 1, "grant": 1})
+    if generation is not None and actor == "background":
+        result["generation"] = generation
+    return _with(result, kw)
+
+
+def cancel_action(operation_id: str = "op-1", **kw: Any) -> Line:
+    return _with(line("action.cancel", "human", operation_id=operation_id), kw)
+
+
+def receipt(operation_id: str = "op-1", attempt_id: str | None = None, result: str = "accepted", **kw: Any) -> Line:
+    return _with(
+        line("executor.receipt", "executor", operation_id=operation_id,
+             attempt_id=attempt_id if attempt_id is not None else f"{operation_id}/a1", result=result),
+        kw,
+    )
+
+
+def reconcile(operation_id: str = "op-1", attempt_id: str | None = None, observed: str = "accepted", **kw: Any) -> Line:
+    return _with(
+        line("executor.reconcile", "executor", operation_id=operation_id,
+             attempt_id=attempt_id if attempt_id is not None else f"{operation_id}/a1", observed=observed),
+        kw,
+    )
+
+
+def outcome(operation_id: str = "op-1", result: str = "succeeded", **kw: Any) -> Line:
+    return _with(line("executor.outcome", "executor", operation_id=operation_id, outcome=result), kw)
+
+
+def usage(operation_id: str = "op-1", **kw: Any) -> Line:
+    return _with(line("usage.report", "executor", operation_id=operation_id), kw)
+
+
+def pause(scope: str = "t1", **kw: Any) -> Line:
+    return _with(line("scope.pause", "human", scope=scope), kw)
+
+
+def resume(scope: str = "t1", **kw: Any) -> Line:
+    return _with(line("scope.resume", "human", scope=scope), kw)
+
+
+def message(message_id: str = "m1", conversation_id: str = "fg", text: str = "hello", **kw: Any) -> Line:
+    return _with(line("human.message", "human", conversation_id=conversation_id, message_id=message_id, text=text), kw)
+
+
+def queue_edit(message_id: str = "m1", op: str = "withdraw", conversation_id: str = "fg", **kw: Any) -> Line:
+    return _with(line("human.queue_edit", "human", conversation_id=conversation_id, message_id=message_id, op=op), kw)
+
+
+def intent_synced(intent_revision: int = 1, generation: int = 1, conversation_id: str = "fg", **kw: Any) -> Line:
+    return _with(
+        line("intent.synced", "background", conversation_id=conversation_id, intent_revision=intent_revision,
+             generation=generation),
+        kw,
+    )
+
+
+def observe(**kw: Any) -> Line:
+    return _with(
+        line("observe", "source", source_id="ci-1", kind="ci", scope="https://scm/pr/7", fingerprint="f1",
+             complete=True),
+        kw,
+    )
+
+
+# ------------------------------------------------------------------------ worlds
+
+
+def world(heartbeat_at: float = 0) -> list[Line]:
+    """Policy, a bound foreground/background pair, a fresh watchdog and task t1
+    (grant g-t1: worker.start and worker.test under /repo, max_attempts 3)."""
+    return [
+        policy(),
+        open_foreground(),
+        open_background(),
+        bind(1),
+        heartbeat(1, at=at(heartbeat_at)),
+        delegate("t1"),
+    ]
