@@ -1,0 +1,191 @@
+"""End to end: the real CLI, in a subprocess, against the fixture traces.
+
+Every `fixtures/traces/NAME.jsonl` with a `NAME.views.json` beside it must
+replay (`tandem replay NAME.jsonl --json`) to exactly those views. The
+expected files say what spec/TRACE.md requires, not what the engine happens
+to print: a fixture fails until the engine agrees with the contract.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TRACES = REPO / "fixtures" / "traces"
+FIXTURES = sorted(p for p in TRACES.glob("*.jsonl") if p.with_suffix(".views.json").exists())
+
+VIEW_KEYS = ("tasks", "actions", "inbox", "questions", "alerts", "conversations", "consumers", "health", "usage", "cards", "rejections")
+
+
+def tandem(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "adapters.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def replay_json(path: Path | str, *extra: str) -> dict:
+    result = tandem("replay", str(path), "--json", *extra)
+    assert result.returncode == 0, f"tandem replay {path} exited {result.returncode}\n{result.stderr}"
+    return json.loads(result.stdout)
+
+
+def _pretty(value: object) -> list[str]:
+    return json.dumps(value, indent=2, sort_keys=False, ensure_ascii=False).splitlines()
+
+
+def views_diff(expected: dict, actual: dict) -> str:
+    """A readable diff, one section per view that differs."""
+    parts: list[str] = []
+    for key in sorted(set(expected) | set(actual), key=lambda k: (k not in VIEW_KEYS, VIEW_KEYS.index(k) if k in VIEW_KEYS else 0, k)):
+        if expected.get(key) == actual.get(key):
+            continue
+        diff = difflib.unified_diff(
+            _pretty(expected.get(key)),
+            _pretty(actual.get(key)),
+            fromfile=f"expected {key}",
+            tofile=f"actual {key}",
+            lineterm="",
+            n=4,
+        )
+        parts.append("\n".join(diff))
+    return "\n\n".join(parts)
+
+
+def test_fixtures_exist() -> None:
+    assert len(FIXTURES) >= 12, [p.name for p in FIXTURES]
+
+
+@pytest.mark.parametrize("trace", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_fixture_views(trace: Path) -> None:
+    expected = json.loads(trace.with_suffix(".views.json").read_text(encoding="utf-8"))
+    result = tandem("replay", str(trace.relative_to(REPO)), "--json")
+    assert result.returncode == 0, f"tandem replay {trace.name} exited {result.returncode}\n{result.stderr[-4000:]}"
+    actual = json.loads(result.stdout)
+    if actual != expected:
+        pytest.fail(f"{trace.name}: views differ from {trace.with_suffix('.views.json').name}\n{views_diff(expected, actual)}", pytrace=False)
+
+
+@pytest.mark.parametrize("trace", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_fixture_is_documented(trace: Path) -> None:
+    """Each fixture opens with `//` lines saying what it proves, and uses full RFC 3339 times."""
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    assert lines and lines[0].startswith("//"), f"{trace.name} must start with // comment lines"
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.startswith("//"):
+            continue
+        at = json.loads(line)["at"]
+        assert len(at) == 20 and at[10] == "T" and at.endswith("Z"), f"{trace.name} line {number}: `at` {at!r}"
+
+
+def test_email_signup_completes() -> None:
+    views = replay_json("fixtures/traces/email_signup.jsonl")
+    tasks = {task["task_id"]: task for task in views["tasks"]}
+    assert tasks["signup"]["state"] == "completed"
+    assert tasks["signup"]["actions"] == ["op-api", "op-form", "op-it"]
+    actions = {action["operation_id"]: action for action in views["actions"]}
+    assert {op: actions[op]["state"] for op in ("op-api", "op-form", "op-it")} == {
+        "op-api": "succeeded",
+        "op-form": "succeeded",
+        "op-it": "succeeded",
+    }
+    assert actions["op-form"]["prerequisites"] == ["op-api"]
+    assert actions["op-it"]["prerequisites"] == ["op-api", "op-form"]
+
+
+# ------------------------------------------------------------ schema errors
+
+GOOD_FIRST = b'{"type":"policy.set","at":"2026-03-01T09:00:00Z","actor":"daemon","allowed_operations":["worker.start"],"write_roots":["/repo"]}'
+
+
+def _tick(second: int, extra: bytes = b"") -> bytes:
+    return b'{"type":"tick","at":"2026-03-01T09:00:%02dZ","actor":"daemon"%s}' % (second, extra)
+
+
+def bad_trace(tmp_path: Path) -> Path:
+    lines = [
+        GOOD_FIRST,  # 1 fine
+        b'{"type":"tick","at":"2026-03-01T09:00:01Z",',  # 2 bad JSON
+        b'{"type":"no.such.kind","at":"2026-03-01T09:00:02Z"}',  # 3 unknown type
+        _tick(3, b',"bogus":1'),  # 4 unknown field
+        _tick(10),  # 5 fine
+        _tick(5),  # 6 `at` goes backwards
+        _tick(11, b',"x":"\xff\xfe"'),  # 7 invalid UTF-8
+        b"// a comment still counts as a line",  # 8
+        _tick(12),  # 9 fine
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def _reported_lines(stderr: str) -> list[int]:
+    return [int(line.split(":", 1)[0].removeprefix("line ")) for line in stderr.splitlines() if line.startswith("line ")]
+
+
+def test_bad_trace_exits_2_and_names_each_bad_line(tmp_path: Path) -> None:
+    result = tandem("replay", str(bad_trace(tmp_path)), "--json")
+    assert result.returncode == 2, result.stderr
+    assert _reported_lines(result.stderr) == [2, 3, 4, 6, 7], result.stderr
+    assert result.stdout == ""
+
+
+def test_bad_trace_writes_nothing_to_the_store(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    url = f"sqlite:///{db}"  # sqlite:////abs/path.db
+    result = tandem("replay", str(bad_trace(tmp_path)), "--json", "--store", url)
+    assert result.returncode == 2, result.stderr
+    if db.exists():
+        with sqlite3.connect(db) as connection:
+            tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for table in tables:
+                assert connection.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] == 0, table
+    shown = tandem("show", "--store", url, "--json")
+    assert shown.returncode == 0, shown.stderr
+    views = json.loads(shown.stdout)
+    for key, value in views.items():
+        if isinstance(value, list):
+            assert value == [], (key, value)
+    assert views["health"]["last_heartbeat_at"] is None
+    assert all(role["reports"] == 0 for role in views["usage"].values())
+
+
+def test_ingest_of_a_bad_trace_exits_2(tmp_path: Path) -> None:
+    result = tandem("ingest", str(bad_trace(tmp_path)), "--store", f"sqlite:///{tmp_path / 'y.db'}")
+    assert result.returncode == 2, result.stderr
+    assert _reported_lines(result.stderr) == [2, 3, 4, 6, 7], result.stderr
+
+
+def test_at_most_20_bad_lines_are_printed(tmp_path: Path) -> None:
+    lines = [GOOD_FIRST] + [b'{"type":"no.such.kind","at":"2026-03-01T09:00:01Z"}'] * 25
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    result = tandem("replay", str(path), "--json")
+    assert result.returncode == 2
+    reported = _reported_lines(result.stderr)
+    assert reported == list(range(2, 22)), result.stderr
+
+
+@pytest.mark.parametrize("command", ["replay", "ingest", "show", "demo"])
+def test_help(command: str) -> None:
+    result = tandem(command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage:"), result.stdout
+    assert command in result.stdout.splitlines()[0]
+
+
+def test_top_level_help() -> None:
+    result = tandem("--help")
+    assert result.returncode == 0
+    for command in ("replay", "ingest", "show", "demo"):
+        assert command in result.stdout
