@@ -42,7 +42,7 @@ class ActionMachine(StateMachine):
     )
     # Receipts and reconciles on the latest attempt. From cancel_requested the
     # action stays where it is, except that a refusal ends it.
-    queue = submitting.to(queued) | cancel_requested.to.itself()
+    queue = submitting.to(queued) | queued.to.itself() | cancel_requested.to.itself()
     accept = (
         submitting.to(accepted) | queued.to(accepted) | unknown.to(accepted) | cancel_requested.to.itself()
     )
@@ -80,7 +80,7 @@ class AttemptMachine(StateMachine):
     refused = State(final=True)
     not_received = State(final=True)
 
-    receipt_queued = submitting.to(queued)
+    receipt_queued = submitting.to(queued) | queued.to.itself()
     receipt_accepted = submitting.to(accepted) | queued.to(accepted)
     receipt_unknown = submitting.to(unknown) | queued.to(unknown)
     receipt_refused = submitting.to(refused) | queued.to(refused)

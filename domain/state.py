@@ -45,7 +45,7 @@ class Grant:
     revision: int
     task_id: str | None
     rule_id: str | None
-    operations: frozenset[str]
+    operations: tuple[str, ...]  # its own authority, as narrowed (in request order)
     roots: tuple[str, ...]
     max_attempts: int
     token_limit: int | None
@@ -408,7 +408,7 @@ def _grant_issued(state: State, event: ev.GrantIssued) -> None:
         revision=event.revision,
         task_id=event.task_id,
         rule_id=event.rule_id,
-        operations=frozenset(event.allowed_operations),
+        operations=tuple(event.allowed_operations),
         roots=tuple(event.write_roots),
         max_attempts=event.max_attempts,
         token_limit=event.token_limit,
@@ -419,7 +419,7 @@ def _grant_revised(state: State, event: ev.GrantRevised) -> None:
     grant = state.grants[event.grant_id]
     was_exhausted = grant.budget_exhausted
     grant.revision = event.revision
-    grant.operations = frozenset(event.allowed_operations)
+    grant.operations = tuple(event.allowed_operations)
     grant.roots = tuple(event.write_roots)
     grant.max_attempts = event.max_attempts
     grant.token_limit = event.token_limit

@@ -70,7 +70,7 @@ def test_a_wider_policy_later_gives_back_nothing_that_was_dropped():
     engine = given(policy(["worker.start"], ["/repo/a"]), open_foreground(), open_foreground("fg2"),
                    delegate("t1", grant=grant_request("g-t1", roots=["/repo/a", "/repo/b"])),
                    policy(["worker.start", "worker.test"], ["/repo"]))
-    assert engine.state.grants["g-t1"].operations == frozenset({"worker.start"})
+    assert set(engine.state.grants["g-t1"].operations) == set({"worker.start"})
     assert rejection(when(engine, propose("op-1", actor="human", operation="worker.test", write_paths=[]))) == (
         "operation_not_granted"
     )
@@ -150,3 +150,30 @@ def test_grant_revise_narrows_against_the_current_policy():
 def test_effective_authority_is_the_grant_intersected_with_the_current_policy_at_proposal():
     engine = given(world(), tick(at=at(1)))
     assert rejection(when(engine, propose("op-1", write_paths=["/repo/src/../../etc"]))) == "write_outside_roots"
+
+
+def test_a_grant_revise_of_limits_only_keeps_the_grants_own_authority():
+    """Revising max_attempts under a narrower policy does not re-narrow (and so
+    permanently drop) operations and roots the revise did not name."""
+    engine = given(policy(["worker.start", "worker.test"], ["/repo"]), open_foreground(),
+                   delegate("t1", grant=grant_request("g-t1", roots=["/repo/a", "/repo/b"])),
+                   policy(["worker.start"], ["/repo/a"]))
+    events = when(engine, revise_grant("g-t1", 1, max_attempts=5))
+    assert rejection(events) is None
+    revised = of_type(events, ev.GrantRevised)[0]
+    assert revised.allowed_operations == ["worker.start", "worker.test"]
+    assert revised.write_roots == ["/repo/a", "/repo/b"]
+    # A wider policy later: the grant's own authority was never dropped.
+    when(engine, policy(["worker.start", "worker.test"], ["/repo"]))
+    assert set(engine.state.grants["g-t1"].operations) == {"worker.start", "worker.test"}
+
+
+def test_a_grant_revise_that_names_operations_narrows_them_to_the_policy_now():
+    engine = given(policy(["worker.start", "worker.test"], ["/repo"]), open_foreground(),
+                   delegate("t1", grant=grant_request("g-t1")),
+                   policy(["worker.start"], ["/repo"]))
+    events = when(engine, revise_grant("g-t1", 1, allowed_operations=["worker.start", "worker.test"]))
+    revised = of_type(events, ev.GrantRevised)[0]
+    assert revised.allowed_operations == ["worker.start"]
+    assert revised.dropped_operations == ["worker.test"]
+    assert rejection(when(engine, revise_grant("g-t1", 2, allowed_operations=["worker.test"]))) == "grant_outside_policy"
