@@ -125,6 +125,17 @@ class _RecorderStore:
     def _select_page(self, after: int, until: int | None, limit: int) -> list[tuple[int, bytes]]:
         raise NotImplementedError
 
+    def _encode_rows(self, events: Sequence[Event], head: int) -> list[Any]:
+        """What `_insert_rows` writes: the events at positions head+1.., encoded."""
+        return [
+            self._mapper.to_stored_event(Positioned(head + offset, event))
+            for offset, event in enumerate(events, start=1)
+        ]
+
+    def _insert_rows(self, rows: list[Any]) -> None:
+        """Write `rows` in one transaction (eventsourcing errors on failure)."""
+        self._recorder.insert_events(rows)
+
     # -- port
     def head(self) -> int:
         self._head_known = self._guarded(self._select_head)
@@ -143,12 +154,9 @@ class _RecorderStore:
             return expected_head
         # Encode everything before touching the database: an event that fails
         # to encode writes nothing.
-        stored = [
-            self._mapper.to_stored_event(Positioned(expected_head + offset, event))
-            for offset, event in enumerate(events, start=1)
-        ]
+        rows = self._encode_rows(events, expected_head)
         try:
-            self._recorder.insert_events(stored)
+            self._insert_rows(rows)
         except IntegrityError as error:
             self._head_known = None
             raise ConcurrencyError(
@@ -276,6 +284,23 @@ class _DurableSQLiteDatastore(SQLiteDatastore):
         super().close()
 
 
+class _LogSQLiteRecorder(SQLiteApplicationRecorder):
+    """eventsourcing's SQLite application recorder, plus a lean insert for the log.
+
+    The stock `insert_events` maps each event to a `StoredEvent` and runs one
+    INSERT per row to collect each row's notification id (`lastrowid`), which
+    the log never uses. `insert_rows` runs the recorder's own INSERT statement
+    once over plain (originator_id, originator_version, topic, state) tuples,
+    in the datastore's write transaction: the same rows, the same errors
+    (`IntegrityError` on a taken position), about 4 us less per event
+    (measured with bench/run.py: batch ingest +15-20 %).
+    """
+
+    def insert_rows(self, rows: Sequence[tuple[str, int, str, bytes]]) -> None:
+        with self.datastore.transaction(commit=True) as cursor:
+            cursor.executemany(self.insert_events_statement, rows)
+
+
 class SQLiteStore(_RecorderStore):
     def __init__(self, url: str, path: str, table: str) -> None:
         directory = os.path.dirname(os.path.abspath(path))
@@ -284,7 +309,7 @@ class SQLiteStore(_RecorderStore):
         if os.path.isdir(path):
             raise StoreError(f"cannot open {url}: {path!r} is a directory")
         self._datastore = _DurableSQLiteDatastore(path, originator_id_type="text")
-        recorder = SQLiteApplicationRecorder(self._datastore, events_table_name=table)
+        recorder = _LogSQLiteRecorder(self._datastore, events_table_name=table)
         super().__init__(url, recorder)
         self._select_head_statement = (
             f"SELECT MAX(originator_version) FROM {table} WHERE originator_id=?"
@@ -305,6 +330,11 @@ class SQLiteStore(_RecorderStore):
             self._datastore.close()
             cause = error.__cause__ or error
             raise StoreError(f"cannot open {url}: {cause}") from error
+
+    def _insert_rows(self, rows: list[Any]) -> None:
+        self._recorder.insert_rows(
+            [(stored.originator_id, stored.originator_version, stored.topic, stored.state) for stored in rows]
+        )
 
     def _select_head(self) -> int:
         with self._datastore.transaction(commit=False) as cursor:
