@@ -1,0 +1,481 @@
+"""Tandem's throughput ratios, measured side by side in one run.
+
+    python bench/run.py            # full sizes, a few minutes
+    python bench/run.py --quick    # small sizes, under a minute (smoke run)
+
+Every figure is SQLite in WAL mode with synchronous=FULL, in temporary
+directories under --tmp (default: the system temp dir, /tmp), on this machine,
+in this process. Each ratio compares the engine with a raw-sqlite3 baseline
+measured in the same run, the two measurements alternated (A B B A A B ...)
+and reduced to medians, because these 2-core machines are shared and noisy.
+
+The four goals (see bench/README.md for what each one means):
+
+1. engine, one transaction per input   >= 0.5 x raw single-row commits
+2. batch ingest (1,000 per transaction) >= 3   x raw single-row commits
+3. replay (open an Engine on a store)   >= 0.5 x raw scan + typed decode
+4. engine per input, 100k live actions  >= 0.8 x the same with 1k live
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import os
+import platform
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # runnable as `python bench/run.py` from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from adapters.ingest import ingest, ingest_batch_inputs_max  # noqa: E402
+from adapters.store import log_stream_id, open_store, table_name_default  # noqa: E402
+from adapters.trace import parse_trace  # noqa: E402
+from domain.events import decode_event  # noqa: E402
+from replay.engine import Engine, Located  # noqa: E402
+from replay.workload import synthetic_trace  # noqa: E402
+
+raw_row_bytes = 200  # the body size of a baseline row: about one stored event
+live_setup_batch_inputs = 5_000  # inputs per transaction when loading the live set (untimed)
+events_per_action_estimate = 6.5  # synthetic_trace: ~3.1 inputs x ~2.3 events per action (a floor)
+
+GOALS = {
+    "single": 0.5,
+    "ingest": 3.0,
+    "replay": 0.5,
+    "live": 0.8,
+}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    repetitions: int  # measured pairs per ratio (medians are reported)
+    single_inputs: int  # inputs (and raw rows) per repetition, benchmark 1
+    ingest_actions: int  # synthetic_trace(actions=...) ingested per repetition, benchmark 2
+    replay_events_min: int  # events in the store opened by benchmark 3
+    live_small: int  # live actions, benchmark 4, A
+    live_large: int  # live actions, benchmark 4, B
+    steady_chunk_inputs: int  # steady-state inputs timed per repetition, benchmark 4
+
+
+FULL = Sizes(
+    repetitions=5,
+    single_inputs=3_000,
+    ingest_actions=10_000,  # ~31k inputs
+    replay_events_min=200_000,
+    live_small=1_000,
+    live_large=100_000,
+    steady_chunk_inputs=1_500,
+)
+QUICK = Sizes(
+    repetitions=3,
+    single_inputs=600,
+    ingest_actions=1_500,
+    replay_events_min=20_000,
+    live_small=1_000,
+    live_large=10_000,
+    steady_chunk_inputs=400,
+)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+class Scratch:
+    """Fresh subdirectories of one temporary directory, removed at the end."""
+
+    def __init__(self, parent: str | None = None) -> None:
+        self.root = tempfile.mkdtemp(prefix="tandem-bench-", dir=parent)
+        self._count = 0
+
+    def fresh(self) -> str:
+        self._count += 1
+        path = os.path.join(self.root, f"run-{self._count}")
+        os.mkdir(path)
+        return path
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _sqlite_url(directory: str) -> str:
+    return f"sqlite:///{os.path.join(directory, 'events.db')}"  # absolute: sqlite:////...
+
+
+def _settle() -> None:
+    """Start every timed section from the same garbage-collector state."""
+    gc.collect()
+
+
+def alternate(first: Callable[[], float], second: Callable[[], float], repetitions: int) -> tuple[list[float], list[float]]:
+    """Run the pair `repetitions` times as A B, B A, A B...: neither side
+    always gets the warmer (or the noisier) slot."""
+    a_values: list[float] = []
+    b_values: list[float] = []
+    for repetition in range(repetitions):
+        order = ((first, a_values), (second, b_values))
+        if repetition % 2:
+            order = order[::-1]
+        for function, values in order:
+            _settle()
+            values.append(function())
+    return a_values, b_values
+
+
+def lines_of(data: bytes, count: int) -> bytes:
+    """The first `count` lines of a JSON Lines trace."""
+    end = 0
+    for _ in range(count):
+        end = data.index(b"\n", end) + 1
+    return data[:end]
+
+
+# ------------------------------------------------------------ the baselines
+
+
+def raw_single_row_commits(directory: str, rows: int, row_bytes: int = raw_row_bytes) -> float:
+    """Rows/s: plain sqlite3, WAL, synchronous=FULL, one INSERT + COMMIT per row."""
+    path = os.path.join(directory, "raw.db")
+    connection = sqlite3.connect(path, isolation_level=None, cached_statements=64)
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=FULL")
+        connection.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB)")
+        bodies = [(index.to_bytes(8, "big") * (row_bytes // 8 + 1))[:row_bytes] for index in range(rows)]
+        execute = connection.execute
+        started = time.perf_counter()
+        for body in bodies:
+            execute("BEGIN")
+            execute("INSERT INTO rows (body) VALUES (?)", (body,))
+            execute("COMMIT")
+        elapsed = time.perf_counter() - started
+    finally:
+        connection.close()
+    return rows / elapsed
+
+
+def raw_scan_decode(database: str, table: str = table_name_default) -> float:
+    """Events/s: one plain SELECT of the whole log in log order, `decode_event` on each row."""
+    connection = sqlite3.connect(database)
+    try:
+        started = time.perf_counter()
+        count = 0
+        for (state,) in connection.execute(
+            f"SELECT state FROM {table} WHERE originator_id=? ORDER BY originator_version", (log_stream_id,)
+        ):
+            decode_event(state)
+            count += 1
+        elapsed = time.perf_counter() - started
+    finally:
+        connection.close()
+    return count / elapsed
+
+
+# -------------------------------------------------------- the engine paths
+
+
+def engine_single_inputs(directory: str, items: Sequence[Located]) -> float:
+    """Inputs/s: a fresh SQLite store, `engine.submit` (one transaction) per input."""
+    engine = Engine(open_store(_sqlite_url(directory)))
+    try:
+        submit = engine.submit
+        started = time.perf_counter()
+        for item in items:
+            submit(item)
+        elapsed = time.perf_counter() - started
+    finally:
+        engine.store.close()  # type: ignore[union-attr]
+    return len(items) / elapsed
+
+
+def parse_seconds(data: bytes) -> float:
+    started = time.perf_counter()
+    parse_trace(data, "bench.jsonl")
+    return time.perf_counter() - started
+
+
+def batch_ingest(directory: str, data: bytes, batch_inputs: int = ingest_batch_inputs_max) -> float:
+    """Inputs/s: parse the trace, then `adapters.ingest.ingest` it into a fresh SQLite store."""
+    engine = Engine(open_store(_sqlite_url(directory)))
+    try:
+        started = time.perf_counter()
+        trace = parse_trace(data, "bench.jsonl")
+        result = ingest(engine, trace, batch_inputs=batch_inputs)
+        elapsed = time.perf_counter() - started
+    finally:
+        engine.store.close()  # type: ignore[union-attr]
+    assert result.applied == len(trace.lines), result
+    return result.applied / elapsed
+
+
+def build_replay_store(directory: str, events_min: int) -> tuple[str, int]:
+    """A store of at least `events_min` events (ingested, untimed): (url, events)."""
+    actions = math.ceil(events_min / events_per_action_estimate)
+    url = _sqlite_url(directory)
+    engine = Engine(open_store(url))
+    try:
+        ingest(engine, parse_trace(synthetic_trace(actions), "replay.jsonl"))
+        events = engine.store.head()  # type: ignore[union-attr]
+    finally:
+        engine.store.close()  # type: ignore[union-attr]
+    assert events >= events_min, f"built {events} events, wanted {events_min}: raise events_per_action_estimate"
+    return url, events
+
+
+def engine_replay(url: str) -> float:
+    """Events/s: `Engine(open_store(url))` (read + decode + evolve + views)."""
+    started = time.perf_counter()
+    store = open_store(url)
+    engine = Engine(store)
+    elapsed = time.perf_counter() - started
+    events = store.head()
+    assert engine.state.position == events, (engine.state.position, events)
+    store.close()
+    return events / elapsed
+
+
+class SteadyEngine:
+    """An engine whose store already holds `live` live actions, and the
+    steady-state inputs that follow them in the same synthetic trace."""
+
+    def __init__(self, directory: str, live: int, steady_inputs: int) -> None:
+        actions = steady_inputs // 3 + 2  # ~3.1 inputs per action: a few to spare
+        trace = parse_trace(synthetic_trace(actions, live_actions=live), "live.jsonl")
+        items = [line.item for line in trace.lines]
+        first_steady = next(
+            index for index, item in enumerate(items) if getattr(item.input, "operation_id", None) == "op-0"
+        )
+        self.live = live
+        self.engine = Engine(open_store(_sqlite_url(directory)))
+        for begin in range(0, first_steady, live_setup_batch_inputs):
+            self.engine.submit_batch(items[begin : min(begin + live_setup_batch_inputs, first_steady)])
+        self.steady = items[first_steady:]
+        assert len(self.steady) >= steady_inputs, (len(self.steady), steady_inputs)
+        self._next = 0
+
+    def time_next(self, count: int) -> float:
+        """Inputs/s over the next `count` steady inputs, one transaction each."""
+        chunk = self.steady[self._next : self._next + count]
+        assert len(chunk) == count, "ran out of steady-state inputs"
+        self._next += count
+        submit = self.engine.submit
+        started = time.perf_counter()
+        for item in chunk:
+            submit(item)
+        return count / (time.perf_counter() - started)
+
+    def close(self) -> None:
+        self.engine.store.close()  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------- the report
+
+
+@dataclass
+class Ratio:
+    number: int
+    key: str
+    title: str
+    engine_label: str
+    engine_values: list[float]
+    baseline_label: str
+    baseline_values: list[float]
+    unit: str
+    extra: list[str]
+
+    @property
+    def engine(self) -> float:
+        return statistics.median(self.engine_values)
+
+    @property
+    def baseline(self) -> float:
+        return statistics.median(self.baseline_values)
+
+    @property
+    def ratio(self) -> float:
+        return self.engine / self.baseline
+
+    @property
+    def goal(self) -> float:
+        return GOALS[self.key]
+
+    @property
+    def met(self) -> bool:
+        return self.ratio >= self.goal
+
+
+def _spread(values: Sequence[float]) -> str:
+    return f"min {min(values):,.0f}, max {max(values):,.0f}, n={len(values)}"
+
+
+def print_ratio(result: Ratio, out=sys.stdout) -> None:
+    print(f"\n{result.number}. {result.title}", file=out)
+    print(f"   A {result.engine_label:<46} {result.engine:>12,.0f} {result.unit}  ({_spread(result.engine_values)})", file=out)
+    print(f"   B {result.baseline_label:<46} {result.baseline:>12,.0f} {result.unit}  ({_spread(result.baseline_values)})", file=out)
+    for line in result.extra:
+        print(f"     {line}", file=out)
+    verdict = "MET " if result.met else "MISSED"
+    print(f"   A/B = {result.ratio:.2f}x   goal >= {result.goal}x   {verdict}", file=out)
+
+
+def measure_single(scratch: Scratch, sizes: Sizes, trace: bytes) -> Ratio:
+    data = lines_of(trace, sizes.single_inputs)
+    items = [line.item for line in parse_trace(data, "bench.jsonl").lines]
+    parse_times: list[float] = []
+
+    def engine_side() -> float:
+        parse_times.append(parse_seconds(data))  # untimed part of the pair, for the with-parsing figure
+        return engine_single_inputs(scratch.fresh(), items)
+
+    engine_values, raw_values = alternate(
+        engine_side, lambda: raw_single_row_commits(scratch.fresh(), sizes.single_inputs), sizes.repetitions
+    )
+    with_parsing = [len(items) / (len(items) / rate + seconds) for rate, seconds in zip(engine_values, parse_times)]
+    return Ratio(
+        1,
+        "single",
+        f"Durable inputs, one transaction each ({len(items):,} inputs / rows per repetition)",
+        "engine.submit(Located) per input, pre-decoded",
+        engine_values,
+        "raw sqlite3 INSERT+COMMIT per ~200-byte row",
+        raw_values,
+        "/s",
+        [
+            f"with trace parsing included: {statistics.median(with_parsing):,.0f} inputs/s"
+            f" ({statistics.median(with_parsing) / statistics.median(raw_values):.2f}x raw)"
+        ],
+    )
+
+
+def measure_ingest(scratch: Scratch, sizes: Sizes, raw_rows: int) -> Ratio:
+    data = synthetic_trace(sizes.ingest_actions)
+    inputs = data.count(b"\n")
+    ingest_values, raw_values = alternate(
+        lambda: batch_ingest(scratch.fresh(), data),
+        lambda: raw_single_row_commits(scratch.fresh(), raw_rows),
+        sizes.repetitions,
+    )
+    return Ratio(
+        2,
+        "ingest",
+        f"Batch ingest, {ingest_batch_inputs_max:,} inputs per transaction ({inputs:,} inputs, parsing included)",
+        "parse_trace + adapters.ingest.ingest",
+        ingest_values,
+        "raw sqlite3 INSERT+COMMIT per ~200-byte row",
+        raw_values,
+        "/s",
+        [],
+    )
+
+
+def measure_replay(scratch: Scratch, sizes: Sizes) -> Ratio:
+    directory = scratch.fresh()
+    started = time.perf_counter()
+    url, events = build_replay_store(directory, sizes.replay_events_min)
+    built_s = time.perf_counter() - started
+    database = os.path.join(directory, "events.db")
+    size_mb = os.path.getsize(database) / 1e6
+    raw_scan_decode(database)  # warm the page cache for both sides
+    replay_values, scan_values = alternate(
+        lambda: engine_replay(url), lambda: raw_scan_decode(database), sizes.repetitions
+    )
+    return Ratio(
+        3,
+        "replay",
+        f"Replay of a store of {events:,} events ({size_mb:,.0f} MB; built in {built_s:,.0f} s, untimed)",
+        "Engine(open_store(url)): read+decode+evolve+views",
+        replay_values,
+        "raw SELECT state ORDER BY position + decode_event",
+        scan_values,
+        "events/s",
+        [],
+    )
+
+
+def measure_live(scratch: Scratch, sizes: Sizes) -> Ratio:
+    steady_needed = sizes.steady_chunk_inputs * (sizes.repetitions + 1)  # +1: a warm-up chunk
+    started = time.perf_counter()
+    small = SteadyEngine(scratch.fresh(), sizes.live_small, steady_needed)
+    large = SteadyEngine(scratch.fresh(), sizes.live_large, steady_needed)
+    setup_s = time.perf_counter() - started
+    try:
+        small.time_next(sizes.steady_chunk_inputs)  # warm-up, not reported
+        large.time_next(sizes.steady_chunk_inputs)
+        large_values, small_values = alternate(
+            lambda: large.time_next(sizes.steady_chunk_inputs),
+            lambda: small.time_next(sizes.steady_chunk_inputs),
+            sizes.repetitions,
+        )
+    finally:
+        small.close()
+        large.close()
+    return Ratio(
+        4,
+        "live",
+        f"Steady-state durable inputs with many live actions ({sizes.steady_chunk_inputs:,} inputs per repetition;"
+        f" live sets loaded in {setup_s:,.0f} s, untimed)",
+        f"engine.submit per input, {sizes.live_large:,} live actions",
+        large_values,
+        f"engine.submit per input, {sizes.live_small:,} live actions",
+        small_values,
+        "inputs/s",
+        [],
+    )
+
+
+def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
+    scratch = Scratch(tmp)
+    try:
+        print(
+            f"Tandem bench: Python {platform.python_version()}, SQLite {sqlite3.sqlite_version},"
+            f" {os.cpu_count()} CPUs, scratch {scratch.root}; WAL, synchronous=FULL;"
+            f" medians of {sizes.repetitions} alternated repetitions",
+            file=out,
+        )
+        trace = synthetic_trace(sizes.single_inputs // 3 + 10)
+        results: list[Ratio] = []
+        for measure in (
+            lambda: measure_single(scratch, sizes, trace),
+            lambda: measure_ingest(scratch, sizes, sizes.single_inputs),
+            lambda: measure_replay(scratch, sizes),
+            lambda: measure_live(scratch, sizes),
+        ):
+            result = measure()
+            print_ratio(result, out)
+            out.flush()
+            results.append(result)
+        print("\nVerdicts:", file=out)
+        for result in results:
+            print(
+                f"  {result.number}. {result.key:<7} {result.ratio:5.2f}x (goal >= {result.goal}x):"
+                f" {'MET' if result.met else 'MISSED'}",
+                file=out,
+            )
+        return results
+    finally:
+        scratch.remove()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run under a minute")
+    parser.add_argument("--tmp", default=None, help="parent of the scratch directory (default: system temp dir)")
+    arguments = parser.parse_args(argv)
+    started = time.perf_counter()
+    run(QUICK if arguments.quick else FULL, arguments.tmp)
+    print(f"\n({time.perf_counter() - started:,.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
