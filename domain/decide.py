@@ -98,21 +98,9 @@ def _conversation(state: State, conversation_id: str, role: str | None = None):
     return conversation
 
 
-def _narrow(
-    state: State, request_ops: list[str] | None, request_roots: list[str] | None, grant: Grant | None = None
-) -> tuple[list[str], list[str], list[str], list[str]]:
-    """Narrow what was asked for to the policy; a part not asked for (None)
-    keeps the grant's own authority as it was narrowed before."""
-    if request_ops is None:
-        assert grant is not None
-        operations, dropped_operations = list(grant.operations), []
-    else:
-        operations, dropped_operations = narrow_operations(request_ops, state.policy.operations)
-    if request_roots is None:
-        assert grant is not None
-        roots, dropped_roots = list(grant.roots), []
-    else:
-        roots, dropped_roots = narrow_roots(request_roots, state.policy.roots)
+def _narrow(state: State, request_ops: list[str], request_roots: list[str]):
+    operations, dropped_operations = narrow_operations(request_ops, state.policy.operations)
+    roots, dropped_roots = narrow_roots(request_roots, state.policy.roots)
     if not operations or not roots:
         missing = "operation" if not operations else "write root"
         raise Rejected("grant_outside_policy", f"no requested {missing} survives the policy (revision {state.policy.revision})")
@@ -195,12 +183,14 @@ def _revise_grant_events(
     state: State,
     seq: int,
     grant: Grant,
-    operations_request: list[str] | None,
-    roots_request: list[str] | None,
+    operations_request: list[str],
+    roots_request: list[str],
     max_attempts: int,
     token_limit: int | None,
 ) -> list[ev.Event]:
-    operations, roots, dropped_operations, dropped_roots = _narrow(state, operations_request, roots_request, grant)
+    # "Narrowed like delegation": the whole grant, named parts and kept ones,
+    # is narrowed to the policy in force, which the event records.
+    operations, roots, dropped_operations, dropped_roots = _narrow(state, operations_request, roots_request)
     fenced: list[str] = []
     restamped: list[str] = []
     operation_set, root_tuple = tuple(operations), tuple(roots)
@@ -301,8 +291,8 @@ def _revise_grant(state: State, value: inp.ReviseGrant, seq: int) -> list[ev.Eve
         state,
         seq,
         grant,
-        given(value.allowed_operations),
-        given(value.write_roots),
+        value.allowed_operations if value.allowed_operations is not UNSET else list(grant.operations),
+        value.write_roots if value.write_roots is not UNSET else list(grant.roots),
         value.max_attempts if value.max_attempts is not UNSET else grant.max_attempts,
         value.token_limit if value.token_limit is not UNSET else grant.token_limit,
     )

@@ -152,20 +152,20 @@ def test_effective_authority_is_the_grant_intersected_with_the_current_policy_at
     assert rejection(when(engine, propose("op-1", write_paths=["/repo/src/../../etc"]))) == "write_outside_roots"
 
 
-def test_a_grant_revise_of_limits_only_keeps_the_grants_own_authority():
-    """Revising max_attempts under a narrower policy does not re-narrow (and so
-    permanently drop) operations and roots the revise did not name."""
+def test_a_grant_revise_of_limits_only_narrows_the_whole_grant_to_the_policy_now():
+    """ "Narrowed like delegation": a revise narrows the grant's kept parts too,
+    so no grant revision ever exceeds the policy revision it records."""
     engine = given(policy(["worker.start", "worker.test"], ["/repo"]), open_foreground(),
                    delegate("t1", grant=grant_request("g-t1", roots=["/repo/a", "/repo/b"])),
                    policy(["worker.start"], ["/repo/a"]))
     events = when(engine, revise_grant("g-t1", 1, max_attempts=5))
     assert rejection(events) is None
     revised = of_type(events, ev.GrantRevised)[0]
-    assert revised.allowed_operations == ["worker.start", "worker.test"]
-    assert revised.write_roots == ["/repo/a", "/repo/b"]
-    # A wider policy later: the grant's own authority was never dropped.
+    assert (revised.allowed_operations, revised.dropped_operations) == (["worker.start"], ["worker.test"])
+    assert (revised.write_roots, revised.dropped_roots) == (["/repo/a"], ["/repo/b"])
+    assert revised.policy_revision == 2
     when(engine, policy(["worker.start", "worker.test"], ["/repo"]))
-    assert set(engine.state.grants["g-t1"].operations) == {"worker.start", "worker.test"}
+    assert set(engine.state.grants["g-t1"].operations) == {"worker.start"}
 
 
 def test_a_grant_revise_that_names_operations_narrows_them_to_the_policy_now():
@@ -177,3 +177,10 @@ def test_a_grant_revise_that_names_operations_narrows_them_to_the_policy_now():
     assert revised.allowed_operations == ["worker.start"]
     assert revised.dropped_operations == ["worker.test"]
     assert rejection(when(engine, revise_grant("g-t1", 2, allowed_operations=["worker.test"]))) == "grant_outside_policy"
+
+
+def test_a_grant_revise_with_nothing_surviving_the_policy_is_refused():
+    engine = given(policy(["worker.start"], ["/repo"]), open_foreground(),
+                   delegate("t1", grant=grant_request("g-t1", operations=["worker.start"])),
+                   policy(["worker.test"], ["/repo"]))
+    assert rejection(when(engine, revise_grant("g-t1", 1, max_attempts=5))) == "grant_outside_policy"
