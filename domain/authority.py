@@ -8,10 +8,14 @@ compared, so `/repo/../etc` is `/etc` and a relative path is never inside.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections.abc import Iterable, Sequence
 
+normalised_paths_cached_max = 65_536
 
+
+@functools.lru_cache(maxsize=normalised_paths_cached_max)  # pure: a memo, not state
 def normalise_path(path: str) -> str | None:
     """The absolute, normalised form of `path`, or None if it is not absolute."""
     if not path.startswith("/") or "\x00" in path:

@@ -30,6 +30,8 @@ def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> Non
     if fresh != state.watchdog_fresh:
         state.watchdog_fresh = fresh
         state.touch_all_pending()
+    if not state.dirty_actions and not state.dirty_tasks:
+        return  # the input touched nothing the pass decides on
 
     looked_at: set[str] = set()
     while state.dirty_actions:
@@ -40,10 +42,10 @@ def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> Non
             if action.state == "pending" and not blockers(state, action):
                 _claim(state, cause, action, emit)
 
-    for operation_id in sorted(looked_at, key=lambda op: state.actions[op].order):
-        action = state.actions[operation_id]
+    for action in sorted((state.actions[op] for op in looked_at), key=_order):
         if action.state != "pending":
             continue
+        operation_id = action.operation_id
         codes = blockers(state, action)
         if codes != action.blocked_by:
             emit(ev.ActionBlocked(cause=cause, operation_id=operation_id, blocked_by=list(codes)))

@@ -77,13 +77,9 @@ def accepted_actors(kind: str) -> tuple[str, ...]:
 class Input(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", kw_only=True):
     """Fields every input carries (spec section 1)."""
 
-    at: datetime.datetime
+    at: Annotated[datetime.datetime, Meta(tz=True)]
     actor: Actor | None = None
     id: Identifier | None = None
-
-    def __post_init__(self) -> None:
-        if self.at.tzinfo is None or self.at.utcoffset() != datetime.timedelta(0):
-            raise ValueError("`at` must be an RFC 3339 time in UTC (ending in Z or +00:00)")
 
     @property
     def input_type(self) -> str:
@@ -196,7 +192,6 @@ class ReviseTask(Input, tag="task.revise"):
     fallback_decisions: dict[str, Text] | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         _require_one_of(self, "goal", "done_when", "constraints", "fallback_decisions")
 
 
@@ -209,7 +204,6 @@ class ReviseGrant(Input, tag="grant.revise"):
     token_limit: Positive | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         _require_one_of(self, "allowed_operations", "write_roots", "max_attempts", "token_limit")
 
 
@@ -256,7 +250,6 @@ class ProposeAction(Input, tag="action.propose"):
     generation: Revision | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         _require_exactly_one(self, "task_id", "rule_id")
         if self.sender == "background" and self.generation is UNSET:
             raise ValueError("`generation` is required when the actor is background")
@@ -268,7 +261,6 @@ class RevalidateAction(Input, tag="action.revalidate"):
     generation: Revision | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         if self.sender == "background" and self.generation is UNSET:
             raise ValueError("`generation` is required when the actor is background")
 
@@ -363,7 +355,6 @@ class OpenConversation(Input, tag="conversation.open"):
     foreground_id: Identifier | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         if self.role == "background" and self.foreground_id is UNSET:
             raise ValueError("a background conversation needs `foreground_id`")
         if self.role == "foreground" and self.foreground_id is not UNSET:
@@ -390,7 +381,6 @@ class EditQueue(Input, tag="human.queue_edit"):
     text: Text | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         if self.op == "edit" and self.text is UNSET:
             raise ValueError("`op: edit` needs `text`")
         if self.op == "withdraw" and self.text is not UNSET:
@@ -434,7 +424,6 @@ class ReportUsage(Input, tag="usage.report"):
     context_tokens: Tokens | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         _require_exactly_one(self, "conversation_id", "operation_id")
 
 
@@ -526,9 +515,18 @@ INPUT_DECODER = msgspec.json.Decoder(AnyInput)
 _ENCODER = msgspec.json.Encoder()
 
 
+_UTC = datetime.timedelta(0)
+
+
 def decode_input(line: bytes | str) -> AnyInput:
-    """Decode one trace line; raises msgspec.ValidationError / DecodeError."""
-    return INPUT_DECODER.decode(line)
+    """Decode one trace line; raises msgspec.ValidationError / DecodeError.
+
+    This is the edge: `at` must be UTC here. Stored inputs (decoded inside
+    events) were checked when they arrived and are not checked again."""
+    value = INPUT_DECODER.decode(line)
+    if value.at.utcoffset() != _UTC:
+        raise msgspec.ValidationError("`at` must be an RFC 3339 time in UTC (ending in Z or +00:00) - at `$.at`")
+    return value
 
 
 def canonical_body(value: Input) -> bytes:

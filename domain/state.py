@@ -358,11 +358,9 @@ def _set_action_state(state: State, action: Action, new_state: str) -> None:
         else:
             state.busy_by_resource.pop(resource, None)
         state.touch_resource(resource)
-    if new_state in ACTION.terminal:
+    if new_state in ACTION.terminal and action.dependents:
         # The outcome its dependents wait for is known now (prerequisite_*).
         state.dirty_actions.update(action.dependents)
-        if action.task_id is not None:
-            state.dirty_tasks.add(action.task_id)
 
 
 def _fence(state: State, operation_ids: list[str]) -> None:
@@ -589,7 +587,6 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
         state.actions[prerequisite.operation_id].dependents.append(event.operation_id)
     if event.task_id is not None:
         state.tasks[event.task_id].actions.append(event.operation_id)
-        state.dirty_tasks.add(event.task_id)
     state.grants[event.grant_id].actions.append(event.operation_id)
     state.actions_by_cause.setdefault(event.cause_key, []).append(event.operation_id)
     _set_action_state(state, action, "pending")

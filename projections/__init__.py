@@ -51,14 +51,14 @@ class Views:
         self.by_name = {view.name: view for view in views}
         assert tuple(self.by_name) == VIEW_NAMES
         # The fold's hot loop: per event class, the views' handlers, bound once.
-        self._dispatch: dict[type, list[Any]] = {}
+        self.handlers_by_event: dict[type, list[Any]] = {}
         for view in views:
             for event_type, handler in view.handlers.items():
-                self._dispatch.setdefault(event_type, []).append(handler.__get__(view))
+                self.handlers_by_event.setdefault(event_type, []).append(handler.__get__(view))
         self.position = 0
 
     def apply(self, event: Any) -> None:
-        handlers = self._dispatch.get(type(event))
+        handlers = self.handlers_by_event.get(type(event))
         if handlers is not None:
             for handler in handlers:
                 handler(event)
