@@ -72,14 +72,15 @@ class Engine:
             view_handlers = views.handlers_by_event
             folded = 0
             with collector_paused():
-                for _, event in self.store.read():
-                    kind = type(event)
-                    evolvers[kind](state, event)
-                    handlers = view_handlers.get(kind)
-                    if handlers is not None:
-                        for handler in handlers:
-                            handler(event)
-                    folded += 1
+                for page in self.store.read_pages():
+                    for event in page:
+                        kind = type(event)
+                        evolvers[kind](state, event)
+                        handlers = view_handlers.get(kind)
+                        if handlers is not None:
+                            for handler in handlers:
+                                handler(event)
+                    folded += len(page)
             state.position += folded
             views.position += folded
             # What the fold built lives as long as the engine: keep the

@@ -41,6 +41,11 @@ class EventStore(Protocol):
         """Events with after < position (<= until), in order, read in large pages."""
         ...
 
+    def read_pages(self, after: int = 0, until: int | None = None) -> Iterator[list[Event]]:
+        """The same events without positions, a page (list) at a time: for
+        folds, which need no position per event."""
+        ...
+
     def read_encoded(self, after: int = 0, until: int | None = None) -> Iterator[tuple[int, bytes]]:
         """The same events as stored bytes (for export, verify and benchmarks)."""
         ...

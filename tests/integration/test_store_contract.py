@@ -123,6 +123,10 @@ def test_read_crosses_pages(store: EventStore, monkeypatch: pytest.MonkeyPatch, 
     assert contents(store) == numbered(written)
     assert list(store.read(after=5, until=20)) == numbered(written[5:20], first_position=6)
     assert [position for position, _ in store.read_encoded(after=13)] == list(range(14, total + 1))
+    pages = list(store.read_pages())
+    assert [event for page in pages for event in page] == written
+    assert all(len(page) <= 7 for page in pages)
+    assert [event for page in store.read_pages(after=5, until=20) for event in page] == written[5:20]
 
 
 def test_a_stale_expected_head_is_refused_and_writes_nothing(store: EventStore) -> None:
