@@ -125,20 +125,20 @@ class Engine:
         group commit. All of them are stored, or none and the engine reloads."""
         head = self.state.position
         produced: list[ev.Event] = []
-        try:
-            with collector_paused():
+        with collector_paused():
+            try:
                 for item in items:
                     produced.extend(self.decide(item))
-            for event in trailer:
-                evolve(self.state, event)
-                produced.append(event)
-            if self.store is not None and produced:
-                self.store.append(produced, expected_head=head)
-        except BaseException:
-            # The in-memory state ran ahead of the store: fold the store again.
-            self._rebuild()
-            raise
-        apply_view = self.views.apply
-        for event in produced:
-            apply_view(event)
+                for event in trailer:
+                    evolve(self.state, event)
+                    produced.append(event)
+                if self.store is not None and produced:
+                    self.store.append(produced, expected_head=head)
+            except BaseException:
+                # The in-memory state ran ahead of the store: fold the store again.
+                self._rebuild()
+                raise
+            apply_view = self.views.apply
+            for event in produced:
+                apply_view(event)
         return produced
