@@ -66,6 +66,11 @@ def test_fixtures_exist() -> None:
     assert len(FIXTURES) >= 12, [p.name for p in FIXTURES]
 
 
+def test_every_trace_has_its_expected_views() -> None:
+    missing = [p.name for p in TRACES.glob("*.jsonl") if not p.with_suffix(".views.json").exists()]
+    assert not missing, f"traces without a .views.json: {missing}"
+
+
 @pytest.mark.parametrize("trace", FIXTURES, ids=[p.stem for p in FIXTURES])
 def test_fixture_views(trace: Path) -> None:
     expected = json.loads(trace.with_suffix(".views.json").read_text(encoding="utf-8"))
