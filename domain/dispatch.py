@@ -19,7 +19,7 @@ import datetime
 from collections.abc import Callable
 
 from domain import events as ev
-from domain.state import Action, State
+from domain.state import Action, State, reachable
 
 Emit = Callable[[ev.Event], None]
 
@@ -160,17 +160,10 @@ def _task_question_held(state: State, task_id: str) -> bool:
     """An open `"task"` question on this task or on a task it depends on, transitively."""
     if not state.task_questions:
         return False
-    stack = [task_id]
-    seen: set[str] = set()
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
+    for current in reachable(task_id, lambda task: state.tasks[task].depends_on):
         keys = state.task_questions.get(current)
         if keys and any(state.question_active((current, key)) for key in keys):
             return True
-        stack.extend(state.tasks[current].depends_on)
     return False
 
 

@@ -15,6 +15,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from msgspec.structs import replace
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from domain import events as ev
@@ -191,11 +192,6 @@ class State:
     heartbeat_generation: int | None = None
     heartbeat_at: datetime.datetime | None = None
     paused: set[str] = field(default_factory=set)
-    usage: dict[str, dict[str, int | None]] = field(
-        default_factory=lambda: {
-            role: {name: None for name in (*USAGE_FIELDS, "reports")} for role in ("foreground", "background", "workers")
-        }
-    )
     # ---- indexes
     pending: set[str] = field(default_factory=set)
     fenced: set[str] = field(default_factory=set)
@@ -241,33 +237,21 @@ class State:
 
     def touch_dependents(self, operation_id: str) -> None:
         """An action and, transitively, every action listing it as a prerequisite."""
-        stack = [operation_id]
-        seen: set[str] = set()
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            action = self.actions.get(current)
-            if action is not None:  # a question may list an operation not proposed yet
+        for current in reachable(operation_id, self._action_dependents):
+            if current in self.actions:  # a question may list an operation not proposed yet
                 self.dirty_actions.add(current)
-                stack.extend(action.dependents)
 
     def touch_task(self, task_id: str) -> None:
         """A task, its actions, and transitively the tasks depending on it."""
-        stack = [task_id]
-        seen: set[str] = set()
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            task = self.tasks[current]
+        for current in reachable(task_id, lambda task: self.tasks[task].dependents):
             self.dirty_tasks.add(current)
             waiting = self.pending_by_task.get(current)
             if waiting:
                 self.dirty_actions.update(waiting)
-            stack.extend(task.dependents)
+
+    def _action_dependents(self, operation_id: str) -> list[str]:
+        action = self.actions.get(operation_id)
+        return action.dependents if action is not None else []
 
     def touch_all_tasks(self) -> None:
         for task_id, task in self.tasks.items():
@@ -307,6 +291,19 @@ class State:
             for operation_id in question.affected:
                 self.touch_dependents(operation_id)
             self.dirty_tasks.add(question.task_id)
+
+
+def reachable(start: str, neighbours: Callable[[str], Iterable[str]]) -> Iterator[str]:
+    """`start` and every id reachable from it (depth first, each once)."""
+    stack = [start]
+    seen: set[str] = set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        yield current
+        stack.extend(neighbours(current))
 
 
 # ===================================================================== evolve
@@ -657,12 +654,7 @@ def _touch_scope(state: State, scope: str) -> None:
 
 
 def _usage_reported(state: State, event: ev.UsageReported) -> None:
-    totals = state.usage[event.role]
-    for name in USAGE_FIELDS:
-        value = getattr(event, name)
-        if value is not None:
-            totals[name] = (totals[name] or 0) + value
-    totals["reports"] = (totals["reports"] or 0) + 1
+    # Role totals are the usage view's; decisions need the context and budgets.
     if event.conversation_id is not None and event.context_tokens is not None:
         state.conversations[event.conversation_id].context_tokens = event.context_tokens
     if event.grant_id is not None and event.grant_usage is not None:
