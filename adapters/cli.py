@@ -18,9 +18,9 @@ from adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
 from adapters.render import render_document, render_view
 from adapters.store import open_store, store_url_help
 from adapters.trace import TraceInvalid, read_trace
-from projections import VIEW_NAMES
-from replay.engine import Engine
-from replay.port import ConcurrencyError, StoreError
+from projections import VIEW_NAMES, Views
+from replay.engine import Engine, project
+from replay.port import ConcurrencyError, EventStore, StoreError
 
 DEFAULT_STORE = "sqlite:///tandem.db"
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "traces" / "email_signup.jsonl"
@@ -37,22 +37,29 @@ class CliError(Exception):
 # ------------------------------------------------------------------ output
 
 
-def print_views(engine: Engine, view: str | None, as_json: bool) -> None:
+def print_views(views: Views, view: str | None, as_json: bool) -> None:
     if as_json:
-        value: Any = engine.views.view(view) if view else engine.views.document()
+        value: Any = views.view(view) if view else views.document()
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode() + "\n")
     elif view:
-        sys.stdout.write(render_view(view, engine.views.view(view)))
+        sys.stdout.write(render_view(view, views.view(view)))
     else:
-        sys.stdout.write(render_document(engine.views.document()))
+        sys.stdout.write(render_document(views.document()))
 
 
 # ---------------------------------------------------------------- commands
 
 
-def _open(url: str) -> Engine:
+def _open_store(url: str) -> EventStore:
     try:
-        return Engine(open_store(url))
+        return open_store(url)
+    except StoreError as error:
+        raise CliError(str(error)) from error
+
+
+def _open(url: str, with_views: bool = True) -> Engine:
+    try:
+        return Engine(_open_store(url), with_views=with_views)
     except StoreError as error:
         raise CliError(str(error)) from error
 
@@ -84,17 +91,22 @@ def _ingest_files(engine: Engine, paths: list[str], name: str | None, batch: int
 def cmd_replay(args: argparse.Namespace) -> None:
     engine = _open(args.store)
     _ingest_files(engine, [args.trace], args.name, args.batch, quiet=True)
-    print_views(engine, args.view, args.json)
+    assert engine.views is not None
+    print_views(engine.views, args.view, args.json)
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
-    engine = _open(args.store)
+    engine = _open(args.store, with_views=False)  # ingest prints no view
     _ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet)
 
 
 def cmd_show(args: argparse.Namespace) -> None:
-    engine = _open(args.store)
-    print_views(engine, args.view, args.json)
+    store = _open_store(args.store)
+    try:
+        views = project(store)
+    except StoreError as error:
+        raise CliError(str(error)) from error
+    print_views(views, args.view, args.json)
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
@@ -103,7 +115,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
     engine = _open(args.store)
     _ingest_files(engine, [str(EXAMPLE)], None, ingest_batch_inputs_max, quiet=False)
     print(f"store: {args.store}\n", file=sys.stderr)
-    print_views(engine, None, args.json)
+    assert engine.views is not None
+    print_views(engine.views, None, args.json)
 
 
 # ------------------------------------------------------------------ parser

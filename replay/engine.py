@@ -51,13 +51,33 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-class Engine:
-    """Decision state + views over one store. Single writer per store."""
+def project(store: EventStore, until: int | None = None) -> Views:
+    """The views alone, folded from a store (what `tandem show` needs: no
+    decision state)."""
+    views = Views()
+    view_handlers = views.handlers_by_event
+    folded = 0
+    with collector_paused():
+        for page in store.read_pages(until=until):
+            for event in page:
+                handlers = view_handlers.get(type(event))
+                if handlers is not None:
+                    for handler in handlers:
+                        handler(event)
+            folded += len(page)
+    views.position = folded
+    return views
 
-    def __init__(self, store: EventStore | None = None) -> None:
+
+class Engine:
+    """Decision state (and, unless `with_views=False`, the views) over one
+    store. Single writer per store."""
+
+    def __init__(self, store: EventStore | None = None, *, with_views: bool = True) -> None:
         self.store = store
+        self.with_views = with_views
         self.state = State()
-        self.views = Views()
+        self.views: Views | None = Views() if with_views else None
         if store is not None:
             self._rebuild()
 
@@ -65,11 +85,12 @@ class Engine:
 
     def _rebuild(self) -> None:
         """Fold the whole log into fresh state and views (restart is replay)."""
-        state, views = State(), Views()
+        state = State()
+        views = Views() if self.with_views else None
         if self.store is not None:
             # evolve() and Views.apply(), inlined: this loop is replay speed.
             evolvers = EVOLVERS
-            view_handlers = views.handlers_by_event
+            view_handlers = views.handlers_by_event if views is not None else {}
             folded = 0
             with collector_paused():
                 for page in self.store.read_pages():
@@ -81,11 +102,13 @@ class Engine:
                             for handler in handlers:
                                 handler(event)
                     folded += len(page)
+                # What the fold built lives as long as the engine: keep the
+                # collector from rescanning it later. Frozen before the
+                # collector resumes, or its first run would scan it all.
+                gc.freeze()
             state.position += folded
-            views.position += folded
-            # What the fold built lives as long as the engine: keep the
-            # collector from rescanning it on every later collection.
-            gc.freeze()
+            if views is not None:
+                views.position += folded
         # Dirty marks made while folding facts are not decisions to take again.
         state.dirty_actions.clear()
         state.dirty_tasks.clear()
@@ -138,7 +161,8 @@ class Engine:
                 # The in-memory state ran ahead of the store: fold the store again.
                 self._rebuild()
                 raise
-            apply_view = self.views.apply
-            for event in produced:
-                apply_view(event)
+            if self.views is not None:
+                apply_view = self.views.apply
+                for event in produced:
+                    apply_view(event)
         return produced
