@@ -205,8 +205,9 @@ def parse_seconds(data: bytes) -> float:
 
 
 def batch_ingest(directory: str, data: bytes, batch_inputs: int = ingest_batch_inputs_max) -> float:
-    """Inputs/s: parse the trace, then `adapters.ingest.ingest` it into a fresh SQLite store."""
-    engine = Engine(open_store(_sqlite_url(directory)))
+    """Inputs/s: parse the trace, then `adapters.ingest.ingest` it into a fresh
+    SQLite store, as `tandem ingest` does (no views folded)."""
+    engine = Engine(open_store(_sqlite_url(directory)), with_views=False)
     try:
         started = time.perf_counter()
         trace = parse_trace(data, "bench.jsonl")
