@@ -16,21 +16,13 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
+from domain import consumer, update
 from domain import events as ev
 from domain import inputs as inp
 from domain.authority import narrow_operations, narrow_roots, normalise_path, path_allowed
 from domain.lifecycles import ACTION, ATTEMPT, IN_FLIGHT, QUESTION, TASK
-from domain.reasons import Reason
+from domain.reasons import Rejected
 from domain.state import USAGE_FIELDS, Action, Grant, State
-
-
-class Rejected(Exception):
-    """A well-formed input the domain refuses; `reason` is a spec reason code."""
-
-    def __init__(self, reason: Reason, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
 
 
 def given(value: Any) -> Any:
@@ -45,7 +37,8 @@ def record(state: State, value: inp.Input, seq: int, file: str | None, line: int
         return [
             ev.InputRejected(
                 seq=seq, file=file, line=line, input=value, reason=rejection.reason, detail=rejection.detail
-            )
+            ),
+            *rejection.consequences,
         ]
     return [ev.InputAccepted(seq=seq, file=file, line=line, input=value), *events]
 
@@ -608,7 +601,8 @@ def _outcome(state: State, value: inp.ExecutorOutcome, seq: int) -> list[ev.Even
             attempt_id=attempt.attempt_id if attempt else None,
             attempt_state=attempt_state,
             action_state=action_state,
-        )
+        ),
+        *update.outcome_update_events(state, action, value.outcome, seq, value.at),
     ]
 
 
@@ -754,6 +748,12 @@ def _intent_synced(state: State, value: inp.SyncIntent, seq: int) -> list[ev.Eve
 
 
 DECIDERS: dict[type, Callable[[State, Any, int], list[ev.Event]]] = {
+    inp.Observe: update.decide_observe,
+    inp.ClassifyTriage: update.decide_triage,
+    inp.ProposeCard: update.decide_card,
+    inp.LogBatch: consumer.decide_batch,
+    inp.LogPruned: consumer.decide_pruned,
+    inp.LogReconcile: consumer.decide_reconcile,
     inp.ConfigureEngine: _configure,
     inp.SetPolicy: _set_policy,
     inp.SetRule: _set_rule,

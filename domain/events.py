@@ -356,6 +356,104 @@ class IntentSynced(Decision, frozen=True, kw_only=True):
     synced_revision: int
 
 
+# --------------------------------------------------- observations and the inbox
+
+
+class ObservationRecorded(Decision, frozen=True, kw_only=True):
+    """A new observation (not a repeat): its source's next local revision and,
+    unless its origin is a background conversation, its cause's next update
+    revision (`update_revision`, else None)."""
+
+    via: str  # "live", "log" or "reconcile"
+    source_id: str
+    local_revision: int
+    cause_key: str
+    kind: str
+    scope: str
+    fingerprint: str
+    complete: bool
+    source_version: str | None
+    status: str | None
+    commit_sha: str | None
+    text: str | None
+    evidence_ref: str | None
+    tokens: int | None
+    deleted: bool
+    origin_conversation: str | None
+    update_revision: int | None
+    at: datetime.datetime
+
+
+class ObservationRepeated(Decision, frozen=True, kw_only=True):
+    """A repeat: counted on its cause (unless from a background's own
+    activity), nothing else changes."""
+
+    via: str
+    source_id: str
+    cause_key: str
+    counted: bool
+    at: datetime.datetime
+
+
+class UpdateRevised(Decision, frozen=True, kw_only=True):
+    """An update the engine creates itself (an executor outcome)."""
+
+    cause_key: str
+    kind: str
+    revision: int
+    text: str | None
+    at: datetime.datetime
+
+
+class UpdateTriaged(Decision, frozen=True, kw_only=True):
+    cause_key: str
+    revision: int
+    disposition: str
+    action_priority: int | None
+    notification_priority: int | None
+    by: str  # the background conversation, or "engine"
+    generation: int | None
+    foreground_id: str | None  # the conversation the update belongs to
+
+
+class ConsumerCreated(Decision, frozen=True, kw_only=True):
+    consumer_id: str
+    epoch: int
+
+
+class CursorMoved(Decision, frozen=True, kw_only=True):
+    consumer_id: str
+    epoch: int
+    seq: int
+
+
+class WatermarkRaised(Decision, frozen=True, kw_only=True):
+    consumer_id: str
+    epoch: int
+    max_deleted_seq: int
+
+
+class ReconciliationStarted(Decision, frozen=True, kw_only=True):
+    consumer_id: str
+    reconciliation_id: str
+    reason: str  # "epoch_changed" or "history_deleted"
+    epoch_seen: int
+
+
+class ReconciliationCommitted(Decision, frozen=True, kw_only=True):
+    consumer_id: str
+    reconciliation_id: str
+    epoch: int
+    seq: int
+    gaps: int
+
+
+class CardProposed(Decision, frozen=True, kw_only=True):
+    card_id: str
+    cause_key: str
+    summary: str
+
+
 AnyEvent = Union[
     InputAccepted, InputRejected, SourceProgressed,
     EngineConfigured, PolicySet, GrantIssued, GrantRevised, GrantRevoked, RuleSet,
@@ -365,6 +463,9 @@ AnyEvent = Union[
     AttemptUpdated, ActionOutcomeReported, ActionBlocked,
     HeartbeatRecorded, ScopePaused, ScopeResumed, UsageReported, BudgetExhausted,
     ConversationOpened, BackgroundBound, MessageQueued, QueueEdited, IntentSynced,
+    ObservationRecorded, ObservationRepeated, UpdateRevised, UpdateTriaged,
+    ConsumerCreated, CursorMoved, WatermarkRaised, ReconciliationStarted, ReconciliationCommitted,
+    CardProposed,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

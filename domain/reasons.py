@@ -6,7 +6,7 @@ pending action is not claimed, in the order of the spec's section 4 table.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 Reason = Literal[
     # section 1
@@ -62,3 +62,18 @@ BLOCKING_CODES: tuple[str, ...] = (
 
 # Task-level holds, in the section 4 table's order.
 TASK_HOLD_CODES: tuple[str, ...] = ("question_hold", "wider_hold", "scope_paused", "task_held")
+
+
+class Rejected(Exception):
+    """A well-formed input the domain refuses; `reason` is a spec reason code.
+
+    A rejection changes nothing, with one exception the spec makes: a change-log
+    batch in another epoch is refused *and* enters reconciliation. Such
+    `consequences` are recorded after the rejection, in the same transaction.
+    """
+
+    def __init__(self, reason: Reason, detail: str = "", consequences: list[Any] | None = None) -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+        self.consequences = consequences or []

@@ -161,11 +161,61 @@ class Conversation:
         return self.intent_revision > self.synced_intent_revision
 
 
+@dataclass(slots=True)
+class Source:
+    """What the engine remembers of an observation source, for repeats."""
+
+    count: int = 0  # non-repeat observations: the last local revision
+    latest_fingerprint: str | None = None
+    versions: set[str] = field(default_factory=set)  # every source_version recorded, on any path
+
+
+@dataclass(slots=True)
+class Update:
+    """A pending update of the inbox: one per cause, revised per new observation.
+
+    Its size does not grow with the number of observations of its cause: it
+    keeps the latest observation's text and tokens and counts the rest."""
+
+    cause_key: str
+    kind: str
+    revision: int
+    first_seen_at: datetime.datetime
+    last_seen_at: datetime.datetime
+    revised_at: datetime.datetime  # when it got its current revision
+    triage_state: str = "untriaged"
+    disposition: str | None = None
+    action_priority: int | None = None
+    notification_priority: int | None = None
+    partial: bool = False
+    repeats: int = 0
+    text: str | None = None
+    tokens: int | None = None
+    foreground_id: str | None = None  # the conversation it belongs to, once triaged
+
+
+@dataclass(slots=True)
+class Consumer:
+    """A change-log consumer: its durable cursor, deletion watermarks and gaps."""
+
+    consumer_id: str
+    epoch: int
+    seq: int = 0
+    watermarks: dict[int, int] = field(default_factory=dict)  # epoch -> max_deleted_seq seen
+    state: str = "consuming"  # or "reconciliation_required"
+    reconciliation_id: str | None = None  # the open one
+    reconciliations: int = 0  # ids issued: {consumer_id}/r{n}
+    gaps: int = 0
+
+    def watermark(self, epoch: int | None = None) -> int:
+        return self.watermarks.get(self.epoch if epoch is None else epoch, 0)
+
+
 USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
 
 
 @dataclass(slots=True)
-class SourceProgress:
+class TraceProgress:
     line: int
     offset: int
     digest: str
@@ -188,10 +238,14 @@ class State:
     actions: dict[str, Action] = field(default_factory=dict)
     conversations: dict[str, Conversation] = field(default_factory=dict)
     idempotency: dict[str, bytes] = field(default_factory=dict)  # input id -> body digest
-    sources: dict[str, SourceProgress] = field(default_factory=dict)
+    traces: dict[str, TraceProgress] = field(default_factory=dict)  # ingest progress by trace name
     heartbeat_generation: int | None = None
     heartbeat_at: datetime.datetime | None = None
     paused: set[str] = field(default_factory=set)
+    sources: dict[str, Source] = field(default_factory=dict)
+    updates: dict[str, Update] = field(default_factory=dict)
+    consumers: dict[str, Consumer] = field(default_factory=dict)
+    cards: dict[str, str] = field(default_factory=dict)  # card_id -> cause_key
     # ---- indexes
     pending: set[str] = field(default_factory=set)
     fenced: set[str] = field(default_factory=set)
@@ -211,8 +265,9 @@ class State:
     # ---------------------------------------------------------------- queries
 
     def update_revision(self, cause_key: str) -> int:
-        """The inbox update revision of a cause (observations land with issue 3)."""
-        return 0
+        """The inbox update revision of a cause (0 while it has none)."""
+        update = self.updates.get(cause_key)
+        return update.revision if update is not None else 0
 
     def is_fresh(self, at: datetime.datetime | None) -> bool:
         """Spec 6: fresh iff a heartbeat exists and at - last <= max age."""
@@ -383,7 +438,7 @@ def _record_input(state: State, value: Any, seq: int, rejected_reason: str | Non
 
 
 def _source_progressed(state: State, event: ev.SourceProgressed) -> None:
-    state.sources[event.file] = SourceProgress(event.line, event.offset, event.digest)
+    state.traces[event.file] = TraceProgress(event.line, event.offset, event.digest)
 
 
 def _engine_configured(state: State, event: ev.EngineConfigured) -> None:
@@ -714,6 +769,100 @@ def _intent_synced(state: State, event: ev.IntentSynced) -> None:
     state.touch_conversation(event.conversation_id)
 
 
+def _observation_recorded(state: State, event: ev.ObservationRecorded) -> None:
+    source = state.sources.get(event.source_id)
+    if source is None:
+        source = state.sources[event.source_id] = Source()
+    source.count = event.local_revision
+    source.latest_fingerprint = event.fingerprint
+    if event.source_version is not None:
+        source.versions.add(event.source_version)
+    if event.update_revision is None:
+        return  # a background's own activity: recorded, no update (no feedback loop)
+    update = state.updates.get(event.cause_key)
+    if update is None:
+        update = state.updates[event.cause_key] = Update(
+            event.cause_key, event.kind, event.update_revision, event.at, event.at, event.at
+        )
+    _revise_update(update, event.kind, event.update_revision, event.at)
+    update.partial = not event.complete
+    update.text = event.text
+    update.tokens = event.tokens
+
+
+def _revise_update(update: Update, kind: str, revision: int, at: datetime.datetime) -> None:
+    update.kind = kind
+    update.revision = revision
+    update.revised_at = at
+    update.last_seen_at = at
+    update.triage_state = "untriaged"
+    update.disposition = None
+    update.action_priority = None
+    update.notification_priority = None
+
+
+def _observation_repeated(state: State, event: ev.ObservationRepeated) -> None:
+    if event.counted:
+        update = state.updates[event.cause_key]
+        update.repeats += 1
+        update.last_seen_at = event.at
+
+
+def _update_revised(state: State, event: ev.UpdateRevised) -> None:
+    update = state.updates.get(event.cause_key)
+    if update is None:
+        update = state.updates[event.cause_key] = Update(
+            event.cause_key, event.kind, event.revision, event.at, event.at, event.at
+        )
+    _revise_update(update, event.kind, event.revision, event.at)
+    update.partial = False
+    update.text = event.text
+    update.tokens = None
+
+
+def _update_triaged(state: State, event: ev.UpdateTriaged) -> None:
+    update = state.updates[event.cause_key]
+    update.triage_state = "triaged"
+    update.disposition = event.disposition
+    update.action_priority = event.action_priority
+    update.notification_priority = event.notification_priority
+    update.foreground_id = event.foreground_id
+
+
+def _consumer_created(state: State, event: ev.ConsumerCreated) -> None:
+    state.consumers[event.consumer_id] = Consumer(event.consumer_id, event.epoch)
+
+
+def _cursor_moved(state: State, event: ev.CursorMoved) -> None:
+    consumer = state.consumers[event.consumer_id]
+    consumer.epoch = event.epoch
+    consumer.seq = event.seq
+
+
+def _watermark_raised(state: State, event: ev.WatermarkRaised) -> None:
+    state.consumers[event.consumer_id].watermarks[event.epoch] = event.max_deleted_seq
+
+
+def _reconciliation_started(state: State, event: ev.ReconciliationStarted) -> None:
+    consumer = state.consumers[event.consumer_id]
+    consumer.state = "reconciliation_required"
+    consumer.reconciliation_id = event.reconciliation_id
+    consumer.reconciliations += 1
+
+
+def _reconciliation_committed(state: State, event: ev.ReconciliationCommitted) -> None:
+    consumer = state.consumers[event.consumer_id]
+    consumer.state = "consuming"
+    consumer.reconciliation_id = None
+    consumer.epoch = event.epoch
+    consumer.seq = event.seq
+    consumer.gaps = event.gaps
+
+
+def _card_proposed(state: State, event: ev.CardProposed) -> None:
+    state.cards[event.card_id] = event.cause_key
+
+
 EVOLVERS: dict[type, Any] = {
     ev.InputAccepted: _input_accepted,
     ev.InputRejected: _input_rejected,
@@ -749,6 +898,16 @@ EVOLVERS: dict[type, Any] = {
     ev.MessageQueued: _message_queued,
     ev.QueueEdited: _queue_edited,
     ev.IntentSynced: _intent_synced,
+    ev.ObservationRecorded: _observation_recorded,
+    ev.ObservationRepeated: _observation_repeated,
+    ev.UpdateRevised: _update_revised,
+    ev.UpdateTriaged: _update_triaged,
+    ev.ConsumerCreated: _consumer_created,
+    ev.CursorMoved: _cursor_moved,
+    ev.WatermarkRaised: _watermark_raised,
+    ev.ReconciliationStarted: _reconciliation_started,
+    ev.ReconciliationCommitted: _reconciliation_committed,
+    ev.CardProposed: _card_proposed,
 }
 assert set(EVOLVERS) == set(ev.EVENT_TYPES.values()), "every event needs an evolver"
 

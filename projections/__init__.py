@@ -10,9 +10,12 @@ from typing import Any
 
 from projections.actions import ActionsView
 from projections.base import View
+from projections.cards import CardsView
+from projections.consumers import ConsumersView
 from projections.conversations import ConversationsView
 from projections.empty import EmptyListView
 from projections.health import HealthView
+from projections.inbox import InboxView
 from projections.questions import QuestionsView
 from projections.rejections import RejectionsView
 from projections.tasks import TasksView
@@ -38,14 +41,14 @@ class Views:
         views: list[View] = [
             TasksView(),
             ActionsView(),
-            EmptyListView("inbox"),
+            InboxView(),
             QuestionsView(),
             EmptyListView("alerts"),
             ConversationsView(),
-            EmptyListView("consumers"),
+            ConsumersView(),
             HealthView(),
             UsageView(),
-            EmptyListView("cards"),
+            CardsView(),
             RejectionsView(),
         ]
         self.by_name = {view.name: view for view in views}

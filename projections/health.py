@@ -18,6 +18,7 @@ class HealthView(View):
         self.heartbeat_at: datetime.datetime | None = None
         self.max_age_s = 120
         self.now: datetime.datetime | None = None  # the last input's `at`: the engine's clock
+        self.untriaged: dict[str, datetime.datetime] = {}  # cause -> when it got its current revision
 
     def _input(self, event: ev.InputAccepted | ev.InputRejected) -> None:
         self.now = event.input.at
@@ -29,7 +30,20 @@ class HealthView(View):
         self.generation = event.generation
         self.heartbeat_at = event.at
 
+    def _recorded(self, event: ev.ObservationRecorded) -> None:
+        if event.update_revision is not None:
+            self.untriaged[event.cause_key] = event.at
+
+    def _revised(self, event: ev.UpdateRevised) -> None:
+        self.untriaged[event.cause_key] = event.at
+
+    def _triaged(self, event: ev.UpdateTriaged) -> None:
+        self.untriaged.pop(event.cause_key, None)
+
     handlers = {
+        ev.ObservationRecorded: _recorded,
+        ev.UpdateRevised: _revised,
+        ev.UpdateTriaged: _triaged,
         ev.InputAccepted: _input,
         ev.InputRejected: _input,
         ev.EngineConfigured: _configured,
@@ -48,5 +62,8 @@ class HealthView(View):
             "watchdog_fresh": fresh,
             "unattended_dispatch": "allowed" if fresh else "held",
             "open_incidents": [],
-            "backlog": {"untriaged": 0, "oldest_untriaged_at": None},
+            "backlog": {
+                "untriaged": len(self.untriaged),
+                "oldest_untriaged_at": rfc3339(min(self.untriaged.values())) if self.untriaged else None,
+            },
         }

@@ -441,7 +441,8 @@ def test_already_dispatched_for_an_unknown_message():
 
 def test_not_implemented_for_a_kind_not_landed_yet():
     engine = given(world())
-    assert rejection(when(engine, observe())) == "not_implemented"
+    receipt_line = line("provider.receipt", "daemon", delivery_id="fg/d1", result="accepted")
+    assert rejection(when(engine, receipt_line)) == "not_implemented"
 
 
 # ------------------------------------------------------------ check order

@@ -1,0 +1,103 @@
+"""Change-log consumers (spec 3.4): a durable cursor that moves in the same
+transaction as the inbox changes it causes, a deletion watermark per epoch,
+and reconciliation when history may have been lost.
+
+Reconciliation is required when the log's epoch changed, or when something
+was deleted beyond the cursor (`max_deleted_seq > seq`; interior deletions
+count, so `MIN(seq) > cursor` is never the test). It issues
+`{consumer_id}/r{n}`; while it is open every batch is refused. `log.reconcile`
+applies the surviving facts (the repeat rules keep what was already seen),
+commits the cursor to (epoch, max(retained head, the epoch's watermark)) —
+within an epoch never backwards, so an empty log never resets it to 0 — and
+counts a visible gap.
+"""
+
+from __future__ import annotations
+
+from domain import events as ev
+from domain import inputs as inp
+from domain.reasons import Rejected
+from domain.state import Consumer, State
+from domain.update import Draft, observation_events
+
+
+def _start_reconciliation(consumer: Consumer, seq: int, reason: str, epoch_seen: int) -> ev.ReconciliationStarted:
+    return ev.ReconciliationStarted(
+        cause=seq,
+        consumer_id=consumer.consumer_id,
+        reconciliation_id=f"{consumer.consumer_id}/r{consumer.reconciliations + 1}",
+        reason=reason,
+        epoch_seen=epoch_seen,
+    )
+
+
+def decide_batch(state: State, value: inp.LogBatch, seq: int) -> list[ev.Event]:
+    consumer = state.consumers.get(value.consumer_id)
+    events: list[ev.Event] = []
+    if consumer is None:
+        events.append(ev.ConsumerCreated(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch))
+        cursor = 0
+    else:
+        if consumer.state == "reconciliation_required":
+            raise Rejected("reconciliation_required", f"{consumer.reconciliation_id} is open: reconcile first")
+        if value.epoch != consumer.epoch:
+            raise Rejected(
+                "reconciliation_required",
+                f"the log is in epoch {value.epoch}, the cursor in {consumer.epoch}",
+                consequences=[_start_reconciliation(consumer, seq, "epoch_changed", value.epoch)],
+            )
+        cursor = consumer.seq
+    draft = Draft(state)
+    start = cursor
+    for entry in value.entries:
+        if entry.seq <= cursor:
+            continue  # already consumed (or repeated within this batch)
+        events.append(observation_events(state, draft, entry.observation, seq, value.at, "log"))
+        cursor = entry.seq
+    if cursor != start:
+        events.append(ev.CursorMoved(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch, seq=cursor))
+    return events
+
+
+def decide_pruned(state: State, value: inp.LogPruned, seq: int) -> list[ev.Event]:
+    consumer = state.consumers.get(value.consumer_id)
+    events: list[ev.Event] = []
+    if consumer is None:
+        events.append(ev.ConsumerCreated(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch))
+        consumer = Consumer(value.consumer_id, value.epoch)
+    watermark = max(consumer.watermark(value.epoch), value.max_deleted_seq)
+    if watermark > consumer.watermark(value.epoch):
+        events.append(
+            ev.WatermarkRaised(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch, max_deleted_seq=watermark)
+        )
+    if consumer.state != "reconciliation_required":
+        if value.epoch != consumer.epoch:
+            events.append(_start_reconciliation(consumer, seq, "epoch_changed", value.epoch))
+        elif watermark > consumer.seq:
+            events.append(_start_reconciliation(consumer, seq, "history_deleted", value.epoch))
+    return events
+
+
+def decide_reconcile(state: State, value: inp.LogReconcile, seq: int) -> list[ev.Event]:
+    consumer = state.consumers.get(value.consumer_id)
+    if consumer is None or consumer.reconciliation_id != value.reconciliation_id:
+        open_id = consumer.reconciliation_id if consumer is not None else None
+        raise Rejected("stale_reconciliation", f"{value.reconciliation_id!r} is not the open reconciliation ({open_id})")
+    draft = Draft(state)
+    events: list[ev.Event] = [
+        observation_events(state, draft, fact, seq, value.at, "reconcile") for fact in value.facts
+    ]
+    head = max(value.retained_head, consumer.watermark(value.epoch))
+    if value.epoch == consumer.epoch:
+        head = max(head, consumer.seq)  # within an epoch the cursor never goes backwards
+    events.append(
+        ev.ReconciliationCommitted(
+            cause=seq,
+            consumer_id=consumer.consumer_id,
+            reconciliation_id=value.reconciliation_id,
+            epoch=value.epoch,
+            seq=head,
+            gaps=consumer.gaps + 1,
+        )
+    )
+    return events

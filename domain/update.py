@@ -1,0 +1,214 @@
+"""Observations and the inbox's pending updates (spec 3.4, the outcome part of 3.3).
+
+An observation is captured exactly: a source's repeat (same `source_version`
+already recorded, or without one the source's latest fingerprint) is counted
+and changes nothing else; anything else gets the source's next local revision
+and its cause's next update revision, untriaged — partial ones too, so
+fail → pass → fail is three revisions. An observation caused by a background
+conversation's own activity is recorded but revises no update (no feedback loop).
+
+Bounded work: an update is one row per cause holding only its latest
+observation's text and tokens and counters, so a burst of observations costs
+the inbox work and memory per cause, not per observation (the observations
+themselves are events in the log). A source remembers its latest fingerprint
+and the set of `source_version`s it has seen (needed to recognise a repeat on
+any path: live, change log or reconciliation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from msgspec import UNSET
+
+from domain import events as ev
+from domain import inputs as inp
+from domain.reasons import Rejected
+from domain.state import Action, State
+
+
+def given(value: object) -> object:
+    return None if value is UNSET else value
+
+
+def default_cause_key(fields: inp.ObservationFields | inp.Observe) -> str:
+    """`comment:{scope}:{source_id}` for a comment (two comments on one PR are
+    two causes), else `{kind}:{scope}`."""
+    if fields.cause_key is not UNSET:
+        return fields.cause_key  # type: ignore[return-value]
+    if fields.kind == "comment":
+        return f"comment:{fields.scope}:{fields.source_id}"
+    return f"{fields.kind}:{fields.scope}"
+
+
+@dataclass
+class Draft:
+    """What earlier observations of the same input changed and the state does
+    not show yet (a change-log batch applies many): decide stays pure."""
+
+    state: State
+    source_counts: dict[str, int] = field(default_factory=dict)
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, set[str]] = field(default_factory=dict)
+    revisions: dict[str, int] = field(default_factory=dict)
+
+    def source_count(self, source_id: str) -> int:
+        if source_id in self.source_counts:
+            return self.source_counts[source_id]
+        source = self.state.sources.get(source_id)
+        return source.count if source is not None else 0
+
+    def latest_fingerprint(self, source_id: str) -> str | None:
+        if source_id in self.fingerprints:
+            return self.fingerprints[source_id]
+        source = self.state.sources.get(source_id)
+        return source.latest_fingerprint if source is not None else None
+
+    def version_seen(self, source_id: str, version: str) -> bool:
+        source = self.state.sources.get(source_id)
+        return (source is not None and version in source.versions) or version in self.versions.get(source_id, ())
+
+    def update_revision(self, cause_key: str) -> int:
+        if cause_key in self.revisions:
+            return self.revisions[cause_key]
+        return self.state.update_revision(cause_key)
+
+
+def observation_events(
+    state: State, draft: Draft, fields: inp.ObservationFields | inp.Observe, seq: int, at, via: str
+) -> ev.Event:
+    """The one event an observation causes (recorded, or a counted repeat)."""
+    source_id = fields.source_id
+    cause_key = default_cause_key(fields)
+    origin = given(fields.origin_conversation)
+    origin_conversation = state.conversations.get(origin) if isinstance(origin, str) else None
+    from_background = origin_conversation is not None and origin_conversation.role == "background"
+    version = given(fields.source_version)
+    if not fields.deleted:
+        if version is not None:
+            repeat = draft.version_seen(source_id, version)  # type: ignore[arg-type]
+        else:
+            repeat = draft.latest_fingerprint(source_id) == fields.fingerprint
+        if repeat:
+            counted = not from_background and draft.update_revision(cause_key) > 0
+            return ev.ObservationRepeated(
+                cause=seq, via=via, source_id=source_id, cause_key=cause_key, counted=counted, at=at
+            )
+    local_revision = draft.source_count(source_id) + 1
+    draft.source_counts[source_id] = local_revision
+    draft.fingerprints[source_id] = fields.fingerprint
+    if version is not None:
+        draft.versions.setdefault(source_id, set()).add(version)  # type: ignore[arg-type]
+    update_revision = None
+    if not from_background:
+        update_revision = draft.update_revision(cause_key) + 1
+        draft.revisions[cause_key] = update_revision
+    return ev.ObservationRecorded(
+        cause=seq,
+        via=via,
+        source_id=source_id,
+        local_revision=local_revision,
+        cause_key=cause_key,
+        kind=fields.kind,
+        scope=fields.scope,
+        fingerprint=fields.fingerprint,
+        complete=fields.complete,
+        source_version=version,  # type: ignore[arg-type]
+        status=given(fields.status),  # type: ignore[arg-type]
+        commit_sha=given(fields.commit_sha),  # type: ignore[arg-type]
+        text=given(fields.text),  # type: ignore[arg-type]
+        evidence_ref=given(fields.evidence_ref),  # type: ignore[arg-type]
+        tokens=given(fields.tokens),  # type: ignore[arg-type]
+        deleted=fields.deleted,
+        origin_conversation=origin,  # type: ignore[arg-type]
+        update_revision=update_revision,
+        at=at,
+    )
+
+
+def decide_observe(state: State, value: inp.Observe, seq: int) -> list[ev.Event]:
+    return [observation_events(state, Draft(state), value, seq, value.at, "live")]
+
+
+def outcome_update_events(state: State, action: Action, outcome: str, seq: int, at) -> list[ev.Event]:
+    """An executor outcome creates or revises `outcome:{operation_id}`, triaged
+    by the engine: actionable for a task's action (it belongs to the task's
+    conversation), routine for a rule's."""
+    cause_key = f"outcome:{action.operation_id}"
+    revision = state.update_revision(cause_key) + 1
+    task = state.tasks.get(action.task_id) if action.task_id is not None else None
+    return [
+        ev.UpdateRevised(
+            cause=seq, cause_key=cause_key, kind="outcome", revision=revision, text=f"{action.operation_id} {outcome}", at=at
+        ),
+        ev.UpdateTriaged(
+            cause=seq,
+            cause_key=cause_key,
+            revision=revision,
+            disposition="actionable" if task is not None else "routine",
+            action_priority=None,
+            notification_priority=None,
+            by="engine",
+            generation=None,
+            foreground_id=task.conversation_id if task is not None else None,
+        ),
+    ]
+
+
+def _bound_foreground(state: State, background_id: str, generation: int):
+    """The foreground a background is bound to at `generation`, or fenced."""
+    background = state.conversations.get(background_id)
+    if background is None or background.role != "background":
+        raise Rejected("unknown_conversation", f"no background conversation {background_id!r}")
+    foreground = state.conversations.get(background.foreground_id or "")
+    if foreground is None or foreground.background_id != background_id or foreground.generation != generation:
+        bound = foreground.generation if foreground is not None and foreground.background_id == background_id else None
+        raise Rejected("generation_fenced", f"generation {generation} is not {background_id!r}'s binding ({bound})")
+    return foreground
+
+
+def decide_triage(state: State, value: inp.ClassifyTriage, seq: int) -> list[ev.Event]:
+    foreground = _bound_foreground(state, value.conversation_id, value.generation)
+    # `triage_blocked` (an open approval on the background) arrives with approvals.
+    update = state.updates.get(value.cause_key)
+    if update is None or update.revision != value.update_revision:
+        current = update.revision if update is not None else 0
+        raise Rejected(
+            "stale_revision", f"update {value.cause_key!r} is at revision {current}, not {value.update_revision}"
+        )
+    return [
+        ev.UpdateTriaged(
+            cause=seq,
+            cause_key=value.cause_key,
+            revision=update.revision,
+            disposition=value.disposition,
+            action_priority=value.action_priority,
+            notification_priority=value.notification_priority,
+            by=value.conversation_id,
+            generation=value.generation,
+            foreground_id=foreground.conversation_id,
+        )
+    ]
+
+
+def decide_card(state: State, value: inp.ProposeCard, seq: int) -> list[ev.Event]:
+    """A suggestion for the human: never a task, never a grant."""
+    if not any(
+        conversation.role == "foreground" and conversation.generation == value.generation
+        for conversation in state.conversations.values()
+    ):
+        raise Rejected("generation_fenced", f"no foreground is bound at generation {value.generation}")
+    if value.card_id in state.cards:
+        raise Rejected("already_exists", f"card {value.card_id!r} already exists")
+    return [ev.CardProposed(cause=seq, card_id=value.card_id, cause_key=value.cause_key, summary=value.summary)]
+
+
+__all__ = [
+    "Draft",
+    "decide_card",
+    "decide_observe",
+    "decide_triage",
+    "default_cause_key",
+    "observation_events",
+    "outcome_update_events",
+]

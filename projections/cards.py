@@ -1,0 +1,24 @@
+"""The `cards` view: suggestions for the human (never a task, never a grant)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain import events as ev
+from projections.base import View, sorted_rows
+
+
+class CardsView(View):
+    name = "cards"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    def _proposed(self, event: ev.CardProposed) -> None:
+        self.rows[event.card_id] = {"card_id": event.card_id, "cause_key": event.cause_key, "summary": event.summary}
+
+    handlers = {ev.CardProposed: _proposed}
+
+    def render(self) -> list[dict[str, Any]]:
+        return sorted_rows(self.rows)

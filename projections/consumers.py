@@ -1,0 +1,57 @@
+"""The `consumers` view: each change-log consumer's cursor, watermark, state and gaps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain import events as ev
+from projections.base import View, sorted_rows
+
+
+class ConsumersView(View):
+    name = "consumers"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.watermarks: dict[tuple[str, int], int] = {}
+
+    def _created(self, event: ev.ConsumerCreated) -> None:
+        self.rows[event.consumer_id] = {
+            "consumer_id": event.consumer_id,
+            "epoch": event.epoch,
+            "seq": 0,
+            "max_deleted_seq": 0,
+            "state": "consuming",
+            "gaps": 0,
+        }
+
+    def _moved(self, event: ev.CursorMoved) -> None:
+        row = self.rows[event.consumer_id]
+        row.update(epoch=event.epoch, seq=event.seq)
+        row["max_deleted_seq"] = self.watermarks.get((event.consumer_id, event.epoch), 0)
+
+    def _watermark(self, event: ev.WatermarkRaised) -> None:
+        self.watermarks[(event.consumer_id, event.epoch)] = event.max_deleted_seq
+        row = self.rows[event.consumer_id]
+        if row["epoch"] == event.epoch:
+            row["max_deleted_seq"] = event.max_deleted_seq
+
+    def _started(self, event: ev.ReconciliationStarted) -> None:
+        self.rows[event.consumer_id]["state"] = "reconciliation_required"
+
+    def _committed(self, event: ev.ReconciliationCommitted) -> None:
+        row = self.rows[event.consumer_id]
+        row.update(epoch=event.epoch, seq=event.seq, state="consuming", gaps=event.gaps)
+        row["max_deleted_seq"] = self.watermarks.get((event.consumer_id, event.epoch), 0)
+
+    handlers = {
+        ev.ConsumerCreated: _created,
+        ev.CursorMoved: _moved,
+        ev.WatermarkRaised: _watermark,
+        ev.ReconciliationStarted: _started,
+        ev.ReconciliationCommitted: _committed,
+    }
+
+    def render(self) -> list[dict[str, Any]]:
+        return [dict(row) for row in sorted_rows(self.rows)]
