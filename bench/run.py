@@ -15,6 +15,12 @@ The four goals (see bench/README.md for what each one means):
 2. batch ingest (1,000 per transaction) >= 3   x raw single-row commits
 3. replay (open an Engine on a store)   >= 0.5 x raw scan + typed decode
 4. engine per input, 100k live actions  >= 0.8 x the same with 1k live
+
+And for the inbox (no goal set for the first; the second must not grow):
+
+5. ingest of observations (100k over 1k causes) vs raw single-row commits
+6. the inbox view's memory with 10x more observations of the same causes
+   (ratio of the two sizes; >= 0.9 means it did not grow)
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ from adapters.store import log_stream_id, open_store, table_name_default  # noqa
 from adapters.trace import parse_trace  # noqa: E402
 from domain.events import decode_event  # noqa: E402
 from replay.engine import Engine, Located  # noqa: E402
-from replay.workload import synthetic_trace  # noqa: E402
+from replay.workload import observation_trace, synthetic_trace  # noqa: E402
+from projections.inbox import InboxView  # noqa: E402
 
 raw_row_bytes = 200  # the body size of a baseline row: about one stored event
 live_setup_batch_inputs = 5_000  # inputs per transaction when loading the live set (untimed)
@@ -54,6 +61,8 @@ GOALS = {
     "ingest": 3.0,
     "replay": 0.5,
     "live": 0.8,
+    "observe": 0.0,  # reported, no goal
+    "inbox-memory": 0.9,
 }
 
 
@@ -66,6 +75,8 @@ class Sizes:
     live_small: int  # live actions, benchmark 4, A
     live_large: int  # live actions, benchmark 4, B
     steady_chunk_inputs: int  # steady-state inputs timed per repetition, benchmark 4
+    observations: int  # benchmark 5 (and the larger side of 6)
+    observation_causes: int  # benchmarks 5 and 6
 
 
 FULL = Sizes(
@@ -76,6 +87,8 @@ FULL = Sizes(
     live_small=1_000,
     live_large=100_000,
     steady_chunk_inputs=1_500,
+    observations=100_000,
+    observation_causes=1_000,
 )
 QUICK = Sizes(
     repetitions=3,
@@ -85,6 +98,8 @@ QUICK = Sizes(
     live_small=1_000,
     live_large=10_000,
     steady_chunk_inputs=400,
+    observations=10_000,
+    observation_causes=200,
 )
 
 
@@ -326,6 +341,9 @@ def print_ratio(result: Ratio, out=sys.stdout) -> None:
     print(f"   B {result.baseline_label:<46} {result.baseline:>12,.0f} {result.unit}  ({_spread(result.baseline_values)})", file=out)
     for line in result.extra:
         print(f"     {line}", file=out)
+    if not result.goal:
+        print(f"   A/B = {result.ratio:.2f}x   (no goal set)", file=out)
+        return
     verdict = "MET " if result.met else "MISSED"
     print(f"   A/B = {result.ratio:.2f}x   goal >= {result.goal}x   {verdict}", file=out)
 
@@ -437,6 +455,71 @@ def measure_live(scratch: Scratch, sizes: Sizes) -> Ratio:
     )
 
 
+def measure_observations(scratch: Scratch, sizes: Sizes) -> Ratio:
+    data = observation_trace(sizes.observations, sizes.observation_causes)
+    ingest_values, raw_values = alternate(
+        lambda: batch_ingest(scratch.fresh(), data),
+        lambda: raw_single_row_commits(scratch.fresh(), sizes.single_inputs),
+        max(2, sizes.repetitions - 2),
+    )
+    return Ratio(
+        5,
+        "observe",
+        f"Ingest of {sizes.observations:,} observations over {sizes.observation_causes:,} causes"
+        f" ({ingest_batch_inputs_max:,} per transaction, parsing included)",
+        "parse_trace + adapters.ingest.ingest",
+        ingest_values,
+        "raw sqlite3 INSERT+COMMIT per ~200-byte row",
+        raw_values,
+        "inputs/s",
+        [],
+    )
+
+
+def inbox_bytes(data: bytes) -> float:
+    """Bytes the inbox view holds after folding `data`'s events (tracemalloc)."""
+    import tracemalloc
+
+    engine = Engine(with_views=False)
+    events = []
+    for line in parse_trace(data, "inbox.jsonl").lines:
+        events.extend(engine.decide(line.item))
+    del engine
+    gc.collect()
+    tracemalloc.start()
+    try:
+        view = InboxView()
+        for event in events:
+            view.apply(event)
+        rows = view.render()
+        size = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(rows) == len(view.rows)
+    return float(size)
+
+
+def measure_inbox_memory(scratch: Scratch, sizes: Sizes) -> Ratio:
+    causes = sizes.observation_causes
+    few = inbox_bytes(observation_trace(sizes.observations // 10, causes))
+    many = inbox_bytes(observation_trace(sizes.observations, causes))
+    more_causes = inbox_bytes(observation_trace(sizes.observations, causes * 10))
+    return Ratio(
+        6,
+        "inbox-memory",
+        f"Inbox view memory: {causes:,} causes, {sizes.observations // 10:,} vs {sizes.observations:,} observations",
+        f"{sizes.observations // 10:,} observations (bytes held)",
+        [few],
+        f"{sizes.observations:,} observations (bytes held)",
+        [many],
+        "bytes",
+        [
+            f"{few / causes:,.0f} bytes a cause; with 10x the causes ({causes * 10:,}):"
+            f" {more_causes:,.0f} bytes ({more_causes / many:.1f}x: it grows with causes)"
+        ],
+    )
+
+
 def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
     scratch = Scratch(tmp)
     try:
@@ -453,6 +536,8 @@ def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
             lambda: measure_ingest(scratch, sizes, sizes.single_inputs),
             lambda: measure_replay(scratch, sizes),
             lambda: measure_live(scratch, sizes),
+            lambda: measure_observations(scratch, sizes),
+            lambda: measure_inbox_memory(scratch, sizes),
         ):
             result = measure()
             print_ratio(result, out)
@@ -460,11 +545,8 @@ def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
             results.append(result)
         print("\nVerdicts:", file=out)
         for result in results:
-            print(
-                f"  {result.number}. {result.key:<7} {result.ratio:5.2f}x (goal >= {result.goal}x):"
-                f" {'MET' if result.met else 'MISSED'}",
-                file=out,
-            )
+            verdict = f"(goal >= {result.goal}x): {'MET' if result.met else 'MISSED'}" if result.goal else "(no goal)"
+            print(f"  {result.number}. {result.key:<12} {result.ratio:5.2f}x {verdict}", file=out)
         return results
     finally:
         scratch.remove()

@@ -80,3 +80,38 @@ def synthetic_trace(actions: int, live_actions: int = 0) -> bytes:
     """The trace as JSON Lines bytes."""
     encode = msgspec.json.encode
     return b"".join(encode(value) + b"\n" for value in synthetic_inputs(actions, live_actions))
+
+
+def observation_inputs(observations: int, causes: int, repeat_every: int = 3) -> Iterator[dict[str, Any]]:
+    """A burst of CI observations spread over `causes` PRs: each source flips
+    between failing and passing, and every `repeat_every`-th observation of a
+    source repeats its latest fingerprint (a poll that saw nothing new)."""
+    seen = [0] * causes  # observations of each source so far
+    changes = [0] * causes  # of those, the ones that changed something
+    for index in range(observations):
+        cause = index % causes
+        count = seen[cause]
+        seen[cause] = count + 1
+        if count % repeat_every == repeat_every - 1:
+            serial = changes[cause] - 1  # a repeat of the latest fingerprint
+        else:
+            serial = changes[cause]
+            changes[cause] += 1
+        status = "failed" if serial % 2 == 0 else "passed"
+        yield {
+            "type": "observe",
+            "at": _time(index // 10),
+            "actor": "source",
+            "source_id": f"ci-{cause}",
+            "kind": "ci",
+            "scope": f"https://scm/pr/{cause}",
+            "fingerprint": f"{status}#{serial}",
+            "status": status,
+            "complete": True,
+            "text": f"CI {status} on PR {cause}",
+        }
+
+
+def observation_trace(observations: int, causes: int, repeat_every: int = 3) -> bytes:
+    encode = msgspec.json.encode
+    return b"".join(encode(value) + b"\n" for value in observation_inputs(observations, causes, repeat_every))
