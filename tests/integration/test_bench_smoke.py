@@ -52,6 +52,10 @@ def test_each_path_gives_a_positive_rate(bench: ModuleType, tmp_path: Path) -> N
     assert positive(bench.engine_replay(url))
     assert positive(bench.raw_scan_decode(str(Path(directory) / "events.db")))
 
+    from replay.workload import observation_trace
+
+    assert positive(bench.inbox_bytes(observation_trace(40, 4)))
+
     steady = bench.SteadyEngine(fresh("live"), live=30, steady_inputs=6)
     try:
         assert positive(steady.time_next(3))
@@ -68,10 +72,12 @@ def test_the_whole_report_runs_at_tiny_sizes(bench: ModuleType, tmp_path: Path) 
         live_small=5,
         live_large=20,
         steady_chunk_inputs=5,
+        observations=60,
+        observation_causes=6,
     )
     out = io.StringIO()
     results = bench.run(tiny, str(tmp_path), out=out)
-    assert [result.number for result in results] == [1, 2, 3, 4]
+    assert [result.number for result in results] == [1, 2, 3, 4, 5, 6]
     for result in results:
         assert all(positive(value) for value in result.engine_values + result.baseline_values)
         assert positive(result.ratio)
