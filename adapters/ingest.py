@@ -42,7 +42,7 @@ def ingest(
     """Append `trace` to the engine's store, `batch_inputs` inputs a transaction."""
     if batch_inputs < 1:
         raise ValueError("batch size must be at least 1")
-    progress = engine.state.sources.get(trace.name)
+    progress = engine.state.traces.get(trace.name)
     start_line = 0
     if progress is not None:
         if progress.offset > len(trace.data) or trace.digest_until(progress.offset) != progress.digest:
