@@ -93,6 +93,53 @@ def test_fixture_is_documented(trace: Path) -> None:
         assert len(at) == 20 and at[10] == "T" and at.endswith("Z"), f"{trace.name} line {number}: `at` {at!r}"
 
 
+RESTART_MARK = b"// restart"
+RESTART_FIXTURES = [p for p in FIXTURES if RESTART_MARK in (line.strip() for line in p.read_bytes().splitlines())]
+
+
+def _inputs(data: bytes) -> int:
+    """How many inputs some trace bytes hold (not blank, not a `//` line)."""
+    return sum(1 for line in data.splitlines() if line.strip() and not line.strip().startswith(b"//"))
+
+
+def test_restart_fixtures_exist() -> None:
+    names = {p.stem for p in RESTART_FIXTURES}
+    assert {"comment_regression_restart", "log_restart_empty_and_pruned"} <= names, names
+
+
+@pytest.mark.parametrize("trace", RESTART_FIXTURES, ids=[p.stem for p in RESTART_FIXTURES])
+def test_fixture_views_across_a_restart(trace: Path, tmp_path: Path) -> None:
+    """A fixture with a `// restart` line: the part before it is ingested into an SQLite store by
+    one process, then the whole trace (same name, so ingest resumes after that part) by another;
+    `show` must then print exactly the expected views."""
+    expected = json.loads(trace.with_suffix(".views.json").read_text(encoding="utf-8"))
+    data = trace.read_bytes()
+    lines = data.splitlines(keepends=True)
+    cut = next(n for n, line in enumerate(lines) if line.strip() == RESTART_MARK)
+    prefix = b"".join(lines[:cut])
+    first, whole = tmp_path / "tmp_dir_a" / trace.name, tmp_path / "tmp_dir_b" / trace.name
+    for path, body in ((first, prefix), (whole, data)):
+        path.parent.mkdir()
+        path.write_bytes(body)
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    before, total = _inputs(prefix), _inputs(data)
+    assert 0 < before < total
+
+    result = tandem("ingest", str(first), "--store", url)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert f"{trace.name}: {before} input(s) applied" in result.stderr, result.stderr
+    result = tandem("ingest", str(whole), "--store", url)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert f"{trace.name}: {total - before} input(s) applied" in result.stderr, result.stderr
+    assert f"), {before} already in the store" in result.stderr, result.stderr
+
+    shown = tandem("show", "--store", url, "--json")
+    assert shown.returncode == 0, shown.stderr[-4000:]
+    actual = json.loads(shown.stdout)
+    if actual != expected:
+        pytest.fail(f"{trace.name} across a restart: views differ\n{views_diff(expected, actual)}", pytrace=False)
+
+
 def test_email_signup_completes() -> None:
     views = replay_json("fixtures/traces/email_signup.jsonl")
     tasks = {task["task_id"]: task for task in views["tasks"]}
