@@ -774,11 +774,13 @@ def _observation_recorded(state: State, event: ev.ObservationRecorded) -> None:
     if source is None:
         source = state.sources[event.source_id] = Source()
     source.count = event.local_revision
+    if event.update_revision is None:
+        # A background's own activity: recorded, no update (no feedback loop),
+        # and not what later observations of the source are compared with.
+        return
     source.latest_fingerprint = event.fingerprint
     if event.source_version is not None:
         source.versions.add(event.source_version)
-    if event.update_revision is None:
-        return  # a background's own activity: recorded, no update (no feedback loop)
     update = state.updates.get(event.cause_key)
     if update is None:
         update = state.updates[event.cause_key] = Update(

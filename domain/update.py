@@ -96,11 +96,14 @@ def observation_events(
             )
     local_revision = draft.source_count(source_id) + 1
     draft.source_counts[source_id] = local_revision
-    draft.fingerprints[source_id] = fields.fingerprint
-    if version is not None:
-        draft.versions.setdefault(source_id, set()).add(version)  # type: ignore[arg-type]
     update_revision = None
     if not from_background:
+        # A background's own activity does not become what later observations
+        # are compared with: the update never saw it, so the same state
+        # reported otherwise is news, not a repeat.
+        draft.fingerprints[source_id] = fields.fingerprint
+        if version is not None:
+            draft.versions.setdefault(source_id, set()).add(version)  # type: ignore[arg-type]
         update_revision = draft.update_revision(cause_key) + 1
         draft.revisions[cause_key] = update_revision
     return ev.ObservationRecorded(
