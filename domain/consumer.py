@@ -87,9 +87,10 @@ def decide_reconcile(state: State, value: inp.LogReconcile, seq: int) -> list[ev
     events: list[ev.Event] = [
         observation_events(state, draft, fact, seq, value.at, "reconcile") for fact in value.facts
     ]
-    head = max(value.retained_head, consumer.watermark(value.epoch))
+    # Within an epoch the cursor never goes backwards, also on coming back to it.
+    head = max(value.retained_head, consumer.watermark(value.epoch), consumer.reached.get(value.epoch, 0))
     if value.epoch == consumer.epoch:
-        head = max(head, consumer.seq)  # within an epoch the cursor never goes backwards
+        head = max(head, consumer.seq)
     events.append(
         ev.ReconciliationCommitted(
             cause=seq,

@@ -202,6 +202,7 @@ class Consumer:
     epoch: int
     seq: int = 0
     watermarks: dict[int, int] = field(default_factory=dict)  # epoch -> max_deleted_seq seen
+    reached: dict[int, int] = field(default_factory=dict)  # epoch -> highest seq the cursor reached in it
     state: str = "consuming"  # or "reconciliation_required"
     reconciliation_id: str | None = None  # the open one
     reconciliations: int = 0  # ids issued: {consumer_id}/r{n}
@@ -839,6 +840,7 @@ def _cursor_moved(state: State, event: ev.CursorMoved) -> None:
     consumer = state.consumers[event.consumer_id]
     consumer.epoch = event.epoch
     consumer.seq = event.seq
+    consumer.reached[event.epoch] = max(consumer.reached.get(event.epoch, 0), event.seq)
 
 
 def _watermark_raised(state: State, event: ev.WatermarkRaised) -> None:
@@ -858,6 +860,7 @@ def _reconciliation_committed(state: State, event: ev.ReconciliationCommitted) -
     consumer.reconciliation_id = None
     consumer.epoch = event.epoch
     consumer.seq = event.seq
+    consumer.reached[event.epoch] = max(consumer.reached.get(event.epoch, 0), event.seq)
     consumer.gaps = event.gaps
 
 
