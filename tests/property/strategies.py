@@ -13,6 +13,13 @@ stale or unknown one some of the time. So most inputs are accepted, and the
 rejections that do happen are the interesting ones (stale_attempt,
 generation_fenced, duplicate_cause, duplicate_input, ...).
 
+Observations, triage and the change log (spec 3.4) come in too, now and
+then: `observe` over a few sources (mostly naming one of the action cause
+keys, so recurrences meet `duplicate_cause`), `triage.classify` of an existing
+update, and `log.batch` / `log.pruned` / `log.reconcile` for one consumer.
+`consumer_traces()` is the change-log-heavy variant: a model of the source's
+log (epochs, sparse seqs, pruning) feeds batches, prunings and reconciliations.
+
 The shadow engine only steers the choices; the tests apply the returned list
 to fresh engines of their own.
 """
@@ -481,6 +488,117 @@ def repeat(draw: Draw, b: Builder) -> dict[str, Any]:
     return earlier
 
 
+# ------------------------------------------------- 3.4 observations, triage, log
+
+SOURCES = ("ci-1", "ci-2", "c-1", "c-2")  # "c-*" are comment sources
+SCOPES = ("https://scm/pr/1", "https://scm/pr/2")
+FINGERPRINTS = ("f1", "f2", "f3")
+SOURCE_VERSIONS = tuple(f"v{n}" for n in range(1, 7))
+CONSUMERS = ("scm", "ci-log")
+DISPOSITIONS = ("routine", "actionable", "urgent", "needs_input")
+
+
+def observation_fields(draw: Draw, causes: tuple[str, ...] = (), p_cause: int = 6) -> dict[str, Any]:
+    """The observe fields (spec 3.4) over a small universe, so that repeats
+    (same version, same latest fingerprint) happen often."""
+    source = draw(st.sampled_from(SOURCES))
+    fields: dict[str, Any] = {
+        "source_id": source,
+        "kind": "comment" if source.startswith("c-") else "ci",
+        "scope": draw(st.sampled_from(SCOPES)),
+        "fingerprint": draw(st.sampled_from(FINGERPRINTS)),
+        "complete": _often(draw, 8),
+    }
+    if causes and _often(draw, p_cause):
+        fields["cause_key"] = draw(st.sampled_from(causes))
+    if _often(draw, 5):
+        fields["source_version"] = draw(st.sampled_from(SOURCE_VERSIONS))
+    if draw(st.integers(0, 14)) == 0:
+        fields["deleted"] = True
+    origin = draw(st.integers(0, 14))
+    if origin == 0:
+        fields["origin_conversation"] = "bg"  # a background's own activity
+    elif origin == 1:
+        fields["origin_conversation"] = "fg"
+    if _often(draw, 3):
+        fields["text"] = draw(st.sampled_from(["build failed", "all green", "nit: rename"]))
+    if _often(draw, 2):
+        fields["tokens"] = draw(st.sampled_from([0, 12, 300]))
+    return fields
+
+
+def observe(draw: Draw, b: Builder) -> dict[str, Any]:
+    line = b.line("observe", "source")  # (not **fields: an observation has a `kind` field)
+    line.update(observation_fields(draw, CAUSES))
+    return line
+
+
+def triage_classify(draw: Draw, b: Builder, conversation: str = "bg") -> dict[str, Any]:
+    updates = b.state.updates
+    if updates and _often(draw):
+        cause_key = draw(st.sampled_from(sorted(updates)))
+        revision = _revision(draw, updates[cause_key].revision)
+    else:
+        cause_key, revision = draw(st.sampled_from(CAUSES)), 1
+    return b.line(
+        "triage.classify",
+        "background",
+        conversation_id=conversation,
+        generation=b.generation() if _often(draw) else b.generation() - 1,
+        cause_key=cause_key,
+        update_revision=revision,
+        disposition=draw(st.sampled_from(DISPOSITIONS)),
+        action_priority=draw(st.integers(0, 3)),
+        notification_priority=draw(st.integers(0, 3)),
+    )
+
+
+def _consumer(b: Builder, consumer_id: str):
+    return b.state.consumers.get(consumer_id)
+
+
+def log_batch(draw: Draw, b: Builder) -> dict[str, Any]:
+    """A batch around the cursor (some entries at or below it), in its epoch
+    mostly, in another one sometimes."""
+    consumer = _consumer(b, "scm")
+    cursor = consumer.seq if consumer is not None else 0
+    epoch = consumer.epoch if consumer is not None and _often(draw, 8) else draw(st.integers(1, 2))
+    start = max(cursor + 1 - draw(st.sampled_from([0, 0, 0, 1, 2])), 1)
+    seqs = sorted(set(draw(st.lists(st.integers(start, start + 5), max_size=3))))
+    entries = [{"seq": seq, "observation": observation_fields(draw, CAUSES)} for seq in seqs]
+    return b.line("log.batch", "source", consumer_id="scm", epoch=epoch, entries=entries)
+
+
+def log_pruned(draw: Draw, b: Builder) -> dict[str, Any]:
+    consumer = _consumer(b, "scm")
+    cursor = consumer.seq if consumer is not None else 0
+    epoch = consumer.epoch if consumer is not None and _often(draw, 8) else draw(st.integers(1, 2))
+    deleted = max(cursor + draw(st.sampled_from([-2, -1, 0, 0, 1, 3])), 0)
+    return b.line("log.pruned", "source", consumer_id="scm", epoch=epoch, max_deleted_seq=deleted)
+
+
+def log_reconcile(draw: Draw, b: Builder) -> dict[str, Any]:
+    consumer = _consumer(b, "scm")
+    open_id = consumer.reconciliation_id if consumer is not None else None
+    if open_id is not None and _often(draw, 8):
+        reconciliation_id = open_id
+    else:
+        issued = consumer.reconciliations if consumer is not None else 0
+        reconciliation_id = f"scm/r{draw(st.integers(max(issued - 1, 1), issued + 1))}"
+    cursor = consumer.seq if consumer is not None else 0
+    epoch = consumer.epoch if consumer is not None else 1
+    facts = [observation_fields(draw, CAUSES) for _ in range(draw(st.integers(0, 2)))]
+    return b.line(
+        "log.reconcile",
+        "source",
+        consumer_id="scm",
+        reconciliation_id=reconciliation_id,
+        epoch=epoch if _often(draw, 7) else draw(st.integers(1, 2)),
+        retained_head=max(cursor + draw(st.sampled_from([-3, 0, 0, 2, 4])), 0),
+        facts=facts,
+    )
+
+
 # name -> (generator, weight)
 KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "task.delegate": (task_delegate, 3),
@@ -507,6 +625,11 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "policy.set": (policy_set, 1),
     "tick": (tick, 1),
     "repeat": (repeat, 1),
+    "observe": (observe, 3),
+    "triage.classify": (triage_classify, 2),
+    "log.batch": (log_batch, 2),
+    "log.pruned": (log_pruned, 1),
+    "log.reconcile": (log_reconcile, 2),
 }
 _WEIGHTED = [name for name, (_, weight) in KINDS.items() for _ in range(weight)]
 
@@ -531,6 +654,10 @@ def _applicable(kind: str, b: Builder) -> bool:
         return any(a.state in IN_FLIGHT for a in actions)
     if kind == "question.answer":
         return any(q.state == "open" for q in b.state.questions.values())
+    if kind == "triage.classify":
+        return bool(b.state.updates)
+    if kind == "log.reconcile":
+        return any(c.state == "reconciliation_required" for c in b.state.consumers.values())
     if kind in ("action.propose", "task.complete", "task.revise", "task.cancel", "question.raise"):
         return any(t.state == "active" for t in b.state.tasks.values())
     return True
@@ -562,3 +689,189 @@ def traces(draw: Draw, max_steps: int = 40) -> list[dict[str, Any]]:
         if b.crashed:
             break
     return b.lines
+
+
+# ===================================================== change-log-heavy traces
+
+
+class SourceLog:
+    """What a change-log source holds, per epoch: the entries it ever wrote
+    (sparse seqs: "gaps" in numbering happen), those still retained, and
+    the greatest seq it deleted (interior deletions included). The source
+    announces every deletion as it makes it (`log.pruned`)."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.head: dict[int, int] = {}
+        self.retained: dict[int, dict[int, dict[str, Any]]] = {}
+        self.ever: dict[int, set[int]] = {}
+        self.max_deleted: dict[int, int] = {}
+
+    def append(self, draw: Draw, count: int) -> None:
+        epoch = self.epoch
+        for _ in range(count):
+            seq = self.head.get(epoch, 0) + draw(st.sampled_from([1, 1, 1, 1, 2, 3]))
+            self.head[epoch] = seq
+            self.retained.setdefault(epoch, {})[seq] = observation_fields(draw)
+            self.ever.setdefault(epoch, set()).add(seq)
+
+    def retained_seqs(self, epoch: int | None = None) -> list[int]:
+        return sorted(self.retained.get(self.epoch if epoch is None else epoch, {}))
+
+    def delete(self, seqs: list[int]) -> int:
+        entries = self.retained.get(self.epoch, {})
+        for seq in seqs:
+            entries.pop(seq, None)
+        if seqs:
+            self.max_deleted[self.epoch] = max(self.max_deleted.get(self.epoch, 0), *seqs)
+        return self.max_deleted.get(self.epoch, 0)
+
+
+class ConsumerBuilder(Builder):
+    def __init__(self, rollback: bool) -> None:
+        super().__init__()
+        self.rollback = rollback
+        self.logs = {consumer_id: SourceLog(1) for consumer_id in CONSUMERS}
+        self.known: list[dict[str, dict[int, frozenset[int]]]] = []  # per line: seqs ever written
+
+    def add(self, line: dict[str, Any]) -> None:
+        self.known.append(
+            {c: {e: frozenset(seqs) for e, seqs in log.ever.items()} for c, log in self.logs.items()}
+        )
+        super().add(line)
+
+
+def _consumer_id(draw: Draw) -> str:
+    return CONSUMERS[0] if _often(draw, 8) else CONSUMERS[1]
+
+
+def _cursor(b: Builder, consumer_id: str, epoch: int) -> int:
+    consumer = b.state.consumers.get(consumer_id)
+    return consumer.seq if consumer is not None and consumer.epoch == epoch else 0
+
+
+def cl_batch(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> dict[str, Any]:
+    log = b.logs[consumer_id]
+    log.append(draw, draw(st.integers(0, 3)))
+    mode = draw(st.integers(0, 9))
+    epoch = log.epoch
+    if mode == 0:  # a delivery from another epoch (a stale one, or a future one)
+        epoch = draw(st.sampled_from([e for e in (1, 2, 3, 4) if e != log.epoch]))
+    cursor = _cursor(b, consumer_id, epoch)
+    below = draw(st.sampled_from([0, 0, 0, 1, 3]))  # sometimes re-deliver at/below the cursor
+    seqs = [seq for seq in log.retained_seqs(epoch) if seq > cursor - below][: draw(st.integers(0, 4))]
+    entries = [{"seq": seq, "observation": log.retained[epoch][seq]} for seq in seqs]
+    if len(entries) > 1 and draw(st.integers(0, 14)) == 0:
+        entries.reverse()  # out of order: the running cursor skips the lower ones
+    return b.line("log.batch", "source", consumer_id=consumer_id, epoch=epoch, entries=entries)
+
+
+def cl_pruned(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> dict[str, Any]:
+    log = b.logs[consumer_id]
+    seqs = log.retained_seqs()
+    mode = draw(st.integers(0, 9))
+    if mode == 0 and log.max_deleted:  # an old notice again (a smaller or equal watermark)
+        epoch = draw(st.sampled_from(sorted(log.max_deleted)))
+        return b.line("log.pruned", "source", consumer_id=consumer_id, epoch=epoch,
+                      max_deleted_seq=draw(st.integers(0, log.max_deleted[epoch])))  # fmt: skip
+    if seqs and mode <= 6:  # a prefix
+        cut = draw(st.integers(0, len(seqs) - 1))
+        deleted = seqs[: cut + 1]
+    elif len(seqs) > 2:  # an interior range
+        first = draw(st.integers(1, len(seqs) - 2))
+        deleted = seqs[first : first + draw(st.integers(1, len(seqs) - 1 - first))]
+    else:
+        deleted = []
+    watermark = log.delete(deleted)
+    return b.line("log.pruned", "source", consumer_id=consumer_id, epoch=log.epoch, max_deleted_seq=watermark)
+
+
+def cl_reconcile(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> dict[str, Any]:
+    log = b.logs[consumer_id]
+    consumer = b.state.consumers.get(consumer_id)
+    issued = consumer.reconciliations if consumer is not None else 0
+    open_id = consumer.reconciliation_id if consumer is not None else None
+    if open_id is not None and _often(draw, 8):
+        reconciliation_id = open_id
+    else:  # a stale one: already committed, never issued, or another consumer's
+        reconciliation_id = draw(st.sampled_from(
+            [f"{consumer_id}/r{n}" for n in range(1, issued + 2)] + [f"{CONSUMERS[1 - CONSUMERS.index(consumer_id)]}/r1"]
+        ))  # fmt: skip
+    seqs = log.retained_seqs()
+    head = seqs[-1] if seqs else 0
+    if head and draw(st.integers(0, 9)) == 0:
+        head = draw(st.integers(0, head))  # a lagging view of the log
+    cursor = _cursor(b, consumer_id, log.epoch)
+    chosen = [seq for seq in seqs if seq > cursor] if _often(draw, 7) else seqs
+    facts = [log.retained[log.epoch][seq] for seq in chosen[:5]]
+    if _often(draw, 2):
+        facts.append(observation_fields(draw))  # an observation the log no longer orders
+    return b.line("log.reconcile", "source", consumer_id=consumer_id, reconciliation_id=reconciliation_id,
+                  epoch=log.epoch, retained_head=head, facts=facts)  # fmt: skip
+
+
+def cl_epoch(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> None:
+    """The source's log moves to a new epoch (no input): forward, or — with
+    `rollback` — sometimes back to an earlier one it still holds."""
+    log = b.logs[consumer_id]
+    earlier = [e for e in log.ever if e < log.epoch]
+    if b.rollback and earlier and _often(draw, 4):
+        log.epoch = draw(st.sampled_from(earlier))
+        if _often(draw, 5):  # restored from a backup: the tail written since is gone
+            seqs = log.retained_seqs()
+            cut = draw(st.sampled_from([0, 0, *seqs[: len(seqs) // 2]]))
+            log.retained[log.epoch] = {seq: o for seq, o in log.retained.get(log.epoch, {}).items() if seq <= cut}
+            log.head[log.epoch] = cut
+            log.ever[log.epoch] = {seq for seq in log.ever.get(log.epoch, ()) if seq <= cut}
+    else:
+        log.epoch = max([log.epoch, *log.ever]) + 1
+        if _often(draw, 3):  # a new epoch may number on from an offset
+            log.head[log.epoch] = draw(st.sampled_from([0, 5, 20]))
+
+
+def cl_observe(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> dict[str, Any]:
+    line = b.line("observe", "source")
+    line.update(observation_fields(draw))
+    return line
+
+
+def cl_triage(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> dict[str, Any]:
+    return triage_classify(draw, b)
+
+
+CONSUMER_KINDS: dict[str, tuple[Callable[..., Any], int]] = {
+    "log.batch": (cl_batch, 8),
+    "log.pruned": (cl_pruned, 3),
+    "log.reconcile": (cl_reconcile, 4),
+    "epoch": (cl_epoch, 1),
+    "observe": (cl_observe, 2),
+    "triage.classify": (cl_triage, 2),
+}
+_CONSUMER_WEIGHTED = [name for name, (_, weight) in CONSUMER_KINDS.items() for _ in range(weight)]
+_ROLLBACK_WEIGHTED = _CONSUMER_WEIGHTED + ["epoch"] * 3  # epochs change (and come back) more often
+
+
+@st.composite
+def consumer_traces(draw: Draw, max_steps: int = 40, rollback: bool = False) -> tuple[list[dict[str, Any]], list[Any]]:
+    """(lines, known): the preamble then up to `max_steps` change-log inputs;
+    `known[i]` is, for each consumer and epoch, every seq its source had
+    written when line i was sent (deleted ones included)."""
+    b = ConsumerBuilder(rollback)
+    for line in preamble():
+        b.add(line)
+    for _ in range(draw(st.integers(0, max_steps))):
+        if b.crashed:
+            break
+        b.now += datetime.timedelta(seconds=draw(st.sampled_from([0, 1, 1, 5, 30])))
+        kind = draw(st.sampled_from(_ROLLBACK_WEIGHTED if rollback else _CONSUMER_WEIGHTED))
+        consumer_id = _consumer_id(draw)
+        consumer = b.state.consumers.get(consumer_id)
+        reconciling = consumer is not None and consumer.reconciliation_id is not None
+        if kind == "log.reconcile" and not reconciling and _often(draw, 7):
+            kind = "log.batch"  # mostly reconcile what is open; a stale one now and then
+        elif kind == "log.batch" and reconciling and _often(draw, 4):
+            kind = "log.reconcile"
+        line = CONSUMER_KINDS[kind][0](draw, b, consumer_id)
+        if line is not None:
+            b.add(line)
+    return b.lines, b.known

@@ -52,13 +52,26 @@ def decode(line: Line):
     return decode_input(json.dumps(line))
 
 
+EXPECT = "__expect_rejection__"
+
+
+def expecting(reason: str, line: Line) -> Line:
+    """A `given` line that must be rejected with `reason` (for setups that need
+    a rejection with consequences, like a change-log batch in another epoch)."""
+    return {**line, EXPECT: reason}
+
+
 def given(*lines: Line | Iterable[Line]) -> Engine:
-    """A fresh in-memory engine with these inputs applied (each must be accepted)."""
+    """A fresh in-memory engine with these inputs applied (each must be
+    accepted, or rejected with the reason `expecting(...)` gave it)."""
     engine = Engine()
     for number, line in enumerate(_flatten(lines), start=1):
+        line = dict(line)
+        expected = line.pop(EXPECT, None)
         events = engine.submit(Located(decode(line), line=number))
         reason = rejection(events)
-        assert reason is None, f"given line {number} ({line['type']}) was rejected: {reason}: {events[0].detail}"
+        detail = events[0].detail if reason is not None else ""
+        assert reason == expected, f"given line {number} ({line['type']}): {reason or 'accepted'}, expected {expected or 'accepted'} {detail}"
     return engine
 
 
@@ -310,12 +323,88 @@ def intent_synced(intent_revision: int = 1, generation: int = 1, conversation_id
     )
 
 
-def observe(**kw: Any) -> Line:
+PR = "https://scm/pr/7"
+
+
+def observation(source_id: str = "ci-1", fingerprint: str = "f1", kind: str = "ci", scope: str = PR,
+                complete: bool = True, **kw: Any) -> dict[str, Any]:
+    """The observe fields (spec 3.4) without type/at/actor: a change-log
+    entry's `observation` or a reconciliation fact."""
+    return _with({"source_id": source_id, "kind": kind, "scope": scope, "fingerprint": fingerprint,
+                  "complete": complete}, kw)
+
+
+def observe(source_id: str = "ci-1", fingerprint: str = "f1", kind: str = "ci", scope: str = PR,
+            complete: bool = True, actor: str = "source", **kw: Any) -> Line:
+    """A live `observe` (defaults: CI source ci-1 on PR 7, cause `ci:{PR}`)."""
     return _with(
-        line("observe", "source", source_id="ci-1", kind="ci", scope="https://scm/pr/7", fingerprint="f1",
-             complete=True),
+        line("observe", actor, source_id=source_id, kind=kind, scope=scope, fingerprint=fingerprint,
+             complete=complete),
         kw,
     )
+
+
+def entry(seq: int, **kw: Any) -> dict[str, Any]:
+    """A change-log entry; its observation defaults to fingerprint `seq-{seq}`
+    (so consecutive entries are never repeats of each other)."""
+    kw.setdefault("fingerprint", f"seq-{seq}")
+    return {"seq": seq, "observation": observation(**kw)}
+
+
+def _entries(entries: Iterable[Any]) -> list[dict[str, Any]]:
+    return [item if isinstance(item, dict) else entry(item) for item in entries]
+
+
+def log_batch(entries: Iterable[Any] = (), consumer_id: str = "scm", epoch: int = 1, **kw: Any) -> Line:
+    """`log.batch`; an int in `entries` stands for `entry(n)`."""
+    return _with(line("log.batch", "source", consumer_id=consumer_id, epoch=epoch, entries=_entries(entries)), kw)
+
+
+def log_pruned(max_deleted_seq: int, consumer_id: str = "scm", epoch: int = 1, **kw: Any) -> Line:
+    return _with(
+        line("log.pruned", "source", consumer_id=consumer_id, epoch=epoch, max_deleted_seq=max_deleted_seq), kw
+    )
+
+
+def log_reconcile(reconciliation_id: str = "scm/r1", retained_head: int = 0, facts: Iterable[dict] = (),
+                  consumer_id: str = "scm", epoch: int = 1, **kw: Any) -> Line:
+    return _with(
+        line("log.reconcile", "source", consumer_id=consumer_id, reconciliation_id=reconciliation_id, epoch=epoch,
+             retained_head=retained_head, facts=list(facts)),
+        kw,
+    )
+
+
+def triage(cause_key: str = f"ci:{PR}", update_revision: int = 1, disposition: str = "actionable",
+           generation: int = 1, conversation_id: str = "bg", action_priority: int = 2,
+           notification_priority: int = 3, **kw: Any) -> Line:
+    return _with(
+        line("triage.classify", "background", conversation_id=conversation_id, generation=generation,
+             cause_key=cause_key, update_revision=update_revision, disposition=disposition,
+             action_priority=action_priority, notification_priority=notification_priority),
+        kw,
+    )
+
+
+def card(card_id: str = "card-1", cause_key: str = f"ci:{PR}", generation: int = 1, **kw: Any) -> Line:
+    return _with(
+        line("card.propose", "background", card_id=card_id, cause_key=cause_key, summary="worth a look",
+             generation=generation),
+        kw,
+    )
+
+
+def inbox_row(engine: Engine, cause_key: str = f"ci:{PR}") -> dict[str, Any] | None:
+    """The inbox row of a cause, or None when the inbox has none."""
+    return next((row for row in engine.views.view("inbox") if row["cause_key"] == cause_key), None)
+
+
+def consumer_row(engine: Engine, consumer_id: str = "scm") -> dict[str, Any] | None:
+    return next((row for row in engine.views.view("consumers") if row["consumer_id"] == consumer_id), None)
+
+
+def backlog(engine: Engine) -> dict[str, Any]:
+    return engine.views.view("health")["backlog"]
 
 
 # ------------------------------------------------------------------------ worlds
