@@ -48,14 +48,17 @@ def decide_batch(state: State, value: inp.LogBatch, seq: int) -> list[ev.Event]:
             )
         cursor = consumer.seq
     draft = Draft(state)
-    start = cursor
+    greatest = cursor
     for entry in value.entries:
         if entry.seq <= cursor:
-            continue  # already consumed (or repeated within this batch)
+            continue  # consumed before this batch
+        # Applied in the batch's order, out-of-order ones too: nothing the
+        # batch carries past the cursor is lost (the repeat rules absorb a
+        # resent entry).
         events.append(observation_events(state, draft, entry.observation, seq, value.at, "log"))
-        cursor = entry.seq
-    if cursor != start:
-        events.append(ev.CursorMoved(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch, seq=cursor))
+        greatest = max(greatest, entry.seq)
+    if greatest != cursor:
+        events.append(ev.CursorMoved(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch, seq=greatest))
     return events
 
 

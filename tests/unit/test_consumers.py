@@ -156,11 +156,15 @@ def test_a_batch_entirely_at_or_below_the_cursor_changes_nothing():
     assert snapshot(engine) == before
 
 
-def test_entries_at_or_below_the_running_cursor_within_a_batch_are_skipped():
+def test_out_of_order_entries_past_the_cursor_are_all_applied_in_batch_order():
+    """Nothing a batch carries past the cursor it started from is lost."""
     engine = given(world())
     events = when(engine, log_batch([entry(5, fingerprint="a"), entry(3, fingerprint="b"), entry(7, fingerprint="c")]))
-    assert [e.fingerprint for e in of_type(events, ev.ObservationRecorded)] == ["a", "c"]
+    assert [e.fingerprint for e in of_type(events, ev.ObservationRecorded)] == ["a", "b", "c"]
     assert row(engine) == (1, 7, 0, "consuming", 0)
+    # The next batch skips everything at or below 7.
+    events = when(engine, log_batch([entry(6, fingerprint="d"), entry(8, fingerprint="e")]))
+    assert [e.fingerprint for e in of_type(events, ev.ObservationRecorded)] == ["e"]
 
 
 def test_entries_go_through_the_observe_rules():
