@@ -17,6 +17,7 @@ import msgspec
 from msgspec import UNSET
 
 from domain import consumer, update
+from domain import conversation as conversation_rules
 from domain import events as ev
 from domain import inputs as inp
 from domain.authority import narrow_operations, narrow_roots, normalise_path, path_allowed
@@ -722,7 +723,7 @@ def _queue_edit(state: State, value: inp.EditQueue, seq: int) -> list[ev.Event]:
     if message is None or message.state != "queued":
         state_text = message.state if message else "not in this conversation"
         raise Rejected("already_dispatched", f"message {value.message_id!r} is {state_text}")
-    return [
+    events: list[ev.Event] = [
         ev.QueueEdited(
             cause=seq,
             conversation_id=conversation.conversation_id,
@@ -732,6 +733,10 @@ def _queue_edit(state: State, value: inp.EditQueue, seq: int) -> list[ev.Event]:
             intent_revision=conversation.intent_revision + 1,
         )
     ]
+    if conversation.recovery == "message":
+        # The message that did not fit was edited or withdrawn: try again.
+        events.append(ev.RecoveryChanged(cause=seq, conversation_id=conversation.conversation_id, recovery=None))
+    return events
 
 
 def _intent_synced(state: State, value: inp.SyncIntent, seq: int) -> list[ev.Event]:
@@ -748,6 +753,14 @@ def _intent_synced(state: State, value: inp.SyncIntent, seq: int) -> list[ev.Eve
 
 
 DECIDERS: dict[type, Callable[[State, Any, int], list[ev.Event]]] = {
+    inp.ProviderReceipt: conversation_rules.decide_provider_receipt,
+    inp.ProviderReconcile: conversation_rules.decide_provider_reconcile,
+    inp.EndTurn: conversation_rules.decide_turn_ended,
+    inp.ResetContext: conversation_rules.decide_context_reset,
+    inp.RequireApproval: conversation_rules.decide_approval_required,
+    inp.ResolveApproval: conversation_rules.decide_approval_resolved,
+    inp.HoldFailure: conversation_rules.decide_hold_failure,
+    inp.ReleaseHold: conversation_rules.decide_hold_release,
     inp.Observe: update.decide_observe,
     inp.ClassifyTriage: update.decide_triage,
     inp.ProposeCard: update.decide_card,

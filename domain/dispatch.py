@@ -19,6 +19,7 @@ import datetime
 from collections.abc import Callable
 
 from domain import events as ev
+from domain.conversation import run_foreground_pass
 from domain.state import Action, State, reachable
 
 Emit = Callable[[ev.Event], None]
@@ -30,9 +31,12 @@ def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> Non
     if fresh != state.watchdog_fresh:
         state.watchdog_fresh = fresh
         state.touch_all_pending()
-    if not state.dirty_actions and not state.dirty_tasks:
-        return  # the input touched nothing the pass decides on
+    if state.dirty_actions or state.dirty_tasks:
+        _actions_pass(state, cause, emit)
+    run_foreground_pass(state, cause, emit)
 
+
+def _actions_pass(state: State, cause: int, emit: Emit) -> None:
     looked_at: set[str] = set()
     while state.dirty_actions:
         batch = state.dirty_actions
@@ -140,9 +144,20 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
         codes.append("watchdog_unavailable")
     if state.busy_by_resource.get(action.resource):
         codes.append("resource_busy")
+    if task is not None and _approval_pending(state, task.conversation_id):
+        codes.append("approval_pending")
     if state.grants[action.grant_id].budget_exhausted:
         codes.append("budget_exhausted")
     return tuple(codes)
+
+
+def _approval_pending(state: State, conversation_id: str) -> bool:
+    """The task's conversation, or the background bound to it, has an open approval."""
+    conversation = state.conversations[conversation_id]
+    if conversation.approvals:
+        return True
+    background = state.conversations.get(conversation.background_id or "")
+    return background is not None and bool(background.approvals)
 
 
 def _operation_held(state: State, action: Action, seen: set[str]) -> bool:

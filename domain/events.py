@@ -454,6 +454,76 @@ class CardProposed(Decision, frozen=True, kw_only=True):
     summary: str
 
 
+# -------------------------------------------- conversations: turns, deliveries
+
+
+class TurnStarted(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    turn_id: str
+    epoch: int
+    kind: str  # "human" or "wake"
+
+
+class DeliveryCreated(Decision, frozen=True, kw_only=True):
+    """A manifest frozen before any provider I/O: exactly which messages and
+    (cause, revision) pairs the delivery holds, in which epoch."""
+
+    conversation_id: str
+    delivery_id: str
+    turn_id: str | None
+    epoch: int
+    kind: str  # "turn", "steer" or "reseed"
+    included: list[tuple[str, int]]
+    messages: list[str]
+    tokens: int
+    control_tokens: int  # a reseed's required part (0 otherwise)
+
+
+class DeliveryReceipted(Decision, frozen=True, kw_only=True):
+    """A provider receipt or reconcile: the delivery's new attempt state."""
+
+    conversation_id: str
+    delivery_id: str
+    attempt_state: str  # accepted, unknown, refused, not_received
+    context_tokens: int  # the conversation's context after it
+
+
+class TurnEnded(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    turn_id: str
+    outcome: str  # completed, failed, interrupted
+    requeued: list[str]  # messages put back at the front of the queue, in order
+    delivered: list[str] | None
+    released: list[str]  # deliveries whose revisions are no longer held
+
+
+class ContextReset(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    epoch: int
+    reason: str
+
+
+class RecoveryChanged(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    recovery: str | None  # "message" (a human turn did not fit), "reseed", or None
+
+
+class ApprovalOpened(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    request_id: str
+    detail: str
+
+
+class ApprovalResolved(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    request_id: str
+
+
+class FailureHoldChanged(Decision, frozen=True, kw_only=True):
+    conversation_id: str
+    held: bool
+
+
 AnyEvent = Union[
     InputAccepted, InputRejected, SourceProgressed,
     EngineConfigured, PolicySet, GrantIssued, GrantRevised, GrantRevoked, RuleSet,
@@ -466,6 +536,8 @@ AnyEvent = Union[
     ObservationRecorded, ObservationRepeated, UpdateRevised, UpdateTriaged,
     ConsumerCreated, CursorMoved, WatermarkRaised, ReconciliationStarted, ReconciliationCommitted,
     CardProposed,
+    TurnStarted, DeliveryCreated, DeliveryReceipted, TurnEnded, ContextReset, RecoveryChanged,
+    ApprovalOpened, ApprovalResolved, FailureHoldChanged,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

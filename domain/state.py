@@ -139,6 +139,31 @@ class Message:
 
 
 @dataclass(slots=True)
+class Delivery:
+    """A context manifest: what one turn, steer or reseed payload held."""
+
+    delivery_id: str
+    turn_id: str | None
+    epoch: int
+    kind: str
+    included: list[tuple[str, int]]
+    messages: list[str]
+    tokens: int
+    attempt_state: str = "submitting"
+    released: bool = False  # its turn failed or was interrupted: it holds nothing now
+
+
+@dataclass(slots=True)
+class Turn:
+    turn_id: str
+    epoch: int
+    kind: str
+    messages: list[str] = field(default_factory=list)
+    deliveries: list[str] = field(default_factory=list)
+    state: str = "running"
+
+
+@dataclass(slots=True)
 class Conversation:
     conversation_id: str
     role: str
@@ -155,10 +180,30 @@ class Conversation:
     messages: dict[str, Message] = field(default_factory=dict)
     context_tokens: int = 0
     tasks: list[str] = field(default_factory=list)
+    turns: int = 0  # turn ids issued: {conversation_id}/t{n}, never reused
+    deliveries: dict[str, Delivery] = field(default_factory=dict)  # by n: {conversation_id}/d{n}
+    running_turn: Turn | None = None
+    approvals: dict[str, str] = field(default_factory=dict)  # open request_id -> detail
+    failure_held: bool = False
+    recovery: str | None = None  # "message" or "reseed": context_recovery_required
+    reseed_id: str | None = None  # this epoch's reseed delivery, once made
+    reseed_due: bool = False  # a reset asked for a reseed not yet made
+    not_steered: set[tuple[str, int]] = field(default_factory=set)  # refused steers, this turn
+    # Updates belonging to this foreground whose current revision is not held:
+    deliverable: set[str] = field(default_factory=set)  # actionable, urgent, needs_input
+    optional: set[str] = field(default_factory=set)  # routine: ride along in a human turn
 
     @property
     def intent_unsynced(self) -> bool:
         return self.intent_revision > self.synced_intent_revision
+
+    @property
+    def view_state(self) -> str:
+        if self.recovery is not None:
+            return "context_recovery_required"
+        if self.failure_held:
+            return "failure_held"
+        return "running" if self.running_turn is not None else "idle"
 
 
 @dataclass(slots=True)
@@ -192,6 +237,7 @@ class Update:
     text: str | None = None
     tokens: int | None = None
     foreground_id: str | None = None  # the conversation it belongs to, once triaged
+    held_by: str | None = None  # the current-epoch delivery holding its current revision
 
 
 @dataclass(slots=True)
@@ -247,6 +293,7 @@ class State:
     updates: dict[str, Update] = field(default_factory=dict)
     consumers: dict[str, Consumer] = field(default_factory=dict)
     cards: dict[str, str] = field(default_factory=dict)  # card_id -> cause_key
+    foregrounds: list[str] = field(default_factory=list)  # in id order: the foreground pass's order
     # ---- indexes
     pending: set[str] = field(default_factory=set)
     fenced: set[str] = field(default_factory=set)
@@ -734,6 +781,9 @@ def _conversation_opened(state: State, event: ev.ConversationOpened) -> None:
         steer=event.steer,
         foreground_id=event.foreground_id,
     )
+    if event.role == "foreground":
+        state.foregrounds.append(event.conversation_id)
+        state.foregrounds.sort()
 
 
 def _background_bound(state: State, event: ev.BackgroundBound) -> None:
@@ -787,6 +837,7 @@ def _observation_recorded(state: State, event: ev.ObservationRecorded) -> None:
         update = state.updates[event.cause_key] = Update(
             event.cause_key, event.kind, event.update_revision, event.at, event.at, event.at
         )
+    _untriage(state, update)
     _revise_update(update, event.kind, event.update_revision, event.at)
     update.partial = not event.complete
     update.text = event.text
@@ -794,6 +845,7 @@ def _observation_recorded(state: State, event: ev.ObservationRecorded) -> None:
 
 
 def _revise_update(update: Update, kind: str, revision: int, at: datetime.datetime) -> None:
+    update.held_by = None  # holds are per revision
     update.kind = kind
     update.revision = revision
     update.revised_at = at
@@ -802,6 +854,33 @@ def _revise_update(update: Update, kind: str, revision: int, at: datetime.dateti
     update.disposition = None
     update.action_priority = None
     update.notification_priority = None
+
+
+DELIVERABLE_DISPOSITIONS = frozenset({"actionable", "urgent", "needs_input"})
+
+
+def refresh_candidate(state: State, update: Update) -> None:
+    """Keep the foreground's deliverable/optional sets in step with the
+    update's triage and hold (the foreground pass reads only those sets)."""
+    if update.foreground_id is None:
+        return
+    conversation = state.conversations[update.foreground_id]
+    cause_key = update.cause_key
+    conversation.deliverable.discard(cause_key)
+    conversation.optional.discard(cause_key)
+    if update.triage_state != "triaged" or update.held_by is not None:
+        return
+    if update.disposition in DELIVERABLE_DISPOSITIONS:
+        conversation.deliverable.add(cause_key)
+    elif update.disposition == "routine":
+        conversation.optional.add(cause_key)
+
+
+def _untriage(state: State, update: Update) -> None:
+    if update.foreground_id is not None:
+        conversation = state.conversations[update.foreground_id]
+        conversation.deliverable.discard(update.cause_key)
+        conversation.optional.discard(update.cause_key)
 
 
 def _observation_repeated(state: State, event: ev.ObservationRepeated) -> None:
@@ -817,6 +896,7 @@ def _update_revised(state: State, event: ev.UpdateRevised) -> None:
         update = state.updates[event.cause_key] = Update(
             event.cause_key, event.kind, event.revision, event.at, event.at, event.at
         )
+    _untriage(state, update)
     _revise_update(update, event.kind, event.revision, event.at)
     update.partial = False
     update.text = event.text
@@ -829,7 +909,9 @@ def _update_triaged(state: State, event: ev.UpdateTriaged) -> None:
     update.disposition = event.disposition
     update.action_priority = event.action_priority
     update.notification_priority = event.notification_priority
+    _untriage(state, update)
     update.foreground_id = event.foreground_id
+    refresh_candidate(state, update)
 
 
 def _consumer_created(state: State, event: ev.ConsumerCreated) -> None:
@@ -866,6 +948,123 @@ def _reconciliation_committed(state: State, event: ev.ReconciliationCommitted) -
 
 def _card_proposed(state: State, event: ev.CardProposed) -> None:
     state.cards[event.card_id] = event.cause_key
+
+
+def _turn_started(state: State, event: ev.TurnStarted) -> None:
+    conversation = state.conversations[event.conversation_id]
+    conversation.turns += 1
+    conversation.running_turn = Turn(event.turn_id, event.epoch, event.kind)
+    conversation.not_steered.clear()
+
+
+def _delivery_created(state: State, event: ev.DeliveryCreated) -> None:
+    conversation = state.conversations[event.conversation_id]
+    delivery = Delivery(
+        event.delivery_id,
+        event.turn_id,
+        event.epoch,
+        event.kind,
+        [tuple(pair) for pair in event.included],  # type: ignore[misc]
+        list(event.messages),
+        event.tokens,
+    )
+    conversation.deliveries[event.delivery_id] = delivery
+    for cause_key, revision in delivery.included:
+        update = state.updates[cause_key]
+        if update.revision == revision:
+            update.held_by = event.delivery_id
+            refresh_candidate(state, update)
+    if event.messages:
+        for message_id in event.messages:
+            conversation.messages[message_id].state = "dispatched"
+        dispatched = set(event.messages)
+        conversation.queue = [m for m in conversation.queue if m not in dispatched]
+    turn = conversation.running_turn
+    if event.turn_id is not None and turn is not None and turn.turn_id == event.turn_id:
+        turn.deliveries.append(event.delivery_id)
+        turn.messages.extend(event.messages)
+    if event.kind == "reseed":
+        conversation.reseed_id = event.delivery_id
+        conversation.reseed_due = False
+
+
+def _release(state: State, delivery: Delivery) -> None:
+    """The delivery holds its revisions no more."""
+    delivery.released = True
+    for cause_key, _ in delivery.included:
+        update = state.updates[cause_key]
+        if update.held_by == delivery.delivery_id:
+            update.held_by = None
+            refresh_candidate(state, update)
+
+
+def _delivery_receipted(state: State, event: ev.DeliveryReceipted) -> None:
+    conversation = state.conversations[event.conversation_id]
+    delivery = conversation.deliveries[event.delivery_id]
+    delivery.attempt_state = event.attempt_state
+    conversation.context_tokens = event.context_tokens
+    if event.attempt_state in ("refused", "not_received"):
+        _release(state, delivery)
+        if delivery.kind == "steer":
+            conversation.not_steered.update(delivery.included)
+        if delivery.kind == "reseed" and delivery.epoch == conversation.epoch:
+            conversation.reseed_due = True  # replaced in the same pass
+
+
+def _turn_ended(state: State, event: ev.TurnEnded) -> None:
+    conversation = state.conversations[event.conversation_id]
+    turn = conversation.running_turn
+    assert turn is not None and turn.turn_id == event.turn_id
+    turn.state = event.outcome
+    conversation.running_turn = None
+    conversation.not_steered.clear()
+    for message_id in turn.messages:
+        conversation.messages[message_id].state = "handled" if event.outcome == "completed" else "queued"
+    if event.requeued:
+        conversation.queue = list(event.requeued) + conversation.queue
+    for delivery_id in event.released:
+        _release(state, conversation.deliveries[delivery_id])
+
+
+def _context_reset(state: State, event: ev.ContextReset) -> None:
+    conversation = state.conversations[event.conversation_id]
+    for delivery in conversation.deliveries.values():
+        if delivery.epoch < event.epoch and not delivery.released:
+            _release(state, delivery)  # earlier epochs hold and count for nothing now
+    conversation.epoch = event.epoch
+    conversation.context_tokens = 0
+    conversation.reseed_id = None
+    conversation.reseed_due = True
+
+
+def _recovery_changed(state: State, event: ev.RecoveryChanged) -> None:
+    conversation = state.conversations[event.conversation_id]
+    conversation.recovery = event.recovery
+    if event.recovery == "reseed":
+        conversation.reseed_due = False  # no reseed this epoch: wait for the next reset
+
+
+def _approval_opened(state: State, event: ev.ApprovalOpened) -> None:
+    state.conversations[event.conversation_id].approvals[event.request_id] = event.detail
+    _touch_approval(state, event.conversation_id)
+
+
+def _approval_resolved(state: State, event: ev.ApprovalResolved) -> None:
+    del state.conversations[event.conversation_id].approvals[event.request_id]
+    _touch_approval(state, event.conversation_id)
+
+
+def _touch_approval(state: State, conversation_id: str) -> None:
+    """approval_pending: the actions of the foreground's tasks (a background's
+    approval holds its foreground's)."""
+    conversation = state.conversations[conversation_id]
+    foreground_id = conversation.foreground_id if conversation.role == "background" else conversation_id
+    if foreground_id is not None and foreground_id in state.conversations:
+        state.touch_conversation(foreground_id)
+
+
+def _failure_hold_changed(state: State, event: ev.FailureHoldChanged) -> None:
+    state.conversations[event.conversation_id].failure_held = event.held
 
 
 EVOLVERS: dict[type, Any] = {
@@ -913,6 +1112,15 @@ EVOLVERS: dict[type, Any] = {
     ev.ReconciliationStarted: _reconciliation_started,
     ev.ReconciliationCommitted: _reconciliation_committed,
     ev.CardProposed: _card_proposed,
+    ev.TurnStarted: _turn_started,
+    ev.DeliveryCreated: _delivery_created,
+    ev.DeliveryReceipted: _delivery_receipted,
+    ev.TurnEnded: _turn_ended,
+    ev.ContextReset: _context_reset,
+    ev.RecoveryChanged: _recovery_changed,
+    ev.ApprovalOpened: _approval_opened,
+    ev.ApprovalResolved: _approval_resolved,
+    ev.FailureHoldChanged: _failure_hold_changed,
 }
 assert set(EVOLVERS) == set(ev.EVENT_TYPES.values()), "every event needs an evolver"
 

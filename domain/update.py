@@ -172,7 +172,8 @@ def _bound_foreground(state: State, background_id: str, generation: int):
 
 def decide_triage(state: State, value: inp.ClassifyTriage, seq: int) -> list[ev.Event]:
     foreground = _bound_foreground(state, value.conversation_id, value.generation)
-    # `triage_blocked` (an open approval on the background) arrives with approvals.
+    if state.conversations[value.conversation_id].approvals:
+        raise Rejected("triage_blocked", f"{value.conversation_id!r} waits on an approval: never answered for it")
     update = state.updates.get(value.cause_key)
     if update is None or update.revision != value.update_revision:
         current = update.revision if update is not None else 0

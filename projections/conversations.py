@@ -14,6 +14,9 @@ class ConversationsView(View):
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
+        self.running: dict[str, str] = {}  # conversation -> running turn
+        self.recovery: dict[str, bool] = {}
+        self.failure_held: dict[str, bool] = {}
 
     def _opened(self, event: ev.ConversationOpened) -> None:
         self.rows[event.conversation_id] = {
@@ -46,6 +49,50 @@ class ConversationsView(View):
     def _synced(self, event: ev.IntentSynced) -> None:
         self.rows[event.conversation_id]["synced_intent_revision"] = event.synced_revision
 
+    def _turn_started(self, event: ev.TurnStarted) -> None:
+        self.running[event.conversation_id] = event.turn_id
+
+    def _delivery(self, event: ev.DeliveryCreated) -> None:
+        row = self.rows[event.conversation_id]
+        row["deliveries"].append(
+            {
+                "delivery_id": event.delivery_id,
+                "turn_id": event.turn_id,
+                "epoch": event.epoch,
+                "kind": event.kind,
+                "included": [[cause_key, revision] for cause_key, revision in event.included],
+                "messages": list(event.messages),
+                "tokens": event.tokens,
+                "attempt_state": "submitting",
+            }
+        )
+        if event.messages:
+            sent = set(event.messages)
+            row["queue"] = [m for m in row["queue"] if m not in sent]
+
+    def _receipted(self, event: ev.DeliveryReceipted) -> None:
+        row = self.rows[event.conversation_id]
+        for delivery in row["deliveries"]:
+            if delivery["delivery_id"] == event.delivery_id:
+                delivery["attempt_state"] = event.attempt_state
+        row["context_tokens"] = event.context_tokens
+
+    def _turn_ended(self, event: ev.TurnEnded) -> None:
+        self.running.pop(event.conversation_id, None)
+        row = self.rows[event.conversation_id]
+        row["queue"] = list(event.requeued) + row["queue"]
+
+    def _reset(self, event: ev.ContextReset) -> None:
+        row = self.rows[event.conversation_id]
+        row["epoch"] = event.epoch
+        row["context_tokens"] = 0
+
+    def _recovery(self, event: ev.RecoveryChanged) -> None:
+        self.recovery[event.conversation_id] = event.recovery is not None
+
+    def _failure_hold(self, event: ev.FailureHoldChanged) -> None:
+        self.failure_held[event.conversation_id] = event.held
+
     def _usage(self, event: ev.UsageReported) -> None:
         if event.conversation_id is not None and event.context_tokens is not None:
             self.rows[event.conversation_id]["context_tokens"] = event.context_tokens
@@ -57,7 +104,26 @@ class ConversationsView(View):
         ev.QueueEdited: _edited,
         ev.IntentSynced: _synced,
         ev.UsageReported: _usage,
+        ev.TurnStarted: _turn_started,
+        ev.DeliveryCreated: _delivery,
+        ev.DeliveryReceipted: _receipted,
+        ev.TurnEnded: _turn_ended,
+        ev.ContextReset: _reset,
+        ev.RecoveryChanged: _recovery,
+        ev.FailureHoldChanged: _failure_hold,
     }
 
     def render(self) -> list[dict[str, Any]]:
-        return sorted_rows(self.rows)
+        rows = sorted_rows(self.rows)
+        for row in rows:
+            conversation_id = row["conversation_id"]
+            # The first that applies (spec 7).
+            if self.recovery.get(conversation_id):
+                row["state"] = "context_recovery_required"
+            elif self.failure_held.get(conversation_id):
+                row["state"] = "failure_held"
+            elif conversation_id in self.running:
+                row["state"] = "running"
+            else:
+                row["state"] = "idle"
+        return rows

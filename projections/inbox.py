@@ -20,6 +20,12 @@ class InboxView(View):
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
+        # What retention and delivered_revision need of the deliveries:
+        self.deliveries: dict[str, tuple[str, int, list[tuple[str, int]]]] = {}  # id -> (conversation, epoch, included)
+        self.delivery_states: dict[str, str] = {}
+        self.epochs: dict[str, int] = {}  # conversation -> current epoch
+        self.holder: dict[str, str] = {}  # cause -> delivery holding its current revision
+        self.delivered_in: dict[str, set[str]] = {}  # conversation -> causes with a delivered_revision
 
     def _revised(self, cause_key: str, kind: str, revision: int, at: Any, partial: bool) -> None:
         row = self.rows.get(cause_key)
@@ -39,6 +45,7 @@ class InboxView(View):
                 "delivered_revision": None,
                 "retained": True,
             }
+        self.holder.pop(cause_key, None)  # holds are per revision
         row.update(
             revision=revision,
             kind=kind,
@@ -71,7 +78,48 @@ class InboxView(View):
             notification_priority=event.notification_priority,
         )
 
+    def _delivery(self, event: ev.DeliveryCreated) -> None:
+        included = [(cause_key, revision) for cause_key, revision in event.included]
+        self.deliveries[event.delivery_id] = (event.conversation_id, event.epoch, included)
+        self.delivery_states[event.delivery_id] = "submitting"
+        for cause_key, revision in included:
+            if self.rows[cause_key]["revision"] == revision:
+                self.holder[cause_key] = event.delivery_id
+
+    def _release(self, delivery_id: str) -> None:
+        for cause_key, _ in self.deliveries[delivery_id][2]:
+            if self.holder.get(cause_key) == delivery_id:
+                del self.holder[cause_key]
+
+    def _receipted(self, event: ev.DeliveryReceipted) -> None:
+        self.delivery_states[event.delivery_id] = event.attempt_state
+        conversation_id, epoch, included = self.deliveries[event.delivery_id]
+        if event.attempt_state in ("refused", "not_received"):
+            self._release(event.delivery_id)
+        elif event.attempt_state == "accepted" and epoch == self.epochs.get(conversation_id, 1):
+            for cause_key, revision in included:
+                row = self.rows[cause_key]
+                if row["delivered_revision"] is None or revision > row["delivered_revision"]:
+                    row["delivered_revision"] = revision
+                self.delivered_in.setdefault(conversation_id, set()).add(cause_key)
+
+    def _turn_ended(self, event: ev.TurnEnded) -> None:
+        for delivery_id in event.released:
+            self._release(delivery_id)
+
+    def _reset(self, event: ev.ContextReset) -> None:
+        self.epochs[event.conversation_id] = event.epoch
+        for delivery_id, (conversation_id, epoch, _) in self.deliveries.items():
+            if conversation_id == event.conversation_id and epoch < event.epoch:
+                self._release(delivery_id)
+        for cause_key in self.delivered_in.pop(event.conversation_id, set()):
+            self.rows[cause_key]["delivered_revision"] = None  # earlier epochs count for nothing now
+
     handlers = {
+        ev.DeliveryCreated: _delivery,
+        ev.DeliveryReceipted: _receipted,
+        ev.TurnEnded: _turn_ended,
+        ev.ContextReset: _reset,
         ev.ObservationRecorded: _recorded,
         ev.ObservationRepeated: _repeated,
         ev.UpdateRevised: _engine_revised,
@@ -81,6 +129,9 @@ class InboxView(View):
     def render(self) -> list[dict[str, Any]]:
         rows = sorted_rows(self.rows)
         for row in rows:
-            # Retained while untriaged or deliverable (no delivery holds it yet).
-            row["retained"] = row["triage_state"] == "untriaged" or row["disposition"] in DELIVERABLE
+            holder = self.holder.get(row["cause_key"])
+            deliverable = row["disposition"] in DELIVERABLE and holder is None
+            in_flight = holder is not None and self.delivery_states[holder] in ("submitting", "unknown")
+            # Obligations and alerts also retain an update (they land with section 6).
+            row["retained"] = row["triage_state"] == "untriaged" or deliverable or in_flight
         return rows

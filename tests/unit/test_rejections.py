@@ -430,7 +430,15 @@ def test_stale_generation_for_a_bind_that_does_not_exceed_the_binding():
 
 
 def test_already_dispatched_for_a_message_no_longer_queued():
-    engine = given(world(), message("m1"), queue_edit("m1", "withdraw"))
+    # A failure hold keeps the message queued (an idle foreground would send it at once).
+    held = line("hold.failure", "daemon", conversation_id="fg")
+    engine = given(world(), held, message("m1"), queue_edit("m1", "withdraw"))
+    assert rejection(when(engine, queue_edit("m1", "edit", text="again"))) == "already_dispatched"
+
+
+def test_already_dispatched_for_a_message_sent_in_a_turn():
+    engine = given(world(), message("m1"))
+    assert engine.state.conversations["fg"].messages["m1"].state == "dispatched"
     assert rejection(when(engine, queue_edit("m1", "edit", text="again"))) == "already_dispatched"
 
 
@@ -441,8 +449,8 @@ def test_already_dispatched_for_an_unknown_message():
 
 def test_not_implemented_for_a_kind_not_landed_yet():
     engine = given(world())
-    receipt_line = line("provider.receipt", "daemon", delivery_id="fg/d1", result="accepted")
-    assert rejection(when(engine, receipt_line)) == "not_implemented"
+    incident = line("health.incident", "watchdog", incident_id="i1", kind="daemon_dead", detail="no pid")
+    assert rejection(when(engine, incident)) == "not_implemented"
 
 
 # ------------------------------------------------------------ check order

@@ -1,0 +1,334 @@
+"""Conversations (spec section 5): provider receipts, turn ends, context
+resets, approvals and failure holds; and the foreground pass that decides
+human turns, coalesced wakes, steers and reseeds.
+
+Sent ≠ accepted ≠ in the current context: a delivery's manifest (which
+messages and which (cause, revision) pairs) is recorded before any provider
+I/O; only an `accepted` delivery of the current epoch counts as delivered; an
+`unknown` one keeps holding what it held until `provider.reconcile` — never a
+blind resend. A turn that fails or is interrupted puts its human messages back
+at the front of the queue, in order: no human message is ever lost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import msgspec
+
+from domain import events as ev
+from domain import inputs as inp
+from domain.reasons import Rejected
+from domain.state import Conversation, Delivery, State, Update
+
+Emit = Callable[[ev.Event], None]
+
+# Context cost of the control state in a reseed, per item (spec 5.2).
+reseed_task_tokens = 40
+reseed_grant_tokens = 20
+reseed_question_tokens = 30
+reseed_action_tokens = 30
+
+
+def _numbered(identifier: str, marker: str) -> str | None:
+    """The conversation id of `{conversation_id}/{marker}{n}`, or None."""
+    head, separator, number = identifier.rpartition(f"/{marker}")
+    return head if separator and number.isdigit() else None
+
+
+def _delivery(state: State, delivery_id: str) -> tuple[Conversation, Delivery]:
+    conversation = state.conversations.get(_numbered(delivery_id, "d") or "")
+    delivery = conversation.deliveries.get(delivery_id) if conversation is not None else None
+    if conversation is None or delivery is None:
+        raise Rejected("stale_attempt", f"no delivery {delivery_id!r}")
+    return conversation, delivery
+
+
+def _conversation(state: State, conversation_id: str) -> Conversation:
+    conversation = state.conversations.get(conversation_id)
+    if conversation is None:
+        raise Rejected("unknown_conversation", f"no conversation {conversation_id!r}")
+    return conversation
+
+
+def _end_turn(conversation: Conversation, seq: int, outcome: str, delivered: list[str] | None) -> ev.TurnEnded:
+    turn = conversation.running_turn
+    assert turn is not None
+    if outcome == "completed":
+        requeued: list[str] = []
+        released: list[str] = []
+    else:
+        # Back at the front, in order; revisions released except what an
+        # `unknown` delivery holds (it stays held until provider.reconcile).
+        requeued = [m for m in turn.messages if conversation.messages[m].state == "dispatched"]
+        released = [
+            d
+            for d in turn.deliveries
+            if conversation.deliveries[d].attempt_state != "unknown" and not conversation.deliveries[d].released
+        ]
+    return ev.TurnEnded(
+        cause=seq,
+        conversation_id=conversation.conversation_id,
+        turn_id=turn.turn_id,
+        outcome=outcome,
+        requeued=requeued,
+        delivered=delivered,
+        released=released,
+    )
+
+
+def _settle_delivery(
+    state: State, conversation: Conversation, delivery: Delivery, attempt_state: str, seq: int
+) -> list[ev.Event]:
+    tokens = conversation.context_tokens
+    if attempt_state == "accepted" and delivery.epoch == conversation.epoch:
+        tokens += delivery.tokens
+    events: list[ev.Event] = [
+        ev.DeliveryReceipted(
+            cause=seq,
+            conversation_id=conversation.conversation_id,
+            delivery_id=delivery.delivery_id,
+            attempt_state=attempt_state,
+            context_tokens=tokens,
+        )
+    ]
+    turn = conversation.running_turn
+    if (
+        attempt_state in ("refused", "not_received")
+        and delivery.kind == "turn"
+        and turn is not None
+        and turn.turn_id == delivery.turn_id
+    ):
+        # A turn whose delivery is refused or not received ends failed here.
+        ended = _end_turn(conversation, seq, "failed", None)
+        released = [d for d in ended.released if d != delivery.delivery_id]  # released by the receipt
+        events.append(msgspec.structs.replace(ended, released=released))
+    return events
+
+
+def decide_provider_receipt(state: State, value: inp.ProviderReceipt, seq: int) -> list[ev.Event]:
+    conversation, delivery = _delivery(state, value.delivery_id)
+    if delivery.attempt_state != "submitting":
+        raise Rejected("stale_attempt", f"{value.delivery_id!r} is {delivery.attempt_state}, not submitting")
+    return _settle_delivery(state, conversation, delivery, value.result, seq)
+
+
+def decide_provider_reconcile(state: State, value: inp.ProviderReconcile, seq: int) -> list[ev.Event]:
+    conversation, delivery = _delivery(state, value.delivery_id)
+    if delivery.attempt_state != "unknown":
+        raise Rejected("stale_attempt", f"{value.delivery_id!r} is {delivery.attempt_state}, not unknown")
+    return _settle_delivery(state, conversation, delivery, value.observed, seq)
+
+
+def decide_turn_ended(state: State, value: inp.EndTurn, seq: int) -> list[ev.Event]:
+    conversation = state.conversations.get(_numbered(value.turn_id, "t") or "")
+    if conversation is None or conversation.running_turn is None or conversation.running_turn.turn_id != value.turn_id:
+        raise Rejected("stale_attempt", f"{value.turn_id!r} is not a running turn")
+    delivered = list(value.delivered) if isinstance(value.delivered, list) else None
+    return [_end_turn(conversation, seq, value.outcome, delivered)]
+
+
+def decide_context_reset(state: State, value: inp.ResetContext, seq: int) -> list[ev.Event]:
+    conversation = _conversation(state, value.conversation_id)
+    events: list[ev.Event] = []
+    if conversation.running_turn is not None:
+        events.append(_end_turn(conversation, seq, "interrupted", None))
+    events.append(
+        ev.ContextReset(
+            cause=seq, conversation_id=conversation.conversation_id, epoch=conversation.epoch + 1, reason=value.reason
+        )
+    )
+    if conversation.recovery is not None:
+        # A reset makes room: the reseed goes first, then a kept message.
+        events.append(ev.RecoveryChanged(cause=seq, conversation_id=conversation.conversation_id, recovery=None))
+    return events
+
+
+def decide_approval_required(state: State, value: inp.RequireApproval, seq: int) -> list[ev.Event]:
+    conversation = _conversation(state, value.conversation_id)
+    if value.request_id in conversation.approvals:
+        return []  # already open: a continuing condition
+    return [
+        ev.ApprovalOpened(
+            cause=seq, conversation_id=conversation.conversation_id, request_id=value.request_id, detail=value.detail
+        )
+    ]
+
+
+def decide_approval_resolved(state: State, value: inp.ResolveApproval, seq: int) -> list[ev.Event]:
+    conversation = _conversation(state, value.conversation_id)
+    if value.request_id not in conversation.approvals:
+        raise Rejected("not_open", f"no open approval {value.request_id!r} on {value.conversation_id!r}")
+    return [ev.ApprovalResolved(cause=seq, conversation_id=conversation.conversation_id, request_id=value.request_id)]
+
+
+def decide_hold_failure(state: State, value: inp.HoldFailure, seq: int) -> list[ev.Event]:
+    conversation = _conversation(state, value.conversation_id)
+    if conversation.failure_held:
+        return []
+    return [ev.FailureHoldChanged(cause=seq, conversation_id=conversation.conversation_id, held=True)]
+
+
+def decide_hold_release(state: State, value: inp.ReleaseHold, seq: int) -> list[ev.Event]:
+    conversation = _conversation(state, value.conversation_id)
+    if not conversation.failure_held:
+        return []
+    return [ev.FailureHoldChanged(cause=seq, conversation_id=conversation.conversation_id, held=False)]
+
+
+# ============================================================ foreground pass
+
+
+def message_tokens(conversation: Conversation, message_id: str) -> int:
+    message = conversation.messages[message_id]
+    if message.tokens is not None:
+        return message.tokens
+    return math.ceil(len(message.text.encode("utf-8")) / 4)
+
+
+def update_tokens(update: Update) -> int:
+    if update.tokens is not None:
+        return update.tokens
+    if update.text:
+        return math.ceil(len(update.text.encode("utf-8")) / 4)
+    return 0
+
+
+def _rank_key(update: Update) -> tuple:
+    """urgent first, then notification_priority descending (null last), then
+    first_seen_at, then cause_key."""
+    priority = update.notification_priority
+    return (update.disposition != "urgent", priority is None, -(priority or 0), update.first_seen_at, update.cause_key)
+
+
+def _ranked(state: State, causes: set[str]) -> list[Update]:
+    return sorted((state.updates[cause] for cause in causes), key=_rank_key)
+
+
+def _fit(updates: list[Update], budget: int, limit: int | None = None) -> tuple[list[Update], int]:
+    """Take updates in order, skipping those that would not fit."""
+    chosen: list[Update] = []
+    used = 0
+    for update in updates:
+        if limit is not None and len(chosen) >= limit:
+            break
+        tokens = update_tokens(update)
+        if used + tokens <= budget:
+            chosen.append(update)
+            used += tokens
+    return chosen, used
+
+
+def _control_tokens(state: State, conversation: Conversation) -> int:
+    """The reseed's required part: this conversation's control state."""
+    total = 0
+    for task_id in conversation.tasks:
+        task = state.tasks[task_id]
+        if task.state != "active":
+            continue
+        total += reseed_task_tokens
+        if state.grants[task.grant_id].state == "live":
+            total += reseed_grant_tokens
+        total += reseed_question_tokens * task.open_questions
+        total += reseed_action_tokens * sum(1 for op in task.actions if not state.actions[op].terminal)
+    return total
+
+
+def run_foreground_pass(state: State, cause: int, emit: Emit) -> None:
+    """Spec 5.3: for each foreground, in id order, the first rule that applies."""
+    for conversation_id in state.foregrounds:
+        _conversation_pass(state, state.conversations[conversation_id], cause, emit)
+
+
+def _delivery_id(conversation: Conversation) -> str:
+    return f"{conversation.conversation_id}/d{len(conversation.deliveries) + 1}"
+
+
+def _deliver(
+    state: State,
+    conversation: Conversation,
+    cause: int,
+    emit: Emit,
+    kind: str,
+    turn_id: str | None,
+    updates: list[Update],
+    messages: list[str],
+    tokens: int,
+    control_tokens: int = 0,
+) -> None:
+    emit(
+        ev.DeliveryCreated(
+            cause=cause,
+            conversation_id=conversation.conversation_id,
+            delivery_id=_delivery_id(conversation),
+            turn_id=turn_id,
+            epoch=conversation.epoch,
+            kind=kind,
+            included=[(update.cause_key, update.revision) for update in updates],
+            messages=messages,
+            tokens=tokens,
+            control_tokens=control_tokens,
+        )
+    )
+
+
+def _conversation_pass(state: State, conversation: Conversation, cause: int, emit: Emit) -> None:
+    # 1. Not dispatchable: keep the queue and the updates.
+    if conversation.approvals or conversation.failure_held:
+        return
+    room = conversation.context_limit - conversation.reserve - conversation.context_tokens
+    if conversation.reseed_due and conversation.recovery is None:
+        _reseed(state, conversation, cause, emit)
+        return
+    if conversation.recovery is not None:
+        return
+    if conversation.reseed_id is not None:
+        reseed = conversation.deliveries[conversation.reseed_id]
+        if reseed.attempt_state != "accepted":
+            return
+    turn = conversation.running_turn
+    if turn is not None:
+        # 2. Running: only urgent updates, steered into the same turn.
+        if conversation.steer and conversation.deliverable:
+            urgent = [
+                update
+                for update in _ranked(state, conversation.deliverable)
+                if update.disposition == "urgent" and (update.cause_key, update.revision) not in conversation.not_steered
+            ]
+            chosen, used = _fit(urgent, room)
+            if chosen:
+                _deliver(state, conversation, cause, emit, "steer", turn.turn_id, chosen, [], used)
+        return
+    if conversation.queue:
+        # 3. A human turn: every queued message, then what fits.
+        messages = list(conversation.queue)
+        needed = sum(message_tokens(conversation, m) for m in messages)
+        if needed > room:
+            emit(ev.RecoveryChanged(cause=cause, conversation_id=conversation.conversation_id, recovery="message"))
+            return
+        chosen, used = _fit(_ranked(state, conversation.deliverable), room - needed)
+        optional, used_optional = _fit(_ranked(state, conversation.optional), room - needed - used)
+        turn_id = f"{conversation.conversation_id}/t{conversation.turns + 1}"
+        emit(ev.TurnStarted(cause=cause, conversation_id=conversation.conversation_id, turn_id=turn_id, epoch=conversation.epoch, kind="human"))
+        _deliver(state, conversation, cause, emit, "turn", turn_id, chosen + optional, messages, needed + used + used_optional)
+        return
+    if conversation.deliverable and "*" not in state.paused:
+        # 4. One coalesced wake: up to wake_batch_max updates that fit.
+        chosen, used = _fit(_ranked(state, conversation.deliverable), room, state.config.wake_batch_max)
+        if not chosen:
+            return  # compaction_required: nothing fits (alerts land with section 6)
+        turn_id = f"{conversation.conversation_id}/t{conversation.turns + 1}"
+        emit(ev.TurnStarted(cause=cause, conversation_id=conversation.conversation_id, turn_id=turn_id, epoch=conversation.epoch, kind="wake"))
+        _deliver(state, conversation, cause, emit, "turn", turn_id, chosen, [], used)
+
+
+def _reseed(state: State, conversation: Conversation, cause: int, emit: Emit) -> None:
+    """A bounded reseed of the new epoch: the control state, then what fits."""
+    required = _control_tokens(state, conversation)
+    room = conversation.context_limit - conversation.reserve - conversation.context_tokens
+    if required > room:
+        emit(ev.RecoveryChanged(cause=cause, conversation_id=conversation.conversation_id, recovery="reseed"))
+        return
+    chosen, used = _fit(_ranked(state, conversation.deliverable), room - required)
+    _deliver(state, conversation, cause, emit, "reseed", None, chosen, [], required + used, required)
