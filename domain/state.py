@@ -832,20 +832,30 @@ def _observation_recorded(state: State, event: ev.ObservationRecorded) -> None:
     source.latest_fingerprint = event.fingerprint
     if event.source_version is not None:
         source.versions.add(event.source_version)
-    update = state.updates.get(event.cause_key)
+    _revise_update(
+        state, event.cause_key, event.kind, event.update_revision, event.at, not event.complete, event.text, event.tokens
+    )
+
+
+def _revise_update(
+    state: State,
+    cause_key: str,
+    kind: str,
+    revision: int,
+    at: datetime.datetime,
+    partial: bool,
+    text: str | None,
+    tokens: int | None,
+) -> None:
+    """A cause's update gets a new revision, untriaged (created on its first)."""
+    update = state.updates.get(cause_key)
     if update is None:
-        update = state.updates[event.cause_key] = Update(
-            event.cause_key, event.kind, event.update_revision, event.at, event.at, event.at
-        )
+        update = state.updates[cause_key] = Update(cause_key, kind, revision, at, at, at)
     _untriage(state, update)
-    _revise_update(update, event.kind, event.update_revision, event.at)
-    update.partial = not event.complete
-    update.text = event.text
-    update.tokens = event.tokens
-
-
-def _revise_update(update: Update, kind: str, revision: int, at: datetime.datetime) -> None:
     update.held_by = None  # holds are per revision
+    update.partial = partial
+    update.text = text
+    update.tokens = tokens
     update.kind = kind
     update.revision = revision
     update.revised_at = at
@@ -891,16 +901,7 @@ def _observation_repeated(state: State, event: ev.ObservationRepeated) -> None:
 
 
 def _update_revised(state: State, event: ev.UpdateRevised) -> None:
-    update = state.updates.get(event.cause_key)
-    if update is None:
-        update = state.updates[event.cause_key] = Update(
-            event.cause_key, event.kind, event.revision, event.at, event.at, event.at
-        )
-    _untriage(state, update)
-    _revise_update(update, event.kind, event.revision, event.at)
-    update.partial = False
-    update.text = event.text
-    update.tokens = None
+    _revise_update(state, event.cause_key, event.kind, event.revision, event.at, False, event.text, None)
 
 
 def _update_triaged(state: State, event: ev.UpdateTriaged) -> None:
