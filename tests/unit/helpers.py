@@ -421,3 +421,68 @@ def world(heartbeat_at: float = 0) -> list[Line]:
         heartbeat(1, at=at(heartbeat_at)),
         delegate("t1"),
     ]
+
+
+# ------------------------------------------------------------ conversations (5)
+
+
+def provider_receipt(delivery_id: str = "fg/d1", result: str = "accepted", **kw: Any) -> Line:
+    return _with(line("provider.receipt", "daemon", delivery_id=delivery_id, result=result), kw)
+
+
+def provider_reconcile(delivery_id: str = "fg/d1", observed: str = "accepted", **kw: Any) -> Line:
+    return _with(line("provider.reconcile", "daemon", delivery_id=delivery_id, observed=observed), kw)
+
+
+def turn_ended(turn_id: str = "fg/t1", outcome: str = "completed", **kw: Any) -> Line:
+    return _with(line("turn.ended", "daemon", turn_id=turn_id, outcome=outcome), kw)
+
+
+def context_reset(conversation_id: str = "fg", reason: str = "compaction", **kw: Any) -> Line:
+    return _with(line("context.reset", "daemon", conversation_id=conversation_id, reason=reason), kw)
+
+
+def conversation_usage(conversation_id: str = "fg", actor: str = "daemon", **kw: Any) -> Line:
+    return _with(line("usage.report", actor, conversation_id=conversation_id), kw)
+
+
+def approval_required(request_id: str = "r1", conversation_id: str = "fg", detail: str = "may I?", **kw: Any) -> Line:
+    return _with(
+        line("approval.required", "daemon", conversation_id=conversation_id, request_id=request_id, detail=detail), kw
+    )
+
+
+def approval_resolved(request_id: str = "r1", conversation_id: str = "fg", **kw: Any) -> Line:
+    return _with(line("approval.resolved", "human", conversation_id=conversation_id, request_id=request_id), kw)
+
+
+def hold_failure(conversation_id: str = "fg", **kw: Any) -> Line:
+    return _with(line("hold.failure", "daemon", conversation_id=conversation_id), kw)
+
+
+def hold_release(conversation_id: str = "fg", **kw: Any) -> Line:
+    return _with(line("hold.release", "human", conversation_id=conversation_id), kw)
+
+
+def conversation_row(engine: Engine, conversation_id: str = "fg") -> dict[str, Any]:
+    return next(row for row in engine.views.view("conversations") if row["conversation_id"] == conversation_id)
+
+
+def deliveries(engine: Engine, conversation_id: str = "fg") -> list[dict[str, Any]]:
+    return conversation_row(engine, conversation_id)["deliveries"]
+
+
+def delivery_row(engine: Engine, delivery_id: str) -> dict[str, Any]:
+    conversation_id = delivery_id.rpartition("/d")[0]
+    return next(row for row in deliveries(engine, conversation_id) if row["delivery_id"] == delivery_id)
+
+
+def update_for(cause_key: str, disposition: str = "actionable", n: float = 0, fingerprint: str | None = None,
+               notification_priority: int | None = 3, update_revision: int = 1, **observe_kw: Any) -> list[Line]:
+    """An observation whose cause is `cause_key` (`ci:{scope}`), triaged on bg."""
+    scope = cause_key.partition(":")[2]
+    return [
+        observe(source_id=f"src-{cause_key}", scope=scope, fingerprint=fingerprint or f"fp-{cause_key}-{update_revision}",
+                at=at(n), **observe_kw),
+        triage(cause_key, update_revision, disposition, notification_priority=notification_priority, at=at(n)),
+    ]
