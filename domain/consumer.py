@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from domain import events as ev
 from domain import inputs as inp
+from domain.lifecycles import CONSUMER
 from domain.reasons import Rejected
 from domain.state import Consumer, State
 from domain.update import Draft, observation_events
@@ -38,7 +39,7 @@ def decide_batch(state: State, value: inp.LogBatch, seq: int) -> list[ev.Event]:
         events.append(ev.ConsumerCreated(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch))
         cursor = 0
     else:
-        if consumer.state == "reconciliation_required":
+        if not CONSUMER.allows(consumer.state, "batch"):
             raise Rejected("reconciliation_required", f"{consumer.reconciliation_id} is open: reconcile first")
         if value.epoch != consumer.epoch:
             raise Rejected(
@@ -73,7 +74,7 @@ def decide_pruned(state: State, value: inp.LogPruned, seq: int) -> list[ev.Event
         events.append(
             ev.WatermarkRaised(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch, max_deleted_seq=watermark)
         )
-    if consumer.state != "reconciliation_required":
+    if CONSUMER.allows(consumer.state, "require_reconciliation"):  # re-entering issues nothing
         if value.epoch != consumer.epoch:
             events.append(_start_reconciliation(consumer, seq, "epoch_changed", value.epoch))
         elif watermark > consumer.seq:
@@ -83,7 +84,11 @@ def decide_pruned(state: State, value: inp.LogPruned, seq: int) -> list[ev.Event
 
 def decide_reconcile(state: State, value: inp.LogReconcile, seq: int) -> list[ev.Event]:
     consumer = state.consumers.get(value.consumer_id)
-    if consumer is None or consumer.reconciliation_id != value.reconciliation_id:
+    if (
+        consumer is None
+        or not CONSUMER.allows(consumer.state, "reconcile")
+        or consumer.reconciliation_id != value.reconciliation_id
+    ):
         open_id = consumer.reconciliation_id if consumer is not None else None
         raise Rejected("stale_reconciliation", f"{value.reconciliation_id!r} is not the open reconciliation ({open_id})")
     draft = Draft(state)

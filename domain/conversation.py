@@ -19,6 +19,7 @@ import msgspec
 
 from domain import events as ev
 from domain import inputs as inp
+from domain.lifecycles import DELIVERY
 from domain.reasons import Rejected
 from domain.state import Conversation, Delivery, State, Update
 
@@ -109,16 +110,18 @@ def _settle_delivery(
 
 def decide_provider_receipt(state: State, value: inp.ProviderReceipt, seq: int) -> list[ev.Event]:
     conversation, delivery = _delivery(state, value.delivery_id)
-    if delivery.attempt_state != "submitting":
+    attempt_state = DELIVERY.target(delivery.attempt_state, f"receipt_{value.result}")
+    if attempt_state is None:
         raise Rejected("stale_attempt", f"{value.delivery_id!r} is {delivery.attempt_state}, not submitting")
-    return _settle_delivery(state, conversation, delivery, value.result, seq)
+    return _settle_delivery(state, conversation, delivery, attempt_state, seq)
 
 
 def decide_provider_reconcile(state: State, value: inp.ProviderReconcile, seq: int) -> list[ev.Event]:
     conversation, delivery = _delivery(state, value.delivery_id)
-    if delivery.attempt_state != "unknown":
+    attempt_state = DELIVERY.target(delivery.attempt_state, f"reconcile_{value.observed}")
+    if attempt_state is None:
         raise Rejected("stale_attempt", f"{value.delivery_id!r} is {delivery.attempt_state}, not unknown")
-    return _settle_delivery(state, conversation, delivery, value.observed, seq)
+    return _settle_delivery(state, conversation, delivery, attempt_state, seq)
 
 
 def decide_turn_ended(state: State, value: inp.EndTurn, seq: int) -> list[ev.Event]:

@@ -116,6 +116,43 @@ class QuestionMachine(StateMachine):
     answer = open.to(answered)
 
 
+class DeliveryMachine(StateMachine):
+    """A context delivery's attempt (spec 5.2): only `accepted` counts as delivered."""
+
+    submitting = State(initial=True)
+    accepted = State(final=True)
+    unknown = State()
+    refused = State(final=True)
+    not_received = State(final=True)
+
+    receipt_accepted = submitting.to(accepted)
+    receipt_unknown = submitting.to(unknown)
+    receipt_refused = submitting.to(refused)
+    reconcile_accepted = unknown.to(accepted)
+    reconcile_not_received = unknown.to(not_received)
+
+
+class UpdateMachine(StateMachine):
+    """A pending update's triage (spec 3.4): each new revision is untriaged again."""
+
+    untriaged = State(initial=True)
+    triaged = State()
+
+    classify = untriaged.to(triaged) | triaged.to.itself()
+    revise = untriaged.to.itself() | triaged.to(untriaged)
+
+
+class ConsumerMachine(StateMachine):
+    """A change-log consumer (spec 3.4)."""
+
+    consuming = State(initial=True)
+    reconciliation_required = State()
+
+    batch = consuming.to.itself()
+    require_reconciliation = consuming.to(reconciliation_required)
+    reconcile = reconciliation_required.to(consuming)
+
+
 class Lifecycle:
     """The transition table of one StateMachine class, derived once."""
 
@@ -155,7 +192,10 @@ ATTEMPT = Lifecycle(AttemptMachine)
 TASK = Lifecycle(TaskMachine)
 GRANT = Lifecycle(GrantMachine)
 QUESTION = Lifecycle(QuestionMachine)
-LIFECYCLES = (ACTION, ATTEMPT, TASK, GRANT, QUESTION)
+DELIVERY = Lifecycle(DeliveryMachine)
+UPDATE = Lifecycle(UpdateMachine)
+CONSUMER = Lifecycle(ConsumerMachine)
+LIFECYCLES = (ACTION, ATTEMPT, TASK, GRANT, QUESTION, DELIVERY, UPDATE, CONSUMER)
 
 # The action states the spec calls in flight (an attempt is out with the executor).
 IN_FLIGHT = frozenset({"submitting", "queued", "accepted", "unknown", "cancel_requested"})

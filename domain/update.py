@@ -23,6 +23,7 @@ from msgspec import UNSET
 
 from domain import events as ev
 from domain import inputs as inp
+from domain.lifecycles import UPDATE
 from domain.reasons import Rejected
 from domain.state import Action, State
 
@@ -175,7 +176,7 @@ def decide_triage(state: State, value: inp.ClassifyTriage, seq: int) -> list[ev.
     if state.conversations[value.conversation_id].approvals:
         raise Rejected("triage_blocked", f"{value.conversation_id!r} waits on an approval: never answered for it")
     update = state.updates.get(value.cause_key)
-    if update is None or update.revision != value.update_revision:
+    if update is None or update.revision != value.update_revision or not UPDATE.allows(update.triage_state, "classify"):
         current = update.revision if update is not None else 0
         raise Rejected(
             "stale_revision", f"update {value.cause_key!r} is at revision {current}, not {value.update_revision}"
