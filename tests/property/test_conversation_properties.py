@@ -10,7 +10,8 @@ outcomes, with or without `delivered`), `context.reset`, `approval.required` /
 `approval.resolved` (on the foreground or its background), `hold.failure` /
 `hold.release`, `usage.report` with `context_tokens`, `observe` +
 `triage.classify` of a few causes (so wakes, steers and reseeds happen) and
-`tick`s, on a foreground `fg` (steer on or off, small context) with a bound
+`tick`s, on a foreground `fg` (steer on or off, a 1000-token context with
+reserve 100 or 945 — the latter too small for any reseed) with a bound
 background `bg` and an active task `t1`.
 
 The checker keeps its own ledger from the accepted inputs and the recorded
@@ -65,11 +66,12 @@ FUZZ_EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "50"))
 FUZZ_STEPS = int(os.environ.get("TANDEM_FUZZ_STEPS", "40"))
 PASS_SCRATCH = frozenset({"dirty_actions", "dirty_tasks", "watchdog_fresh"})
 CAUSES = ("a", "b", "c")
-LIMIT, RESERVE = 1000, 100
+LIMIT = 1000
 
 
 class Checker:
-    def __init__(self, steer: bool) -> None:
+    def __init__(self, steer: bool, reserve: int = 100) -> None:
+        self.reserve = reserve
         self.engine = Engine()
         self.log: list[bytes] = []
         self.step = 0
@@ -88,7 +90,7 @@ class Checker:
         self.fingerprints = 0
         for line in (
             h.policy(),
-            h.open_foreground(context_limit=LIMIT, reserve=RESERVE, steer=steer),
+            h.open_foreground(context_limit=LIMIT, reserve=reserve, steer=steer),
             h.open_background(),
             h.bind(1),
             h.heartbeat(1),
@@ -135,8 +137,8 @@ class Checker:
                 self.fail(f"delivery id {event.delivery_id} reused")
             if event.epoch != self.epoch:
                 self.fail(f"{event.delivery_id} in epoch {event.epoch}, current {self.epoch}")
-            if self.context_tokens + event.tokens + RESERVE > LIMIT:
-                self.fail(f"{event.delivery_id} does not fit: {self.context_tokens}+{event.tokens}+{RESERVE}>{LIMIT}")
+            if self.context_tokens + event.tokens + self.reserve > LIMIT:
+                self.fail(f"{event.delivery_id} does not fit: {self.context_tokens}+{event.tokens}+{self.reserve}>{LIMIT}")
             for pair in event.included:
                 pair = tuple(pair)
                 for other_id, other in self.delivery.items():
@@ -265,7 +267,8 @@ def step(data: st.DataObject, checker: Checker) -> None:
     conversation = state.conversations["fg"]
     kind = data.draw(st.sampled_from([
         "message", "message", "message", "edit", "receipt", "receipt", "reconcile", "end", "end", "end",
-        "reset", "approval", "resolve", "hold", "release", "usage", "observe", "observe", "tick",
+        "reset", "approval", "resolve", "resolve", "hold", "release", "release", "usage", "observe", "observe",
+        "observe", "tick",
     ]))
     if kind == "message":
         n = len(checker.queued) + 1 + data.draw(st.integers(0, 1))  # sometimes a repeated id
@@ -280,7 +283,9 @@ def step(data: st.DataObject, checker: Checker) -> None:
         checker.apply(h.queue_edit(message_id, op, **({"text": "edited text"} if op == "edit" else {})))
     elif kind in ("receipt", "reconcile"):
         known = list(conversation.deliveries)
-        delivery_id = data.draw(st.sampled_from(known + [f"fg/d{len(known) + 1}", "nope/d1"]))
+        wanted = "submitting" if kind == "receipt" else "unknown"
+        live = [d for d, row in conversation.deliveries.items() if row.attempt_state == wanted]
+        delivery_id = data.draw(st.sampled_from(live * 4 + known + [f"fg/d{len(known) + 1}", "nope/d1"]))
         if kind == "receipt":
             checker.apply(h.provider_receipt(delivery_id, data.draw(st.sampled_from(["accepted", "unknown", "refused"]))))
         else:
@@ -298,7 +303,9 @@ def step(data: st.DataObject, checker: Checker) -> None:
     elif kind == "approval":
         checker.apply(h.approval_required(data.draw(st.sampled_from(["r1", "r2"])), data.draw(st.sampled_from(["fg", "bg"]))))
     elif kind == "resolve":
-        checker.apply(h.approval_resolved(data.draw(st.sampled_from(["r1", "r2"])), data.draw(st.sampled_from(["fg", "bg"]))))
+        open_ = [(r, c) for c in ("fg", "bg") for r in state.conversations[c].approvals]
+        request, where = data.draw(st.sampled_from(open_ * 3 + [("r1", "fg"), ("r2", "bg")]))
+        checker.apply(h.approval_resolved(request, where))
     elif kind == "hold":
         checker.apply(h.hold_failure())
     elif kind == "release":
@@ -324,9 +331,11 @@ def step(data: st.DataObject, checker: Checker) -> None:
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.data(), st.booleans())
-def test_conversation_invariants(data: st.DataObject, steer: bool) -> None:
-    checker = Checker(steer)
+@given(st.data(), st.booleans(), st.sampled_from([100, 100, 945]))
+def test_conversation_invariants(data: st.DataObject, steer: bool, reserve: int) -> None:
+    """Reserve 945 leaves 55 tokens: the reseed's control state (task t1 and
+    its grant, 60) never fits, so every reset ends in recovery."""
+    checker = Checker(steer, reserve)
     for _ in range(data.draw(st.integers(1, FUZZ_STEPS))):
         step(data, checker)
     checker.check_replay()
