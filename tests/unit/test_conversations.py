@@ -551,3 +551,71 @@ def test_refused_delivery_is_not_delivered():
     engine = given(*bare(), *update_for("ci:a"), hold_failure())
     when(engine, provider_receipt("fg/d1", "refused"))
     assert inbox_row(engine, "ci:a")["delivered_revision"] is None
+
+
+# ------------------------------------------------------------ more edges
+
+
+def test_wake_none_fits_means_no_wake():
+    engine = given(*bare(limit=1000, reserve=100), *update_for("ci:a", tokens=901))
+    assert deliveries(engine) == [] and conv(engine)["state"] == "idle"
+    assert inbox_row(engine, "ci:a")["retained"] is True
+
+
+def test_reseed_recovery_is_not_left_by_withdrawing_a_message():
+    engine = given(*world(), open_foreground("fg2", context_limit=100, reserve=50),
+                   delegate("t2", conversation_id="fg2"), context_reset("fg2"),
+                   message("m1", conversation_id="fg2", tokens=1))
+    assert conversation_row(engine, "fg2")["state"] == "context_recovery_required"
+    when(engine, queue_edit("m1", conversation_id="fg2"))
+    assert conversation_row(engine, "fg2")["state"] == "context_recovery_required"
+    assert deliveries(engine, "fg2") == []
+
+
+def test_reseed_and_human_turns_are_not_limited_by_wake_batch_max():
+    engine = given(*bare(wake_batch_max=1), hold_failure(), *update_for("ci:a"), *update_for("ci:b"),
+                   context_reset())
+    when(engine, hold_release())
+    assert last(engine)["kind"] == "reseed" and len(last(engine)["included"]) == 2
+    engine = given(*bare(wake_batch_max=1), hold_failure(), *update_for("ci:a"), *update_for("ci:b"),
+                   message("m1"))
+    when(engine, hold_release())
+    assert len(last(engine)["included"]) == 2
+
+
+def test_steer_is_not_stopped_by_a_star_pause():
+    engine = given(*running_with_steer(), pause("*"), *update_for("ci:u", disposition="urgent"))
+    assert last(engine)["kind"] == "steer"
+
+
+def test_accepted_reseed_counts_tokens_and_delivers():
+    engine = given(*world(), hold_failure(), *update_for("ci:a", tokens=5), context_reset())
+    when(engine, hold_release())
+    assert last(engine)["kind"] == "reseed"
+    when(engine, provider_receipt(last(engine)["delivery_id"]))
+    assert conv(engine)["context_tokens"] == 65
+    assert inbox_row(engine, "ci:a")["delivered_revision"] == 1
+
+
+def test_delivered_revision_stays_for_an_accepted_delivery_of_a_failed_turn():
+    # spec 7: delivered_revision = the highest revision in an accepted delivery of the current epoch
+    engine = given(*bare(), *update_for("ci:a"), provider_receipt("fg/d1"), hold_failure(),
+                   turn_ended("fg/t1", "failed"))
+    assert delivery_row(engine, "fg/d1")["attempt_state"] == "accepted"
+    assert inbox_row(engine, "ci:a")["delivered_revision"] == 1
+
+
+def test_a_reset_during_a_failure_hold_reseeds_once_the_hold_is_released():
+    engine = given(*world(), hold_failure(), message("m1"), context_reset())
+    assert deliveries(engine) == []
+    when(engine, hold_release())
+    assert [d["kind"] for d in deliveries(engine)] == ["reseed"]
+    when(engine, provider_receipt("fg/d1"))
+    assert last(engine)["messages"] == ["m1"]
+
+
+def test_hold_release_and_approval_resolved_are_human_only():
+    engine = given(*bare(), hold_failure(), approval_required("r1"))
+    assert rejection(when(engine, hold_release(actor="daemon"))) is not None
+    assert rejection(when(engine, approval_resolved("r1", actor="daemon"))) is not None
+    assert conv(engine)["state"] == "failure_held"
