@@ -39,7 +39,13 @@ events and verifies after every input:
    `provider.reconcile`). When a `DeliveryCreated` includes a pair, no other
    delivery may hold it. Each delivery's `tokens` never makes it overflow:
    `context_tokens + tokens + reserve ≤ context_limit` at creation.
-5. **Replay**: folding the encoded/decoded events into fresh `Views()` and
+5. **The view's `state`** is the first of `context_recovery_required`
+   (a `RecoveryChanged` to non-null is in force), `failure_held`, `running`,
+   `idle`; and (5.3 rule 3) after every input, a foreground with no open
+   approval, no failure hold, no recovery, its reseed (after a reset)
+   accepted and no running turn has an empty queue — the pass started a
+   human turn.
+6. **Replay**: folding the encoded/decoded events into fresh `Views()` and
    `State()` gives the same views document and the same state.
 
 Budget: 50 examples by default (deadline None); TANDEM_FUZZ_EXAMPLES and
@@ -88,6 +94,10 @@ class Checker:
         self.epoch = 1
         self.context_tokens = 0
         self.fingerprints = 0
+        self.approvals: set[str] = set()  # open on fg
+        self.held = False
+        self.recovery: str | None = None
+        self.reseed_accepted = True  # epoch 1 needs no reseed
         for line in (
             h.policy(),
             h.open_foreground(context_limit=LIMIT, reserve=reserve, steer=steer),
@@ -169,6 +179,8 @@ class Checker:
             d = self.delivery[event.delivery_id]
             was = d["state"]
             d["state"] = event.attempt_state
+            if event.attempt_state == "accepted" and d["turn"] is None and d["epoch"] == self.epoch:
+                self.reseed_accepted = True
             if event.attempt_state in ("refused", "not_received"):
                 d["holds"] = False
             elif was == "unknown" and d["turn_over"]:
@@ -187,7 +199,16 @@ class Checker:
                         d["turn_over"] = True
                         if d["state"] != "unknown":
                             d["holds"] = False
+        elif isinstance(event, ev.ApprovalOpened) and event.conversation_id == "fg":
+            self.approvals.add(event.request_id)
+        elif isinstance(event, ev.ApprovalResolved) and event.conversation_id == "fg":
+            self.approvals.discard(event.request_id)
+        elif isinstance(event, ev.FailureHoldChanged) and event.conversation_id == "fg":
+            self.held = event.held
+        elif isinstance(event, ev.RecoveryChanged) and event.conversation_id == "fg":
+            self.recovery = event.recovery
         elif isinstance(event, ev.ContextReset):
+            self.reseed_accepted = False
             self.epoch = event.epoch
             self.context_tokens = 0
             for d in self.delivery.values():
@@ -226,6 +247,17 @@ class Checker:
             self.fail("view says running, no turn runs")
         if self.running is not None and row["state"] == "idle":
             self.fail(f"view says idle while {self.running} runs")
+        expected = (
+            "context_recovery_required" if self.recovery is not None
+            else "failure_held" if self.held
+            else "running" if self.running is not None
+            else "idle"
+        )
+        if row["state"] != expected:
+            self.fail(f"view state {row['state']}, expected {expected}")
+        blocked = self.approvals or self.held or self.recovery is not None or not self.reseed_accepted
+        if not blocked and self.running is None and queue:
+            self.fail(f"idle and dispatchable with messages queued {queue}: no human turn")
         if row["context_tokens"] != self.context_tokens:
             self.fail(f"context_tokens {row['context_tokens']}, events say {self.context_tokens}")
         # the view's deliveries match the ledger
