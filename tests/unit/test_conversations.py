@@ -619,3 +619,24 @@ def test_hold_release_and_approval_resolved_are_human_only():
     assert rejection(when(engine, hold_release(actor="daemon"))) is not None
     assert rejection(when(engine, approval_resolved("r1", actor="daemon"))) is not None
     assert conv(engine)["state"] == "failure_held"
+
+
+def test_failed_turn_releases_its_accepted_steer():
+    engine = given(*running_with_steer(), *update_for("ci:u", disposition="urgent"))
+    assert last(engine)["kind"] == "steer"
+    when(engine, provider_receipt("fg/d2"))
+    when(engine, turn_ended("fg/t1", "failed"))
+    d = last(engine)
+    assert d["turn_id"] == "fg/t2" and d["messages"] == ["m1"] and d["included"] == [["ci:u", 1]]
+
+
+def test_completed_turn_keeps_its_revisions_delivered():
+    engine = given(*bare(), *update_for("ci:a"), provider_receipt("fg/d1"), turn_ended("fg/t1"))
+    when(engine, message("m1"))
+    assert last(engine)["included"] == []
+    assert inbox_row(engine, "ci:a")["delivered_revision"] == 1
+
+
+def test_reset_makes_an_accepted_revision_deliverable_again_in_the_reseed():
+    engine = given(*bare(), *update_for("ci:a"), provider_receipt("fg/d1"), turn_ended("fg/t1"), context_reset())
+    assert last(engine)["kind"] == "reseed" and last(engine)["included"] == [["ci:a", 1]]
