@@ -640,3 +640,16 @@ def test_completed_turn_keeps_its_revisions_delivered():
 def test_reset_makes_an_accepted_revision_deliverable_again_in_the_reseed():
     engine = given(*bare(), *update_for("ci:a"), provider_receipt("fg/d1"), turn_ended("fg/t1"), context_reset())
     assert last(engine)["kind"] == "reseed" and last(engine)["included"] == [["ci:a", 1]]
+
+
+def test_not_received_of_an_earlier_turn_does_not_end_the_running_one():
+    engine = given(*bare(), message("m1"), provider_receipt("fg/d1", "unknown"), turn_ended("fg/t1", "failed"))
+    assert last(engine)["turn_id"] == "fg/t2" and last(engine)["messages"] == ["m1"]
+    events = when(engine, provider_reconcile("fg/d1", "not_received"))
+    assert of_type(events, ev.TurnEnded) == []
+    assert conv(engine)["state"] == "running"
+
+
+def test_update_tokens_default_to_text_bytes_over_four():
+    engine = given(*bare(), *update_for("ci:a", text="x" * 9))
+    assert last(engine)["tokens"] == 3
