@@ -85,6 +85,7 @@ def _settle_delivery(
     tokens = conversation.context_tokens
     if attempt_state == "accepted" and delivery.epoch == conversation.epoch:
         tokens += delivery.tokens
+    settled = attempt_state != "unknown"
     events: list[ev.Event] = [
         ev.DeliveryReceipted(
             cause=seq,
@@ -92,6 +93,7 @@ def _settle_delivery(
             delivery_id=delivery.delivery_id,
             attempt_state=attempt_state,
             context_tokens=tokens,
+            releases=attempt_state in ("refused", "not_received") or (delivery.orphaned and settled),
         )
     ]
     turn = conversation.running_turn

@@ -486,6 +486,9 @@ class DeliveryReceipted(Decision, frozen=True, kw_only=True):
     delivery_id: str
     attempt_state: str  # accepted, unknown, refused, not_received
     context_tokens: int  # the conversation's context after it
+    # It holds nothing from now on: refused or not received, or reconciled
+    # after its turn failed or was interrupted (it stayed held until now).
+    releases: bool = False
 
 
 class TurnEnded(Decision, frozen=True, kw_only=True):

@@ -151,6 +151,7 @@ class Delivery:
     tokens: int
     attempt_state: str = "submitting"
     released: bool = False  # its turn failed or was interrupted: it holds nothing now
+    orphaned: bool = False  # its turn failed while it was unknown: released once reconciled
 
 
 @dataclass(slots=True)
@@ -1004,8 +1005,9 @@ def _delivery_receipted(state: State, event: ev.DeliveryReceipted) -> None:
     delivery = conversation.deliveries[event.delivery_id]
     delivery.attempt_state = event.attempt_state
     conversation.context_tokens = event.context_tokens
-    if event.attempt_state in ("refused", "not_received"):
+    if event.releases:
         _release(state, delivery)
+    if event.attempt_state in ("refused", "not_received"):
         if delivery.kind == "steer":
             conversation.not_steered.update(delivery.included)
         if delivery.kind == "reseed" and delivery.epoch == conversation.epoch:
@@ -1025,6 +1027,11 @@ def _turn_ended(state: State, event: ev.TurnEnded) -> None:
         conversation.queue = list(event.requeued) + conversation.queue
     for delivery_id in event.released:
         _release(state, conversation.deliveries[delivery_id])
+    if event.outcome != "completed":
+        for delivery_id in turn.deliveries:
+            delivery = conversation.deliveries[delivery_id]
+            if not delivery.released:
+                delivery.orphaned = True  # still unknown: held until provider.reconcile
 
 
 def _context_reset(state: State, event: ev.ContextReset) -> None:

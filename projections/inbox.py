@@ -94,9 +94,9 @@ class InboxView(View):
     def _receipted(self, event: ev.DeliveryReceipted) -> None:
         self.delivery_states[event.delivery_id] = event.attempt_state
         conversation_id, epoch, included = self.deliveries[event.delivery_id]
-        if event.attempt_state in ("refused", "not_received"):
+        if event.releases:
             self._release(event.delivery_id)
-        elif event.attempt_state == "accepted" and epoch == self.epochs.get(conversation_id, 1):
+        if event.attempt_state == "accepted" and epoch == self.epochs.get(conversation_id, 1):
             for cause_key, revision in included:
                 row = self.rows[cause_key]
                 if row["delivered_revision"] is None or revision > row["delivered_revision"]:

@@ -49,3 +49,23 @@ def test_refused_after_a_grant_revision_that_still_allows_it_is_restamped_and_re
     assert updated.action_state == "pending" and updated.restamped is not None and updated.restamped.grant == 2
     claim = of_type(events, ev.ActionClaimed)[0]
     assert claim.attempt_id == "op-1/a2" and claim.envelope.grant_revision == 2
+
+
+# ---- held revisions of an unknown delivery whose turn failed (spec 5.3)
+
+
+def test_an_unknown_delivery_of_a_failed_turn_holds_until_reconciled_then_releases() -> None:
+    from tests.unit.helpers import delivery_row, provider_reconcile, provider_receipt, turn_ended, update_for
+
+    engine = given(world(), *update_for("ci:pr/1"))
+    assert delivery_row(engine, "fg/d1")["included"] == [["ci:pr/1", 1]]  # the wake
+    engine = given(world(), *update_for("ci:pr/1"), provider_receipt("fg/d1", "unknown"), turn_ended("fg/t1", "failed"))
+    # Still held: no blind resend while the provider may have it.
+    assert engine.state.updates["ci:pr/1"].held_by == "fg/d1"
+    assert [row["delivery_id"] for row in engine.views.view("conversations")[1]["deliveries"]] == ["fg/d1"]
+    events = when(engine, provider_reconcile("fg/d1", "accepted"))
+    receipted = of_type(events, ev.DeliveryReceipted)[0]
+    assert receipted.releases is True
+    # Released once settled: the failed turn's revision goes out again, in a new wake.
+    created = of_type(events, ev.DeliveryCreated)
+    assert [(d.delivery_id, d.included) for d in created] == [("fg/d2", [("ci:pr/1", 1)])]
