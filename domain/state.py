@@ -1008,8 +1008,9 @@ def _delivery_receipted(state: State, event: ev.DeliveryReceipted) -> None:
     if event.releases:
         _release(state, delivery)
     if event.attempt_state in ("refused", "not_received"):
-        if delivery.kind == "steer":
-            conversation.not_steered.update(delivery.included)
+        turn = conversation.running_turn
+        if delivery.kind == "steer" and event.attempt_state == "refused" and turn is not None and turn.turn_id == delivery.turn_id:
+            conversation.not_steered.update(delivery.included)  # not steered again during that turn
         if delivery.kind == "reseed" and delivery.epoch == conversation.epoch:
             conversation.reseed_due = True  # replaced in the same pass
 

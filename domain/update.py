@@ -143,7 +143,8 @@ def outcome_update_events(state: State, action: Action, outcome: str, seq: int, 
     task = state.tasks.get(action.task_id) if action.task_id is not None else None
     return [
         ev.UpdateRevised(
-            cause=seq, cause_key=cause_key, kind="outcome", revision=revision, text=f"{action.operation_id} {outcome}", at=at
+            # No observation behind it: no text, so it costs 0 tokens (spec 5.2).
+            cause=seq, cause_key=cause_key, kind="outcome", revision=revision, text=None, at=at
         ),
         ev.UpdateTriaged(
             cause=seq,
