@@ -15,6 +15,7 @@ class ConversationsView(View):
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
         self.running: dict[str, str] = {}  # conversation -> running turn
+        self.delivery_rows: dict[str, dict[str, Any]] = {}
         self.recovery: dict[str, bool] = {}
         self.failure_held: dict[str, bool] = {}
 
@@ -54,8 +55,9 @@ class ConversationsView(View):
 
     def _delivery(self, event: ev.DeliveryCreated) -> None:
         row = self.rows[event.conversation_id]
+        delivery: dict[str, Any]
         row["deliveries"].append(
-            {
+            delivery := {
                 "delivery_id": event.delivery_id,
                 "turn_id": event.turn_id,
                 "epoch": event.epoch,
@@ -66,16 +68,14 @@ class ConversationsView(View):
                 "attempt_state": "submitting",
             }
         )
+        self.delivery_rows[event.delivery_id] = delivery
         if event.messages:
             sent = set(event.messages)
             row["queue"] = [m for m in row["queue"] if m not in sent]
 
     def _receipted(self, event: ev.DeliveryReceipted) -> None:
-        row = self.rows[event.conversation_id]
-        for delivery in row["deliveries"]:
-            if delivery["delivery_id"] == event.delivery_id:
-                delivery["attempt_state"] = event.attempt_state
-        row["context_tokens"] = event.context_tokens
+        self.delivery_rows[event.delivery_id]["attempt_state"] = event.attempt_state
+        self.rows[event.conversation_id]["context_tokens"] = event.context_tokens
 
     def _turn_ended(self, event: ev.TurnEnded) -> None:
         self.running.pop(event.conversation_id, None)

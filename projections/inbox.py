@@ -40,8 +40,8 @@ class InboxView(View):
                 "notification_priority": None,
                 "partial": partial,
                 "repeats": 0,
-                "first_seen_at": rfc3339(at),
-                "last_seen_at": rfc3339(at),
+                "first_seen_at": at,  # datetimes until render: formatting is the costly part
+                "last_seen_at": at,
                 "delivered_revision": None,
                 "retained": True,
             }
@@ -54,7 +54,7 @@ class InboxView(View):
             action_priority=None,
             notification_priority=None,
             partial=partial,
-            last_seen_at=rfc3339(at),
+            last_seen_at=at,
         )
 
     def _recorded(self, event: ev.ObservationRecorded) -> None:
@@ -65,7 +65,7 @@ class InboxView(View):
         if event.counted:
             row = self.rows[event.cause_key]
             row["repeats"] += 1
-            row["last_seen_at"] = rfc3339(event.at)
+            row["last_seen_at"] = event.at
 
     def _engine_revised(self, event: ev.UpdateRevised) -> None:
         self._revised(event.cause_key, event.kind, event.revision, event.at, False)
@@ -127,7 +127,10 @@ class InboxView(View):
     }
 
     def render(self) -> list[dict[str, Any]]:
-        rows = sorted_rows(self.rows)
+        rows = [
+            {**row, "first_seen_at": rfc3339(row["first_seen_at"]), "last_seen_at": rfc3339(row["last_seen_at"])}
+            for row in sorted_rows(self.rows)
+        ]
         for row in rows:
             holder = self.holder.get(row["cause_key"])
             deliverable = row["disposition"] in DELIVERABLE and holder is None
