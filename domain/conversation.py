@@ -110,20 +110,22 @@ def _settle_delivery(
     return events
 
 
-def decide_provider_receipt(state: State, value: inp.ProviderReceipt, seq: int) -> list[ev.Event]:
-    conversation, delivery = _delivery(state, value.delivery_id)
-    attempt_state = DELIVERY.target(delivery.attempt_state, f"receipt_{value.result}")
+def _settle_from(state: State, delivery_id: str, delivery_event: str, expected: str, seq: int) -> list[ev.Event]:
+    conversation, delivery = _delivery(state, delivery_id)
+    attempt_state = DELIVERY.target(delivery.attempt_state, delivery_event)
     if attempt_state is None:
-        raise Rejected("stale_attempt", f"{value.delivery_id!r} is {delivery.attempt_state}, not submitting")
+        raise Rejected("stale_attempt", f"{delivery_id!r} is {delivery.attempt_state}, not {expected}")
     return _settle_delivery(state, conversation, delivery, attempt_state, seq)
+
+
+def decide_provider_receipt(state: State, value: inp.ProviderReceipt, seq: int) -> list[ev.Event]:
+    """Only while the delivery is submitting (spec 5.1)."""
+    return _settle_from(state, value.delivery_id, f"receipt_{value.result}", "submitting", seq)
 
 
 def decide_provider_reconcile(state: State, value: inp.ProviderReconcile, seq: int) -> list[ev.Event]:
-    conversation, delivery = _delivery(state, value.delivery_id)
-    attempt_state = DELIVERY.target(delivery.attempt_state, f"reconcile_{value.observed}")
-    if attempt_state is None:
-        raise Rejected("stale_attempt", f"{value.delivery_id!r} is {delivery.attempt_state}, not unknown")
-    return _settle_delivery(state, conversation, delivery, attempt_state, seq)
+    """Only while the delivery is unknown (spec 5.1)."""
+    return _settle_from(state, value.delivery_id, f"reconcile_{value.observed}", "unknown", seq)
 
 
 def decide_turn_ended(state: State, value: inp.EndTurn, seq: int) -> list[ev.Event]:
