@@ -20,14 +20,11 @@ from domain import consumer, update
 from domain import conversation as conversation_rules
 from domain import events as ev
 from domain import inputs as inp
+from domain.inputs import given
 from domain.authority import narrow_operations, narrow_roots, normalise_path, path_allowed
 from domain.lifecycles import ACTION, ATTEMPT, IN_FLIGHT, QUESTION, TASK
 from domain.reasons import Rejected
 from domain.state import USAGE_FIELDS, Action, Grant, State
-
-
-def given(value: Any) -> Any:
-    return None if value is UNSET else value
 
 
 def record(state: State, value: inp.Input, seq: int, file: str | None, line: int | None) -> list[ev.Event]:

@@ -70,6 +70,11 @@ ACTORS: dict[str, tuple[str, ...]] = {
 HUMAN_ONLY: tuple[str, ...] = ("human",)
 
 
+def given(value: Any) -> Any:
+    """A field's value, or None when the input left it out (UNSET)."""
+    return None if value is UNSET else value
+
+
 def accepted_actors(kind: str) -> tuple[str, ...]:
     return ACTORS.get(kind, HUMAN_ONLY)
 

@@ -23,13 +23,10 @@ from msgspec import UNSET
 
 from domain import events as ev
 from domain import inputs as inp
+from domain.inputs import given
 from domain.lifecycles import UPDATE
 from domain.reasons import Rejected
 from domain.state import Action, State
-
-
-def given(value: object) -> object:
-    return None if value is UNSET else value
 
 
 def default_cause_key(fields: inp.ObservationFields | inp.Observe) -> str:
