@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from adapters import daemon, watchdog
 from adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
 from adapters.render import render_document, render_view
 from adapters.store import open_store, store_url_help
@@ -119,6 +120,20 @@ def cmd_demo(args: argparse.Namespace) -> None:
     print_views(engine.views, None, args.json)
 
 
+def cmd_daemon(args: argparse.Namespace) -> None:
+    try:
+        daemon.run(args)
+    except daemon.DaemonError as error:
+        raise CliError(str(error), error.code) from error
+
+
+def cmd_watchdog(args: argparse.Namespace) -> None:
+    try:
+        watchdog.run(args)
+    except watchdog.WatchdogError as error:
+        raise CliError(str(error), error.code) from error
+
+
 # ------------------------------------------------------------------ parser
 
 
@@ -209,12 +224,39 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo",
         help="run the bundled email-signup example on SQLite",
-        description="Ingest fixtures/traces/email_signup.jsonl (spec section 9) into the store and print the views. "
+        description="Ingest fixtures/gates/02_prerequisite_user_away.jsonl (spec section 9) into the store and print the views. "
         "Running it again resumes: nothing is applied twice.",
     )
     demo.add_argument("--store", default=DEFAULT_STORE, metavar="URL", help=f"default {DEFAULT_STORE}")
     demo.add_argument("--json", action="store_true", help="print JSON (spec section 7)")
     demo.set_defaults(handler=cmd_demo)
+
+    daemon_parser = commands.add_parser(
+        "daemon",
+        help="run the engine: apply spooled traces and the watchdog's facts as they arrive",
+        description="The long-running engine (docs/operations.md). Records daemon.start, then applies "
+        "trace files renamed into --spool (in name order, each exactly once, even across a crash), imports "
+        "the watchdog's heartbeats and incidents from --watchdog-db (read-only, once by id), records a tick "
+        "when idle, and rewrites the health snapshot --health. On SIGTERM or SIGINT it records "
+        "daemon.stop (expected), publishes state stopped and exits 0.",
+        epilog=f"Stores: {store_url_help}. Exit codes: 0 stopped as asked; 1 the store, spool or a file could "
+        "not be used, or it stopped after an error; 2 bad usage.",
+    )
+    daemon.configure_parser(daemon_parser)
+    daemon_parser.set_defaults(handler=cmd_daemon)
+
+    watchdog_parser = commands.add_parser(
+        "watchdog",
+        help="watch the daemon from outside: heartbeats, incidents, notifications",
+        description="An independent process (docs/operations.md): each --interval it writes a heartbeat "
+        "row to its own SQLite file --db and reads the daemon's health snapshot --health. A daemon that is "
+        "dead or stale (and did not stop as asked) opens one incident row per occurrence and a notification "
+        "(notify log and stderr, plus notify-send when on PATH); a daemon back and fresh gets a recovery "
+        "row. The daemon imports these rows.",
+        epilog="Exit codes: 0 stopped by SIGTERM or SIGINT; 1 a file could not be used; 2 bad usage.",
+    )
+    watchdog.configure_parser(watchdog_parser)
+    watchdog_parser.set_defaults(handler=cmd_watchdog)
     return parser
 
 

@@ -1,0 +1,539 @@
+"""`tandem watchdog`: an independent process that watches the daemon.
+
+It shares nothing with the daemon but the daemon's published health snapshot
+(`adapters/health_file.py`): no store, no socket, no import of its state. Each
+interval it
+
+1. writes a heartbeat row to its **own** SQLite file (never the engine's
+   database), with a generation that goes up by one every time a watchdog
+   process starts on that file, so generations never go backwards;
+2. reads the snapshot and judges the daemon: alive (the snapshot's pid exists)
+   and fresh (written within `--max-age`), or stopped on purpose (state
+   `stopped` with `expected_stop: true`: not a crash);
+3. if the daemon is dead or stale, opens one incident row (`daemon_dead-{n}`)
+   for that occurrence and notifies through a path that does not depend on
+   the daemon (a notify log file and stderr, and `notify-send` when it is on
+   PATH); once the daemon is back and fresh, writes a recovery row.
+
+The daemon imports those rows by id (`read_facts`, read-only, outside its own
+transactions): that is how the engine learns of heartbeats and incidents. A
+watchdog that stops writing heartbeats makes the engine hold unattended
+dispatch (the domain's fail-closed rule); the daemon never invents one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fcntl
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from adapters.health_file import SnapshotUnreadable, format_time, parse_time, read_snapshot, utc_now
+
+watchdog_format = "tandem-watchdog/1"
+heartbeats_kept_max = 1_000  # older heartbeat rows are pruned: only the latest matter
+facts_read_max = 1_000  # rows a reader takes per call
+sqlite_busy_timeout_s = 10
+notify_send_timeout_s = 5
+incident_kind = "daemon_dead"
+
+EXIT_FAILED, EXIT_USAGE = 1, 2
+
+
+class WatchdogError(Exception):
+    """The watchdog cannot run (bad option, unusable file); `code` is the exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class WatchdogUnreadable(Exception):
+    """The watchdog's file exists but cannot be read as one (yet)."""
+
+
+# ---------------------------------------------------------------- the file
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS heartbeats (
+    id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, generation INTEGER NOT NULL, at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS incidents (
+    id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, incident_id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL, detail TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS recoveries (
+    id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, incident_id TEXT NOT NULL UNIQUE,
+    detail TEXT NOT NULL, at TEXT NOT NULL);
+"""
+
+
+class WatchdogStore:
+    """The watchdog's own SQLite file; this process is its only writer.
+
+    Rollback-journal mode (not WAL): a reader opened with `mode=ro` then needs
+    nothing but read permission, so the daemon may run as another user. Every
+    row takes the next number of one sequence shared by the three tables
+    (`seq`), so a reader can replay them in the order they were written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.connection = sqlite3.connect(path, timeout=sqlite_busy_timeout_s, isolation_level=None)
+            self.connection.execute("PRAGMA journal_mode=DELETE")
+            self.connection.execute("PRAGMA synchronous=FULL")
+            with self._transaction() as cursor:
+                for statement in SCHEMA.strip().split(";"):
+                    if statement.strip():
+                        cursor.execute(statement)
+                existing = dict(cursor.execute("SELECT key, value FROM meta").fetchall())
+                if not existing:
+                    defaults = {
+                        "format": watchdog_format,
+                        "store_id": uuid.uuid4().hex,
+                        "generation": "0",
+                        "next_seq": "1",
+                        "next_incident": "1",
+                    }
+                    cursor.executemany("INSERT INTO meta VALUES (?, ?)", sorted(defaults.items()))
+                elif existing.get("format") != watchdog_format:
+                    raise WatchdogError(f"{path} is not a {watchdog_format} file (format {existing.get('format')!r})")
+        except sqlite3.Error as error:
+            raise WatchdogError(f"cannot open the watchdog database {path}: {error}") from error
+
+    class _Transaction:
+        def __init__(self, connection: sqlite3.Connection) -> None:
+            self.connection = connection
+
+        def __enter__(self) -> sqlite3.Cursor:
+            self.connection.execute("BEGIN IMMEDIATE")
+            return self.connection.cursor()
+
+        def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+            self.connection.execute("COMMIT" if kind is None else "ROLLBACK")
+
+    def _transaction(self) -> WatchdogStore._Transaction:
+        return WatchdogStore._Transaction(self.connection)
+
+    @staticmethod
+    def _take(cursor: sqlite3.Cursor, key: str) -> int:
+        (value,) = cursor.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        cursor.execute("UPDATE meta SET value = ? WHERE key = ?", (str(int(value) + 1), key))
+        return int(value)
+
+    def start_generation(self) -> int:
+        """This process's generation: one more than the last process's."""
+        with self._transaction() as cursor:
+            return self._take(cursor, "generation") + 1
+
+    def heartbeat(self, generation: int, number: int, at: datetime.datetime) -> str:
+        row_id = f"watchdog/heartbeat/{generation}/{number}"
+        with self._transaction() as cursor:
+            seq = self._take(cursor, "next_seq")
+            cursor.execute(
+                "INSERT INTO heartbeats VALUES (?, ?, ?, ?)", (row_id, seq, generation, format_time(at))
+            )
+        return row_id
+
+    def open_incident(self, kind: str, detail: str, at: datetime.datetime) -> str:
+        with self._transaction() as cursor:
+            incident_id = f"{kind}-{self._take(cursor, 'next_incident')}"
+            seq = self._take(cursor, "next_seq")
+            cursor.execute(
+                "INSERT INTO incidents VALUES (?, ?, ?, ?, ?, ?)",
+                (f"watchdog/incident/{incident_id}", seq, incident_id, kind, detail, format_time(at)),
+            )
+        return incident_id
+
+    def recover(self, incident_id: str, detail: str, at: datetime.datetime) -> None:
+        with self._transaction() as cursor:
+            seq = self._take(cursor, "next_seq")
+            cursor.execute(
+                "INSERT INTO recoveries VALUES (?, ?, ?, ?, ?)",
+                (f"watchdog/recovered/{incident_id}", seq, incident_id, detail, format_time(at)),
+            )
+
+    def open_incidents(self) -> list[tuple[str, datetime.datetime]]:
+        """Incidents without a recovery, oldest first: (incident_id, opened at)."""
+        rows = self.connection.execute(
+            "SELECT incident_id, at FROM incidents WHERE incident_id NOT IN (SELECT incident_id FROM recoveries)"
+            " ORDER BY seq"
+        ).fetchall()
+        return [(incident_id, parse_time(at)) for incident_id, at in rows]
+
+    def prune_heartbeats(self, keep: int = heartbeats_kept_max) -> None:
+        """Keep the latest `keep` heartbeats: a reader only needs the newest,
+        and the file must not grow without bound."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                "DELETE FROM heartbeats WHERE seq < (SELECT MIN(seq) FROM"
+                " (SELECT seq FROM heartbeats ORDER BY seq DESC LIMIT ?))",
+                (keep,),
+            )
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+# ------------------------------------------------------------- the reader
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One row of the watchdog's file, as the daemon imports it."""
+
+    seq: int
+    id: str  # the row's id: the input's idempotency key
+    type: str  # the input kind it becomes
+    at: str  # when the watchdog wrote it (wall clock), for information
+    generation: int | None = None
+    incident_id: str | None = None
+    kind: str | None = None
+    detail: str | None = None
+
+    def input_fields(self) -> dict[str, Any]:
+        """The input this row becomes, without `at` (the daemon stamps it)."""
+        fields: dict[str, Any] = {"type": self.type, "actor": "watchdog", "id": self.id}
+        if self.type == "watchdog.heartbeat":
+            fields["generation"] = self.generation
+        elif self.type == "health.incident":
+            fields.update(incident_id=self.incident_id, kind=self.kind, detail=self.detail)
+        else:
+            fields["incident_id"] = self.incident_id
+        return fields
+
+
+def read_facts(path: Path, after_seq: int, limit: int = facts_read_max) -> tuple[str, list[Fact]]:
+    """The file's identity and its rows with `seq` > `after_seq`, in `seq` order
+    (at most `limit`). Opens the file read-only (`mode=ro`) and holds it only
+    for these three queries.
+
+    Raises FileNotFoundError when there is no file and WatchdogUnreadable when
+    it cannot be read (locked past the timeout, not created yet, not ours)."""
+    if not path.exists():
+        raise FileNotFoundError(str(path))
+    uri = path.resolve().as_uri() + "?mode=ro"
+    try:
+        connection = sqlite3.connect(uri, uri=True, timeout=sqlite_busy_timeout_s)
+    except sqlite3.Error as error:
+        raise WatchdogUnreadable(f"cannot open {path} read-only: {error}") from error
+    try:
+        meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("format") != watchdog_format:
+            raise WatchdogUnreadable(f"{path} is not a {watchdog_format} file")
+        rows: list[Fact] = []
+        for seq, row_id, generation, at in connection.execute(
+            "SELECT seq, id, generation, at FROM heartbeats WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit)
+        ):
+            rows.append(Fact(seq, row_id, "watchdog.heartbeat", at, generation=generation))
+        for seq, row_id, incident_id, kind, detail, at in connection.execute(
+            "SELECT seq, id, incident_id, kind, detail, at FROM incidents WHERE seq > ? ORDER BY seq LIMIT ?",
+            (after_seq, limit),
+        ):
+            rows.append(Fact(seq, row_id, "health.incident", at, incident_id=incident_id, kind=kind, detail=detail))
+        for seq, row_id, incident_id, at in connection.execute(
+            "SELECT seq, id, incident_id, at FROM recoveries WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit)
+        ):
+            rows.append(Fact(seq, row_id, "health.recovered", at, incident_id=incident_id))
+    except sqlite3.Error as error:
+        raise WatchdogUnreadable(f"cannot read {path}: {error}") from error
+    finally:
+        connection.close()
+    rows.sort(key=lambda fact: fact.seq)
+    # Each table gave at most `limit` rows; the first `limit` of the merge
+    # are then exactly the next `limit` rows of the file.
+    return meta["store_id"], rows[:limit]
+
+
+# ---------------------------------------------------------- judging the daemon
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists and has not exited (a zombie has)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, under another user
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no procfs: trust kill(0)
+    state = stat.rpartition(")")[2].split()[:1]
+    return state not in (["Z"], ["X"])
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What one look at the snapshot showed."""
+
+    condition: str  # "healthy" | "stopped_expectedly" | "down" | "not_yet_seen"
+    detail: str
+    written_at: datetime.datetime | None = None
+
+
+def judge(
+    snapshot_path: Path,
+    now: datetime.datetime,
+    max_age_s: float,
+    watching_since: datetime.datetime,
+    alive: Callable[[int], bool] = pid_alive,
+) -> Verdict:
+    """Judge the daemon from its snapshot, wall clock `now`.
+
+    A missing or unreadable snapshot is `down` only once the watchdog has
+    watched for `max_age_s` (the daemon may be starting); a snapshot whose
+    pid is gone is `down` at once; an old one is `down` once older than
+    `max_age_s`, even if its pid lives (a hung daemon is no better than a
+    dead one, and the pid may have been reused)."""
+    try:
+        snapshot = read_snapshot(snapshot_path)
+    except SnapshotUnreadable as error:
+        snapshot, unreadable = None, str(error)
+    else:
+        unreadable = None
+    if snapshot is None:
+        waited = (now - watching_since).total_seconds()
+        what = unreadable or f"no health snapshot at {snapshot_path}"
+        if waited < max_age_s:
+            return Verdict("not_yet_seen", what)
+        return Verdict("down", f"{what} after {waited:.0f}s of watching")
+    written_at = parse_time(snapshot["written_at"])
+    pid, state = snapshot["pid"], snapshot["state"]
+    if state == "stopped":
+        if snapshot["expected_stop"]:
+            return Verdict("stopped_expectedly", f"daemon pid {pid} stopped as asked at {snapshot['written_at']}", written_at)
+        return Verdict("down", f"daemon pid {pid} stopped after an error at {snapshot['written_at']}", written_at)
+    age = (now - written_at).total_seconds()
+    if not alive(pid):
+        return Verdict(
+            "down", f"daemon pid {pid} is not running (last snapshot {state}, written {age:.1f}s ago)", written_at
+        )
+    if age > max_age_s:
+        return Verdict(
+            "down", f"daemon pid {pid} is alive but its snapshot is {age:.1f}s old (max {max_age_s:g}s)", written_at
+        )
+    return Verdict("healthy", f"daemon pid {pid} {state}, snapshot {age:.1f}s old", written_at)
+
+
+# ------------------------------------------------------------- notifying
+
+
+class Notifier:
+    """Tells a human, through paths that do not need the daemon: always a line
+    in the notify log and on stderr (the log is the record), plus a desktop
+    notification when `notify-send` is on PATH (best effort: a headless host
+    has no session bus, and that must not stop the rest)."""
+
+    def __init__(self, log_path: Path, notify_send: str | None = None, stderr: TextIO | None = None) -> None:
+        self.log_path = log_path
+        self.notify_send = notify_send
+        self.stderr = stderr if stderr is not None else sys.stderr
+
+    def __call__(self, now: datetime.datetime, title: str, message: str, urgent: bool) -> None:
+        line = f"{format_time(now)} {title}: {message}\n"
+        with open(self.log_path, "a", encoding="utf-8") as log:
+            log.write(line)
+            log.flush()
+            os.fsync(log.fileno())
+        self.stderr.write(f"tandem watchdog: {line}")
+        self.stderr.flush()
+        if self.notify_send:
+            urgency = "critical" if urgent else "normal"
+            try:
+                subprocess.run(
+                    [self.notify_send, f"--urgency={urgency}", "--app-name=tandem", title, message],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    timeout=notify_send_timeout_s,
+                    check=False,
+                )
+            except (OSError, subprocess.SubprocessError):
+                pass
+
+
+# ---------------------------------------------------------------- the loop
+
+
+class Watchdog:
+    """One watchdog process on one file. `step()` is one round (tests call it
+    with their own clock and pid check); `run()` repeats it until SIGTERM."""
+
+    def __init__(
+        self,
+        store: WatchdogStore,
+        health_path: Path,
+        max_age_s: float,
+        notify: Callable[[datetime.datetime, str, str, bool], None],
+        clock: Callable[[], datetime.datetime] = utc_now,
+        alive: Callable[[int], bool] = pid_alive,
+    ) -> None:
+        self.store = store
+        self.health_path = health_path
+        self.max_age_s = max_age_s
+        self.notify = notify
+        self.clock = clock
+        self.alive = alive
+        self.generation = store.start_generation()
+        self.watching_since = clock()
+        self.beats = 0
+
+    def step(self) -> Verdict:
+        now = self.clock()
+        self.beats += 1
+        self.store.heartbeat(self.generation, self.beats, now)
+        if self.beats % 100 == 0:
+            self.store.prune_heartbeats()
+        verdict = judge(self.health_path, now, self.max_age_s, self.watching_since, self.alive)
+        open_incidents = self.store.open_incidents()
+        if verdict.condition == "down":
+            if not open_incidents:  # once per occurrence
+                incident_id = self.store.open_incident(incident_kind, verdict.detail, now)
+                self.notify(now, f"Tandem daemon down ({incident_id})", verdict.detail, True)
+        elif open_incidents:
+            for incident_id, opened_at in open_incidents:
+                back = verdict.condition == "healthy" or (
+                    # It ran again and stopped cleanly since: it was back.
+                    verdict.condition == "stopped_expectedly"
+                    and verdict.written_at is not None
+                    and verdict.written_at > opened_at
+                )
+                if back:
+                    self.store.recover(incident_id, verdict.detail, now)
+                    self.notify(now, f"Tandem daemon back ({incident_id} recovered)", verdict.detail, False)
+        return verdict
+
+    def run(self, interval_s: float, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self.step()
+            stop.wait(interval_s)
+
+
+# ------------------------------------------------------------------ command
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--health",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="the daemon's health snapshot (the daemon's --health); the only thing read of the daemon",
+    )
+    parser.add_argument(
+        "--db",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="the watchdog's own SQLite file (created if missing; never the engine's database): "
+        "heartbeats, incidents, recoveries; the daemon imports it (its --watchdog-db)",
+    )
+    parser.add_argument(
+        "--max-age",
+        type=_positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="a snapshot older than this means the daemon is stale (default 30; "
+        "keep it several times the daemon's --publish-interval)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=_positive_seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="time between rounds: one heartbeat row and one look at the snapshot (default 5)",
+    )
+    parser.add_argument(
+        "--notify-log",
+        type=Path,
+        metavar="FILE",
+        help="where incidents and recoveries are appended, one line each "
+        "(default: tandem-watchdog-notify.log next to --db); they also go to stderr, "
+        "and to notify-send when it is on PATH",
+    )
+
+
+class _Lock:
+    """An exclusive lock on `{db}.lock`: one watchdog per file, or two would
+    interleave generations and open every incident twice."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self.file = open(path, "a+")
+        except OSError as error:
+            raise WatchdogError(f"cannot open the lock file {path}: {error.strerror}") from error
+        try:
+            fcntl.flock(self.file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "?"
+            self.file.close()
+            raise WatchdogError(f"another watchdog is running on this file (pid {holder}; lock {path})") from None
+        self.file.seek(0)
+        self.file.truncate()
+        self.file.write(f"{os.getpid()}\n")
+        self.file.flush()
+
+
+def run(args: argparse.Namespace) -> None:
+    """`tandem watchdog`: runs until SIGTERM or SIGINT, then returns (exit 0)."""
+    db_path: Path = args.db
+    if not db_path.parent.is_dir():
+        raise WatchdogError(f"cannot create the watchdog database {db_path}: folder {db_path.parent} does not exist")
+    if db_path.is_dir():
+        raise WatchdogError(f"--db {db_path} is a directory", EXIT_USAGE)
+    if not args.health.parent.is_dir():
+        raise WatchdogError(f"--health {args.health}: folder {args.health.parent} does not exist")
+    log_path: Path = args.notify_log or db_path.parent / "tandem-watchdog-notify.log"
+    try:
+        open(log_path, "a").close()
+    except OSError as error:
+        raise WatchdogError(f"cannot write the notify log {log_path}: {error.strerror}") from error
+    lock = _Lock(Path(f"{db_path}.lock"))
+    stop = threading.Event()
+
+    def on_signal(number: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    store = WatchdogStore(db_path)
+    try:
+        watchdog = Watchdog(store, args.health, args.max_age, Notifier(log_path, shutil.which("notify-send")))
+        print(
+            f"tandem watchdog: generation {watchdog.generation} on {db_path}, watching {args.health} "
+            f"(max age {args.max_age:g}s, every {args.interval:g}s), notifying to {log_path}",
+            file=sys.stderr,
+            flush=True,
+        )
+        watchdog.run(args.interval, stop)
+    except sqlite3.Error as error:
+        raise WatchdogError(f"the watchdog database {db_path} failed: {error}") from error
+    finally:
+        store.close()
+        lock.file.close()
+    print("tandem watchdog: stopped", file=sys.stderr, flush=True)
