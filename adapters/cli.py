@@ -24,7 +24,7 @@ from replay.engine import Engine, project
 from replay.port import ConcurrencyError, EventStore, StoreError
 
 DEFAULT_STORE = "sqlite:///tandem.db"
-EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "traces" / "email_signup.jsonl"
+EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

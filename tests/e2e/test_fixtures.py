@@ -1,15 +1,17 @@
 """End to end: the real CLI, in a subprocess, against the fixture traces.
 
-Every `fixtures/traces/NAME.jsonl` with a `NAME.views.json` beside it must
-replay (`tandem replay NAME.jsonl --json`) to exactly those views. The
-expected files say what spec/TRACE.md requires, not what the engine happens
-to print: a fixture fails until the engine agrees with the contract.
+Every `fixtures/traces/NAME.jsonl` and `fixtures/gates/NN_NAME.jsonl` (the
+RFC's release gates, mapped in docs/release-gates.md) with a `.views.json`
+beside it must replay (`tandem replay NAME.jsonl --json`) to exactly those
+views. The expected files say what spec/TRACE.md requires, not what the engine
+happens to print: a fixture fails until the engine agrees with the contract.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -19,7 +21,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TRACES = REPO / "fixtures" / "traces"
-FIXTURES = sorted(p for p in TRACES.glob("*.jsonl") if p.with_suffix(".views.json").exists())
+GATES = REPO / "fixtures" / "gates"
+FIXTURE_DIRS = (TRACES, GATES)
+ALL_TRACES = sorted(p for folder in FIXTURE_DIRS for p in folder.glob("*.jsonl"))
+FIXTURES = [p for p in ALL_TRACES if p.with_suffix(".views.json").exists()]
+FIXTURE_IDS = [f"{p.parent.name}/{p.stem}" for p in FIXTURES]
+GATE_DOC = REPO / "docs" / "release-gates.md"
 
 VIEW_KEYS = ("tasks", "actions", "inbox", "questions", "alerts", "conversations", "consumers", "health", "usage", "cards", "rejections")
 
@@ -64,14 +71,54 @@ def views_diff(expected: dict, actual: dict) -> str:
 
 def test_fixtures_exist() -> None:
     assert len(FIXTURES) >= 12, [p.name for p in FIXTURES]
+    assert len([p for p in FIXTURES if p.parent == GATES]) >= 21, [p.name for p in FIXTURES]
 
 
 def test_every_trace_has_its_expected_views() -> None:
-    missing = [p.name for p in TRACES.glob("*.jsonl") if not p.with_suffix(".views.json").exists()]
+    missing = [f"{p.parent.name}/{p.name}" for p in ALL_TRACES if not p.with_suffix(".views.json").exists()]
     assert not missing, f"traces without a .views.json: {missing}"
+    orphans = [
+        f"{folder.name}/{p.name}"
+        for folder in FIXTURE_DIRS
+        for p in folder.glob("*.views.json")
+        if not p.with_name(p.name.removesuffix(".views.json") + ".jsonl").exists()
+    ]
+    assert not orphans, f".views.json without a trace: {orphans}"
 
 
-@pytest.mark.parametrize("trace", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_gate_fixtures_are_named_nn_short_name() -> None:
+    for path in GATES.iterdir():
+        stem = path.name.removesuffix(".views.json").removesuffix(".jsonl")
+        assert path.name.endswith((".jsonl", ".views.json")), path.name
+        assert len(stem) > 3 and stem[:2].isdigit() and stem[2] == "_", path.name
+
+
+def _gate_doc_rows(section: str) -> list[list[str]]:
+    """The table rows (cells) of one `## ` section of docs/release-gates.md."""
+    text = GATE_DOC.read_text(encoding="utf-8")
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in body.splitlines() if line.startswith("|")]
+    cells = [[cell.strip() for cell in row.strip().strip("|").split("|")] for row in rows]
+    return [row for row in cells[2:]]  # past the header and its --- line
+
+
+def test_release_gates_doc_maps_every_gate_and_every_gate_fixture() -> None:
+    """docs/release-gates.md: one row per RFC release gate (21), each naming its fixture; every
+    fixture in fixtures/gates is named there, and every fixture it names exists."""
+    text = GATE_DOC.read_text(encoding="utf-8")
+    gate_rows = _gate_doc_rows("Release gates")
+    assert len(gate_rows) >= 21, len(gate_rows)
+    for row in gate_rows:
+        assert "fixtures/gates/" in " ".join(row), row
+    named = set(re.findall(r"fixtures/gates/([0-9A-Za-z_.-]+\.jsonl)", text))
+    on_disk = {p.name for p in GATES.glob("*.jsonl")}
+    assert on_disk - named == set(), f"gate fixtures not in docs/release-gates.md: {sorted(on_disk - named)}"
+    assert named - on_disk == set(), f"docs/release-gates.md names missing fixtures: {sorted(named - on_disk)}"
+    for path in GATES.glob("*.views.json"):
+        assert path.with_name(path.name.removesuffix(".views.json") + ".jsonl").name in named, path.name
+
+
+@pytest.mark.parametrize("trace", FIXTURES, ids=FIXTURE_IDS)
 def test_fixture_views(trace: Path) -> None:
     expected = json.loads(trace.with_suffix(".views.json").read_text(encoding="utf-8"))
     result = tandem("replay", str(trace.relative_to(REPO)), "--json")
@@ -81,7 +128,7 @@ def test_fixture_views(trace: Path) -> None:
         pytest.fail(f"{trace.name}: views differ from {trace.with_suffix('.views.json').name}\n{views_diff(expected, actual)}", pytrace=False)
 
 
-@pytest.mark.parametrize("trace", FIXTURES, ids=[p.stem for p in FIXTURES])
+@pytest.mark.parametrize("trace", FIXTURES, ids=FIXTURE_IDS)
 def test_fixture_is_documented(trace: Path) -> None:
     """Each fixture opens with `//` lines saying what it proves, and uses full RFC 3339 times."""
     lines = trace.read_text(encoding="utf-8").splitlines()
@@ -104,10 +151,10 @@ def _inputs(data: bytes) -> int:
 
 def test_restart_fixtures_exist() -> None:
     names = {p.stem for p in RESTART_FIXTURES}
-    assert {"comment_regression_restart", "log_restart_empty_and_pruned"} <= names, names
+    assert {"22_comment_regression_restart", "06_restart_empty_pruned_log"} <= names, names
 
 
-@pytest.mark.parametrize("trace", RESTART_FIXTURES, ids=[p.stem for p in RESTART_FIXTURES])
+@pytest.mark.parametrize("trace", RESTART_FIXTURES, ids=[f"{p.parent.name}/{p.stem}" for p in RESTART_FIXTURES])
 def test_fixture_views_across_a_restart(trace: Path, tmp_path: Path) -> None:
     """A fixture with a `// restart` line: the part before it is ingested into an SQLite store by
     one process, then the whole trace (same name, so ingest resumes after that part) by another;
@@ -141,7 +188,7 @@ def test_fixture_views_across_a_restart(trace: Path, tmp_path: Path) -> None:
 
 
 def test_email_signup_completes() -> None:
-    views = replay_json("fixtures/traces/email_signup.jsonl")
+    views = replay_json("fixtures/gates/02_prerequisite_user_away.jsonl")
     tasks = {task["task_id"]: task for task in views["tasks"]}
     assert tasks["signup"]["state"] == "completed"
     assert tasks["signup"]["actions"] == ["op-api", "op-form", "op-it"]

@@ -1,4 +1,4 @@
-"""RFC "Idle background/foreground activity must produce no triage loop" (fixture idle_ticks.jsonl):
+"""RFC "Idle background/foreground activity must produce no triage loop" (fixture fixtures/gates/32_idle_no_triage_loop.jsonl):
 after its setup, an engine fed only ticks records nothing but the ticks themselves.
 
 Counted twice: in process, each tick's transaction holds exactly its own `InputAccepted`; and
@@ -21,7 +21,7 @@ from domain import events as ev
 from replay.engine import Engine
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "fixtures" / "traces" / "idle_ticks.jsonl"
+FIXTURE = REPO / "fixtures" / "gates" / "32_idle_no_triage_loop.jsonl"
 
 
 def split_setup(data: bytes) -> tuple[bytes, int]:

@@ -27,6 +27,6 @@ def test_no_state_machine_is_built_while_deciding_or_replaying(monkeypatch: pyte
 
     monkeypatch.setattr(StateMachine, "__init__", refuse)
     engine = Engine()
-    for line in read_trace(str(ROOT / "fixtures" / "traces" / "email_signup.jsonl")).lines:
+    for line in read_trace(str(ROOT / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl")).lines:
         engine.submit(line.item)
     assert engine.views.view("tasks")[0]["state"] == "completed"
