@@ -161,6 +161,8 @@ class WatchdogImport:
     def _say(self, message: str | None) -> None:
         if message is not None and message != self._said:
             log(message)
+        elif message is None and self._said is not None:
+            log(f"reading the watchdog's file {self.path} now")
         self._said = message
 
     def take(self, recorded: Callable[[str], bool]) -> list[dict[str, Any]]:
