@@ -156,6 +156,8 @@ class WatchdogImport:
         self.path = path
         self.after_seq = 0
         self.store_id: str | None = None
+        self.more = False  # the last read stopped at its limit: more rows wait
+        self.limit = facts_read_max  # rows a read takes
         self._said: str | None = None  # the last problem logged, to log each once
 
     def _say(self, message: str | None) -> None:
@@ -167,11 +169,12 @@ class WatchdogImport:
 
     def take(self, recorded: Callable[[str], bool]) -> list[dict[str, Any]]:
         """The inputs (without `at`) of rows not recorded yet, in file order."""
+        self.more = False
         try:
-            store_id, facts = read_facts(self.path, self.after_seq)
+            store_id, facts = read_facts(self.path, self.after_seq, self.limit)
             if store_id != self.store_id and self.after_seq:
                 self.after_seq = 0
-                store_id, facts = read_facts(self.path, 0)
+                store_id, facts = read_facts(self.path, 0, self.limit)
         except FileNotFoundError:
             self._say(f"no watchdog file at {self.path} (yet): no heartbeat, unattended dispatch stays held")
             return []
@@ -180,6 +183,7 @@ class WatchdogImport:
             return []
         self._say(None)
         self.store_id = store_id
+        self.more = len(facts) >= self.limit
         if facts:
             self.after_seq = facts[-1].seq
         return [fact.input_fields() for fact in facts if not recorded(fact.id)]
@@ -315,9 +319,8 @@ class Daemon:
     def import_watchdog(self) -> None:
         assert self.engine is not None
         while not self.stopping:
-            inputs = self.importer.take(self.engine.state.idempotency.__contains__)
-            self.submit(inputs)
-            if len(inputs) < facts_read_max:
+            self.submit(self.importer.take(self.engine.state.idempotency.__contains__))
+            if not self.importer.more:
                 return
 
     def tick_if_idle(self) -> None:

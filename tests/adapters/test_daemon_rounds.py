@@ -125,11 +125,16 @@ def test_watchdog_rows_are_imported_once_by_id(tmp_path: Path) -> None:
     daemon.round()
     assert [kind for kind, _, _ in recorded(daemon)][3:] == ["watchdog.heartbeat"]
 
-    # A new process on the same store reads the file from the start and skips what is recorded.
+    # A new process on the same store reads the file from the start, a few
+    # rows a read, and skips what is recorded.
+    for n in (3, 4, 5):
+        store.heartbeat(3, n, T0)
     again = Daemon(daemon.settings, clock=lambda: clocks.wall, monotonic=lambda: clocks.mono)
     again.engine = daemon.engine
+    again.importer.limit = 2
     again.import_watchdog()
-    assert len(recorded(daemon)) == 4
+    assert [kind for kind, _, _ in recorded(daemon)][4:] == ["watchdog.heartbeat"] * 3
+    assert again.importer.after_seq == 6 and not again.importer.more
 
 
 def test_idle_ticks_and_the_snapshot(tmp_path: Path) -> None:
