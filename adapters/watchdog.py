@@ -32,7 +32,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +46,7 @@ heartbeats_kept_max = 1_000  # older heartbeat rows are pruned: only the latest 
 facts_read_max = 1_000  # rows a reader takes per call
 sqlite_busy_timeout_s = 10
 notify_send_timeout_s = 5
+sleep_slice_s = 0.05  # how soon a stop is noticed while sleeping
 incident_kind = "daemon_dead"
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
@@ -417,10 +418,15 @@ class Watchdog:
                     self.notify(now, f"Tandem daemon back ({incident_id} recovered)", verdict.detail, False)
         return verdict
 
-    def run(self, interval_s: float, stop: threading.Event) -> None:
-        while not stop.is_set():
+    def run(self, interval_s: float, stopping: Callable[[], bool]) -> None:
+        """Rounds every `interval_s` until `stopping()`. Sleeps in short
+        slices and polls a flag the signal handler sets: a handler that took a
+        lock (an Event's) could deadlock against the code it interrupted."""
+        while not stopping():
             self.step()
-            stop.wait(interval_s)
+            deadline = time.monotonic() + interval_s
+            while not stopping() and time.monotonic() < deadline:
+                time.sleep(min(sleep_slice_s, max(0.0, deadline - time.monotonic())))
 
 
 # ------------------------------------------------------------------ command
@@ -514,10 +520,10 @@ def run(args: argparse.Namespace) -> None:
     except OSError as error:
         raise WatchdogError(f"cannot write the notify log {log_path}: {error.strerror}") from error
     lock = _Lock(Path(f"{db_path}.lock"))
-    stop = threading.Event()
+    stop: list[int] = []  # the signals received
 
     def on_signal(number: int, frame: Any) -> None:
-        stop.set()
+        stop.append(number)
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -530,7 +536,7 @@ def run(args: argparse.Namespace) -> None:
             file=sys.stderr,
             flush=True,
         )
-        watchdog.run(args.interval, stop)
+        watchdog.run(args.interval, lambda: bool(stop))
     except sqlite3.Error as error:
         raise WatchdogError(f"the watchdog database {db_path} failed: {error}") from error
     finally:
