@@ -12,6 +12,7 @@ at the front of the queue, in order: no human message is ever lost.
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Callable
 
@@ -19,6 +20,7 @@ import msgspec
 
 from domain import events as ev
 from domain import inputs as inp
+from domain.alerts import raise_alert, resolve_alert, urgent_rule
 from domain.lifecycles import DELIVERY
 from domain.reasons import Rejected
 from domain.state import Conversation, Delivery, State, Update
@@ -242,10 +244,14 @@ def _control_tokens(state: State, conversation: Conversation) -> int:
     return total
 
 
-def run_foreground_pass(state: State, cause: int, emit: Emit) -> None:
-    """Spec 5.3: for each foreground, in id order, the first rule that applies."""
+def run_foreground_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> None:
+    """Spec 5.3: for each foreground, in id order, the first rule that
+    applies; then the urgent rule for what it left undelivered."""
     for conversation_id in state.foregrounds:
-        _conversation_pass(state, state.conversations[conversation_id], cause, emit)
+        conversation = state.conversations[conversation_id]
+        _conversation_pass(state, conversation, cause, at, emit)
+        if conversation.urgent:
+            urgent_rule(state, conversation_id, cause, at, emit)
 
 
 def _delivery_id(conversation: Conversation) -> str:
@@ -280,7 +286,7 @@ def _deliver(
     )
 
 
-def _conversation_pass(state: State, conversation: Conversation, cause: int, emit: Emit) -> None:
+def _conversation_pass(state: State, conversation: Conversation, cause: int, at: datetime.datetime, emit: Emit) -> None:
     # 1. Not dispatchable: keep the queue and the updates.
     if conversation.approvals or conversation.failure_held:
         return
@@ -323,8 +329,15 @@ def _conversation_pass(state: State, conversation: Conversation, cause: int, emi
     if conversation.deliverable and "*" not in state.paused:
         # 4. One coalesced wake: up to wake_batch_max updates that fit.
         chosen, used = _fit(_ranked(state, conversation.deliverable), room, state.config.wake_batch_max)
+        compaction = f"compaction_required:{conversation.conversation_id}"
         if not chosen:
-            return  # compaction_required: nothing fits (alerts land with section 6)
+            # Nothing fits: raised once while it goes on.
+            detail = f"no deliverable update fits in {room} tokens"
+            for event in raise_alert(state, cause, compaction, at, detail=detail):
+                emit(event)
+            return
+        for event in resolve_alert(state, cause, compaction):
+            emit(event)  # a later wake fits
         turn_id = f"{conversation.conversation_id}/t{conversation.turns + 1}"
         emit(ev.TurnStarted(cause=cause, conversation_id=conversation.conversation_id, turn_id=turn_id, epoch=conversation.epoch, kind="wake"))
         _deliver(state, conversation, cause, emit, "turn", turn_id, chosen, [], used)

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from domain import consumer, update
+from domain import alerts, consumer, update
 from domain import conversation as conversation_rules
 from domain import events as ev
 from domain import inputs as inp
@@ -51,10 +51,7 @@ def decide(state: State, value: inp.Input, seq: int) -> list[ev.Event]:
     accepted = inp.accepted_actors(value.input_type)
     if value.sender not in accepted:
         raise Rejected("not_authorized", f"{value.input_type} accepts {', '.join(accepted)}, not {value.sender}")
-    handler = DECIDERS.get(type(value))
-    if handler is None:
-        raise Rejected("not_implemented", f"{value.input_type} is not implemented in this version")
-    return handler(state, value, seq)
+    return DECIDERS[type(value)](state, value, seq)
 
 
 # ------------------------------------------------------------------ helpers
@@ -785,9 +782,16 @@ DECIDERS: dict[type, Callable[[State, Any, int], list[ev.Event]]] = {
     inp.PauseScope: _pause,
     inp.ResumeScope: _resume,
     inp.Tick: _tick,
+    inp.RaiseIncident: alerts.decide_incident,
+    inp.RecoverIncident: alerts.decide_recovered,
+    inp.StopDaemon: alerts.decide_daemon_stop,
+    inp.StartDaemon: alerts.decide_daemon_start,
+    inp.SeeAlert: alerts.decide_alert_seen,
+    inp.ResolveAlert: alerts.decide_alert_resolve,
     inp.OpenConversation: _open_conversation,
     inp.BindBackground: _bind,
     inp.HumanMessage: _human_message,
     inp.EditQueue: _queue_edit,
     inp.SyncIntent: _intent_synced,
 }
+assert set(DECIDERS) == set(inp.AnyInput.__args__), "every input kind needs a decider"  # type: ignore[attr-defined]

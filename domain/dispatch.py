@@ -1,9 +1,10 @@
 """The dispatch pass (spec section 4): what the engine decides by itself.
 
 After every input (a rejected one too: time still passes), in the same
-transaction, the pass runs the time rules, then claims pending actions that
-nothing blocks, in proposal order, then records every change of `blocked_by`
-and of task `holds`.
+transaction, the pass runs the time rules (spec 6, domain/alerts.py), then
+claims pending actions that nothing blocks, in proposal order, then records
+every change of `blocked_by` and of task `holds`, then runs the foreground
+pass (domain/conversation.py).
 
 Work is proportional to what the input touched: evolve marks the actions and
 tasks whose blocking inputs changed (`State.dirty_*`, via the indexes by
@@ -19,21 +20,33 @@ import datetime
 from collections.abc import Callable
 
 from domain import events as ev
+from domain.alerts import reacting, run_time_rules
 from domain.conversation import run_foreground_pass
+from domain.decide import record
+from domain.inputs import Input
 from domain.state import Action, State, reachable
 
 Emit = Callable[[ev.Event], None]
 
 
+def step(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """One input, completely: its record and the domain's events (`record`),
+    then the pass; every event is followed by the alert and obligation rules
+    it triggers (`domain.alerts.REACTIONS`). `emit` applies and records one
+    event; all of them carry `seq` as their cause."""
+    emit = reacting(state, emit)
+    for event in record(state, value, seq, file, line):
+        emit(event)
+    run_pass(state, seq, value.at, emit)
+
+
 def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> None:
-    """Decide the engine's own events; `emit` records and applies each one."""
-    fresh = state.is_fresh(at)
-    if fresh != state.watchdog_fresh:
-        state.watchdog_fresh = fresh
-        state.touch_all_pending()
+    """Decide the engine's own events: time rules, then actions in proposal
+    order, then foreground delivery (spec 4)."""
+    run_time_rules(state, cause, at, emit)
     if state.dirty_actions or state.dirty_tasks:
         _actions_pass(state, cause, emit)
-    run_foreground_pass(state, cause, emit)
+    run_foreground_pass(state, cause, at, emit)
 
 
 def _actions_pass(state: State, cause: int, emit: Emit) -> None:

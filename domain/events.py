@@ -527,6 +527,91 @@ class FailureHoldChanged(Decision, frozen=True, kw_only=True):
     held: bool
 
 
+# --------------------------------------- section 6: alerts, obligations, health
+
+
+class AlertRaised(Decision, frozen=True, kw_only=True):
+    """A new occurrence of an alert's condition (its first, or one more):
+    count + 1, `last_raised_at` = `at`, state `raised` again. `cause_key` and
+    `revision` name the inbox update it is about, if any (an `urgent` alert
+    is about one revision); `detail` says, for a human, what was seen."""
+
+    alert_id: str
+    kind: str
+    at: datetime.datetime
+    cause_key: str | None = None
+    revision: int | None = None
+    detail: str = ""
+
+
+class AlertSeen(Decision, frozen=True, kw_only=True):
+    alert_id: str
+
+
+class AlertResolved(Decision, frozen=True, kw_only=True):
+    """`by: "engine"` when the engine observed the condition's end (it may
+    occur again later); `by: "human"` for `alert.resolve` (the condition may
+    go on: it is not raised again until a new occurrence)."""
+
+    alert_id: str
+    by: str
+
+
+class IncidentOpened(Decision, frozen=True, kw_only=True):
+    incident_id: str
+    kind: str
+    detail: str
+    reported_by: str  # the actor: watchdog or daemon
+
+
+class IncidentRecovered(Decision, frozen=True, kw_only=True):
+    incident_id: str
+
+
+class DaemonStopped(Decision, frozen=True, kw_only=True):
+    expected: bool
+
+
+class DaemonStarted(Decision, frozen=True, kw_only=True):
+    """`after`: what the latest earlier daemon.stop/start was ("expected_stop",
+    "unexpected_stop", "start", or None for the very first start)."""
+
+    after: str | None
+
+
+class ObligationOpened(Decision, frozen=True, kw_only=True):
+    """A task action's outcome: the task's conversation must be told."""
+
+    operation_id: str
+    cause_key: str
+    conversation_id: str
+    due_at: datetime.datetime
+
+
+class ObligationMet(Decision, frozen=True, kw_only=True):
+    operation_id: str
+    cause_key: str
+    turn_id: str
+    delivery_id: str
+
+
+class ObligationDue(Decision, frozen=True, kw_only=True):
+    """`reason`: "left_out" (a completed turn held it but did not list it in
+    `delivered`) or "overdue" (`fallback_after_s` passed)."""
+
+    operation_id: str
+    reason: str
+    turn_id: str | None = None
+
+
+class QuestionResurfaced(Decision, frozen=True, kw_only=True):
+    """An open question reached `first_seen_at + k x question_resurface_s`."""
+
+    task_id: str
+    question_key: str
+    k: int
+
+
 AnyEvent = Union[
     InputAccepted, InputRejected, SourceProgressed,
     EngineConfigured, PolicySet, GrantIssued, GrantRevised, GrantRevoked, RuleSet,
@@ -541,6 +626,8 @@ AnyEvent = Union[
     CardProposed,
     TurnStarted, DeliveryCreated, DeliveryReceipted, TurnEnded, ContextReset, RecoveryChanged,
     ApprovalOpened, ApprovalResolved, FailureHoldChanged,
+    AlertRaised, AlertSeen, AlertResolved, IncidentOpened, IncidentRecovered, DaemonStopped, DaemonStarted,
+    ObligationOpened, ObligationMet, ObligationDue, QuestionResurfaced,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

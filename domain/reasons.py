@@ -13,7 +13,6 @@ Reason = Literal[
     "duplicate_input",
     "idempotency_conflict",
     "not_authorized",
-    "not_implemented",  # a kind whose issue has not landed yet (documented extension)
     # 3, by the ids an input names
     "unknown_task",
     "unknown_grant",

@@ -15,6 +15,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from msgspec.structs import replace
+from sortedcontainers import SortedSet
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -90,6 +91,7 @@ class Question:
     times_raised: int = 1
     state: str = "open"
     answer: str | None = None
+    resurfaced: int = 0  # the greatest k for which it resurfaced (question_stale)
 
 
 @dataclass(slots=True)
@@ -190,9 +192,11 @@ class Conversation:
     reseed_id: str | None = None  # this epoch's reseed delivery, once made
     reseed_due: bool = False  # a reset asked for a reseed not yet made
     not_steered: set[tuple[str, int]] = field(default_factory=set)  # refused steers, this turn
+    last_turn: Turn | None = None  # the turn that ended last (what its end settles)
     # Updates belonging to this foreground whose current revision is not held:
     deliverable: set[str] = field(default_factory=set)  # actionable, urgent, needs_input
     optional: set[str] = field(default_factory=set)  # routine: ride along in a human turn
+    urgent: set[str] = field(default_factory=set)  # the deliverable ones triaged urgent
 
     @property
     def intent_unsynced(self) -> bool:
@@ -259,6 +263,35 @@ class Consumer:
         return self.watermarks.get(self.epoch if epoch is None else epoch, 0)
 
 
+@dataclass(slots=True)
+class Alert:
+    """An alert (spec 6): its view state, and whether its condition is still
+    on (`open`): a continuing condition is not raised again; the engine closes
+    it when it observes the end. `revision`: the update revision an `urgent`
+    alert is about."""
+
+    alert_id: str
+    kind: str
+    first_raised_at: datetime.datetime
+    last_raised_at: datetime.datetime
+    count: int = 1
+    state: str = "raised"  # raised, seen, resolved
+    open: bool = True
+    cause_key: str | None = None
+    revision: int | None = None
+
+
+@dataclass(slots=True)
+class Obligation:
+    """A delivery obligation: tell the task's conversation about an outcome."""
+
+    operation_id: str
+    cause_key: str
+    conversation_id: str
+    due_at: datetime.datetime
+    state: str = "open"  # open, due (its fallback alert is raised), met
+
+
 USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
 
 
@@ -295,6 +328,15 @@ class State:
     consumers: dict[str, Consumer] = field(default_factory=dict)
     cards: dict[str, str] = field(default_factory=dict)  # card_id -> cause_key
     foregrounds: list[str] = field(default_factory=list)  # in id order: the foreground pass's order
+    alerts: dict[str, Alert] = field(default_factory=dict)
+    incidents: dict[str, bool] = field(default_factory=dict)  # incident_id -> open
+    crashes: int = 0  # daemon_crash/{n} incidents issued
+    daemon_last: str | None = None  # the latest daemon.stop/start: start, expected_stop, unexpected_stop
+    obligations: dict[str, Obligation] = field(default_factory=dict)  # by operation_id
+    obligations_by_cause: dict[str, str] = field(default_factory=dict)  # cause_key -> operation_id
+    # Time rules (spec 6): (due_at, kind, key, key) in time order, checked on every
+    # input's `at`. Only evolve adds and removes entries, so every entry applies.
+    timers: SortedSet = field(default_factory=SortedSet)
     # ---- indexes
     pending: set[str] = field(default_factory=set)
     fenced: set[str] = field(default_factory=set)
@@ -576,8 +618,10 @@ def _task_ended(state: State, task_id: str, new_state: str) -> None:
         state.touch_all_tasks()
     for key in [k for k in state.questions if k[0] == task_id]:
         question = state.questions[key]
-        if question.state == "open" and isinstance(question.affected, list):
-            state.touch_question(question)
+        if question.state == "open":
+            state.timers.discard(_resurface_timer(state, question))  # resurfaces only while its task is active
+            if isinstance(question.affected, list):
+                state.touch_question(question)
 
 
 def _task_completed(state: State, event: ev.TaskCompleted) -> None:
@@ -620,6 +664,7 @@ def _question_raised(state: State, event: ev.QuestionRaised) -> None:
     key = (event.task_id, event.question_key)
     task = state.tasks[event.task_id]
     question = state.questions.get(key)
+    opens = question is None or question.state != "open"
     if question is not None:
         if question.state == "open":
             _unindex_question(state, key, question)
@@ -647,12 +692,30 @@ def _question_raised(state: State, event: ev.QuestionRaised) -> None:
         task.open_questions += 1
     _index_question(state, key, question)
     state.touch_question(question)
+    if opens:
+        state.timers.add(_resurface_timer(state, question))
+
+
+def _resurface_timer(state: State, question: Question) -> tuple[Any, ...]:
+    """When an open question next resurfaces: first_seen_at + k x period, new k."""
+    due = question.first_seen_at + datetime.timedelta(
+        seconds=(question.resurfaced + 1) * state.config.question_resurface_s
+    )
+    return (due, "question", question.task_id, question.question_key)
+
+
+def _question_resurfaced(state: State, event: ev.QuestionResurfaced) -> None:
+    question = state.questions[(event.task_id, event.question_key)]
+    state.timers.discard(_resurface_timer(state, question))
+    question.resurfaced = event.k
+    state.timers.add(_resurface_timer(state, question))
 
 
 def _question_answered(state: State, event: ev.QuestionAnswered) -> None:
     key = (event.task_id, event.question_key)
     question = state.questions[key]
     _unindex_question(state, key, question)
+    state.timers.discard(_resurface_timer(state, question))
     question.state = "answered"
     question.answer = event.answer
     state.tasks[event.task_id].open_questions -= 1
@@ -879,10 +942,13 @@ def refresh_candidate(state: State, update: Update) -> None:
     cause_key = update.cause_key
     conversation.deliverable.discard(cause_key)
     conversation.optional.discard(cause_key)
+    conversation.urgent.discard(cause_key)
     if update.triage_state != "triaged" or update.held_by is not None:
         return
     if update.disposition in DELIVERABLE_DISPOSITIONS:
         conversation.deliverable.add(cause_key)
+        if update.disposition == "urgent":
+            conversation.urgent.add(cause_key)
     elif update.disposition == "routine":
         conversation.optional.add(cause_key)
 
@@ -892,6 +958,7 @@ def _untriage(state: State, update: Update) -> None:
         conversation = state.conversations[update.foreground_id]
         conversation.deliverable.discard(update.cause_key)
         conversation.optional.discard(update.cause_key)
+        conversation.urgent.discard(update.cause_key)
 
 
 def _observation_repeated(state: State, event: ev.ObservationRepeated) -> None:
@@ -1021,6 +1088,7 @@ def _turn_ended(state: State, event: ev.TurnEnded) -> None:
     assert turn is not None and turn.turn_id == event.turn_id
     turn.state = event.outcome
     conversation.running_turn = None
+    conversation.last_turn = turn
     conversation.not_steered.clear()
     for message_id in turn.messages:
         conversation.messages[message_id].state = "handled" if event.outcome == "completed" else "queued"
@@ -1074,6 +1142,78 @@ def _touch_approval(state: State, conversation_id: str) -> None:
 
 def _failure_hold_changed(state: State, event: ev.FailureHoldChanged) -> None:
     state.conversations[event.conversation_id].failure_held = event.held
+
+
+# -------------------------------------------- alerts, obligations, health
+
+
+def _alert_raised(state: State, event: ev.AlertRaised) -> None:
+    alert = state.alerts.get(event.alert_id)
+    if alert is None:
+        state.alerts[event.alert_id] = Alert(
+            event.alert_id, event.kind, event.at, event.at, cause_key=event.cause_key, revision=event.revision
+        )
+        return
+    alert.count += 1
+    alert.last_raised_at = event.at
+    alert.state = "raised"
+    alert.open = True
+    alert.cause_key = event.cause_key
+    alert.revision = event.revision
+
+
+def _alert_seen(state: State, event: ev.AlertSeen) -> None:
+    state.alerts[event.alert_id].state = "seen"
+
+
+def _alert_resolved(state: State, event: ev.AlertResolved) -> None:
+    alert = state.alerts[event.alert_id]
+    alert.state = "resolved"
+    if event.by == "engine":
+        alert.open = False
+
+
+def _incident_opened(state: State, event: ev.IncidentOpened) -> None:
+    state.incidents[event.incident_id] = True
+    if event.kind == "daemon_crash":
+        state.crashes += 1
+
+
+def _incident_recovered(state: State, event: ev.IncidentRecovered) -> None:
+    state.incidents[event.incident_id] = False
+
+
+def _daemon_stopped(state: State, event: ev.DaemonStopped) -> None:
+    state.daemon_last = "expected_stop" if event.expected else "unexpected_stop"
+
+
+def _daemon_started(state: State, event: ev.DaemonStarted) -> None:
+    state.daemon_last = "start"
+
+
+def _obligation_opened(state: State, event: ev.ObligationOpened) -> None:
+    state.obligations[event.operation_id] = Obligation(
+        event.operation_id, event.cause_key, event.conversation_id, event.due_at
+    )
+    state.obligations_by_cause[event.cause_key] = event.operation_id
+    state.timers.add(_obligation_timer(state.obligations[event.operation_id]))
+
+
+def _obligation_timer(obligation: Obligation) -> tuple[Any, ...]:
+    return (obligation.due_at, "obligation", obligation.operation_id, "")
+
+
+def _obligation_met(state: State, event: ev.ObligationMet) -> None:
+    obligation = state.obligations[event.operation_id]
+    obligation.state = "met"
+    state.timers.discard(_obligation_timer(obligation))
+    del state.obligations_by_cause[obligation.cause_key]
+
+
+def _obligation_due(state: State, event: ev.ObligationDue) -> None:
+    obligation = state.obligations[event.operation_id]
+    obligation.state = "due"
+    state.timers.discard(_obligation_timer(obligation))
 
 
 EVOLVERS: dict[type, Any] = {
@@ -1130,6 +1270,17 @@ EVOLVERS: dict[type, Any] = {
     ev.ApprovalOpened: _approval_opened,
     ev.ApprovalResolved: _approval_resolved,
     ev.FailureHoldChanged: _failure_hold_changed,
+    ev.AlertRaised: _alert_raised,
+    ev.AlertSeen: _alert_seen,
+    ev.AlertResolved: _alert_resolved,
+    ev.IncidentOpened: _incident_opened,
+    ev.IncidentRecovered: _incident_recovered,
+    ev.DaemonStopped: _daemon_stopped,
+    ev.DaemonStarted: _daemon_started,
+    ev.ObligationOpened: _obligation_opened,
+    ev.ObligationMet: _obligation_met,
+    ev.ObligationDue: _obligation_due,
+    ev.QuestionResurfaced: _question_resurfaced,
 }
 assert set(EVOLVERS) == set(ev.EVENT_TYPES.values()), "every event needs an evolver"
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from projections.actions import ActionsView
+from projections.alerts import AlertsView
 from projections.base import View
 from projections.cards import CardsView
 from projections.consumers import ConsumersView
 from projections.conversations import ConversationsView
-from projections.empty import EmptyListView
 from projections.health import HealthView
 from projections.inbox import InboxView
 from projections.questions import QuestionsView
@@ -43,7 +43,7 @@ class Views:
             ActionsView(),
             InboxView(),
             QuestionsView(),
-            EmptyListView("alerts"),
+            AlertsView(),
             ConversationsView(),
             ConsumersView(),
             HealthView(),

@@ -19,6 +19,7 @@ class HealthView(View):
         self.max_age_s = 120
         self.now: datetime.datetime | None = None  # the last input's `at`: the engine's clock
         self.untriaged: dict[str, datetime.datetime] = {}  # cause -> when it got its current revision
+        self.open_incidents: set[str] = set()
 
     def _input(self, event: ev.InputAccepted | ev.InputRejected) -> None:
         self.now = event.input.at
@@ -40,7 +41,15 @@ class HealthView(View):
     def _triaged(self, event: ev.UpdateTriaged) -> None:
         self.untriaged.pop(event.cause_key, None)
 
+    def _incident(self, event: ev.IncidentOpened) -> None:
+        self.open_incidents.add(event.incident_id)
+
+    def _recovered(self, event: ev.IncidentRecovered) -> None:
+        self.open_incidents.discard(event.incident_id)
+
     handlers = {
+        ev.IncidentOpened: _incident,
+        ev.IncidentRecovered: _recovered,
         ev.ObservationRecorded: _recorded,
         ev.UpdateRevised: _revised,
         ev.UpdateTriaged: _triaged,
@@ -61,7 +70,7 @@ class HealthView(View):
             "last_heartbeat_at": rfc3339(self.heartbeat_at),
             "watchdog_fresh": fresh,
             "unattended_dispatch": "allowed" if fresh else "held",
-            "open_incidents": [],
+            "open_incidents": sorted(self.open_incidents),
             "backlog": {
                 "untriaged": len(self.untriaged),
                 "oldest_untriaged_at": rfc3339(min(self.untriaged.values())) if self.untriaged else None,

@@ -26,6 +26,9 @@ class InboxView(View):
         self.epochs: dict[str, int] = {}  # conversation -> current epoch
         self.holder: dict[str, str] = {}  # cause -> delivery holding its current revision
         self.delivered_in: dict[str, set[str]] = {}  # conversation -> causes with a delivered_revision
+        self.obligated: set[str] = set()  # causes named by an open obligation (due ones too)
+        self.alerted: dict[str, set[str]] = {}  # cause -> raised alerts naming it
+        self.alert_causes: dict[str, str] = {}  # alert -> the cause it names
 
     def _revised(self, cause_key: str, kind: str, revision: int, at: Any, partial: bool) -> None:
         row = self.rows.get(cause_key)
@@ -115,7 +118,31 @@ class InboxView(View):
         for cause_key in self.delivered_in.pop(event.conversation_id, set()):
             self.rows[cause_key]["delivered_revision"] = None  # earlier epochs count for nothing now
 
+    def _obligation(self, event: ev.ObligationOpened) -> None:
+        self.obligated.add(event.cause_key)
+
+    def _obligation_met(self, event: ev.ObligationMet) -> None:
+        self.obligated.discard(event.cause_key)
+
+    def _alert_raised(self, event: ev.AlertRaised) -> None:
+        if event.cause_key is not None:
+            self.alert_causes[event.alert_id] = event.cause_key
+            self.alerted.setdefault(event.cause_key, set()).add(event.alert_id)
+
+    def _alert_lowered(self, event: ev.AlertSeen | ev.AlertResolved) -> None:
+        cause_key = self.alert_causes.get(event.alert_id)
+        alerts = self.alerted.get(cause_key) if cause_key is not None else None
+        if alerts is not None:
+            alerts.discard(event.alert_id)
+            if not alerts:
+                del self.alerted[cause_key]  # type: ignore[arg-type]
+
     handlers = {
+        ev.ObligationOpened: _obligation,
+        ev.ObligationMet: _obligation_met,
+        ev.AlertRaised: _alert_raised,
+        ev.AlertSeen: _alert_lowered,
+        ev.AlertResolved: _alert_lowered,
         ev.DeliveryCreated: _delivery,
         ev.DeliveryReceipted: _receipted,
         ev.TurnEnded: _turn_ended,
@@ -135,6 +162,12 @@ class InboxView(View):
             holder = self.holder.get(row["cause_key"])
             deliverable = row["disposition"] in DELIVERABLE and holder is None
             in_flight = holder is not None and self.delivery_states[holder] in ("submitting", "unknown")
-            # Obligations and alerts also retain an update (they land with section 6).
-            row["retained"] = row["triage_state"] == "untriaged" or deliverable or in_flight
+            cause_key = row["cause_key"]
+            row["retained"] = (
+                row["triage_state"] == "untriaged"
+                or deliverable
+                or in_flight
+                or cause_key in self.obligated
+                or cause_key in self.alerted
+            )
         return rows

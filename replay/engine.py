@@ -16,8 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from domain import events as ev
-from domain.decide import record
-from domain.dispatch import run_pass
+from domain.dispatch import step
 from domain.inputs import Input
 from domain.state import EVOLVERS, State, evolve
 from projections import Views
@@ -132,9 +131,7 @@ class Engine:
             evolve(state, event)
             produced.append(event)
 
-        for event in record(state, item.input, seq, item.file, item.line):
-            emit(event)
-        run_pass(state, seq, item.input.at, emit)
+        step(state, item.input, seq, item.file, item.line, emit)
         return produced
 
     # ------------------------------------------------------------- submit

@@ -143,7 +143,7 @@ class Checker:
         operation_id = getattr(event, "operation_id", None)
         if (
             operation_id is not None
-            and not isinstance(event, (ev.ActionProposed, ev.UsageReported))
+            and not isinstance(event, (ev.ActionProposed, ev.UsageReported, ev.ObligationOpened, ev.ObligationMet, ev.ObligationDue))
             and operation_id in shadow.actions
             and shadow.actions[operation_id].state in TERMINAL
         ):

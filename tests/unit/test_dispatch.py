@@ -391,8 +391,9 @@ def test_watchdog_unavailable_when_the_last_heartbeat_is_too_old():
     engine = given(world(), pause("t1"), propose("op-1", at=at(120)))
     assert blocked_by(engine, "op-1") == ["scope_paused"]  # 120 s old: still fresh
     events = when(engine, tick(at=at(121)))
-    assert kinds(events) == ["InputAccepted", "ActionBlocked"]
+    assert kinds(events) == ["InputAccepted", "ActionBlocked", "AlertRaised"]
     assert events[1].blocked_by == ["scope_paused", "watchdog_unavailable"]
+    assert events[2].alert_id == "watchdog_unavailable:engine"
 
 
 def test_resource_busy_until_the_other_action_on_the_resource_ends():
@@ -412,9 +413,10 @@ def test_budget_exhausted_cancels_the_reporting_action_and_blocks_the_grants_pen
     engine = given(world(), delegate("t2", grant=grant_request("g-t2", token_limit=100)),
                    propose("op-1", task_id="t2"), usage("op-1", input_tokens=60, cached_input_tokens=500))
     events = when(engine, usage("op-1", output_tokens=40))
-    assert kinds(events) == ["InputAccepted", "UsageReported", "BudgetExhausted", "ActionCancelRequested"]
+    assert kinds(events) == ["InputAccepted", "UsageReported", "BudgetExhausted", "AlertRaised", "ActionCancelRequested"]
     assert (events[2].grant_id, events[2].usage, events[2].token_limit) == ("g-t2", 100, 100)
-    assert events[3].reason == "budget_exhausted"
+    assert events[3].alert_id == "budget_exhausted:g-t2"
+    assert events[4].reason == "budget_exhausted"
     events = when(engine, propose("op-2", task_id="t2"))
     assert of_type(events, ev.ActionBlocked)[0].blocked_by == ["budget_exhausted"]
     events = when(engine, revise_grant("g-t2", token_limit=1000))
@@ -439,7 +441,7 @@ def test_blocked_by_lists_every_code_in_the_section_4_table_order():
                 revisions={"task": 1, "grant": 1, "intent": 1}, at=at(500)),
     )
     events = when(engine, usage("main", input_tokens=10, at=at(500)))
-    assert kinds(events) == ["InputAccepted", "UsageReported", "BudgetExhausted", "ActionBlocked"]
+    assert kinds(events) == ["InputAccepted", "UsageReported", "BudgetExhausted", "AlertRaised", "ActionBlocked"]
     expected = [
         "prerequisite_pending",
         "prerequisite_failed",
@@ -453,7 +455,7 @@ def test_blocked_by_lists_every_code_in_the_section_4_table_order():
         "budget_exhausted",
     ]
     assert expected == [code for code in BLOCKING_CODES if code != "approval_pending"]
-    assert events[3].blocked_by == expected
+    assert events[4].blocked_by == expected
     assert blocked_by(engine, "main") == expected
     assert task_row(engine, "t")["holds"] == ["question_hold", "wider_hold", "scope_paused", "task_held"]
 

@@ -1,5 +1,5 @@
 """Every rejection code of spec sections 1 and 3.1-3.3 (plus stale_generation,
-already_dispatched and not_implemented), and the order checks run in.
+already_dispatched), and the order checks run in.
 
 Given inputs, when one more input, then exactly the rejection reason.
 """
@@ -447,12 +447,6 @@ def test_already_dispatched_for_an_unknown_message():
     assert rejection(when(engine, queue_edit("nope", "withdraw"))) == "already_dispatched"
 
 
-def test_not_implemented_for_a_kind_not_landed_yet():
-    engine = given(world())
-    incident = line("health.incident", "watchdog", incident_id="i1", kind="daemon_dead", detail="no pid")
-    assert rejection(when(engine, incident)) == "not_implemented"
-
-
 # ------------------------------------------------------------ check order
 
 
@@ -569,8 +563,9 @@ def test_a_rejected_input_still_runs_the_pass_when_time_changed_something():
     engine = given(world(), propose("op-1", cause_key="c"), pause("t1"), propose("op-2"))
     assert engine.views.view("actions")[1]["blocked_by"] == ["scope_paused"]
     events = when(engine, propose("op-3", cause_key="c", at=at(121)))  # duplicate_cause, watchdog now stale
-    assert kinds(events) == ["InputRejected", "ActionBlocked"]
+    assert kinds(events) == ["InputRejected", "ActionBlocked", "AlertRaised"]
     assert events[0].reason == "duplicate_cause"
+    assert events[2].alert_id == "watchdog_unavailable:engine"
     assert (events[1].operation_id, events[1].blocked_by) == ("op-2", ["scope_paused", "watchdog_unavailable"])
 
 

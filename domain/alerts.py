@@ -1,0 +1,401 @@
+"""Section 6: alerts, delivery obligations, health and the time rules.
+
+An alert has an identity per cause (`{kind}:{key}`) and its condition is
+either on (`open`) or off. It is raised when its condition starts, never
+again while it goes on, and once more (count + 1) for each new occurrence: a
+new update revision, a new incident, a new k of a stale question, or the
+condition starting again after the engine saw it end. `alert.seen` and
+`alert.resolve` are the human's; the engine resolves what it can observe.
+
+Most alerts are *reactions*: a fact the engine recorded (a reconciliation
+started, an approval opened, a budget reached, an incident, an obligation
+falling due) raises or resolves an alert in the same transaction, with the
+same cause. `REACTIONS` maps each such event type to its rule; `react` runs
+after every event is applied, so a rule reads the state that event made. The
+rest are decided by the pass: the time rules (`run_time_rules`), the urgent
+rule and compaction (domain/conversation.py).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+from domain import events as ev
+from domain import inputs as inp
+from domain.reasons import Rejected
+from domain.state import State
+
+Emit = Callable[[ev.Event], None]
+
+WATCHDOG_ALERT = "watchdog_unavailable:engine"
+
+
+def alert_kind(alert_id: str) -> str:
+    return alert_id.partition(":")[0]
+
+
+def raise_alert(
+    state: State,
+    cause: int,
+    alert_id: str,
+    at: datetime.datetime,
+    *,
+    new_occurrence: bool = False,
+    cause_key: str | None = None,
+    revision: int | None = None,
+    detail: str = "",
+) -> list[ev.Event]:
+    """Raise `alert_id` unless its condition is already on (a continuing
+    condition raises nothing); `new_occurrence` raises it regardless."""
+    alert = state.alerts.get(alert_id)
+    if alert is not None and alert.open and not new_occurrence:
+        return []
+    return [
+        ev.AlertRaised(
+            cause=cause,
+            alert_id=alert_id,
+            kind=alert_kind(alert_id),
+            at=at,
+            cause_key=cause_key,
+            revision=revision,
+            detail=detail,
+        )
+    ]
+
+
+def resolve_alert(state: State, cause: int, alert_id: str) -> list[ev.Event]:
+    """The engine saw the condition end: resolve it, if it is on."""
+    alert = state.alerts.get(alert_id)
+    if alert is None or not alert.open:
+        return []
+    return [ev.AlertResolved(cause=cause, alert_id=alert_id, by="engine")]
+
+
+# ================================================================ reactions
+
+
+def _at(state: State) -> datetime.datetime:
+    assert state.last_at is not None  # a reaction always follows an input's record
+    return state.last_at
+
+
+def _on_reconciliation_started(state: State, event: ev.ReconciliationStarted) -> list[ev.Event]:
+    return raise_alert(
+        state,
+        event.cause,
+        f"reconciliation_required:{event.consumer_id}",
+        _at(state),
+        detail=f"{event.reconciliation_id}: {event.reason}",
+    )
+
+
+def _on_reconciliation_committed(state: State, event: ev.ReconciliationCommitted) -> list[ev.Event]:
+    return resolve_alert(state, event.cause, f"reconciliation_required:{event.consumer_id}")
+
+
+def _on_card(state: State, event: ev.CardProposed) -> list[ev.Event]:
+    return raise_alert(state, event.cause, f"card:{event.card_id}", _at(state), cause_key=event.cause_key, detail=event.summary)
+
+
+def _approval_alert(state: State, conversation_id: str, request_id: str) -> str:
+    if state.conversations[conversation_id].role == "background":
+        return f"triage_blocked:{conversation_id}"
+    return f"approval_required:{conversation_id}/{request_id}"
+
+
+def _on_approval_opened(state: State, event: ev.ApprovalOpened) -> list[ev.Event]:
+    alert_id = _approval_alert(state, event.conversation_id, event.request_id)
+    return raise_alert(state, event.cause, alert_id, _at(state), detail=f"{event.request_id}: {event.detail}")
+
+
+def _on_approval_resolved(state: State, event: ev.ApprovalResolved) -> list[ev.Event]:
+    conversation = state.conversations[event.conversation_id]
+    if conversation.role == "background" and conversation.approvals:
+        return []  # triage stays blocked while another approval is open
+    return resolve_alert(state, event.cause, _approval_alert(state, event.conversation_id, event.request_id))
+
+
+def _on_budget_exhausted(state: State, event: ev.BudgetExhausted) -> list[ev.Event]:
+    return raise_alert(
+        state,
+        event.cause,
+        f"budget_exhausted:{event.grant_id}",
+        _at(state),
+        detail=f"usage {event.usage} reached token_limit {event.token_limit}",
+    )
+
+
+def _on_grant_revised(state: State, event: ev.GrantRevised) -> list[ev.Event]:
+    if state.grants[event.grant_id].budget_exhausted:
+        return []
+    return resolve_alert(state, event.cause, f"budget_exhausted:{event.grant_id}")
+
+
+def _on_incident(state: State, event: ev.IncidentOpened) -> list[ev.Event]:
+    return raise_alert(
+        state,
+        event.cause,
+        f"incident:{event.incident_id}",
+        _at(state),
+        new_occurrence=True,
+        detail=f"{event.kind} ({event.reported_by}): {event.detail}",
+    )
+
+
+def _on_recovered(state: State, event: ev.IncidentRecovered) -> list[ev.Event]:
+    return resolve_alert(state, event.cause, f"incident:{event.incident_id}")
+
+
+def _on_question_answered(state: State, event: ev.QuestionAnswered) -> list[ev.Event]:
+    return resolve_alert(state, event.cause, f"question_stale:{event.task_id}/{event.question_key}")
+
+
+def _on_question_resurfaced(state: State, event: ev.QuestionResurfaced) -> list[ev.Event]:
+    question = state.questions[(event.task_id, event.question_key)]
+    return raise_alert(
+        state,
+        event.cause,
+        f"question_stale:{event.task_id}/{event.question_key}",
+        _at(state),
+        new_occurrence=True,
+        detail=f"open since {question.first_seen_at.isoformat()} ({event.k} x question_resurface_s)",
+    )
+
+
+def _on_action_blocked(state: State, event: ev.ActionBlocked) -> list[ev.Event]:
+    if "watchdog_unavailable" not in event.blocked_by:
+        return []
+    return raise_alert(
+        state, event.cause, WATCHDOG_ALERT, _at(state), detail=f"{event.operation_id} waits for a fresh watchdog"
+    )
+
+
+def _on_delivery_receipted(state: State, event: ev.DeliveryReceipted) -> list[ev.Event]:
+    """An accepted delivery holding an urgent alert's revision (or a newer one) resolves it."""
+    if event.attempt_state != "accepted":
+        return []
+    events: list[ev.Event] = []
+    delivery = state.conversations[event.conversation_id].deliveries[event.delivery_id]
+    for cause_key, revision in delivery.included:
+        alert = state.alerts.get(f"urgent:{cause_key}")
+        if alert is not None and alert.open and alert.revision is not None and revision >= alert.revision:
+            events.extend(resolve_alert(state, event.cause, alert.alert_id))
+    return events
+
+
+def _on_context_reset(state: State, event: ev.ContextReset) -> list[ev.Event]:
+    return resolve_alert(state, event.cause, f"compaction_required:{event.conversation_id}")
+
+
+def _on_outcome(state: State, event: ev.ActionOutcomeReported) -> list[ev.Event]:
+    """A task action's outcome opens an obligation to tell its conversation."""
+    action = state.actions[event.operation_id]
+    if action.task_id is None:
+        return []  # a rule's action: routine, no obligation
+    return [
+        ev.ObligationOpened(
+            cause=event.cause,
+            operation_id=action.operation_id,
+            cause_key=f"outcome:{action.operation_id}",
+            conversation_id=state.tasks[action.task_id].conversation_id,
+            due_at=_at(state) + datetime.timedelta(seconds=state.config.fallback_after_s),
+        )
+    ]
+
+
+def _on_turn_ended(state: State, event: ev.TurnEnded) -> list[ev.Event]:
+    """A completed turn meets the obligations its accepted deliveries held
+    (only those listed in `delivered`, when given); one it held but left out
+    of `delivered` falls due at once."""
+    if event.outcome != "completed" or not state.obligations_by_cause:
+        return []
+    conversation = state.conversations[event.conversation_id]
+    turn = conversation.last_turn
+    assert turn is not None and turn.turn_id == event.turn_id
+    listed = set(event.delivered) if event.delivered is not None else None
+    events: list[ev.Event] = []
+    settled: set[str] = set()
+    for delivery_id in turn.deliveries:
+        delivery = conversation.deliveries[delivery_id]
+        if delivery.attempt_state != "accepted":
+            continue
+        for cause_key, _ in delivery.included:
+            operation_id = state.obligations_by_cause.get(cause_key)
+            if operation_id is None or operation_id in settled:
+                continue
+            settled.add(operation_id)
+            if listed is None or cause_key in listed:
+                events.append(
+                    ev.ObligationMet(
+                        cause=event.cause,
+                        operation_id=operation_id,
+                        cause_key=cause_key,
+                        turn_id=turn.turn_id,
+                        delivery_id=delivery_id,
+                    )
+                )
+            elif state.obligations[operation_id].state == "open":
+                events.append(ev.ObligationDue(cause=event.cause, operation_id=operation_id, reason="left_out", turn_id=turn.turn_id))
+    return events
+
+
+def _on_obligation_due(state: State, event: ev.ObligationDue) -> list[ev.Event]:
+    obligation = state.obligations[event.operation_id]
+    why = f"{event.turn_id} completed without listing it in delivered" if event.reason == "left_out" else "fallback_after_s passed"
+    return raise_alert(
+        state,
+        event.cause,
+        f"fallback_delivery:{event.operation_id}",
+        _at(state),
+        cause_key=obligation.cause_key,
+        detail=f"{obligation.conversation_id} was not told: {why}",
+    )
+
+
+def _on_obligation_met(state: State, event: ev.ObligationMet) -> list[ev.Event]:
+    return resolve_alert(state, event.cause, f"fallback_delivery:{event.operation_id}")
+
+
+REACTIONS: dict[type, Callable[[State, Any], list[ev.Event]]] = {
+    ev.ReconciliationStarted: _on_reconciliation_started,
+    ev.ReconciliationCommitted: _on_reconciliation_committed,
+    ev.CardProposed: _on_card,
+    ev.ApprovalOpened: _on_approval_opened,
+    ev.ApprovalResolved: _on_approval_resolved,
+    ev.BudgetExhausted: _on_budget_exhausted,
+    ev.GrantRevised: _on_grant_revised,
+    ev.IncidentOpened: _on_incident,
+    ev.IncidentRecovered: _on_recovered,
+    ev.QuestionAnswered: _on_question_answered,
+    ev.QuestionResurfaced: _on_question_resurfaced,
+    ev.ActionBlocked: _on_action_blocked,
+    ev.DeliveryReceipted: _on_delivery_receipted,
+    ev.ContextReset: _on_context_reset,
+    ev.ActionOutcomeReported: _on_outcome,
+    ev.TurnEnded: _on_turn_ended,
+    ev.ObligationDue: _on_obligation_due,
+    ev.ObligationMet: _on_obligation_met,
+}
+
+
+def reacting(state: State, emit: Emit) -> Emit:
+    """`emit`, followed by the reactions to what was emitted (recursively)."""
+
+    def emit_and_react(event: ev.Event) -> None:
+        emit(event)
+        rule = REACTIONS.get(type(event))
+        if rule is not None:
+            for follow in rule(state, event):
+                emit_and_react(follow)
+
+    return emit_and_react
+
+
+# =============================================================== time rules
+
+
+def run_time_rules(state: State, cause: int, at: datetime.datetime, emit: Emit) -> None:
+    """Spec 6, on every input's `at`: the watchdog's freshness, obligations
+    falling due, questions resurfacing. Overdue ones go out at the first pass
+    (after a restart too: the timers are part of the folded state)."""
+    fresh = state.is_fresh(at)
+    if fresh != state.watchdog_fresh:
+        state.watchdog_fresh = fresh
+        state.touch_all_pending()
+        if fresh:
+            for event in resolve_alert(state, cause, WATCHDOG_ALERT):
+                emit(event)
+    timers = state.timers
+    while timers and timers[0][0] <= at:
+        # Each event below removes its timer (evolve), so this loop ends.
+        _, kind, first, second = timers[0]
+        if kind == "obligation":
+            emit(ev.ObligationDue(cause=cause, operation_id=first, reason="overdue"))
+        else:
+            question = state.questions[(first, second)]
+            k = int((at - question.first_seen_at).total_seconds() // state.config.question_resurface_s)
+            emit(ev.QuestionResurfaced(cause=cause, task_id=first, question_key=second, k=k))
+
+
+def urgent_rule(state: State, conversation_id: str, cause: int, at: datetime.datetime, emit: Emit) -> None:
+    """Spec 5.3: an urgent revision still deliverable after the pass (it was
+    not put into a delivery) raises `urgent:{cause_key}`, once per revision."""
+    conversation = state.conversations[conversation_id]
+    for cause_key in sorted(conversation.urgent):
+        update = state.updates[cause_key]
+        alert = state.alerts.get(f"urgent:{cause_key}")
+        if alert is not None and alert.open and alert.revision == update.revision:
+            continue  # continuing: this revision was raised already
+        reason = "not dispatchable" if conversation.running_turn is None else "running turn"
+        for event in raise_alert(
+            state,
+            cause,
+            f"urgent:{cause_key}",
+            at,
+            new_occurrence=True,
+            cause_key=cause_key,
+            revision=update.revision,
+            detail=f"revision {update.revision} not delivered to {conversation_id} ({reason})",
+        ):
+            emit(event)
+
+
+# ================================================================= deciders
+
+
+def decide_incident(state: State, value: inp.RaiseIncident, seq: int) -> list[ev.Event]:
+    if state.incidents.get(value.incident_id):
+        return []  # open already: accepted, no new occurrence
+    return [
+        ev.IncidentOpened(
+            cause=seq, incident_id=value.incident_id, kind=value.kind, detail=value.detail, reported_by=value.sender
+        )
+    ]
+
+
+def decide_recovered(state: State, value: inp.RecoverIncident, seq: int) -> list[ev.Event]:
+    if not state.incidents.get(value.incident_id):
+        what = "recovered already" if value.incident_id in state.incidents else "not known"
+        raise Rejected("not_open", f"incident {value.incident_id!r} is {what}")
+    return [ev.IncidentRecovered(cause=seq, incident_id=value.incident_id)]
+
+
+def decide_daemon_stop(state: State, value: inp.StopDaemon, seq: int) -> list[ev.Event]:
+    return [ev.DaemonStopped(cause=seq, expected=value.expected)]
+
+
+def decide_daemon_start(state: State, value: inp.StartDaemon, seq: int) -> list[ev.Event]:
+    """A start not preceded by an expected stop was a crash (the very first
+    start excepted): incident `daemon_crash/{n}`."""
+    events: list[ev.Event] = [ev.DaemonStarted(cause=seq, after=state.daemon_last)]
+    if state.daemon_last is not None and state.daemon_last != "expected_stop":
+        before = "a start with no stop" if state.daemon_last == "start" else "an unexpected stop"
+        events.append(
+            ev.IncidentOpened(
+                cause=seq,
+                incident_id=f"daemon_crash/{state.crashes + 1}",
+                kind="daemon_crash",
+                detail=f"daemon started after {before}",
+                reported_by=value.sender,
+            )
+        )
+    return events
+
+
+def _alert(state: State, alert_id: str):
+    alert = state.alerts.get(alert_id)
+    if alert is None:
+        raise Rejected("unknown_alert", f"no alert {alert_id!r}")
+    return alert
+
+
+def decide_alert_seen(state: State, value: inp.SeeAlert, seq: int) -> list[ev.Event]:
+    alert = _alert(state, value.alert_id)
+    return [ev.AlertSeen(cause=seq, alert_id=alert.alert_id)] if alert.state == "raised" else []
+
+
+def decide_alert_resolve(state: State, value: inp.ResolveAlert, seq: int) -> list[ev.Event]:
+    alert = _alert(state, value.alert_id)
+    return [ev.AlertResolved(cause=seq, alert_id=alert.alert_id, by="human")] if alert.state != "resolved" else []

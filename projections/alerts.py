@@ -1,0 +1,44 @@
+"""The `alerts` view: one row per alert identity, its state, count and times."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain import events as ev
+from projections.base import View, rfc3339, sorted_rows
+
+
+class AlertsView(View):
+    name = "alerts"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    def _raised(self, event: ev.AlertRaised) -> None:
+        row = self.rows.get(event.alert_id)
+        if row is None:
+            self.rows[event.alert_id] = {
+                "alert_id": event.alert_id,
+                "kind": event.kind,
+                "state": "raised",
+                "first_raised_at": event.at,
+                "last_raised_at": event.at,
+                "count": 1,
+            }
+            return
+        row.update(state="raised", last_raised_at=event.at, count=row["count"] + 1)
+
+    def _seen(self, event: ev.AlertSeen) -> None:
+        self.rows[event.alert_id]["state"] = "seen"
+
+    def _resolved(self, event: ev.AlertResolved) -> None:
+        self.rows[event.alert_id]["state"] = "resolved"
+
+    handlers = {ev.AlertRaised: _raised, ev.AlertSeen: _seen, ev.AlertResolved: _resolved}
+
+    def render(self) -> list[dict[str, Any]]:
+        return [
+            {**row, "first_raised_at": rfc3339(row["first_raised_at"]), "last_raised_at": rfc3339(row["last_raised_at"])}
+            for row in sorted_rows(self.rows)
+        ]
