@@ -16,6 +16,7 @@ import msgspec
 
 from adapters import daemon, watchdog
 from adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
+from adapters.process import batch_size
 from adapters.render import render_document, render_view
 from adapters.store import open_store, store_url_help
 from adapters.trace import TraceInvalid, read_trace
@@ -143,16 +144,6 @@ def _view_name(text: str) -> str:
     return text
 
 
-def _batch_size(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("the batch size is at least 1")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tandem",
@@ -175,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     def batch_options(sub: argparse.ArgumentParser) -> None:
         sub.add_argument(
             "--batch",
-            type=_batch_size,
+            type=batch_size,
             default=ingest_batch_inputs_max,
             metavar="N",
             help=f"inputs per transaction (group commit; default {ingest_batch_inputs_max}; 1 = one transaction per input)",

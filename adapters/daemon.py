@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import fcntl
 import json
 import os
 import signal
@@ -46,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.process import ExclusiveLock, LockHeld, batch_size, positive_seconds
 from adapters.health_file import format_time, read_snapshot, utc_now, write_atomically, write_snapshot
 from adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
 from adapters.store import _redacted, open_store
@@ -427,26 +427,6 @@ class Daemon:
 # ------------------------------------------------------------------ command
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be more than 0 seconds")
-    return value
-
-
-def _batch(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("the batch size is at least 1")
-    return value
-
-
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store", required=True, metavar="URL", help="the event store to run on (sqlite:///..., postgresql://...)"
@@ -476,57 +456,32 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--interval",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=1.0,
         metavar="SECONDS",
         help="pause between rounds (spool scan, watchdog import, idle tick) (default 1)",
     )
     parser.add_argument(
         "--publish-interval",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=5.0,
         metavar="SECONDS",
         help="how often the health snapshot is rewritten (default 5)",
     )
     parser.add_argument(
         "--tick",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=30.0,
         metavar="SECONDS",
         help="record a `tick` when no input came for this long, so time rules run while idle (default 30)",
     )
     parser.add_argument(
         "--batch",
-        type=_batch,
+        type=batch_size,
         default=ingest_batch_inputs_max,
         metavar="N",
         help=f"spool inputs per transaction (default {ingest_batch_inputs_max})",
     )
-
-
-class _SpoolLock:
-    """An exclusive lock in the spool folder: one daemon per spool (a second
-    one would race the first for files and for the store)."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            self.file = open(path, "a+")
-        except OSError as error:
-            raise DaemonError(f"cannot open the lock file {path}: {error.strerror}") from error
-        try:
-            fcntl.flock(self.file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.file.seek(0)
-            holder = self.file.read().strip() or "?"
-            self.file.close()
-            raise DaemonError(f"another daemon is running on this spool (pid {holder}; lock {path})") from None
-        self.file.seek(0)
-        self.file.truncate()
-        self.file.write(f"{os.getpid()}\n")
-        self.file.flush()
-
-    def release(self) -> None:
-        self.file.close()
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -576,7 +531,10 @@ def run(args: argparse.Namespace) -> None:
     settings = settings_from(args)
     spool = Spool(settings.spool)
     spool.prepare()
-    lock = _SpoolLock(settings.spool / lock_name)
+    try:
+        lock = ExclusiveLock(settings.spool / lock_name, "another daemon is running on this spool")
+    except LockHeld as error:
+        raise DaemonError(str(error)) from None
     daemon = Daemon(settings)
     signal.signal(signal.SIGTERM, daemon.ask_to_stop)
     signal.signal(signal.SIGINT, daemon.ask_to_stop)

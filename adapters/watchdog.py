@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import fcntl
 import os
 import shutil
 import signal
@@ -39,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from adapters.process import ExclusiveLock, LockHeld, positive_seconds
 from adapters.health_file import SnapshotUnreadable, format_time, parse_time, read_snapshot, utc_now
 
 watchdog_format = "tandem-watchdog/1"
@@ -432,16 +432,6 @@ class Watchdog:
 # ------------------------------------------------------------------ command
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be more than 0 seconds")
-    return value
-
-
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--health",
@@ -460,7 +450,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-age",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=30.0,
         metavar="SECONDS",
         help="a snapshot older than this means the daemon is stale (default 30; "
@@ -468,7 +458,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--interval",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=5.0,
         metavar="SECONDS",
         help="time between rounds: one heartbeat row and one look at the snapshot (default 5)",
@@ -481,28 +471,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "(default: tandem-watchdog-notify.log next to --db); they also go to stderr, "
         "and to notify-send when it is on PATH",
     )
-
-
-class _Lock:
-    """An exclusive lock on `{db}.lock`: one watchdog per file, or two would
-    interleave generations and open every incident twice."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            self.file = open(path, "a+")
-        except OSError as error:
-            raise WatchdogError(f"cannot open the lock file {path}: {error.strerror}") from error
-        try:
-            fcntl.flock(self.file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.file.seek(0)
-            holder = self.file.read().strip() or "?"
-            self.file.close()
-            raise WatchdogError(f"another watchdog is running on this file (pid {holder}; lock {path})") from None
-        self.file.seek(0)
-        self.file.truncate()
-        self.file.write(f"{os.getpid()}\n")
-        self.file.flush()
 
 
 def run(args: argparse.Namespace) -> None:
@@ -519,7 +487,10 @@ def run(args: argparse.Namespace) -> None:
         open(log_path, "a").close()
     except OSError as error:
         raise WatchdogError(f"cannot write the notify log {log_path}: {error.strerror}") from error
-    lock = _Lock(Path(f"{db_path}.lock"))
+    try:
+        lock = ExclusiveLock(Path(f"{db_path}.lock"), "another watchdog is running on this file")
+    except LockHeld as error:
+        raise WatchdogError(str(error)) from None
     stop: list[int] = []  # the signals received
 
     def on_signal(number: int, frame: Any) -> None:
@@ -541,5 +512,5 @@ def run(args: argparse.Namespace) -> None:
         raise WatchdogError(f"the watchdog database {db_path} failed: {error}") from error
     finally:
         store.close()
-        lock.file.close()
+        lock.release()
     print("tandem watchdog: stopped", file=sys.stderr, flush=True)

@@ -1,0 +1,58 @@
+"""What the long-running commands (`tandem daemon`, `tandem watchdog`) share:
+option parsers and the one-process-per-file lock."""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+from pathlib import Path
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
+
+
+def batch_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("the batch size is at least 1")
+    return value
+
+
+class LockHeld(Exception):
+    """Another process holds the lock (or the lock file cannot be opened)."""
+
+
+class ExclusiveLock:
+    """An exclusive, non-blocking `flock` on `path`, holding the owner's pid.
+    The kernel drops it when the process dies, even by SIGKILL."""
+
+    def __init__(self, path: Path, held_by: str) -> None:
+        try:
+            self.file = open(path, "a+")
+        except OSError as error:
+            raise LockHeld(f"cannot open the lock file {path}: {error.strerror}") from error
+        try:
+            fcntl.flock(self.file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "?"
+            self.file.close()
+            raise LockHeld(f"{held_by} (pid {holder}; lock {path})") from None
+        self.file.seek(0)
+        self.file.truncate()
+        self.file.write(f"{os.getpid()}\n")
+        self.file.flush()
+
+    def release(self) -> None:
+        self.file.close()
