@@ -8,6 +8,7 @@ and nothing is written to any store).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from adapters.render import render_document, render_view
 from adapters.store import open_store, store_url_help
 from adapters.trace import TraceInvalid, read_trace
 from projections import VIEW_NAMES, Views
-from replay.engine import Engine, project
+from replay.engine import Engine, input_boundary, project
 from replay.port import ConcurrencyError, EventStore, StoreError
 
 DEFAULT_STORE = "sqlite:///tandem.db"
@@ -66,15 +67,21 @@ def _open(url: str, with_views: bool = True) -> Engine:
         raise CliError(str(error)) from error
 
 
-def _ingest_files(engine: Engine, paths: list[str], name: str | None, batch: int, quiet: bool) -> None:
+def _ingest_files(
+    engine: Engine, paths: list[str], name: str | None, batch: int, quiet: bool, until_line: int | None = None
+) -> None:
     if name is not None and len(paths) > 1:
         raise CliError("--name names one trace; give one TRACE with it", EXIT_USAGE)
     traces = []
     for path in paths:  # validate every trace before writing anything
         try:
-            traces.append(read_trace(path, name))
+            trace = read_trace(path, name)
         except FileNotFoundError as error:
             raise CliError(str(error), EXIT_USAGE) from error
+        if until_line is not None:
+            # Time travel: the whole trace is validated, then only its lines up to `until_line` apply.
+            trace = dataclasses.replace(trace, lines=[t for t in trace.lines if (t.item.line or 0) <= until_line])
+        traces.append(trace)
     for trace in traces:
         try:
             result = ingest(engine, trace, batch_inputs=batch)
@@ -92,7 +99,7 @@ def _ingest_files(engine: Engine, paths: list[str], name: str | None, batch: int
 
 def cmd_replay(args: argparse.Namespace) -> None:
     engine = _open(args.store)
-    _ingest_files(engine, [args.trace], args.name, args.batch, quiet=True)
+    _ingest_files(engine, [args.trace], args.name, args.batch, quiet=True, until_line=args.until)
     assert engine.views is not None
     print_views(engine.views, args.view, args.json)
 
@@ -105,7 +112,19 @@ def cmd_ingest(args: argparse.Namespace) -> None:
 def cmd_show(args: argparse.Namespace) -> None:
     store = _open_store(args.store)
     try:
-        views = project(store)
+        until = None
+        if args.at is not None:
+            head = store.head()
+            if args.at > head:
+                raise CliError(f"--at {args.at} is past the store's last event ({head})", EXIT_USAGE)
+            until = input_boundary(store, args.at)
+            if until != args.at:
+                print(
+                    f"tandem: position {args.at} is inside an input's events; showing the views before that input "
+                    f"(position {until})",
+                    file=sys.stderr,
+                )
+        views = project(store, until=until)
     except StoreError as error:
         raise CliError(str(error)) from error
     print_views(views, args.view, args.json)
@@ -142,6 +161,26 @@ def _view_name(text: str) -> str:
     if text not in VIEW_NAMES:
         raise argparse.ArgumentTypeError(f"unknown view {text!r}; views: {', '.join(VIEW_NAMES)}")
     return text
+
+
+def _line_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a line number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("lines count from 1")
+    return value
+
+
+def _position(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a position: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("a position is 0 or more")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,6 +224,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("trace", metavar="TRACE", help="a JSON Lines trace file")
     replay.add_argument("--store", default="memory:", metavar="URL", help="store to append to (default memory:)")
+    replay.add_argument(
+        "--until",
+        type=_line_number,
+        metavar="LINE",
+        help="time travel: apply only the inputs on lines 1..LINE (the whole trace is still validated)",
+    )
     view_options(replay)
     batch_options(replay)
     replay.set_defaults(handler=cmd_replay)
@@ -210,6 +255,13 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("view", nargs="?", type=_view_name, metavar="VIEW", help=f"one of: {', '.join(VIEW_NAMES)}")
     show.add_argument("--store", default=DEFAULT_STORE, metavar="URL", help=f"default {DEFAULT_STORE}")
     show.add_argument("--json", action="store_true", help="print JSON (spec section 7)")
+    show.add_argument(
+        "--at",
+        type=_position,
+        metavar="POSITION",
+        help="time travel: the views after the store's first POSITION events (0 = empty); a position inside "
+        "one input's events shows the views before that input",
+    )
     show.set_defaults(handler=cmd_show)
 
     demo = commands.add_parser(
@@ -248,7 +300,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     watchdog.configure_parser(watchdog_parser)
     watchdog_parser.set_defaults(handler=cmd_watchdog)
+
+    for module in _command_modules():
+        sub = commands.add_parser(module.NAME, help=module.HELP, description=module.DESCRIPTION)
+        module.configure(sub)
+        sub.set_defaults(handler=module.run)
     return parser
+
+
+def _command_modules() -> list[Any]:
+    """More subcommands: each module of `adapters/commands/` with NAME, HELP,
+    DESCRIPTION, ORDER, `configure(parser)` and `run(args)` (raising CliError)."""
+    import importlib
+    import pkgutil
+
+    from adapters import commands
+
+    modules = [importlib.import_module(f"adapters.commands.{info.name}") for info in pkgutil.iter_modules(commands.__path__)]
+    return sorted(modules, key=lambda module: (module.ORDER, module.NAME))
 
 
 def main(argv: list[str] | None = None) -> int:

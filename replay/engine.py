@@ -68,6 +68,20 @@ def project(store: EventStore, until: int | None = None) -> Views:
     return views
 
 
+def input_boundary(store: EventStore, position: int) -> int:
+    """The greatest position <= `position` that falls between two inputs'
+    events (every input's events start with its InputAccepted/InputRejected;
+    a SourceProgressed marker ends a batch)."""
+    boundary = 0
+    seen = 0
+    for page in store.read_pages(until=position + 1):
+        for event in page:
+            if type(event) in (ev.InputAccepted, ev.InputRejected, ev.SourceProgressed):
+                boundary = seen
+            seen += 1
+    return position if seen <= position else boundary
+
+
 class Engine:
     """Decision state (and, unless `with_views=False`, the views) over one
     store. Single writer per store."""
