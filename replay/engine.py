@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import gc
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -21,6 +21,8 @@ from domain.inputs import Input
 from domain.state import EVOLVERS, State, evolve
 from projections import Views
 from replay.port import EventStore
+
+Step = Callable[[State, Input, int, "str | None", "int | None", Callable[[ev.Event], None]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +88,10 @@ class Engine:
     """Decision state (and, unless `with_views=False`, the views) over one
     store. Single writer per store."""
 
-    def __init__(self, store: EventStore | None = None, *, with_views: bool = True) -> None:
+    def __init__(self, store: EventStore | None = None, *, with_views: bool = True, step: Step = step) -> None:
         self.store = store
         self.with_views = with_views
+        self.step = step  # the decision rules (a test may pass a deliberately broken variant)
         self.state = State()
         self.views: Views | None = Views() if with_views else None
         if store is not None:
@@ -145,7 +148,7 @@ class Engine:
             evolve(state, event)
             produced.append(event)
 
-        step(state, item.input, seq, item.file, item.line, emit)
+        self.step(state, item.input, seq, item.file, item.line, emit)
         return produced
 
     # ------------------------------------------------------------- submit
