@@ -1,0 +1,32 @@
+"""Deliberately broken decision rules (test only), for the fuzzer and the
+bounded checker to find: each is `domain.dispatch.step` plus one wrong
+decision, passed as `Engine(step=...)`.
+
+- `retry_unknown`: after the real pass, claims again every action whose
+  latest attempt is `unknown` (a blind retry; spec 3.3 says never).
+- `ignore_question_hold`: after the real pass, claims every pending action
+  that only a question holds (`blocked_by == ["question_hold"]`), as a pass
+  whose blockers dropped question_hold would.
+"""
+
+from __future__ import annotations
+
+from domain import dispatch
+from domain.dispatch import Emit, step
+from domain.inputs import Input
+from domain.state import State
+
+
+def retry_unknown(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    step(state, value, seq, file, line, emit)
+    for action in sorted(state.actions.values(), key=lambda a: a.order):
+        if action.state == "unknown" and action.attempts and action.attempts[-1].state == "unknown":
+            dispatch._claim(state, seq, action, emit)
+
+
+def ignore_question_hold(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    step(state, value, seq, file, line, emit)
+    for operation_id in sorted(state.pending, key=lambda op: state.actions[op].order):
+        action = state.actions[operation_id]
+        if action.state == "pending" and dispatch.blockers(state, action) == ("question_hold",):
+            dispatch._claim(state, seq, action, emit)
