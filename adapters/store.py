@@ -17,6 +17,10 @@ URLs (`store_url_help`):
     sqlite:////absolute/path.db
     postgresql://user[:password]@host[:port]/dbname   (or postgres://)
     ...?table=NAME                       events table (default tandem_events)
+
+Snapshots (`replay/snapshot.py`) live in a second table, `{table}_snapshots`
+(fingerprint, position, body), created with the events table. They are a
+cache written beside the log, never part of it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple, NoReturn
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import msgspec
 from eventsourcing.persistence import (
     IntegrityError,
     InterfaceError,
@@ -51,7 +56,7 @@ from eventsourcing.sqlite import (
 )
 
 from domain.events import Event, decode_event, encode_event, event_name
-from replay.port import ConcurrencyError, EventStore, StoreError
+from replay.port import ConcurrencyError, EventStore, SnapshotInfo, StoreError
 
 # Rows fetched per query when reading the log. A page is fetched, its
 # connection released, then decoded and yielded: the store never holds a
@@ -60,8 +65,10 @@ read_page_events_max = 10_000
 
 table_name_default = "tandem_events"
 # PostgreSQL names an index "<table>_notification_id_idx"; identifiers are at
-# most 63 bytes, so the table name gets 63 - 20.
+# most 63 bytes, so the table name gets 63 - 20. ("<table>_snapshots_pkey", the
+# snapshot table's key, needs 15.)
 table_name_length_max = 43
+snapshot_table_suffix = "_snapshots"
 postgres_connect_timeout_s = 5
 
 # One stream holds the whole log. Text ids work on all three recorders.
@@ -177,6 +184,25 @@ class _RecorderStore:
             self._mapper.to_stored_event(Positioned(expected_head + offset, event))
             for offset, event in enumerate(events, start=1)
         ]
+        return self._insert(stored, expected_head)
+
+    def append_encoded(self, data: Sequence[bytes], expected_head: int) -> int:
+        assert expected_head >= 0, expected_head
+        stored = []
+        for offset, item in enumerate(data, start=1):
+            # Decoded to check it and to name its topic; stored as given.
+            try:
+                event = decode_event(item)
+            except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                raise ValueError(f"item {offset} does not decode as an event: {error}") from None
+            stored.append(_stored_event(log_stream_id, expected_head + offset, event_name(event), bytes(item)))
+        if self._head_known != expected_head and self.head() != expected_head:
+            raise ConcurrencyError(f"expected head {expected_head}, but the head is {self._head_known}")
+        if not stored:
+            return expected_head
+        return self._insert(stored, expected_head)
+
+    def _insert(self, stored: list[StoredEvent], expected_head: int) -> int:
         try:
             self._recorder.insert_events(stored)
         except IntegrityError as error:
@@ -187,7 +213,7 @@ class _RecorderStore:
         except PersistenceError as error:
             self._head_known = None
             raise StoreError(f"append to {_redacted(self.url)} failed: {error}") from error
-        self._head_known = expected_head + len(events)
+        self._head_known = expected_head + len(stored)
         return self._head_known
 
     def read_encoded(self, after: int = 0, until: int | None = None) -> Iterator[tuple[int, bytes]]:
@@ -213,14 +239,46 @@ class _RecorderStore:
                 return
             after = page[-1][0]
 
+    # -- snapshots (a cache beside the log; subclasses store them)
+    def write_snapshot(self, position: int, fingerprint: str, body: bytes) -> None:
+        if not isinstance(position, int) or position < 1:
+            raise ValueError(f"a snapshot's position is 1 or more, not {position!r}")
+        if not fingerprint or not isinstance(fingerprint, str):
+            raise ValueError("a snapshot needs a fingerprint")
+        head = self.head()
+        if position > head:
+            raise ValueError(f"snapshot position {position} is past the log's head ({head})")
+        self._guarded(self._snapshot_write, position, fingerprint, bytes(body), verb="writing a snapshot to")
+
+    def latest_snapshot(self, fingerprint: str, until: int | None = None) -> tuple[int, bytes] | None:
+        return self._guarded(self._snapshot_latest, fingerprint, until)
+
+    def list_snapshots(self) -> list[SnapshotInfo]:
+        return [SnapshotInfo(*row) for row in self._guarded(self._snapshot_list)]
+
+    def delete_snapshot(self, position: int, fingerprint: str) -> None:
+        self._guarded(self._snapshot_delete, position, fingerprint, verb="deleting a snapshot from")
+
+    def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:
+        raise NotImplementedError
+
+    def _snapshot_latest(self, fingerprint: str, until: int | None) -> tuple[int, bytes] | None:
+        raise NotImplementedError
+
+    def _snapshot_list(self) -> list[tuple[int, str, int]]:
+        raise NotImplementedError
+
+    def _snapshot_delete(self, position: int, fingerprint: str) -> None:
+        raise NotImplementedError
+
     def close(self) -> None:
         pass
 
-    def _guarded(self, function: Any, *arguments: Any) -> Any:
+    def _guarded(self, function: Any, *arguments: Any, verb: str = "reading") -> Any:
         try:
             return function(*arguments)
         except (PersistenceError, sqlite3.Error) as error:
-            raise StoreError(f"reading {_redacted(self.url)} failed: {error}") from error
+            raise StoreError(f"{verb} {_redacted(self.url)} failed: {error}") from error
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {_redacted(self.url)}>"
@@ -229,6 +287,7 @@ class _RecorderStore:
 class MemoryStore(_RecorderStore):
     def __init__(self, url: str) -> None:
         super().__init__(url, POPOApplicationRecorder())
+        self._snapshots: dict[tuple[str, int], bytes] = {}
 
     def _select_head(self) -> int:
         last = self._recorder.select_events(log_stream_id, desc=True, limit=1)
@@ -237,6 +296,26 @@ class MemoryStore(_RecorderStore):
     def _select_page(self, after: int, until: int | None, limit: int) -> list[tuple[int, bytes]]:
         stored = self._recorder.select_events(log_stream_id, gt=after, lte=until, limit=limit)
         return [(s.originator_version, s.state) for s in stored]
+
+    def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:
+        self._snapshots[(fingerprint, position)] = body
+
+    def _snapshot_latest(self, fingerprint: str, until: int | None) -> tuple[int, bytes] | None:
+        positions = [
+            position
+            for (kept, position) in self._snapshots
+            if kept == fingerprint and (until is None or position <= until)
+        ]
+        if not positions:
+            return None
+        position = max(positions)
+        return position, self._snapshots[(fingerprint, position)]
+
+    def _snapshot_list(self) -> list[tuple[int, str, int]]:
+        return sorted((position, fingerprint, len(body)) for (fingerprint, position), body in self._snapshots.items())
+
+    def _snapshot_delete(self, position: int, fingerprint: str) -> None:
+        self._snapshots.pop((fingerprint, position), None)
 
 
 class _DurableSQLiteConnectionPool(SQLiteConnectionPool):
@@ -356,8 +435,19 @@ class SQLiteStore(_RecorderStore):
             " WHERE originator_id=? AND originator_version>? AND originator_version<=?"
             " ORDER BY originator_version LIMIT ?"
         )
+        snapshots = table + snapshot_table_suffix
+        self._snapshot_statements = {
+            "create": f"CREATE TABLE IF NOT EXISTS {snapshots} (fingerprint TEXT NOT NULL,"
+            " position INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (fingerprint, position))",
+            "write": f"INSERT OR REPLACE INTO {snapshots} (fingerprint, position, body) VALUES (?, ?, ?)",
+            "latest": f"SELECT position, body FROM {snapshots} WHERE fingerprint=? AND position<=?"
+            " ORDER BY position DESC LIMIT 1",
+            "list": f"SELECT position, fingerprint, length(body) FROM {snapshots} ORDER BY position, fingerprint",
+            "delete": f"DELETE FROM {snapshots} WHERE fingerprint=? AND position=?",
+        }
         try:
             recorder.create_table()
+            self._snapshot_execute("create")
             self.head()
         except (PersistenceError, StoreError) as error:
             self._datastore.close()
@@ -380,8 +470,35 @@ class SQLiteStore(_RecorderStore):
                 raw.execute(self._select_window_statement, (log_stream_id, after, until, limit))
             return raw.fetchall()
 
+    def _snapshot_execute(self, name: str, *parameters: Any) -> None:
+        with self._datastore.transaction(commit=True) as cursor:
+            cursor.sqlite_cursor.execute(self._snapshot_statements[name], parameters)
+
+    def _snapshot_query(self, name: str, *parameters: Any) -> list[tuple[Any, ...]]:
+        with self._datastore.transaction(commit=False) as cursor:
+            raw = cursor.sqlite_cursor
+            raw.row_factory = None
+            raw.execute(self._snapshot_statements[name], parameters)
+            return raw.fetchall()
+
+    def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:
+        self._snapshot_execute("write", fingerprint, position, body)
+
+    def _snapshot_latest(self, fingerprint: str, until: int | None) -> tuple[int, bytes] | None:
+        rows = self._snapshot_query("latest", fingerprint, _int64_max if until is None else until)
+        return (rows[0][0], bytes(rows[0][1])) if rows else None
+
+    def _snapshot_list(self) -> list[tuple[int, str, int]]:
+        return [tuple(row) for row in self._snapshot_query("list")]  # type: ignore[misc]
+
+    def _snapshot_delete(self, position: int, fingerprint: str) -> None:
+        self._snapshot_execute("delete", fingerprint, position)
+
     def close(self) -> None:
         self._datastore.close()
+
+
+_int64_max = 2**63 - 1
 
 
 class PostgresStore(_RecorderStore):
@@ -423,8 +540,27 @@ class PostgresStore(_RecorderStore):
             " WHERE originator_id=%s AND originator_version>%s AND originator_version<=%s"
             " ORDER BY originator_version LIMIT %s"
         ).format(table_sql)
+        snapshots = sql.Identifier(self._datastore.schema, table + snapshot_table_suffix)
+        self._snapshot_statements = {
+            "create": sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (fingerprint text NOT NULL, position bigint NOT NULL,"
+                " body bytea NOT NULL, PRIMARY KEY (fingerprint, position))"
+            ).format(snapshots),
+            "write": sql.SQL(
+                "INSERT INTO {} (fingerprint, position, body) VALUES (%s, %s, %s)"
+                " ON CONFLICT (fingerprint, position) DO UPDATE SET body = EXCLUDED.body"
+            ).format(snapshots),
+            "latest": sql.SQL(
+                "SELECT position, body FROM {} WHERE fingerprint=%s AND position<=%s ORDER BY position DESC LIMIT 1"
+            ).format(snapshots),
+            "list": sql.SQL(
+                "SELECT position, fingerprint, octet_length(body) FROM {} ORDER BY position, fingerprint"
+            ).format(snapshots),
+            "delete": sql.SQL("DELETE FROM {} WHERE fingerprint=%s AND position=%s").format(snapshots),
+        }
         try:
             recorder.create_table()
+            self._snapshot_execute("create")
             self.head()
         except (PersistenceError, StoreError) as error:
             self._datastore.close()
@@ -453,6 +589,33 @@ class PostgresStore(_RecorderStore):
                 cursor.execute(self._select_window_statement, (log_stream_id, after, until, limit))
             rows = cursor.fetchall()
         return [(position, state if isinstance(state, bytes) else bytes(state)) for position, state in rows]
+
+    def _snapshot_execute(self, name: str, *parameters: Any) -> None:
+        with self._datastore.transaction(commit=True) as cursor:
+            cursor.execute(self._snapshot_statements[name], parameters)
+
+    def _snapshot_query(self, name: str, *parameters: Any) -> list[tuple[Any, ...]]:
+        from psycopg.rows import tuple_row
+
+        with (
+            self._datastore.get_connection() as connection,
+            connection.cursor(row_factory=tuple_row, binary=True) as cursor,
+        ):
+            cursor.execute(self._snapshot_statements[name], parameters)
+            return cursor.fetchall()
+
+    def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:
+        self._snapshot_execute("write", fingerprint, position, body)
+
+    def _snapshot_latest(self, fingerprint: str, until: int | None) -> tuple[int, bytes] | None:
+        rows = self._snapshot_query("latest", fingerprint, _int64_max if until is None else until)
+        return (rows[0][0], bytes(rows[0][1])) if rows else None
+
+    def _snapshot_list(self) -> list[tuple[int, str, int]]:
+        return [tuple(row) for row in self._snapshot_query("list")]  # type: ignore[misc]
+
+    def _snapshot_delete(self, position: int, fingerprint: str) -> None:
+        self._snapshot_execute("delete", fingerprint, position)
 
     def close(self) -> None:
         self._datastore.close()

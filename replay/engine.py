@@ -4,13 +4,26 @@ A recorded trace and a live daemon are the same thing here: inputs applied
 one after the other through `decide` and the dispatch pass, each input's
 events appended to the store atomically (or a batch of inputs' events, for
 group commit). The in-memory decision state is a fold of the log, so opening
-an engine on a store is a replay of that store.
+an engine on a store is a replay of that store: of its tail, after the newest
+snapshot the running code can use (replay/snapshot.py).
+
+Snapshot policy: after a commit, once `snapshot_every` events (default
+`snapshot_every_events_default`) have been appended since the last snapshot,
+and at least as many as the last snapshot's size in bytes divided by
+`snapshot_bytes_per_event`, the engine writes one. The first rule bounds the
+tail a restart folds (50,000 events: a fraction of a second); the second keeps
+the cost of writing snapshots of a large live state (about 1 µs of pickling
+per object, ~400 bytes per live action) a small share of the work of the
+events between them. A snapshot is written inside the commit call that
+crosses the threshold, after the commit: that call takes longer by the
+snapshot's cost. A failed snapshot write is logged and never fails a commit.
 """
 
 from __future__ import annotations
 
 import datetime
 import gc
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +33,13 @@ from domain.dispatch import step
 from domain.inputs import Input
 from domain.state import EVOLVERS, State, evolve
 from projections import Views
-from replay.port import EventStore
+from replay import snapshot as snapshots
+from replay.port import EventStore, StoreError
+
+snapshot_every_events_default = 50_000
+snapshot_bytes_per_event = 16
+
+log = logging.getLogger("tandem.snapshots")
 
 Step = Callable[[State, Input, int, "str | None", "int | None", Callable[[ev.Event], None]], None]
 
@@ -52,21 +71,27 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def project(store: EventStore, until: int | None = None) -> Views:
+def project(store: EventStore, until: int | None = None, use_snapshots: bool = True) -> Views:
     """The views alone, folded from a store (what `tandem show` needs: no
-    decision state)."""
+    decision state): from the newest usable snapshot at or before `until`."""
     views = Views()
-    view_handlers = views.handlers_by_event
+    start = 0
     folded = 0
     with collector_paused():
-        for page in store.read_pages(until=until):
+        if use_snapshots:
+            limit = store.head() if until is None else min(until, store.head())
+            loaded = snapshots.load(store, limit, with_state=False)
+            if loaded is not None and loaded.views is not None:
+                views, start = loaded.views, loaded.position
+        view_handlers = views.handlers_by_event
+        for page in store.read_pages(after=start, until=until):
             for event in page:
                 handlers = view_handlers.get(type(event))
                 if handlers is not None:
                     for handler in handlers:
                         handler(event)
             folded += len(page)
-    views.position = folded
+    views.position = start + folded
     return views
 
 
@@ -86,30 +111,61 @@ def input_boundary(store: EventStore, position: int) -> int:
 
 class Engine:
     """Decision state (and, unless `with_views=False`, the views) over one
-    store. Single writer per store."""
+    store. Single writer per store.
 
-    def __init__(self, store: EventStore | None = None, *, with_views: bool = True, step: Step = step) -> None:
+    `snapshot_every`: events between automatic snapshots (0: never write
+    one); `use_snapshots=False` ignores stored snapshots (a full replay)."""
+
+    def __init__(
+        self,
+        store: EventStore | None = None,
+        *,
+        with_views: bool = True,
+        step: Step = step,
+        snapshot_every: int = snapshot_every_events_default,
+        use_snapshots: bool = True,
+    ) -> None:
+        if snapshot_every < 0:
+            raise ValueError(f"snapshot_every is 0 (never) or more, not {snapshot_every}")
         self.store = store
         self.with_views = with_views
         self.step = step  # the decision rules (a test may pass a deliberately broken variant)
+        self.snapshot_every = snapshot_every
+        self.use_snapshots = use_snapshots
         self.state = State()
         self.views: Views | None = Views() if with_views else None
+        self.snapshot_position = 0  # the newest snapshot loaded or written (0: none)
+        self.snapshot_size = 0  # its body's bytes
+        self.last_snapshot: snapshots.Written | None = None
         if store is not None:
             self._rebuild()
 
     # ------------------------------------------------------------- replay
 
     def _rebuild(self) -> None:
-        """Fold the whole log into fresh state and views (restart is replay)."""
+        """Fold the log into fresh state and views (restart is replay): from
+        the newest usable snapshot, else from the start."""
         state = State()
         views = Views() if self.with_views else None
         if self.store is not None:
-            # evolve() and Views.apply(), inlined: this loop is replay speed.
-            evolvers = EVOLVERS
-            view_handlers = views.handlers_by_event if views is not None else {}
+            start = 0
             folded = 0
             with collector_paused():
-                for page in self.store.read_pages():
+                # Unpickling, like folding, makes many long-lived objects:
+                # the collector stays paused, and they are frozen below.
+                loaded = snapshots.load(self.store, self.store.head(), with_views=self.with_views) if self.use_snapshots else None
+                if loaded is not None:
+                    assert loaded.state is not None
+                    state, start = loaded.state, loaded.position
+                    if self.with_views:
+                        views = loaded.views
+                    self.snapshot_position, self.snapshot_size = loaded.position, loaded.size
+                else:
+                    self.snapshot_position, self.snapshot_size = 0, 0
+                # evolve() and Views.apply(), inlined: this loop is replay speed.
+                evolvers = EVOLVERS
+                view_handlers = views.handlers_by_event if views is not None else {}
+                for page in self.store.read_pages(after=start):
                     for event in page:
                         kind = type(event)
                         evolvers[kind](state, event)
@@ -122,9 +178,9 @@ class Engine:
                 # collector from rescanning it later. Frozen before the
                 # collector resumes, or its first run would scan it all.
                 gc.freeze()
-            state.position += folded
+            state.position = start + folded
             if views is not None:
-                views.position += folded
+                views.position = start + folded
         # Dirty marks made while folding facts are not decisions to take again.
         state.dirty_actions.clear()
         state.dirty_tasks.clear()
@@ -179,4 +235,41 @@ class Engine:
                 apply_view = self.views.apply
                 for event in produced:
                     apply_view(event)
+        if produced and self.store is not None and self._snapshot_due():
+            try:
+                self.write_snapshot()
+            except (StoreError, ValueError) as error:  # a cache: the commit stands
+                log.warning("snapshot at position %d not written: %s", self.state.position, error)
+                self.snapshot_position = self.state.position  # try again after as many events
         return produced
+
+    # ----------------------------------------------------------- snapshots
+
+    def _snapshot_due(self) -> bool:
+        if not self.snapshot_every:
+            return False
+        since = self.state.position - self.snapshot_position
+        return since >= self.snapshot_every and since >= self.snapshot_size // snapshot_bytes_per_event
+
+    def write_snapshot(self) -> snapshots.Written:
+        """Store a snapshot of the state and views at the head now (an
+        engine without views folds them from the previous snapshot)."""
+        if self.store is None:
+            raise ValueError("an engine without a store has nowhere to keep a snapshot")
+        with collector_paused():
+            written = snapshots.write(self.store, self.state, self.views)
+        self.snapshot_position, self.snapshot_size = written.position, written.size
+        self.last_snapshot = written
+        return written
+
+    def checkpoint(self, min_events: int = 1) -> snapshots.Written | None:
+        """A snapshot now if at least `min_events` events came since the last
+        one (e.g. at a daemon's stop: the next start folds nothing); failures
+        are logged, not raised."""
+        if self.store is None or self.state.position - self.snapshot_position < max(1, min_events):
+            return None
+        try:
+            return self.write_snapshot()
+        except (StoreError, ValueError) as error:
+            log.warning("snapshot at position %d not written: %s", self.state.position, error)
+            return None

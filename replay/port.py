@@ -3,12 +3,17 @@
 `replay/` defines it, `adapters/store.py` implements it with eventsourcing's
 recorders (memory, SQLite, PostgreSQL). The log is one ordered sequence of
 events; a position is the 1-based index of an event in it.
+
+Next to the log, a store keeps **snapshots** (`replay/snapshot.py`): opaque
+bodies, each the folded state at a position, keyed by (fingerprint, position).
+They are a cache: never required, never part of the log, not exported; a
+snapshot whose fingerprint is not the running code's is never used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from domain.events import Event
 
@@ -20,6 +25,14 @@ class ConcurrencyError(Exception):
 
 class StoreError(Exception):
     """The store cannot be opened or read (bad URL, unreachable database...)."""
+
+
+class SnapshotInfo(NamedTuple):
+    """A stored snapshot, without its body."""
+
+    position: int
+    fingerprint: str
+    size: int  # bytes of its body
 
 
 class EventStore(Protocol):
@@ -48,6 +61,32 @@ class EventStore(Protocol):
 
     def read_encoded(self, after: int = 0, until: int | None = None) -> Iterator[tuple[int, bytes]]:
         """The same events as stored bytes (for export, verify and benchmarks)."""
+        ...
+
+    def append_encoded(self, data: Sequence[bytes], expected_head: int) -> int:
+        """`append` for events already encoded (import): each item must decode
+        as an event (else ValueError, nothing written); it is stored as given,
+        byte for byte."""
+        ...
+
+    # ------------------------------------------------------------ snapshots
+
+    def write_snapshot(self, position: int, fingerprint: str, body: bytes) -> None:
+        """Store a snapshot at `position` (1..head), replacing one with the
+        same (fingerprint, position)."""
+        ...
+
+    def latest_snapshot(self, fingerprint: str, until: int | None = None) -> tuple[int, bytes] | None:
+        """The snapshot with this fingerprint at the greatest position
+        (<= until): (position, body); None when there is none."""
+        ...
+
+    def list_snapshots(self) -> list[SnapshotInfo]:
+        """Every stored snapshot, by position (then fingerprint)."""
+        ...
+
+    def delete_snapshot(self, position: int, fingerprint: str) -> None:
+        """Remove one snapshot (none there: nothing happens)."""
         ...
 
     def close(self) -> None: ...

@@ -1,0 +1,184 @@
+"""`tandem import`: a JSON Lines event log (from `tandem export`) into a store.
+
+Every line is checked first (it must decode as an event); a bad file prints
+`line N: ...` (at most 20) and exits 2 with nothing written. The events are
+then appended as given, byte for byte, in transactions of `--batch` events.
+
+Only an empty store is written to, or one whose events are exactly the file's
+first lines (an interrupted import is continued from where it stopped); any
+other non-empty store is refused (exit 1). An import into an empty store
+removes leftover snapshots there (they belonged to another log). Snapshots
+are not imported: engines write new ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import msgspec
+
+from adapters.store import store_url_help
+from domain.events import decode_event
+
+NAME = "import"
+ORDER = 61
+HELP = "append an exported JSON Lines event log to an empty store, byte for byte"
+import_batch_events_default = 10_000
+line_bytes_max = 16 * 1024 * 1024  # a stored event is at most a 1 MiB input and what it caused
+errors_shown_max = 20
+DESCRIPTION = (
+    "Append the events of FILE (JSON Lines, one event per line, as `tandem export` writes) to the store, "
+    "each exactly as given, in transactions of --batch events. Every line is validated first: one that does "
+    "not decode as an event prints `line N: ...` and nothing is written (exit 2). The store must be empty, "
+    "or hold exactly the file's first events (an interrupted import continues); any other store is refused "
+    "(exit 1). Snapshots are not part of an export. "
+    "Exit codes: 0 done; 1 the store or FILE could not be used, or the store holds other events; 2 bad usage "
+    "or a bad line."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from adapters.process import batch_size
+
+    parser.add_argument("file", metavar="FILE", help="a JSON Lines event log (tandem export)")
+    parser.add_argument("--store", required=True, metavar="URL", help=store_url_help)
+    parser.add_argument(
+        "--batch",
+        type=batch_size,
+        default=import_batch_events_default,
+        metavar="N",
+        help=f"events per transaction (default {import_batch_events_default:,})",
+    )
+
+
+class LineError(Exception):
+    pass
+
+
+def lines_of(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """(line number, line without its newline), bounded in length."""
+    number = 0
+    while True:
+        line = handle.readline(line_bytes_max + 2)
+        if not line:
+            return
+        number += 1
+        if line.endswith(b"\n"):
+            line = line[:-1]
+        elif len(line) > line_bytes_max:
+            raise LineError(f"line {number}: longer than {line_bytes_max:,} bytes")
+        yield number, line
+
+
+def check_line(number: int, line: bytes) -> str | None:
+    """Why a line is not an event, or None."""
+    if not line.strip():
+        return f"line {number}: empty (an event log has one event on every line)"
+    if line != line.strip():
+        return f"line {number}: leading or trailing whitespace (a line is exactly a stored event's bytes)"
+    try:
+        decode_event(line)
+    except msgspec.ValidationError as error:
+        return f"line {number}: not an event: {error}"
+    except msgspec.DecodeError as error:
+        return f"line {number}: not JSON: {error}"
+    return None
+
+
+def validate(handle: BinaryIO) -> tuple[int, list[str], int]:
+    """(lines, the first errors, how many errors)."""
+    errors: list[str] = []
+    total = 0
+    count = 0
+    try:
+        for number, line in lines_of(handle):
+            count = number
+            problem = check_line(number, line)
+            if problem is not None:
+                total += 1
+                if len(errors) < errors_shown_max:
+                    errors.append(problem)
+    except LineError as error:
+        total += 1
+        errors.append(str(error))
+    return count, errors, total
+
+
+def run(args: argparse.Namespace) -> None:
+    from adapters.cli import EXIT_USAGE, CliError, _open_store
+    from replay.port import ConcurrencyError, StoreError
+
+    try:
+        handle = open(args.file, "rb")  # noqa: SIM115 - read twice, closed below
+    except OSError as error:
+        raise CliError(f"cannot read {args.file!r}: {error.strerror or error}") from error
+    with handle:
+        count, errors, total = validate(handle)
+        if errors:
+            for error in errors:
+                print(error, file=sys.stderr)
+            if total > len(errors):
+                print(f"... and {total - len(errors)} more bad line(s)", file=sys.stderr)
+            raise CliError(f"{args.file} is not an event log; nothing was written", EXIT_USAGE)
+        seen = _identity(handle)
+        store = _open_store(args.store)
+        try:
+            head = store.head()
+            if head:
+                _check_prefix(store, handle, head, count, args.file)
+                print(f"the store already holds the first {head:,} event(s) of {args.file}: continuing", file=sys.stderr)
+            else:
+                for info in store.list_snapshots():  # leftovers of another log
+                    store.delete_snapshot(info.position, info.fingerprint)
+            handle.seek(0)
+            batch: list[bytes] = []
+            for number, line in lines_of(handle):
+                if number <= head:
+                    continue
+                batch.append(line)
+                if len(batch) >= args.batch:
+                    head = _append(store, handle, seen, batch, head, args.file)
+            if batch:
+                head = _append(store, handle, seen, batch, head, args.file)
+        except ConcurrencyError as error:
+            raise CliError(f"another writer appended to the store meanwhile; nothing more was imported ({error})") from error
+        except (StoreError, ValueError, LineError) as error:
+            raise CliError(f"import stopped: {error}; the store holds the file's first {store.head():,} event(s), "
+                           "run the import again to continue") from error
+        finally:
+            store.close()
+    print(f"imported {args.file}: the store holds its {count:,} event(s)", file=sys.stderr)
+
+
+def _identity(handle: BinaryIO) -> tuple[int, int]:
+    status = os.fstat(handle.fileno())
+    return status.st_size, status.st_mtime_ns
+
+
+def _append(store, handle: BinaryIO, seen: tuple[int, int], batch: list[bytes], head: int, path: str) -> int:  # type: ignore[no-untyped-def]
+    if _identity(handle) != seen:
+        raise ValueError(f"{path} changed while it was imported")
+    head = store.append_encoded(batch, expected_head=head)
+    batch.clear()
+    return head
+
+
+def _check_prefix(store, handle: BinaryIO, head: int, count: int, path: str) -> None:  # type: ignore[no-untyped-def]
+    from adapters.cli import CliError
+
+    refusal = (
+        f"the store is not empty (it holds {head:,} event(s)) and they are not the first events of {path}; "
+        "import into an empty store (another database or file, or another ?table=NAME)"
+    )
+    if head > count:
+        raise CliError(f"{refusal} (the file has only {count:,})")
+    handle.seek(0)
+    lines = lines_of(handle)
+    for position, data in store.read_encoded(until=head):
+        number, line = next(lines)
+        if line != data:
+            raise CliError(f"{refusal} (position {position} differs from line {number})")

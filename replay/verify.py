@@ -1,0 +1,403 @@
+"""Verify a store: re-derive every event from its recorded inputs, and the
+state and views at every snapshot, and compare with what is stored.
+
+Every input's events start with its record (`InputAccepted` or
+`InputRejected`), which carries the decoded input, its trace file and line.
+`verify` walks the stored log in order. At each record it asks a fresh engine
+(no store; `step`, the decision rules, replaceable) to decide that input, and
+compares the events it derives with the stored ones, position by position, as
+encoded bytes (`domain.events.encode_event`: the same trace gives the same
+bytes). `SourceProgressed` (ingest's bookkeeping: how far a trace file was
+taken) is no decision: it is taken as recorded. At the position of every
+stored snapshot of the running code, it compares the snapshot's state and
+views with the ones derived from the events (snapshots of other code are
+counted as skipped: they are never used).
+
+The first divergence stops the walk: its position, the input whose events
+it is among (seq, trace file and line, type), the stored and the re-derived
+event as JSON and the fields that differ. A store written by an older
+version of Tandem shows where today's rules decide differently.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections import deque
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+import msgspec
+
+from domain import events as ev
+from domain.dispatch import step as default_step
+from domain.state import evolve
+from projections import Views
+from replay import snapshot as snapshots
+from replay.engine import Engine, Located, Step, collector_paused
+from replay.port import EventStore
+
+differences_max = 12  # differing fields listed per divergence
+text_chars_max = 4_000  # of a stored or re-derived event shown in a report
+
+
+@dataclass(frozen=True, slots=True)
+class InputRef:
+    """The input whose events a divergence is among."""
+
+    seq: int
+    file: str | None
+    line: int | None
+    type: str
+    position: int  # of its record (InputAccepted / InputRejected)
+
+    def describe(self) -> str:
+        where = f"{self.file or '(no file)'}" + (f" line {self.line}" if self.line is not None else "")
+        return f"input seq {self.seq} ({self.type}, {where}; recorded at position {self.position})"
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    position: int
+    kind: str  # event | extra | missing | undecodable | error | snapshot
+    message: str
+    input: InputRef | None
+    stored: str | None  # the stored event as JSON (or what the snapshot holds)
+    rederived: str | None  # the re-derived event as JSON (or the derived value)
+    differences: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [f"first divergence at position {self.position}: {self.message}"]
+        if self.input is not None:
+            out.append(f"  caused by {self.input.describe()}")
+        for difference in self.differences:
+            out.append(f"  differs: {difference}")
+        if self.stored is not None:
+            out.append(f"  stored:     {self.stored}")
+        if self.rederived is not None:
+            out.append(f"  re-derived: {self.rederived}")
+        return out
+
+
+@dataclass(slots=True)
+class Report:
+    url: str
+    head: int = 0
+    events_checked: int = 0
+    inputs: int = 0
+    progress_markers: int = 0
+    snapshots_checked: int = 0
+    snapshots_skipped: int = 0  # written by other code (another fingerprint): never used
+    divergence: Divergence | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.divergence is None
+
+    def summary(self) -> str:
+        skipped = f", {self.snapshots_skipped} of other code skipped" if self.snapshots_skipped else ""
+        counts = (
+            f"{self.events_checked:,} of {self.head:,} event(s) checked, {self.inputs:,} input(s) re-derived, "
+            f"{self.snapshots_checked} snapshot(s) checked{skipped}"
+        )
+        return f"verify: {'clean' if self.ok else 'DIVERGED'}: {counts}"
+
+    def to_json(self) -> dict[str, Any]:
+        divergence = self.divergence
+        return {
+            "ok": self.ok,
+            "store": self.url,
+            "head": self.head,
+            "events_checked": self.events_checked,
+            "inputs": self.inputs,
+            "progress_markers": self.progress_markers,
+            "snapshots_checked": self.snapshots_checked,
+            "snapshots_skipped": self.snapshots_skipped,
+            "divergence": None
+            if divergence is None
+            else {
+                "position": divergence.position,
+                "kind": divergence.kind,
+                "message": divergence.message,
+                "input": None
+                if divergence.input is None
+                else {
+                    "seq": divergence.input.seq,
+                    "file": divergence.input.file,
+                    "line": divergence.input.line,
+                    "type": divergence.input.type,
+                    "position": divergence.input.position,
+                },
+                "differences": divergence.differences,
+                "stored": _json_or_text(divergence.stored),
+                "rederived": _json_or_text(divergence.rederived),
+            },
+        }
+
+
+def _json_or_text(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return text
+
+
+def _text(data: bytes) -> str:
+    text = data.decode("utf-8", errors="replace")
+    return text if len(text) <= text_chars_max else text[:text_chars_max] + f"... ({len(text):,} characters)"
+
+
+def _input_ref(event: ev.InputAccepted | ev.InputRejected, position: int) -> InputRef:
+    return InputRef(event.seq, event.file, event.line, event.input.input_type, position)
+
+
+# ------------------------------------------------------------------- verify
+
+
+def verify(store: EventStore, step: Step = default_step) -> Report:
+    """Re-derive `store`'s events and snapshots with the rules `step`; the
+    report names the first divergence, if any."""
+    report = Report(url=getattr(store, "url", repr(store)))
+    head = report.head = store.head()
+    engine = Engine(None, with_views=False, step=step, snapshot_every=0)
+    views = Views()
+    apply_view = views.apply
+    fingerprint = snapshots.code_fingerprint()
+    listed = store.list_snapshots()
+    report.snapshots_skipped = sum(1 for info in listed if info.fingerprint != fingerprint)
+    checkpoints = sorted(info.position for info in listed if info.fingerprint == fingerprint)
+    beyond = [position for position in checkpoints if position > head]
+    pending_checks = deque(position for position in checkpoints if position <= head)
+
+    expected: deque[ev.Event] = deque()  # re-derived events not yet compared
+    current: InputRef | None = None
+    decode = ev.decode_event
+    encode = ev.encode_event
+
+    def diverge(position: int, kind: str, message: str, **details: Any) -> Report:
+        report.divergence = Divergence(position, kind, message, current, **details)
+        return report
+
+    with collector_paused():
+        for position, data in store.read_encoded(until=head):
+            if not expected:
+                # A new input's events begin here (or ingest's bookkeeping).
+                try:
+                    stored_event = decode(data)
+                except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                    return diverge(
+                        position, "undecodable", f"the stored bytes do not decode as an event ({error})", stored=_text(data), rederived=None
+                    )
+                kind = type(stored_event)
+                if kind is ev.InputAccepted or kind is ev.InputRejected:
+                    current = _input_ref(stored_event, position)  # type: ignore[arg-type]
+                    report.inputs += 1
+                    try:
+                        derived = engine.decide(Located(stored_event.input, stored_event.file, stored_event.line))  # type: ignore[union-attr]
+                    except Exception as error:  # the rules crashed on a recorded input
+                        return diverge(
+                            position,
+                            "error",
+                            f"re-deciding the input raised {type(error).__name__}: {error}",
+                            stored=_text(data),
+                            rederived=None,
+                        )
+                    for event in derived:
+                        apply_view(event)
+                    expected.extend(derived)
+                elif kind is ev.SourceProgressed:
+                    evolve(engine.state, stored_event)  # bookkeeping: taken as recorded
+                    apply_view(stored_event)
+                    report.progress_markers += 1
+                    report.events_checked += 1
+                    if pending_checks and pending_checks[0] == position:
+                        pending_checks.popleft()
+                        if (problem := _check_snapshot(store, position, fingerprint, data, engine, views)) is not None:
+                            return diverge(position, "snapshot", *problem)
+                        report.snapshots_checked += 1
+                    continue
+                else:
+                    return diverge(
+                        position,
+                        "extra",
+                        f"the store holds a {kind.__name__} that no input re-derives here"
+                        + ("" if current is None else " (the re-derived events of the input before ended at the position before)"),
+                        stored=_text(data),
+                        rederived=None,
+                    )
+            derived_event = expected.popleft()
+            derived_data = encode(derived_event)
+            if derived_data != data:
+                return diverge(
+                    position,
+                    "event",
+                    f"the stored event differs from the re-derived {type(derived_event).__name__}",
+                    stored=_text(data),
+                    rederived=_text(derived_data),
+                    differences=json_differences(data, derived_data),
+                )
+            report.events_checked += 1
+            if pending_checks and pending_checks[0] == position:
+                pending_checks.popleft()
+                if expected:
+                    return diverge(
+                        position,
+                        "snapshot",
+                        "a snapshot is stored at this position, inside the events of one input "
+                        "(snapshots are taken between transactions)",
+                        stored=None,
+                        rederived=None,
+                    )
+                if (problem := _check_snapshot(store, position, fingerprint, data, engine, views)) is not None:
+                    return diverge(position, "snapshot", *problem)
+                report.snapshots_checked += 1
+        if expected:
+            missing = expected[0]
+            return diverge(
+                head + 1,
+                "missing",
+                f"the log ends at {head}, but the input re-derives {len(expected)} more event(s), "
+                f"the first a {type(missing).__name__}",
+                stored=None,
+                rederived=_text(encode(missing)),
+            )
+        if report.events_checked != head:
+            return diverge(report.events_checked + 1, "missing", f"the store read {report.events_checked} event(s) of {head}", stored=None, rederived=None)
+    if beyond:
+        current = None
+        return diverge(beyond[0], "snapshot", f"a snapshot is stored past the log's head ({head})", stored=None, rederived=None)
+    return report
+
+
+def _check_snapshot(
+    store: EventStore, position: int, fingerprint: str, event_data: bytes, engine: Engine, views: Views
+) -> tuple[str, str | None, str | None, list[str]] | None:
+    """None when the snapshot at `position` holds the derived state and views;
+    else (message, stored, rederived, differences)."""
+    found = store.latest_snapshot(fingerprint, until=position)
+    if found is None or found[0] != position:
+        return ("the snapshot listed at this position cannot be read", None, None, [])
+    try:
+        body = snapshots.decode_body(found[1], position)
+        if body.digest != snapshots.event_digest(event_data):
+            return ("the snapshot was taken after another event at this position (another log)", None, None, [])
+        state = body.state()
+        stored_views = body.views()
+    except Exception as error:
+        return (f"the snapshot cannot be loaded ({type(error).__name__}: {error})", None, None, [])
+    derived_state = engine.state
+    difference = first_difference(state, derived_state, "state", ignore={"dirty_actions", "dirty_tasks"})
+    if difference is not None:
+        return ("the snapshot's state differs from the state derived from the events", *difference)
+    for name, view in views.by_name.items():
+        difference = first_difference(vars(stored_views.by_name[name]), vars(view), f"views.{name}")
+        if difference is not None:
+            return (f"the snapshot's {name} view differs from the view derived from the events", *difference)
+    return None
+
+
+# ---------------------------------------------------------------- comparing
+
+
+def json_differences(stored: bytes, derived: bytes) -> list[str]:
+    """The paths (`input.at`, `blocked_by[1]`) where two JSON events differ."""
+    try:
+        left, right = msgspec.json.decode(stored), msgspec.json.decode(derived)
+    except msgspec.DecodeError:
+        return ["(the stored bytes are not JSON)"]
+    found: list[str] = []
+    _json_walk(left, right, "", found)
+    return found[:differences_max]
+
+
+def _json_walk(left: Any, right: Any, path: str, found: list[str]) -> None:
+    if len(found) >= differences_max:
+        return
+    if isinstance(left, dict) and isinstance(right, dict):
+        for key in list(left) + [key for key in right if key not in left]:
+            where = f"{path}.{key}" if path else key
+            if key not in right:
+                found.append(f"{where}: only stored")
+            elif key not in left:
+                found.append(f"{where}: only re-derived")
+            else:
+                _json_walk(left[key], right[key], where, found)
+        if not found and list(left) != list(right):
+            found.append(f"{path or '(event)'}: the same fields in another order")
+    elif isinstance(left, list) and isinstance(right, list) and len(left) == len(right):
+        for index, (a, b) in enumerate(zip(left, right)):
+            _json_walk(a, b, f"{path}[{index}]", found)
+    elif left != right or type(left) is not type(right):
+        found.append(f"{path or '(event)'}: stored {_short(left)}, re-derived {_short(right)}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def first_difference(
+    stored: Any, derived: Any, path: str, ignore: frozenset[str] | set[str] = frozenset()
+) -> tuple[str | None, str | None, list[str]] | None:
+    """The first place two folded values differ: None, or (stored, derived,
+    [path]) for a report. Dicts are compared in order (insertion order is part
+    of a deterministic state), sets as sets."""
+    found = _first(stored, derived, path, ignore)
+    if found is None:
+        return None
+    where, left, right = found
+    return _short(left), _short(right), [f"{where}: snapshot {_short(left)}, re-derived {_short(right)}"]
+
+
+def _first(left: Any, right: Any, path: str, ignore: frozenset[str] | set[str] = frozenset()) -> tuple[str, Any, Any] | None:
+    if type(left) is not type(right):
+        return path, left, right
+    if is_dataclass(left) and not isinstance(left, type):
+        for item in fields(left):
+            if item.name in ignore:
+                continue
+            found = _first(getattr(left, item.name), getattr(right, item.name), f"{path}.{item.name}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(left, msgspec.Struct):
+        if left == right:
+            return None
+        for name in left.__struct_fields__:
+            found = _first(getattr(left, name), getattr(right, name), f"{path}.{name}")
+            if found is not None:
+                return found
+        return path, left, right
+    if isinstance(left, dict):
+        for key in left:
+            if key not in right:
+                return f"{path}[{key!r}]", left[key], "(absent)"
+        for key in right:
+            if key not in left:
+                return f"{path}[{key!r}]", "(absent)", right[key]
+        for key, value in left.items():
+            found = _first(value, right[key], f"{path}[{key!r}]")
+            if found is not None:
+                return found
+        if list(left) != list(right):
+            return f"{path} (key order)", list(left)[:20], list(right)[:20]
+        return None
+    if isinstance(left, (list, tuple)):
+        if len(left) != len(right):
+            return f"{path} (length)", len(left), len(right)
+        for index, (a, b) in enumerate(zip(left, right)):
+            found = _first(a, b, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if isinstance(left, (set, frozenset)) or hasattr(left, "_set"):  # SortedSet too
+        if left == right:
+            return None
+        only_left = sorted(map(repr, set(left) - set(right)))[:5]
+        only_right = sorted(map(repr, set(right) - set(left)))[:5]
+        return path, f"has {', '.join(only_left) or 'nothing more'}", f"has {', '.join(only_right) or 'nothing more'}"
+    if isinstance(left, datetime.datetime):
+        return None if left == right and left.utcoffset() == right.utcoffset() else (path, left, right)
+    return None if left == right else (path, left, right)
+
