@@ -46,9 +46,11 @@ def raise_alert(
     cause_key: str | None = None,
     revision: int | None = None,
     detail: str = "",
+    facts: ev.AlertFacts | None = None,
 ) -> list[ev.Event]:
     """Raise `alert_id` unless its condition is already on (a continuing
-    condition raises nothing); `new_occurrence` raises it regardless."""
+    condition raises nothing); `new_occurrence` raises it regardless.
+    `detail` is for a human, `facts` for tools (spec section 8)."""
     alert = state.alerts.get(alert_id)
     if alert is not None and alert.open and not new_occurrence:
         return []
@@ -61,16 +63,20 @@ def raise_alert(
             cause_key=cause_key,
             revision=revision,
             detail=detail,
+            facts=facts,
         )
     ]
 
 
-def resolve_alert(state: State, cause: int, alert_id: str) -> list[ev.Event]:
-    """The engine saw the condition end: resolve it, if it is on."""
+def resolve_alert(
+    state: State, cause: int, alert_id: str, *, detail: str = "", facts: ev.AlertFacts | None = None
+) -> list[ev.Event]:
+    """The engine saw the condition end: resolve it, if it is on. `detail`
+    and `facts` say what it observed."""
     alert = state.alerts.get(alert_id)
     if alert is None or not alert.open:
         return []
-    return [ev.AlertResolved(cause=cause, alert_id=alert_id, by="engine")]
+    return [ev.AlertResolved(cause=cause, alert_id=alert_id, by="engine", detail=detail, facts=facts)]
 
 
 # ================================================================ reactions
@@ -88,15 +94,34 @@ def _on_reconciliation_started(state: State, event: ev.ReconciliationStarted) ->
         f"reconciliation_required:{event.consumer_id}",
         _at(state),
         detail=f"{event.reconciliation_id}: {event.reason}",
+        facts=ev.AlertFacts(
+            reason=event.reason, consumer_id=event.consumer_id, reconciliation_id=event.reconciliation_id
+        ),
     )
 
 
 def _on_reconciliation_committed(state: State, event: ev.ReconciliationCommitted) -> list[ev.Event]:
-    return resolve_alert(state, event.cause, f"reconciliation_required:{event.consumer_id}")
+    return resolve_alert(
+        state,
+        event.cause,
+        f"reconciliation_required:{event.consumer_id}",
+        detail=f"{event.reconciliation_id} committed the cursor at epoch {event.epoch}, seq {event.seq}",
+        facts=ev.AlertFacts(
+            reason="reconciled", consumer_id=event.consumer_id, reconciliation_id=event.reconciliation_id
+        ),
+    )
 
 
 def _on_card(state: State, event: ev.CardProposed) -> list[ev.Event]:
-    return raise_alert(state, event.cause, f"card:{event.card_id}", _at(state), cause_key=event.cause_key, detail=event.summary)
+    return raise_alert(
+        state,
+        event.cause,
+        f"card:{event.card_id}",
+        _at(state),
+        cause_key=event.cause_key,
+        detail=event.summary,
+        facts=ev.AlertFacts(card_id=event.card_id),
+    )
 
 
 def _approval_alert(state: State, conversation_id: str, request_id: str) -> str:
@@ -107,14 +132,29 @@ def _approval_alert(state: State, conversation_id: str, request_id: str) -> str:
 
 def _on_approval_opened(state: State, event: ev.ApprovalOpened) -> list[ev.Event]:
     alert_id = _approval_alert(state, event.conversation_id, event.request_id)
-    return raise_alert(state, event.cause, alert_id, _at(state), detail=f"{event.request_id}: {event.detail}")
+    return raise_alert(
+        state,
+        event.cause,
+        alert_id,
+        _at(state),
+        detail=f"{event.request_id}: {event.detail}",
+        facts=ev.AlertFacts(conversation_id=event.conversation_id, request_id=event.request_id),
+    )
 
 
 def _on_approval_resolved(state: State, event: ev.ApprovalResolved) -> list[ev.Event]:
     conversation = state.conversations[event.conversation_id]
     if conversation.role == "background" and conversation.approvals:
         return []  # triage stays blocked while another approval is open
-    return resolve_alert(state, event.cause, _approval_alert(state, event.conversation_id, event.request_id))
+    return resolve_alert(
+        state,
+        event.cause,
+        _approval_alert(state, event.conversation_id, event.request_id),
+        detail=f"approval {event.request_id} on {event.conversation_id} resolved",
+        facts=ev.AlertFacts(
+            reason="approval_resolved", conversation_id=event.conversation_id, request_id=event.request_id
+        ),
+    )
 
 
 def _on_budget_exhausted(state: State, event: ev.BudgetExhausted) -> list[ev.Event]:
@@ -124,13 +164,25 @@ def _on_budget_exhausted(state: State, event: ev.BudgetExhausted) -> list[ev.Eve
         f"budget_exhausted:{event.grant_id}",
         _at(state),
         detail=f"usage {event.usage} reached token_limit {event.token_limit}",
+        facts=ev.AlertFacts(
+            grant_id=event.grant_id, usage=event.usage, token_limit=event.token_limit, operation_id=event.operation_id
+        ),
     )
 
 
 def _on_grant_revised(state: State, event: ev.GrantRevised) -> list[ev.Event]:
-    if state.grants[event.grant_id].budget_exhausted:
+    grant = state.grants[event.grant_id]
+    if grant.budget_exhausted:
         return []
-    return resolve_alert(state, event.cause, f"budget_exhausted:{event.grant_id}")
+    return resolve_alert(
+        state,
+        event.cause,
+        f"budget_exhausted:{event.grant_id}",
+        detail=f"grant revision {event.revision} lifts token_limit to {grant.token_limit} (usage {grant.usage})",
+        facts=ev.AlertFacts(
+            reason="limit_lifted", grant_id=grant.grant_id, usage=grant.usage, token_limit=grant.token_limit
+        ),
+    )
 
 
 def _on_incident(state: State, event: ev.IncidentOpened) -> list[ev.Event]:
@@ -141,15 +193,28 @@ def _on_incident(state: State, event: ev.IncidentOpened) -> list[ev.Event]:
         _at(state),
         new_occurrence=True,
         detail=f"{event.kind} ({event.reported_by}): {event.detail}",
+        facts=ev.AlertFacts(incident_id=event.incident_id),
     )
 
 
 def _on_recovered(state: State, event: ev.IncidentRecovered) -> list[ev.Event]:
-    return resolve_alert(state, event.cause, f"incident:{event.incident_id}")
+    return resolve_alert(
+        state,
+        event.cause,
+        f"incident:{event.incident_id}",
+        detail=f"{event.incident_id} recovered",
+        facts=ev.AlertFacts(reason="recovered", incident_id=event.incident_id),
+    )
 
 
 def _on_question_answered(state: State, event: ev.QuestionAnswered) -> list[ev.Event]:
-    return resolve_alert(state, event.cause, f"question_stale:{event.task_id}/{event.question_key}")
+    return resolve_alert(
+        state,
+        event.cause,
+        f"question_stale:{event.task_id}/{event.question_key}",
+        detail=f"{event.task_id}/{event.question_key} answered",
+        facts=ev.AlertFacts(reason="answered", task_id=event.task_id, question_key=event.question_key),
+    )
 
 
 def _on_question_resurfaced(state: State, event: ev.QuestionResurfaced) -> list[ev.Event]:
@@ -161,6 +226,13 @@ def _on_question_resurfaced(state: State, event: ev.QuestionResurfaced) -> list[
         _at(state),
         new_occurrence=True,
         detail=f"open since {question.first_seen_at.isoformat()} ({event.k} x question_resurface_s)",
+        facts=ev.AlertFacts(
+            task_id=event.task_id,
+            question_key=event.question_key,
+            k=event.k,
+            first_seen_at=question.first_seen_at,
+            due_at=event.due_at,
+        ),
     )
 
 
@@ -168,7 +240,17 @@ def _on_action_blocked(state: State, event: ev.ActionBlocked) -> list[ev.Event]:
     if "watchdog_unavailable" not in event.blocked_by:
         return []
     return raise_alert(
-        state, event.cause, WATCHDOG_ALERT, _at(state), detail=f"{event.operation_id} waits for a fresh watchdog"
+        state,
+        event.cause,
+        WATCHDOG_ALERT,
+        _at(state),
+        detail=f"{event.operation_id} waits for a fresh watchdog",
+        facts=ev.AlertFacts(
+            operation_id=event.operation_id,
+            heartbeat_generation=state.heartbeat_generation,
+            heartbeat_at=state.heartbeat_at,
+            watchdog_max_age_s=state.config.watchdog_max_age_s,
+        ),
     )
 
 
@@ -181,12 +263,28 @@ def _on_delivery_receipted(state: State, event: ev.DeliveryReceipted) -> list[ev
     for cause_key, revision in delivery.included:
         alert = state.alerts.get(f"urgent:{cause_key}")
         if alert is not None and alert.open and alert.revision is not None and revision >= alert.revision:
-            events.extend(resolve_alert(state, event.cause, alert.alert_id))
+            events.extend(
+                resolve_alert(
+                    state,
+                    event.cause,
+                    alert.alert_id,
+                    detail=f"{event.delivery_id} holding revision {revision} was accepted",
+                    facts=ev.AlertFacts(
+                        reason="accepted_delivery", conversation_id=event.conversation_id, delivery_id=event.delivery_id
+                    ),
+                )
+            )
     return events
 
 
 def _on_context_reset(state: State, event: ev.ContextReset) -> list[ev.Event]:
-    return resolve_alert(state, event.cause, f"compaction_required:{event.conversation_id}")
+    return resolve_alert(
+        state,
+        event.cause,
+        f"compaction_required:{event.conversation_id}",
+        detail=f"context reset ({event.reason}): epoch {event.epoch}",
+        facts=ev.AlertFacts(reason="reset", conversation_id=event.conversation_id),
+    )
 
 
 def _on_outcome(state: State, event: ev.ActionOutcomeReported) -> list[ev.Event]:
@@ -201,6 +299,7 @@ def _on_outcome(state: State, event: ev.ActionOutcomeReported) -> list[ev.Event]
             cause_key=f"outcome:{action.operation_id}",
             conversation_id=state.tasks[action.task_id].conversation_id,
             due_at=_at(state) + datetime.timedelta(seconds=state.config.fallback_after_s),
+            fallback_after_s=state.config.fallback_after_s,
         )
     ]
 
@@ -237,7 +336,15 @@ def _on_turn_ended(state: State, event: ev.TurnEnded) -> list[ev.Event]:
                     )
                 )
             elif state.obligations[operation_id].state == "open":
-                events.append(ev.ObligationDue(cause=event.cause, operation_id=operation_id, reason="left_out", turn_id=turn.turn_id))
+                events.append(
+                    ev.ObligationDue(
+                        cause=event.cause,
+                        operation_id=operation_id,
+                        reason="left_out",
+                        turn_id=turn.turn_id,
+                        delivery_id=delivery_id,
+                    )
+                )
     return events
 
 
@@ -251,11 +358,27 @@ def _on_obligation_due(state: State, event: ev.ObligationDue) -> list[ev.Event]:
         _at(state),
         cause_key=obligation.cause_key,
         detail=f"{obligation.conversation_id} was not told: {why}",
+        facts=ev.AlertFacts(
+            reason=event.reason,
+            operation_id=event.operation_id,
+            conversation_id=obligation.conversation_id,
+            turn_id=event.turn_id,
+            delivery_id=event.delivery_id,
+            due_at=obligation.due_at,
+        ),
     )
 
 
 def _on_obligation_met(state: State, event: ev.ObligationMet) -> list[ev.Event]:
-    return resolve_alert(state, event.cause, f"fallback_delivery:{event.operation_id}")
+    return resolve_alert(
+        state,
+        event.cause,
+        f"fallback_delivery:{event.operation_id}",
+        detail=f"met by {event.turn_id} ({event.delivery_id})",
+        facts=ev.AlertFacts(
+            reason="obligation_met", operation_id=event.operation_id, turn_id=event.turn_id, delivery_id=event.delivery_id
+        ),
+    )
 
 
 REACTIONS: dict[type, Callable[[State, Any], list[ev.Event]]] = {
@@ -305,18 +428,26 @@ def run_time_rules(state: State, cause: int, at: datetime.datetime, emit: Emit) 
         state.watchdog_fresh = fresh
         state.touch_all_pending()
         if fresh:
-            for event in resolve_alert(state, cause, WATCHDOG_ALERT):
+            facts = ev.AlertFacts(
+                reason="fresh_heartbeat",
+                heartbeat_generation=state.heartbeat_generation,
+                heartbeat_at=state.heartbeat_at,
+                watchdog_max_age_s=state.config.watchdog_max_age_s,
+            )
+            detail = f"heartbeat generation {state.heartbeat_generation} is fresh"
+            for event in resolve_alert(state, cause, WATCHDOG_ALERT, detail=detail, facts=facts):
                 emit(event)
     timers = state.timers
     while timers and timers[0][0] <= at:
         # Each event below removes its timer (evolve), so this loop ends.
         _, kind, first, second = timers[0]
         if kind == "obligation":
-            emit(ev.ObligationDue(cause=cause, operation_id=first, reason="overdue"))
+            emit(ev.ObligationDue(cause=cause, operation_id=first, reason="overdue", due_at=timers[0][0]))
         else:
             question = state.questions[(first, second)]
             k = int((at - question.first_seen_at).total_seconds() // state.config.question_resurface_s)
-            emit(ev.QuestionResurfaced(cause=cause, task_id=first, question_key=second, k=k))
+            due_at = question.first_seen_at + datetime.timedelta(seconds=k * state.config.question_resurface_s)
+            emit(ev.QuestionResurfaced(cause=cause, task_id=first, question_key=second, k=k, due_at=due_at))
 
 
 def urgent_rule(state: State, conversation_id: str, cause: int, at: datetime.datetime, emit: Emit) -> None:
@@ -329,6 +460,11 @@ def urgent_rule(state: State, conversation_id: str, cause: int, at: datetime.dat
         if alert is not None and alert.open and alert.revision == update.revision:
             continue  # continuing: this revision was raised already
         reason = "not dispatchable" if conversation.running_turn is None else "running turn"
+        facts = ev.AlertFacts(
+            reason=reason.replace(" ", "_"),
+            conversation_id=conversation_id,
+            turn_id=conversation.running_turn.turn_id if conversation.running_turn is not None else None,
+        )
         for event in raise_alert(
             state,
             cause,
@@ -338,6 +474,7 @@ def urgent_rule(state: State, conversation_id: str, cause: int, at: datetime.dat
             cause_key=cause_key,
             revision=update.revision,
             detail=f"revision {update.revision} not delivered to {conversation_id} ({reason})",
+            facts=facts,
         ):
             emit(event)
 

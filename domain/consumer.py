@@ -22,13 +22,18 @@ from domain.state import Consumer, State
 from domain.update import Draft, observation_events
 
 
-def _start_reconciliation(consumer: Consumer, seq: int, reason: str, epoch_seen: int) -> ev.ReconciliationStarted:
+def _start_reconciliation(
+    consumer: Consumer, seq: int, reason: str, epoch_seen: int, max_deleted_seq: int | None = None
+) -> ev.ReconciliationStarted:
     return ev.ReconciliationStarted(
         cause=seq,
         consumer_id=consumer.consumer_id,
         reconciliation_id=f"{consumer.consumer_id}/r{consumer.reconciliations + 1}",
         reason=reason,
         epoch_seen=epoch_seen,
+        cursor_epoch=consumer.epoch,
+        cursor_seq=consumer.seq,
+        max_deleted_seq=max_deleted_seq,
     )
 
 
@@ -76,9 +81,9 @@ def decide_pruned(state: State, value: inp.LogPruned, seq: int) -> list[ev.Event
         )
     if CONSUMER.allows(consumer.state, "require_reconciliation"):  # re-entering issues nothing
         if value.epoch != consumer.epoch:
-            events.append(_start_reconciliation(consumer, seq, "epoch_changed", value.epoch))
+            events.append(_start_reconciliation(consumer, seq, "epoch_changed", value.epoch, watermark))
         elif watermark > consumer.seq:
-            events.append(_start_reconciliation(consumer, seq, "history_deleted", value.epoch))
+            events.append(_start_reconciliation(consumer, seq, "history_deleted", value.epoch, watermark))
     return events
 
 
@@ -96,7 +101,8 @@ def decide_reconcile(state: State, value: inp.LogReconcile, seq: int) -> list[ev
         observation_events(state, draft, fact, seq, value.at, "reconcile") for fact in value.facts
     ]
     # Within an epoch the cursor never goes backwards, also on coming back to it.
-    head = max(value.retained_head, consumer.watermark(value.epoch), consumer.reached.get(value.epoch, 0))
+    watermark = consumer.watermark(value.epoch)
+    head = max(value.retained_head, watermark, consumer.reached.get(value.epoch, 0))
     if value.epoch == consumer.epoch:
         head = max(head, consumer.seq)
     events.append(
@@ -107,6 +113,8 @@ def decide_reconcile(state: State, value: inp.LogReconcile, seq: int) -> list[ev
             epoch=value.epoch,
             seq=head,
             gaps=consumer.gaps + 1,
+            retained_head=value.retained_head,
+            watermark=watermark,
         )
     )
     return events

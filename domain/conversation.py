@@ -13,6 +13,7 @@ at the front of the queue, in order: no human message is ever lost.
 from __future__ import annotations
 
 import datetime
+import itertools
 import math
 from collections.abc import Callable
 
@@ -32,6 +33,9 @@ reseed_task_tokens = 40
 reseed_grant_tokens = 20
 reseed_question_tokens = 30
 reseed_action_tokens = 30
+
+# Provenance of a delivery: the ranked candidates it records (the rest are counted).
+candidates_recorded_max = 64
 
 
 def _numbered(identifier: str, marker: str) -> str | None:
@@ -108,7 +112,7 @@ def _settle_delivery(
         # A turn whose delivery is refused or not received ends failed here.
         ended = _end_turn(conversation, seq, "failed", None)
         released = [d for d in ended.released if d != delivery.delivery_id]  # released by the receipt
-        events.append(msgspec.structs.replace(ended, released=released))
+        events.append(msgspec.structs.replace(ended, released=released, delivery_id=delivery.delivery_id))
     return events
 
 
@@ -215,9 +219,29 @@ def _ranked(state: State, causes: set[str]) -> list[Update]:
     return sorted((state.updates[cause] for cause in causes), key=_rank_key)
 
 
-def _fit(updates: list[Update], budget: int, limit: int | None = None) -> tuple[list[Update], int]:
-    """Take updates in order, skipping those that would not fit."""
-    chosen: list[Update] = []
+class Fitted:
+    """What `_fit` took, and the candidates it considered with their verdicts
+    (the provenance of a delivery, spec section 8)."""
+
+    __slots__ = ("ranked", "chosen", "used", "considered")
+
+    def __init__(self, ranked: list[Update]) -> None:
+        self.ranked = ranked
+        self.chosen: list[Update] = []
+        self.used = 0
+        self.considered: list[tuple[Update, int, str]] = []  # (update, tokens, verdict), in rank order
+
+    def left(self) -> list[Update]:
+        """The candidates a full wake did not consider (over wake_batch_max)."""
+        return self.ranked[len(self.considered) :]
+
+
+def _fit(updates: list[Update], budget: int, limit: int | None = None) -> Fitted:
+    """Take updates in order, skipping those that would not fit (and, with a
+    limit, leaving the rest once it is reached)."""
+    fitted = Fitted(updates)
+    chosen = fitted.chosen
+    considered = fitted.considered
     used = 0
     for update in updates:
         if limit is not None and len(chosen) >= limit:
@@ -226,7 +250,36 @@ def _fit(updates: list[Update], budget: int, limit: int | None = None) -> tuple[
         if used + tokens <= budget:
             chosen.append(update)
             used += tokens
-    return chosen, used
+            considered.append((update, tokens, "included"))
+        else:
+            considered.append((update, tokens, "does_not_fit"))
+    fitted.used = used
+    return fitted
+
+
+def _candidates(*parts: tuple[Fitted, bool]) -> tuple[list[ev.CandidateUpdate], int]:
+    """The ranked candidates of a delivery (required ones, then optional
+    ones), at most `candidates_recorded_max`, and how many there were."""
+    recorded: list[ev.CandidateUpdate] = []
+    total = 0
+    for fitted, optional in parts:
+        total += len(fitted.ranked)
+        left = ((update, update_tokens(update), "over_wake_batch_max") for update in fitted.left())
+        for update, tokens, verdict in itertools.chain(fitted.considered, left):
+            if len(recorded) >= candidates_recorded_max:
+                break
+            recorded.append(
+                ev.CandidateUpdate(
+                    cause_key=update.cause_key,
+                    revision=update.revision,
+                    disposition=update.disposition,
+                    notification_priority=update.notification_priority,
+                    tokens=tokens,
+                    verdict=verdict,
+                    optional=optional,
+                )
+            )
+    return recorded, total
 
 
 def _control_tokens(state: State, conversation: Conversation) -> int:
@@ -265,11 +318,17 @@ def _deliver(
     emit: Emit,
     kind: str,
     turn_id: str | None,
-    updates: list[Update],
+    rule: str,
+    fitted: list[tuple[Fitted, bool]],
     messages: list[str],
-    tokens: int,
+    message_tokens_total: int = 0,
     control_tokens: int = 0,
 ) -> None:
+    """Record a delivery's manifest, and why (spec section 8): the rule that
+    applied, the budget, and the ranked candidates with their verdicts."""
+    updates = [update for part, _ in fitted for update in part.chosen]
+    update_tokens_total = sum(part.used for part, _ in fitted)
+    candidates, candidates_total = _candidates(*fitted)
     emit(
         ev.DeliveryCreated(
             cause=cause,
@@ -280,17 +339,48 @@ def _deliver(
             kind=kind,
             included=[(update.cause_key, update.revision) for update in updates],
             messages=messages,
-            tokens=tokens,
+            tokens=message_tokens_total + control_tokens + update_tokens_total,
             control_tokens=control_tokens,
+            rule=rule,
+            budget=ev.DeliveryBudget(
+                context_limit=conversation.context_limit,
+                reserve=conversation.reserve,
+                context_tokens=conversation.context_tokens,
+                room=_room(conversation),
+                message_tokens=message_tokens_total,
+                control_tokens=control_tokens,
+                update_tokens=update_tokens_total,
+            ),
+            candidates=candidates,
+            candidates_total=candidates_total,
         )
     )
+
+
+def _room(conversation: Conversation) -> int:
+    return conversation.context_limit - conversation.reserve - conversation.context_tokens
+
+
+def _start_turn(conversation: Conversation, cause: int, emit: Emit, kind: str, rule: str) -> str:
+    turn_id = f"{conversation.conversation_id}/t{conversation.turns + 1}"
+    emit(
+        ev.TurnStarted(
+            cause=cause,
+            conversation_id=conversation.conversation_id,
+            turn_id=turn_id,
+            epoch=conversation.epoch,
+            kind=kind,
+            rule=rule,
+        )
+    )
+    return turn_id
 
 
 def _conversation_pass(state: State, conversation: Conversation, cause: int, at: datetime.datetime, emit: Emit) -> None:
     # 1. Not dispatchable: keep the queue and the updates.
     if conversation.approvals or conversation.failure_held:
         return
-    room = conversation.context_limit - conversation.reserve - conversation.context_tokens
+    room = _room(conversation)
     if conversation.reseed_due and conversation.recovery is None:
         _reseed(state, conversation, cause, emit)
         return
@@ -309,46 +399,63 @@ def _conversation_pass(state: State, conversation: Conversation, cause: int, at:
                 for update in _ranked(state, conversation.deliverable)
                 if update.disposition == "urgent" and (update.cause_key, update.revision) not in conversation.not_steered
             ]
-            chosen, used = _fit(urgent, room)
-            if chosen:
-                _deliver(state, conversation, cause, emit, "steer", turn.turn_id, chosen, [], used)
+            fitted = _fit(urgent, room)
+            if fitted.chosen:
+                _deliver(state, conversation, cause, emit, "steer", turn.turn_id, "steer", [(fitted, False)], [])
         return
     if conversation.queue:
         # 3. A human turn: every queued message, then what fits.
         messages = list(conversation.queue)
         needed = sum(message_tokens(conversation, m) for m in messages)
         if needed > room:
-            emit(ev.RecoveryChanged(cause=cause, conversation_id=conversation.conversation_id, recovery="message"))
+            emit(
+                ev.RecoveryChanged(
+                    cause=cause, conversation_id=conversation.conversation_id, recovery="message", needed=needed, room=room
+                )
+            )
             return
-        chosen, used = _fit(_ranked(state, conversation.deliverable), room - needed)
-        optional, used_optional = _fit(_ranked(state, conversation.optional), room - needed - used)
-        turn_id = f"{conversation.conversation_id}/t{conversation.turns + 1}"
-        emit(ev.TurnStarted(cause=cause, conversation_id=conversation.conversation_id, turn_id=turn_id, epoch=conversation.epoch, kind="human"))
-        _deliver(state, conversation, cause, emit, "turn", turn_id, chosen + optional, messages, needed + used + used_optional)
+        required = _fit(_ranked(state, conversation.deliverable), room - needed)
+        optional = _fit(_ranked(state, conversation.optional), room - needed - required.used)
+        turn_id = _start_turn(conversation, cause, emit, "human", "human_turn")
+        _deliver(
+            state, conversation, cause, emit, "turn", turn_id, "human_turn", [(required, False), (optional, True)],
+            messages, needed,
+        )  # fmt: skip
         return
     if conversation.deliverable and "*" not in state.paused:
         # 4. One coalesced wake: up to wake_batch_max updates that fit.
-        chosen, used = _fit(_ranked(state, conversation.deliverable), room, state.config.wake_batch_max)
+        fitted = _fit(_ranked(state, conversation.deliverable), room, state.config.wake_batch_max)
         compaction = f"compaction_required:{conversation.conversation_id}"
-        if not chosen:
+        if not fitted.chosen:
             # Nothing fits: raised once while it goes on.
             detail = f"no deliverable update fits in {room} tokens"
-            for event in raise_alert(state, cause, compaction, at, detail=detail):
+            facts = ev.AlertFacts(
+                conversation_id=conversation.conversation_id,
+                room=room,
+                candidates=len(fitted.ranked),
+                smallest_tokens=min((tokens for _, tokens, _ in fitted.considered), default=None),
+            )
+            for event in raise_alert(state, cause, compaction, at, detail=detail, facts=facts):
                 emit(event)
             return
-        for event in resolve_alert(state, cause, compaction):
+        for event in resolve_alert(
+            state, cause, compaction, detail=f"a wake fits in {room} tokens", facts=ev.AlertFacts(reason="wake_fits", room=room)
+        ):
             emit(event)  # a later wake fits
-        turn_id = f"{conversation.conversation_id}/t{conversation.turns + 1}"
-        emit(ev.TurnStarted(cause=cause, conversation_id=conversation.conversation_id, turn_id=turn_id, epoch=conversation.epoch, kind="wake"))
-        _deliver(state, conversation, cause, emit, "turn", turn_id, chosen, [], used)
+        turn_id = _start_turn(conversation, cause, emit, "wake", "wake")
+        _deliver(state, conversation, cause, emit, "turn", turn_id, "wake", [(fitted, False)], [])
 
 
 def _reseed(state: State, conversation: Conversation, cause: int, emit: Emit) -> None:
     """A bounded reseed of the new epoch: the control state, then what fits."""
     required = _control_tokens(state, conversation)
-    room = conversation.context_limit - conversation.reserve - conversation.context_tokens
+    room = _room(conversation)
     if required > room:
-        emit(ev.RecoveryChanged(cause=cause, conversation_id=conversation.conversation_id, recovery="reseed"))
+        emit(
+            ev.RecoveryChanged(
+                cause=cause, conversation_id=conversation.conversation_id, recovery="reseed", needed=required, room=room
+            )
+        )
         return
-    chosen, used = _fit(_ranked(state, conversation.deliverable), room - required)
-    _deliver(state, conversation, cause, emit, "reseed", None, chosen, [], required + used, required)
+    fitted = _fit(_ranked(state, conversation.deliverable), room - required)
+    _deliver(state, conversation, cause, emit, "reseed", None, "reseed", [(fitted, False)], [], 0, required)

@@ -97,10 +97,26 @@ def _narrow(state: State, request_ops: list[str], request_roots: list[str]):
 
 def _allows(state: State, action: Action, operations: tuple[str, ...], roots: tuple[str, ...]) -> bool:
     """Does the effective authority (grant ∩ policy) still allow this action?"""
-    policy = state.policy
-    if action.operation not in operations or action.operation not in policy.operations:
-        return False
-    return all(path_allowed(path, roots, policy.roots) for path in action.write_paths)
+    return _disallowed(action, operations, roots, state.policy.operations, state.policy.roots) is None
+
+
+def _disallowed(
+    action: Action,
+    operations: tuple[str, ...] | frozenset[str],
+    roots: tuple[str, ...],
+    policy_operations: frozenset[str],
+    policy_roots: tuple[str, ...],
+) -> str | None:
+    """Why the effective authority (grant ∩ policy) no longer allows this
+    action, or None if it does (recorded with a fence, spec section 8)."""
+    if action.operation not in operations:
+        return f"operation {action.operation} is not granted"
+    if action.operation not in policy_operations:
+        return f"operation {action.operation} is not allowed by the policy"
+    for path in action.write_paths:
+        if not path_allowed(path, roots, policy_roots):
+            return f"write path {path} is outside the write roots"
+    return None
 
 
 # ------------------------------------------------------- 3.1 configuration
@@ -126,23 +142,26 @@ def _set_policy(state: State, value: inp.SetPolicy, seq: int) -> list[ev.Event]:
     policy_ops, policy_roots = frozenset(operations), tuple(roots)
     fenced: list[str] = []
     restamped: list[str] = []
+    because: dict[str, str] = {}
     for operation_id in sorted(state.pending | state.fenced, key=lambda op: state.actions[op].order):
         action = state.actions[operation_id]
         grant = state.grants[action.grant_id]
-        allowed = (
-            action.operation in grant.operations
-            and action.operation in policy_ops
-            and all(path_allowed(path, grant.roots, policy_roots) for path in action.write_paths)
-        )
-        (restamped if allowed else fenced).append(action.operation_id)
+        reason = _disallowed(action, grant.operations, grant.roots, policy_ops, policy_roots)
+        if reason is None:
+            restamped.append(operation_id)
+        else:
+            fenced.append(operation_id)
+            because[operation_id] = reason
+    fenced = [op for op in fenced if state.actions[op].state == "pending"]
     return [
         ev.PolicySet(
             cause=seq,
             revision=state.policy.revision + 1,
             allowed_operations=operations,
             write_roots=roots,
-            fenced=[op for op in fenced if state.actions[op].state == "pending"],
+            fenced=fenced,
             restamped=restamped,
+            fenced_because={op: because[op] for op in fenced},
         )
     ]
 
@@ -181,10 +200,16 @@ def _revise_grant_events(
     operations, roots, dropped_operations, dropped_roots = _narrow(state, operations_request, roots_request)
     fenced: list[str] = []
     restamped: list[str] = []
+    because: dict[str, str] = {}
     operation_set, root_tuple = tuple(operations), tuple(roots)
     for operation_id in state.pending_of_grant(grant.grant_id):
         action = state.actions[operation_id]
-        (restamped if _allows(state, action, operation_set, root_tuple) else fenced).append(operation_id)
+        reason = _disallowed(action, operation_set, root_tuple, state.policy.operations, state.policy.roots)
+        if reason is None:
+            restamped.append(operation_id)
+        else:
+            fenced.append(operation_id)
+            because[operation_id] = reason
     return [
         ev.GrantRevised(
             cause=seq,
@@ -199,6 +224,7 @@ def _revise_grant_events(
             dropped_roots=dropped_roots,
             fenced=fenced,
             restamped=restamped,
+            fenced_because=because,
         )
     ]
 
@@ -529,11 +555,13 @@ def _attempt_transition(
     if attempt_state is None:
         raise Rejected("stale_attempt", f"{attempt_id!r} is {attempt.state}")
     restamped = None
+    refusal = None
     if action_event == "refuse" and action.state != "cancel_requested":
         if len(action.attempts) >= state.grants[action.grant_id].max_attempts:
-            action_event = "exhaust"
+            action_event, reason = "exhaust", "max_attempts"
         else:
-            action_event, restamped = _back_to_pending(state, action)
+            action_event, restamped, reason = _back_to_pending(state, action)
+        refusal = _refusal_facts(state, action, reason)
     action_state = ACTION.target(action.state, action_event)
     assert action_state is not None, (action.state, action_event)
     return [
@@ -544,22 +572,37 @@ def _attempt_transition(
             attempt_state=attempt_state,
             action_state=action_state,
             restamped=restamped,
+            refusal=refusal,
         )
     ]
 
 
-def _back_to_pending(state: State, action: Action) -> tuple[str, ev.Revisions | None]:
+def _back_to_pending(state: State, action: Action) -> tuple[str, ev.Revisions | None, str]:
     """A refused action goes back to pending only under current authority: if
     its task was revised, or its grant or the policy no longer allows it,
     while the attempt was out, it is fenced (revalidate to go on)."""
     grant = state.grants[action.grant_id]
     if action.task_id is not None and action.revisions.task != state.tasks[action.task_id].revision:
-        return "refuse_stale", None
+        return "refuse_stale", None, "task_revised"
     if not _allows(state, action, grant.operations, grant.roots):
-        return "refuse_stale", None
+        return "refuse_stale", None, "authority_narrowed"
     if action.revisions.grant != grant.revision:
-        return "refuse", msgspec.structs.replace(action.revisions, grant=grant.revision)
-    return "refuse", None
+        return "refuse", msgspec.structs.replace(action.revisions, grant=grant.revision), "retry"
+    return "refuse", None, "retry"
+
+
+def _refusal_facts(state: State, action: Action, reason: str) -> ev.RefusalFacts:
+    task = state.tasks[action.task_id] if action.task_id is not None else None
+    grant = state.grants[action.grant_id]
+    return ev.RefusalFacts(
+        reason=reason,
+        attempts=len(action.attempts),
+        max_attempts=grant.max_attempts,
+        task_revision=task.revision if task is not None else None,
+        validated_task_revision=action.revisions.task,
+        grant_revision=grant.revision,
+        policy_revision=state.policy.revision,
+    )
 
 
 def _receipt(state: State, value: inp.ExecutorReceipt, seq: int) -> list[ev.Event]:
@@ -612,7 +655,15 @@ def _usage(state: State, value: inp.ReportUsage, seq: int) -> list[ev.Event]:
         grant_id = grant.grant_id
         grant_usage = grant.usage + (given(value.input_tokens) or 0) + (given(value.output_tokens) or 0)
         if grant.token_limit is not None and grant.usage < grant.token_limit <= grant_usage:
-            events.append(ev.BudgetExhausted(cause=seq, grant_id=grant_id, usage=grant_usage, token_limit=grant.token_limit))
+            events.append(
+                ev.BudgetExhausted(
+                    cause=seq,
+                    grant_id=grant_id,
+                    usage=grant_usage,
+                    token_limit=grant.token_limit,
+                    operation_id=action.operation_id,
+                )
+            )
             if action.state in IN_FLIGHT and ACTION.allows(action.state, "request_cancel"):
                 events.append(
                     ev.ActionCancelRequested(cause=seq, operation_id=action.operation_id, reason="budget_exhausted")

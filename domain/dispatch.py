@@ -24,6 +24,7 @@ from domain.alerts import reacting, run_time_rules
 from domain.conversation import run_foreground_pass
 from domain.decide import record
 from domain.inputs import Input
+from domain.provenance import block_facts, hold_facts, prerequisite_facts
 from domain.state import Action, State, reachable
 
 Emit = Callable[[ev.Event], None]
@@ -65,14 +66,19 @@ def _actions_pass(state: State, cause: int, emit: Emit) -> None:
         operation_id = action.operation_id
         codes = blockers(state, action)
         if codes != action.blocked_by:
-            emit(ev.ActionBlocked(cause=cause, operation_id=operation_id, blocked_by=list(codes)))
+            # The facts behind the codes: computed only when the codes change.
+            emit(
+                ev.ActionBlocked(
+                    cause=cause, operation_id=operation_id, blocked_by=list(codes), facts=block_facts(state, action, codes)
+                )
+            )
     state.dirty_actions.clear()
 
     for task_id in sorted(state.dirty_tasks):
         task = state.tasks[task_id]
         holds = task_holds(state, task_id) if task.state == "active" else ()
         if holds != task.holds:
-            emit(ev.TaskHoldsChanged(cause=cause, task_id=task_id, holds=list(holds)))
+            emit(ev.TaskHoldsChanged(cause=cause, task_id=task_id, holds=list(holds), facts=hold_facts(state, task_id, holds)))
     state.dirty_tasks.clear()
 
 
@@ -107,14 +113,9 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
                 heartbeat_generation=state.heartbeat_generation,
                 heartbeat_at=state.heartbeat_at,
                 binding_generation=conversation.generation if conversation is not None else None,
-                prerequisites=[
-                    ev.PrerequisiteFact(
-                        operation_id=p.operation_id,
-                        state=state.actions[p.operation_id].state,
-                        artifact_revision=state.actions[p.operation_id].artifact_revision,
-                    )
-                    for p in action.prerequisites
-                ],
+                prerequisites=prerequisite_facts(state, action) if action.prerequisites else [],
+                watchdog_max_age_s=state.config.watchdog_max_age_s,
+                synced_intent_revision=conversation.synced_intent_revision if conversation is not None else None,
             ),
         )
     )

@@ -6,9 +6,18 @@ re-derived from its own inputs and verified. Every other event names that
 input's sequence number in `cause` (spec section 8) and carries the resulting
 states it sets, so a projection is a plain fold that re-decides nothing.
 
+Provenance (spec section 8): an event the engine decides by itself also
+records the facts it relied on, so that `tandem explain` (replay/explain.py)
+walks recorded links and re-decides nothing. A fact names what it relied on by
+its key (an operation, a question `(task_id, question_key)`, a task, grant or
+policy revision, a heartbeat's generation and time, a binding generation), and
+the key leads to the event, and so the input, that established it. Facts are
+computed only when their event is emitted: the hot path pays nothing for them.
+
 Encoding: the tagged union is written as JSON with its tag in `"event"`. New
 fields get defaults; existing field types never change (msgspec's rule). The
-encoding is deterministic: the same trace gives the same bytes.
+encoding is deterministic: the same trace gives the same bytes. Fact structs
+omit their defaults, so an absent fact costs no bytes.
 """
 
 from __future__ import annotations
@@ -77,6 +86,8 @@ class PolicySet(Decision, frozen=True, kw_only=True):
     write_roots: list[str]
     fenced: list[str]
     restamped: list[str]
+    # Why each fenced action is no longer allowed (operation or a write path).
+    fenced_because: dict[str, str] = {}
 
 
 class GrantIssued(Decision, frozen=True, kw_only=True):
@@ -105,6 +116,8 @@ class GrantRevised(Decision, frozen=True, kw_only=True):
     dropped_roots: list[str]
     fenced: list[str]
     restamped: list[str]
+    # Why each fenced action is no longer allowed (operation or a write path).
+    fenced_because: dict[str, str] = {}
 
 
 class GrantRevoked(Decision, frozen=True, kw_only=True):
@@ -171,6 +184,8 @@ class QuestionAnswered(Decision, frozen=True, kw_only=True):
 class TaskHoldsChanged(Decision, frozen=True, kw_only=True):
     task_id: str
     holds: list[str]
+    # One per hold, in the same order: what makes it apply (see BlockFact).
+    facts: list[BlockFact] = []
 
 
 # ------------------------------------------------------------------ actions
@@ -234,9 +249,14 @@ class Envelope(Struct, frozen=True, kw_only=True):
 
 
 class PrerequisiteFact(Struct, frozen=True, kw_only=True):
+    """A prerequisite as it was when relied on: its state and artifact (its
+    outcome event, `ActionOutcomeReported` of `operation_id`, says when), and
+    the artifact revision the dependent action requires, if any."""
+
     operation_id: str
     state: str
     artifact_revision: str | None
+    required_artifact_revision: str | None = None
 
 
 class ClaimFacts(Struct, frozen=True, kw_only=True):
@@ -244,6 +264,10 @@ class ClaimFacts(Struct, frozen=True, kw_only=True):
     heartbeat_at: datetime.datetime | None
     binding_generation: int | None
     prerequisites: list[PrerequisiteFact]
+    # The freshness rule the heartbeat met (spec 6), and the intent revision
+    # the background had synced (intent_unsynced did not apply).
+    watchdog_max_age_s: int | None = None
+    synced_intent_revision: int | None = None
 
 
 class ActionClaimed(Decision, frozen=True, kw_only=True):
@@ -263,6 +287,9 @@ class AttemptUpdated(Decision, frozen=True, kw_only=True):
     # Set when the action returns to pending under a grant revised meanwhile
     # that still allows it: the revisions it is re-stamped with.
     restamped: Revisions | None = None
+    # Set for a refusal (receipt refused, reconcile not_received) outside
+    # cancel_requested: why the action went back to pending, was exhausted or fenced.
+    refusal: RefusalFacts | None = None
 
 
 class ActionOutcomeReported(Decision, frozen=True, kw_only=True):
@@ -275,11 +302,87 @@ class ActionOutcomeReported(Decision, frozen=True, kw_only=True):
     action_state: str
 
 
+class RefusalFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What the engine decided after a refused or not received attempt, and why:
+    `reason` is "retry" (back to pending), "max_attempts" (exhausted),
+    "task_revised" or "authority_narrowed" (fenced: revalidate to go on)."""
+
+    reason: str
+    attempts: int
+    max_attempts: int
+    task_revision: int | None = None  # the task's revision now
+    validated_task_revision: int | None = None  # the one the action was validated under
+    grant_revision: int | None = None
+    policy_revision: int | None = None
+
+
+class QuestionRef(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """An open question that holds something. `via`: "operation" (it lists the
+    action), "prerequisite" (it lists `through`, a prerequisite, transitively),
+    "task" (affected "task" on the action's task), "depends_on" (affected
+    "task" on `through`, a task depended on, transitively), "unknown"
+    (affected "unknown": wider_hold)."""
+
+    task_id: str
+    question_key: str
+    via: str
+    through: str | None = None
+
+
+class TaskStateFact(Struct, frozen=True, kw_only=True):
+    task_id: str
+    state: str
+
+
+class ApprovalRef(Struct, frozen=True, kw_only=True):
+    conversation_id: str
+    request_id: str
+
+
+class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Why one code of `blocked_by` (or of a task's `holds`) applies, as of
+    the event that records it. Only the fields of its code are set:
+
+    - prerequisite_pending / prerequisite_failed: `prerequisites` concerned;
+    - question_hold / wider_hold: `questions` that hold it;
+    - scope_paused: `scope` ("*" or the task id);
+    - task_held: `tasks` it depends on that are not completed;
+    - intent_unsynced: `conversation_id`, `intent_revision`, `synced_intent_revision`;
+    - watchdog_unavailable: the last heartbeat (`heartbeat_generation`,
+      `heartbeat_at`, None if never seen) and `watchdog_max_age_s`;
+    - resource_busy: `resource` and the in-flight `operations` holding it;
+    - approval_pending: the open `approvals`;
+    - budget_exhausted: `grant_id`, `usage`, `token_limit`.
+    """
+
+    code: str
+    prerequisites: list[PrerequisiteFact] | None = None
+    questions: list[QuestionRef] | None = None
+    scope: str | None = None
+    tasks: list[TaskStateFact] | None = None
+    conversation_id: str | None = None
+    intent_revision: int | None = None
+    synced_intent_revision: int | None = None
+    heartbeat_generation: int | None = None
+    heartbeat_at: datetime.datetime | None = None
+    watchdog_max_age_s: int | None = None
+    resource: str | None = None
+    operations: list[str] | None = None
+    approvals: list[ApprovalRef] | None = None
+    grant_id: str | None = None
+    usage: int | None = None
+    token_limit: int | None = None
+
+
 class ActionBlocked(Decision, frozen=True, kw_only=True):
-    """The codes holding a pending action changed (spec section 4 order)."""
+    """The codes holding a pending action changed (spec section 4 order).
+    `facts`: one per code, in the same order, as of this change (computed only
+    when the codes change, so a fact that moves while the codes stay the same
+    is not recorded again)."""
 
     operation_id: str
     blocked_by: list[str]
+    facts: list[BlockFact] = []
 
 
 # ------------------------------------------------------ health, scope, usage
@@ -315,6 +418,7 @@ class BudgetExhausted(Decision, frozen=True, kw_only=True):
     grant_id: str
     usage: int
     token_limit: int
+    operation_id: str | None = None  # the action whose usage report reached the limit
 
 
 # ------------------------------------------------------------ conversations
@@ -438,6 +542,10 @@ class ReconciliationStarted(Decision, frozen=True, kw_only=True):
     reconciliation_id: str
     reason: str  # "epoch_changed" or "history_deleted"
     epoch_seen: int
+    # The cursor it was at, and the epoch's deletion watermark (history_deleted: above the cursor's seq).
+    cursor_epoch: int | None = None
+    cursor_seq: int | None = None
+    max_deleted_seq: int | None = None
 
 
 class ReconciliationCommitted(Decision, frozen=True, kw_only=True):
@@ -446,6 +554,9 @@ class ReconciliationCommitted(Decision, frozen=True, kw_only=True):
     epoch: int
     seq: int
     gaps: int
+    # What the cursor was committed from: max(retained_head, watermark, where it had reached).
+    retained_head: int | None = None
+    watermark: int | None = None
 
 
 class CardProposed(Decision, frozen=True, kw_only=True):
@@ -462,6 +573,37 @@ class TurnStarted(Decision, frozen=True, kw_only=True):
     turn_id: str
     epoch: int
     kind: str  # "human" or "wake"
+    rule: str = ""  # the spec 5.3 rule that applied: "human_turn" (3) or "wake" (4)
+
+
+class DeliveryBudget(Struct, frozen=True, kw_only=True):
+    """The context budget a delivery was fitted into (spec 5.3): it fits when
+    `context_tokens + tokens + reserve <= context_limit`; `room` is
+    `context_limit - reserve - context_tokens` before it."""
+
+    context_limit: int
+    reserve: int
+    context_tokens: int
+    room: int
+    message_tokens: int
+    control_tokens: int
+    update_tokens: int
+
+
+class CandidateUpdate(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A ranked update a delivery considered, in rank order (urgent first, then
+    notification_priority descending, null last, then first_seen_at, then
+    cause_key). `verdict`: "included", "does_not_fit" (skipped: it would not
+    fit) or "over_wake_batch_max" (a wake was full). `optional`: routine,
+    riding along in a human turn."""
+
+    cause_key: str
+    revision: int
+    disposition: str | None
+    notification_priority: int | None = None
+    tokens: int
+    verdict: str
+    optional: bool = False
 
 
 class DeliveryCreated(Decision, frozen=True, kw_only=True):
@@ -477,6 +619,13 @@ class DeliveryCreated(Decision, frozen=True, kw_only=True):
     messages: list[str]
     tokens: int
     control_tokens: int  # a reseed's required part (0 otherwise)
+    # Why (spec 5.3): the rule that applied ("human_turn", "wake", "steer",
+    # "reseed"), the budget, and the ranked updates considered (at most
+    # `candidates_recorded_max`; `candidates_total` counts them all).
+    rule: str = ""
+    budget: DeliveryBudget | None = None
+    candidates: list[CandidateUpdate] = []
+    candidates_total: int = 0
 
 
 class DeliveryReceipted(Decision, frozen=True, kw_only=True):
@@ -498,6 +647,8 @@ class TurnEnded(Decision, frozen=True, kw_only=True):
     requeued: list[str]  # messages put back at the front of the queue, in order
     delivered: list[str] | None
     released: list[str]  # deliveries whose revisions are no longer held
+    # The delivery whose refused / not_received receipt ended the turn failed, if that is why.
+    delivery_id: str | None = None
 
 
 class ContextReset(Decision, frozen=True, kw_only=True):
@@ -509,6 +660,10 @@ class ContextReset(Decision, frozen=True, kw_only=True):
 class RecoveryChanged(Decision, frozen=True, kw_only=True):
     conversation_id: str
     recovery: str | None  # "message" (a human turn did not fit), "reseed", or None
+    # When the pass enters recovery: the tokens needed (the queued messages,
+    # or the reseed's required part) and the room there was.
+    needed: int | None = None
+    room: int | None = None
 
 
 class ApprovalOpened(Decision, frozen=True, kw_only=True):
@@ -530,11 +685,47 @@ class FailureHoldChanged(Decision, frozen=True, kw_only=True):
 # --------------------------------------- section 6: alerts, obligations, health
 
 
+class AlertFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What an alert's raise (or the engine's resolution) relied on; only the
+    fields of its kind are set. `reason`: urgent "not_dispatchable" or
+    "running_turn"; fallback_delivery "left_out" or "overdue";
+    reconciliation_required "epoch_changed" or "history_deleted"; for a
+    resolution, the observed end ("accepted_delivery", "fresh_heartbeat",
+    "answered", "limit_lifted", "reset", "wake_fits", "approval_resolved",
+    "obligation_met", "recovered", "reconciled")."""
+
+    reason: str | None = None
+    operation_id: str | None = None
+    conversation_id: str | None = None
+    request_id: str | None = None
+    incident_id: str | None = None
+    consumer_id: str | None = None
+    reconciliation_id: str | None = None
+    grant_id: str | None = None
+    usage: int | None = None
+    token_limit: int | None = None
+    task_id: str | None = None
+    question_key: str | None = None
+    k: int | None = None
+    first_seen_at: datetime.datetime | None = None
+    heartbeat_generation: int | None = None
+    heartbeat_at: datetime.datetime | None = None
+    watchdog_max_age_s: int | None = None
+    room: int | None = None
+    smallest_tokens: int | None = None
+    candidates: int | None = None
+    turn_id: str | None = None
+    delivery_id: str | None = None
+    due_at: datetime.datetime | None = None
+    card_id: str | None = None
+
+
 class AlertRaised(Decision, frozen=True, kw_only=True):
     """A new occurrence of an alert's condition (its first, or one more):
     count + 1, `last_raised_at` = `at`, state `raised` again. `cause_key` and
     `revision` name the inbox update it is about, if any (an `urgent` alert
-    is about one revision); `detail` says, for a human, what was seen."""
+    is about one revision); `detail` says, for a human, what was seen;
+    `facts`, for tools, what it relied on."""
 
     alert_id: str
     kind: str
@@ -542,6 +733,7 @@ class AlertRaised(Decision, frozen=True, kw_only=True):
     cause_key: str | None = None
     revision: int | None = None
     detail: str = ""
+    facts: AlertFacts | None = None
 
 
 class AlertSeen(Decision, frozen=True, kw_only=True):
@@ -555,6 +747,9 @@ class AlertResolved(Decision, frozen=True, kw_only=True):
 
     alert_id: str
     by: str
+    # For the engine's resolutions: what it observed end.
+    detail: str = ""
+    facts: AlertFacts | None = None
 
 
 class IncidentOpened(Decision, frozen=True, kw_only=True):
@@ -586,6 +781,7 @@ class ObligationOpened(Decision, frozen=True, kw_only=True):
     cause_key: str
     conversation_id: str
     due_at: datetime.datetime
+    fallback_after_s: int | None = None  # due_at = the outcome's time + this
 
 
 class ObligationMet(Decision, frozen=True, kw_only=True):
@@ -602,6 +798,9 @@ class ObligationDue(Decision, frozen=True, kw_only=True):
     operation_id: str
     reason: str
     turn_id: str | None = None
+    # left_out: the accepted delivery of that turn that held it; overdue: the due time reached.
+    delivery_id: str | None = None
+    due_at: datetime.datetime | None = None
 
 
 class QuestionResurfaced(Decision, frozen=True, kw_only=True):
@@ -610,6 +809,7 @@ class QuestionResurfaced(Decision, frozen=True, kw_only=True):
     task_id: str
     question_key: str
     k: int
+    due_at: datetime.datetime | None = None  # first_seen_at + k x question_resurface_s
 
 
 AnyEvent = Union[

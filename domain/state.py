@@ -344,6 +344,8 @@ class State:
     pending_by_task: dict[str, set[str]] = field(default_factory=dict)
     pending_by_grant: dict[str, set[str]] = field(default_factory=dict)
     busy_by_resource: dict[str, int] = field(default_factory=dict)
+    # The in-flight actions on each resource (what resource_busy's facts name).
+    in_flight_by_resource: dict[str, set[str]] = field(default_factory=dict)
     actions_by_cause: dict[str, list[str]] = field(default_factory=dict)
     question_ops: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # op id -> open questions listing it
     task_questions: dict[str, set[str]] = field(default_factory=dict)  # task -> open "task" question keys
@@ -500,6 +502,10 @@ def _set_action_state(state: State, action: Action, new_state: str) -> None:
             state.busy_by_resource[resource] = count
         else:
             state.busy_by_resource.pop(resource, None)
+        if is_busy:
+            _index_add(state.in_flight_by_resource, resource, operation_id)
+        else:
+            _index_remove(state.in_flight_by_resource, resource, operation_id)
         state.touch_resource(resource)
     if new_state in ACTION.terminal and action.dependents:
         # The outcome its dependents wait for is known now (prerequisite_*).

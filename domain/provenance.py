@@ -1,0 +1,232 @@
+"""Provenance (spec section 8): the facts behind a block or a hold.
+
+`domain/dispatch.py` decides *whether* a code applies (`blockers`, on every
+pass for the actions an input touched: the hot path). When the codes of an
+action or the holds of a task change, and only then, the pass asks this module
+*why* each code applies, and records the answer in the event
+(`ActionBlocked.facts`, `TaskHoldsChanged.facts`). The answer names what it
+relied on by key — prerequisite operations, questions `(task_id,
+question_key)`, the paused scope, the tasks depended on, the intent revisions,
+the last heartbeat, the operations holding the resource, the open approvals,
+the grant's usage — so `tandem explain` can follow each key to the event, and
+so the input, that established it.
+
+Everything here reads the state after the pass's claims, as `blockers` does,
+and iterates sets in a sorted order: the same trace gives the same facts.
+"""
+
+from __future__ import annotations
+
+from domain import events as ev
+from domain.state import Action, State, reachable
+
+_FAILED = ("failed", "cancelled", "exhausted")
+
+
+def block_facts(state: State, action: Action, codes: tuple[str, ...]) -> list[ev.BlockFact]:
+    """One fact per code of `codes` (the action's blocked_by), same order."""
+    return [_ACTION_FACTS[code](state, action) for code in codes]
+
+
+def hold_facts(state: State, task_id: str, holds: tuple[str, ...]) -> list[ev.BlockFact]:
+    """One fact per task-level hold of `holds`, same order."""
+    return [_TASK_FACTS[code](state, task_id) for code in holds]
+
+
+# -------------------------------------------------------------- prerequisites
+
+
+def _prerequisite_fact(state: State, prerequisite: ev.PrerequisiteSpec) -> ev.PrerequisiteFact:
+    other = state.actions[prerequisite.operation_id]
+    return ev.PrerequisiteFact(
+        operation_id=other.operation_id,
+        state=other.state,
+        artifact_revision=other.artifact_revision,
+        required_artifact_revision=prerequisite.artifact_revision,
+    )
+
+
+def prerequisite_facts(state: State, action: Action) -> list[ev.PrerequisiteFact]:
+    """Every prerequisite of the action as it is now (what a claim relied on)."""
+    return [_prerequisite_fact(state, p) for p in action.prerequisites]
+
+
+def _prerequisite_failed(state: State, prerequisite: ev.PrerequisiteSpec) -> bool:
+    other = state.actions[prerequisite.operation_id]
+    if other.state == "succeeded":
+        required = prerequisite.artifact_revision
+        return required is not None and other.artifact_revision != required
+    return other.state in _FAILED
+
+
+def _prerequisites_pending(state: State, action: Action) -> ev.BlockFact:
+    concerned = [
+        _prerequisite_fact(state, p)
+        for p in action.prerequisites
+        if state.actions[p.operation_id].state not in _FAILED and state.actions[p.operation_id].state != "succeeded"
+    ]
+    return ev.BlockFact(code="prerequisite_pending", prerequisites=concerned)
+
+
+def _prerequisites_failed(state: State, action: Action) -> ev.BlockFact:
+    concerned = [_prerequisite_fact(state, p) for p in action.prerequisites if _prerequisite_failed(state, p)]
+    return ev.BlockFact(code="prerequisite_failed", prerequisites=concerned)
+
+
+# ------------------------------------------------------------------ questions
+
+
+def _active_keys(state: State, keys) -> list[tuple[str, str]]:
+    return sorted(key for key in keys if state.question_active(key))
+
+
+def _task_question_refs(state: State, task_id: str) -> list[ev.QuestionRef]:
+    """Open `"task"` questions on the task or a task it depends on, transitively."""
+    refs: list[ev.QuestionRef] = []
+    for current in reachable(task_id, lambda task: state.tasks[task].depends_on):
+        keys = state.task_questions.get(current)
+        if not keys:
+            continue
+        for key in _active_keys(state, ((current, question_key) for question_key in keys)):
+            if current == task_id:
+                refs.append(ev.QuestionRef(task_id=key[0], question_key=key[1], via="task"))
+            else:
+                refs.append(ev.QuestionRef(task_id=key[0], question_key=key[1], via="depends_on", through=current))
+    return refs
+
+
+def holding_questions(state: State, action: Action) -> list[ev.QuestionRef]:
+    """The open questions behind `question_hold`: those listing the action or,
+    transitively, one of its prerequisites, then the task's (section 3.2)."""
+    refs: list[ev.QuestionRef] = []
+    seen_keys: set[tuple[str, str]] = set()
+    seen_operations: set[str] = set()
+    stack = [action.operation_id]
+    while stack:
+        operation_id = stack.pop()
+        if operation_id in seen_operations:
+            continue
+        seen_operations.add(operation_id)
+        listed = state.question_ops.get(operation_id)
+        if listed:
+            for key in _active_keys(state, listed):
+                if key in seen_keys:
+                    continue
+                seen_keys.add(key)
+                if operation_id == action.operation_id:
+                    refs.append(ev.QuestionRef(task_id=key[0], question_key=key[1], via="operation"))
+                else:
+                    refs.append(ev.QuestionRef(task_id=key[0], question_key=key[1], via="prerequisite", through=operation_id))
+        # Prerequisites in their listed order (reversed onto the stack).
+        stack.extend(p.operation_id for p in reversed(state.actions[operation_id].prerequisites))
+    if action.task_id is not None:
+        for ref in _task_question_refs(state, action.task_id):
+            if (ref.task_id, ref.question_key) not in seen_keys:
+                seen_keys.add((ref.task_id, ref.question_key))
+                refs.append(ref)
+    return refs
+
+
+def _wider_refs(state: State) -> list[ev.QuestionRef]:
+    return [
+        ev.QuestionRef(task_id=key[0], question_key=key[1], via="unknown")
+        for key in _active_keys(state, state.unknown_questions)
+    ]
+
+
+def _question_hold(state: State, action: Action) -> ev.BlockFact:
+    return ev.BlockFact(code="question_hold", questions=holding_questions(state, action))
+
+
+def _wider_hold(state: State, action: Action | None = None) -> ev.BlockFact:
+    return ev.BlockFact(code="wider_hold", questions=_wider_refs(state))
+
+
+# ---------------------------------------------------------- scope, tasks, intent
+
+
+def _paused_scope(state: State, task_id: str | None) -> ev.BlockFact:
+    scope = "*" if "*" in state.paused else task_id
+    return ev.BlockFact(code="scope_paused", scope=scope)
+
+
+def _held_tasks(state: State, task_id: str) -> ev.BlockFact:
+    task = state.tasks[task_id]
+    tasks = [
+        ev.TaskStateFact(task_id=dependency, state=state.tasks[dependency].state)
+        for dependency in task.depends_on
+        if state.tasks[dependency].state != "completed"
+    ]
+    return ev.BlockFact(code="task_held", tasks=tasks)
+
+
+def _intent_unsynced(state: State, action: Action) -> ev.BlockFact:
+    assert action.task_id is not None
+    conversation = state.conversations[state.tasks[action.task_id].conversation_id]
+    return ev.BlockFact(
+        code="intent_unsynced",
+        conversation_id=conversation.conversation_id,
+        intent_revision=conversation.intent_revision,
+        synced_intent_revision=conversation.synced_intent_revision,
+    )
+
+
+# ------------------------------------------- watchdog, resource, approval, budget
+
+
+def _watchdog(state: State, action: Action) -> ev.BlockFact:
+    return ev.BlockFact(
+        code="watchdog_unavailable",
+        heartbeat_generation=state.heartbeat_generation,
+        heartbeat_at=state.heartbeat_at,
+        watchdog_max_age_s=state.config.watchdog_max_age_s,
+    )
+
+
+def _resource_busy(state: State, action: Action) -> ev.BlockFact:
+    holders = state.in_flight_by_resource.get(action.resource, ())
+    operations = sorted(holders, key=lambda operation_id: state.actions[operation_id].order)
+    return ev.BlockFact(code="resource_busy", resource=action.resource, operations=operations)
+
+
+def _approval_pending(state: State, action: Action) -> ev.BlockFact:
+    assert action.task_id is not None
+    conversation = state.conversations[state.tasks[action.task_id].conversation_id]
+    approvals = [
+        ev.ApprovalRef(conversation_id=conversation.conversation_id, request_id=request_id)
+        for request_id in conversation.approvals
+    ]
+    background = state.conversations.get(conversation.background_id or "")
+    if background is not None:
+        approvals.extend(
+            ev.ApprovalRef(conversation_id=background.conversation_id, request_id=request_id)
+            for request_id in background.approvals
+        )
+    return ev.BlockFact(code="approval_pending", approvals=approvals)
+
+
+def _budget(state: State, action: Action) -> ev.BlockFact:
+    grant = state.grants[action.grant_id]
+    return ev.BlockFact(code="budget_exhausted", grant_id=grant.grant_id, usage=grant.usage, token_limit=grant.token_limit)
+
+
+_ACTION_FACTS = {
+    "prerequisite_pending": _prerequisites_pending,
+    "prerequisite_failed": _prerequisites_failed,
+    "question_hold": _question_hold,
+    "wider_hold": _wider_hold,
+    "scope_paused": lambda state, action: _paused_scope(state, action.task_id),
+    "task_held": lambda state, action: _held_tasks(state, action.task_id),
+    "intent_unsynced": _intent_unsynced,
+    "watchdog_unavailable": _watchdog,
+    "resource_busy": _resource_busy,
+    "approval_pending": _approval_pending,
+    "budget_exhausted": _budget,
+}
+
+_TASK_FACTS = {
+    "question_hold": lambda state, task_id: ev.BlockFact(code="question_hold", questions=_task_question_refs(state, task_id)),
+    "wider_hold": lambda state, task_id: _wider_hold(state),
+    "scope_paused": _paused_scope,
+    "task_held": _held_tasks,
+}
