@@ -175,8 +175,15 @@ def verify(store: EventStore, step: Step = default_step) -> Report:
     decode = ev.decode_event
     encode = ev.encode_event
 
-    def diverge(position: int, kind: str, message: str, **details: Any) -> Report:
-        report.divergence = Divergence(position, kind, message, current, **details)
+    def diverge(
+        position: int,
+        kind: str,
+        message: str,
+        stored: str | None = None,
+        rederived: str | None = None,
+        differences: list[str] | None = None,
+    ) -> Report:
+        report.divergence = Divergence(position, kind, message, current, stored, rederived, differences or [])
         return report
 
     with collector_paused():
@@ -350,6 +357,13 @@ def first_difference(
     return _short(left), _short(right), [f"{where}: snapshot {_short(left)}, re-derived {_short(right)}"]
 
 
+class _Text(str):
+    """A description, shown as is (not quoted)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 def _first(left: Any, right: Any, path: str, ignore: frozenset[str] | set[str] = frozenset()) -> tuple[str, Any, Any] | None:
     if type(left) is not type(right):
         return path, left, right
@@ -396,7 +410,11 @@ def _first(left: Any, right: Any, path: str, ignore: frozenset[str] | set[str] =
             return None
         only_left = sorted(map(repr, set(left) - set(right)))[:5]
         only_right = sorted(map(repr, set(right) - set(left)))[:5]
-        return path, f"has {', '.join(only_left) or 'nothing more'}", f"has {', '.join(only_right) or 'nothing more'}"
+        return (
+            path,
+            _Text(f"has {', '.join(only_left) or 'nothing more'}"),
+            _Text(f"has {', '.join(only_right) or 'nothing more'}"),
+        )
     if isinstance(left, datetime.datetime):
         return None if left == right and left.utcoffset() == right.utcoffset() else (path, left, right)
     return None if left == right else (path, left, right)
