@@ -21,11 +21,17 @@ And for the inbox (no goal set for the first; the second must not grow):
 5. ingest of observations (100k over 1k causes) vs raw single-row commits
 6. the inbox view's memory with 10x more observations of the same causes
    (ratio of the two sizes; >= 0.9 means it did not grow)
+
+And for snapshots (a time ratio, lower is better):
+
+7. restart time of a store of 1M events <= 2 x that of a store of 10k events
+   with the same live state, each with a snapshot near its head
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import math
 import os
@@ -49,6 +55,7 @@ from adapters.store import log_stream_id, open_store, table_name_default  # noqa
 from adapters.trace import parse_trace  # noqa: E402
 from domain.events import decode_event  # noqa: E402
 from replay.engine import Engine, Located  # noqa: E402
+from replay.snapshot import Written  # noqa: E402
 from replay.workload import observation_trace, synthetic_trace  # noqa: E402
 from projections.inbox import InboxView  # noqa: E402
 
@@ -63,6 +70,7 @@ GOALS = {
     "live": 0.8,
     "observe": 0.0,  # reported, no goal
     "inbox-memory": 0.9,
+    "restart": 2.0,  # a time ratio: at most
 }
 
 
@@ -77,6 +85,10 @@ class Sizes:
     steady_chunk_inputs: int  # steady-state inputs timed per repetition, benchmark 4
     observations: int  # benchmark 5 (and the larger side of 6)
     observation_causes: int  # benchmarks 5 and 6
+    restart_events_large: int  # benchmark 7, A: events in the long store
+    restart_events_small: int  # benchmark 7, B: events in the short store
+    restart_causes: int  # benchmark 7: the live state (inbox causes), the same in both
+    restart_tail_inputs: int  # benchmark 7: inputs after the snapshot, the same in both
 
 
 FULL = Sizes(
@@ -89,6 +101,10 @@ FULL = Sizes(
     steady_chunk_inputs=1_500,
     observations=100_000,
     observation_causes=1_000,
+    restart_events_large=1_000_000,
+    restart_events_small=10_000,
+    restart_causes=1_000,
+    restart_tail_inputs=500,
 )
 QUICK = Sizes(
     repetitions=3,
@@ -100,6 +116,10 @@ QUICK = Sizes(
     steady_chunk_inputs=400,
     observations=10_000,
     observation_causes=200,
+    restart_events_large=50_000,
+    restart_events_small=2_000,
+    restart_causes=200,
+    restart_tail_inputs=100,
 )
 
 
@@ -261,6 +281,39 @@ def engine_replay(url: str, with_views: bool = False) -> float:
     return events / elapsed
 
 
+def build_restart_store(directory: str, events_min: int, causes: int, tail_inputs: int) -> tuple[str, int, Written]:
+    """A store of >= `events_min` events of observations over `causes` causes
+    (the live state does not grow with history), ingested as `tandem ingest`
+    does, with a snapshot `tail_inputs` inputs before its head: (url, events,
+    the snapshot written). Untimed."""
+    observations = max(math.ceil(events_min / 2), causes + tail_inputs)  # 2 events per observation
+    trace = parse_trace(observation_trace(observations, causes), "restart.jsonl")
+    url = _sqlite_url(directory)
+    engine = Engine(open_store(url), with_views=False, snapshot_every=0)
+    try:
+        ingest(engine, dataclasses.replace(trace, lines=trace.lines[:-tail_inputs]))
+        snapshot = engine.write_snapshot()
+        ingest(engine, trace)  # resumes: the tail
+        events = engine.store.head()  # type: ignore[union-attr]
+    finally:
+        engine.store.close()  # type: ignore[union-attr]
+    assert events >= events_min, (events, events_min)
+    return url, events, snapshot
+
+
+def engine_restart_seconds(url: str, use_snapshots: bool = True) -> float:
+    """Seconds to open the store and an Engine on it (state and views), from
+    its newest snapshot (or, `use_snapshots=False`, by folding the whole log)."""
+    started = time.perf_counter()
+    store = open_store(url)
+    engine = Engine(store, use_snapshots=use_snapshots)
+    elapsed = time.perf_counter() - started
+    assert engine.state.position == store.head()
+    assert (engine.snapshot_position > 0) == use_snapshots, engine.snapshot_position
+    store.close()
+    return elapsed
+
+
 class SteadyEngine:
     """An engine whose store already holds `live` live actions, and the
     steady-state inputs that follow them in the same synthetic trace."""
@@ -309,6 +362,7 @@ class Ratio:
     baseline_values: list[float]
     unit: str
     extra: list[str]
+    lower_is_better: bool = False  # times: the goal is a maximum ratio
 
     @property
     def engine(self) -> float:
@@ -328,24 +382,32 @@ class Ratio:
 
     @property
     def met(self) -> bool:
-        return self.ratio >= self.goal
+        return self.ratio <= self.goal if self.lower_is_better else self.ratio >= self.goal
+
+    @property
+    def goal_text(self) -> str:
+        return f"goal {'<=' if self.lower_is_better else '>='} {self.goal}x"
 
 
-def _spread(values: Sequence[float]) -> str:
-    return f"min {min(values):,.0f}, max {max(values):,.0f}, n={len(values)}"
+def _spread(values: Sequence[float], digits: int = 0) -> str:
+    return f"min {min(values):,.{digits}f}, max {max(values):,.{digits}f}, n={len(values)}"
 
 
 def print_ratio(result: Ratio, out=sys.stdout) -> None:
+    digits = 1 if result.lower_is_better else 0
     print(f"\n{result.number}. {result.title}", file=out)
-    print(f"   A {result.engine_label:<46} {result.engine:>12,.0f} {result.unit}  ({_spread(result.engine_values)})", file=out)
-    print(f"   B {result.baseline_label:<46} {result.baseline:>12,.0f} {result.unit}  ({_spread(result.baseline_values)})", file=out)
+    for side, label, value, values in (
+        ("A", result.engine_label, result.engine, result.engine_values),
+        ("B", result.baseline_label, result.baseline, result.baseline_values),
+    ):
+        print(f"   {side} {label:<46} {value:>12,.{digits}f} {result.unit}  ({_spread(values, digits)})", file=out)
     for line in result.extra:
         print(f"     {line}", file=out)
     if not result.goal:
         print(f"   A/B = {result.ratio:.2f}x   (no goal set)", file=out)
         return
     verdict = "MET " if result.met else "MISSED"
-    print(f"   A/B = {result.ratio:.2f}x   goal >= {result.goal}x   {verdict}", file=out)
+    print(f"   A/B = {result.ratio:.2f}x   {result.goal_text}   {verdict}", file=out)
 
 
 def measure_single(scratch: Scratch, sizes: Sizes, trace: bytes) -> Ratio:
@@ -520,6 +582,45 @@ def measure_inbox_memory(scratch: Scratch, sizes: Sizes) -> Ratio:
     )
 
 
+def measure_restart(scratch: Scratch, sizes: Sizes) -> Ratio:
+    started = time.perf_counter()
+    large_url, large_events, large_snapshot = build_restart_store(
+        scratch.fresh(), sizes.restart_events_large, sizes.restart_causes, sizes.restart_tail_inputs
+    )
+    small_url, small_events, small_snapshot = build_restart_store(
+        scratch.fresh(), sizes.restart_events_small, sizes.restart_causes, sizes.restart_tail_inputs
+    )
+    built_s = time.perf_counter() - started
+    engine_restart_seconds(large_url)  # warm up: page cache, imports, the code fingerprint
+    engine_restart_seconds(small_url)
+    large_values, small_values = alternate(
+        lambda: engine_restart_seconds(large_url) * 1000, lambda: engine_restart_seconds(small_url) * 1000, sizes.repetitions
+    )
+    full = [engine_restart_seconds(large_url, use_snapshots=False) * 1000 for _ in range(max(1, sizes.repetitions // 2))]
+    full_ms = statistics.median(full)
+    return Ratio(
+        7,
+        "restart",
+        f"Restart (open an Engine, state and views) of {large_events:,} vs {small_events:,} events, the same live state"
+        f" ({sizes.restart_causes:,} inbox causes), each with a snapshot {sizes.restart_tail_inputs:,} inputs"
+        f" before its head (stores built in {built_s:,.0f} s, untimed)",
+        f"{large_events:,} events, snapshot at {large_snapshot.position:,}",
+        large_values,
+        f"{small_events:,} events, snapshot at {small_snapshot.position:,}",
+        small_values,
+        "ms",
+        [
+            f"tails folded: {large_events - large_snapshot.position:,} and {small_events - small_snapshot.position:,}"
+            f" events; snapshots {large_snapshot.size:,} and {small_snapshot.size:,} bytes, written in"
+            f" {large_snapshot.seconds * 1000:,.0f} and {small_snapshot.seconds * 1000:,.0f} ms (an engine without"
+            " views folds them from the last snapshot, here from the start, to write one)",
+            f"for context, a full replay of the {large_events:,} events (no snapshot): {full_ms:,.0f} ms"
+            f" ({full_ms / statistics.median(large_values):,.0f}x the restart from the snapshot)",
+        ],
+        lower_is_better=True,
+    )
+
+
 def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
     scratch = Scratch(tmp)
     try:
@@ -538,6 +639,7 @@ def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
             lambda: measure_live(scratch, sizes),
             lambda: measure_observations(scratch, sizes),
             lambda: measure_inbox_memory(scratch, sizes),
+            lambda: measure_restart(scratch, sizes),
         ):
             result = measure()
             print_ratio(result, out)
@@ -545,7 +647,7 @@ def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
             results.append(result)
         print("\nVerdicts:", file=out)
         for result in results:
-            verdict = f"(goal >= {result.goal}x): {'MET' if result.met else 'MISSED'}" if result.goal else "(no goal)"
+            verdict = f"({result.goal_text}): {'MET' if result.met else 'MISSED'}" if result.goal else "(no goal)"
             print(f"  {result.number}. {result.key:<12} {result.ratio:5.2f}x {verdict}", file=out)
         return results
     finally:

@@ -56,6 +56,11 @@ def test_each_path_gives_a_positive_rate(bench: ModuleType, tmp_path: Path) -> N
 
     assert positive(bench.inbox_bytes(observation_trace(40, 4)))
 
+    url, events, snapshot = bench.build_restart_store(fresh("restart"), 200, causes=4, tail_inputs=5)
+    assert events >= 200 and 0 < snapshot.position < events
+    assert positive(bench.engine_restart_seconds(url))
+    assert positive(bench.engine_restart_seconds(url, use_snapshots=False))
+
     steady = bench.SteadyEngine(fresh("live"), live=30, steady_inputs=6)
     try:
         assert positive(steady.time_next(3))
@@ -74,10 +79,14 @@ def test_the_whole_report_runs_at_tiny_sizes(bench: ModuleType, tmp_path: Path) 
         steady_chunk_inputs=5,
         observations=60,
         observation_causes=6,
+        restart_events_large=400,
+        restart_events_small=100,
+        restart_causes=5,
+        restart_tail_inputs=10,
     )
     out = io.StringIO()
     results = bench.run(tiny, str(tmp_path), out=out)
-    assert [result.number for result in results] == [1, 2, 3, 4, 5, 6]
+    assert [result.number for result in results] == [1, 2, 3, 4, 5, 6, 7]
     for result in results:
         assert all(positive(value) for value in result.engine_values + result.baseline_values)
         assert positive(result.ratio)
