@@ -341,4 +341,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the canonical module, not this `__main__` copy: the subcommand
+    # modules (adapters/commands/) import `adapters.cli.CliError`, which must
+    # be the class main() catches, or `python -m adapters.cli` prints tracebacks.
+    from adapters.cli import main as canonical_main
+
+    sys.exit(canonical_main())
