@@ -68,7 +68,8 @@ class Divergence:
     def lines(self) -> list[str]:
         out = [f"first divergence at position {self.position}: {self.message}"]
         if self.input is not None:
-            out.append(f"  caused by {self.input.describe()}")
+            relation = "taken after" if self.kind == "snapshot" else "caused by"
+            out.append(f"  {relation} {self.input.describe()}")
         for difference in self.differences:
             out.append(f"  differs: {difference}")
         if self.stored is not None:

@@ -170,15 +170,17 @@ def _append(store, handle: BinaryIO, seen: tuple[int, int], batch: list[bytes], 
 def _check_prefix(store, handle: BinaryIO, head: int, count: int, path: str) -> None:  # type: ignore[no-untyped-def]
     from adapters.cli import CliError
 
-    refusal = (
-        f"the store is not empty (it holds {head:,} event(s)) and they are not the first events of {path}; "
-        "import into an empty store (another database or file, or another ?table=NAME)"
-    )
+    def refuse(why: str) -> CliError:
+        return CliError(
+            f"the store is not empty: it holds {head:,} event(s), and {why}; "
+            "import into an empty store (another database or file, or another ?table=NAME)"
+        )
+
     if head > count:
-        raise CliError(f"{refusal} (the file has only {count:,})")
+        raise refuse(f"{path} has only {count:,}")
     handle.seek(0)
     lines = lines_of(handle)
     for position, data in store.read_encoded(until=head):
         number, line = next(lines)
         if line != data:
-            raise CliError(f"{refusal} (position {position} differs from line {number})")
+            raise refuse(f"its event at position {position} differs from line {number} of {path}")

@@ -151,8 +151,7 @@ def test_a_store_holding_other_events_is_refused(tmp_path: Path, capsys: pytest.
     head = open_store(other).head()
     code, _, err = run_cli(capsys, "import", str(log), "--store", other)
     assert code == 1
-    assert f"the store is not empty (it holds {head} event(s)) and they are not the first events of {log}" in err
-    assert "(position 1 differs from line 1)" in err
+    assert f"the store is not empty: it holds {head} event(s), and its event at position 1 differs from line 1 of {log};" in err
     assert open_store(other).head() == head
 
 
@@ -173,7 +172,7 @@ def test_an_interrupted_import_continues_where_the_store_stands(tmp_path: Path, 
     assert open_store(target).head() == len(lines)
     # A longer store than the file is another log.
     code, _, err = run_cli(capsys, "import", str(part), "--store", target)
-    assert code == 1 and "(the file has only 40)" in err
+    assert code == 1 and f"and {part} has only 40;" in err
 
 
 def test_an_import_into_an_empty_store_removes_leftover_snapshots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
