@@ -1,0 +1,54 @@
+"""`tandem explain ID --store URL [--kind KIND] [--json]`: why something is
+in its current state, walked over the provenance the events record (spec
+section 8). The logic is `replay.explain`; this is its command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from replay.explain import KINDS, ExplainError, document, render_text, to_json
+
+NAME = "explain"
+ORDER = 20
+HELP = "why an operation, attempt, delivery, turn, alert, question, task, obligation or cause is as it is"
+DESCRIPTION = (
+    "Walk the store's log for ID and print the causal chain that produced its current state: each decision "
+    "(position, event, resulting state) with the input that caused it (seq, trace file and line, type, input id) "
+    "and the facts it relied on (task, grant and policy revisions, prerequisite outcomes, heartbeat, question holds, "
+    "binding generation), then what it is waiting for. ID may be an operation id, an attempt (op/a1), a delivery "
+    "(fg/d2), a turn (fg/t2), an alert (urgent:...), a question (task_id/question_key), a task id, an obligation "
+    "(its operation id), a cause key or a reconciliation (consumer/r1); an id that names several of these is "
+    "explained once per kind, unless --kind picks one. Nothing is re-decided: see docs/explain.md."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from adapters.cli import DEFAULT_STORE
+
+    parser.add_argument("id", metavar="ID", help="what to explain")
+    parser.add_argument("--store", default=DEFAULT_STORE, metavar="URL", help=f"default {DEFAULT_STORE}")
+    parser.add_argument("--kind", choices=KINDS, help="explain ID only as this kind")
+    parser.add_argument("--json", action="store_true", help="print the explanation as JSON (docs/explain.md)")
+    parser.epilog = "Exit codes: 0 explained; 1 the store could not be used, or nothing in it is named ID; 2 bad usage."
+
+
+def run(args: argparse.Namespace) -> None:
+    from adapters.cli import EXIT_USAGE, CliError, _open_store
+    from replay.port import StoreError
+
+    if not args.id.strip():
+        raise CliError("ID is empty", EXIT_USAGE)
+    store = _open_store(args.store)
+    try:
+        explained = document(store, args.id, kind=args.kind)
+    except ExplainError as error:
+        raise CliError(str(error)) from error
+    except StoreError as error:
+        raise CliError(str(error)) from error
+    finally:
+        store.close()
+    if args.json:
+        sys.stdout.write(to_json(explained).decode() + "\n")
+    else:
+        sys.stdout.write(render_text(explained))
