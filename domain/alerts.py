@@ -299,7 +299,6 @@ def _on_outcome(state: State, event: ev.ActionOutcomeReported) -> list[ev.Event]
             cause_key=f"outcome:{action.operation_id}",
             conversation_id=state.tasks[action.task_id].conversation_id,
             due_at=_at(state) + datetime.timedelta(seconds=state.config.fallback_after_s),
-            fallback_after_s=state.config.fallback_after_s,
         )
     ]
 
@@ -358,13 +357,9 @@ def _on_obligation_due(state: State, event: ev.ObligationDue) -> list[ev.Event]:
         _at(state),
         cause_key=obligation.cause_key,
         detail=f"{obligation.conversation_id} was not told: {why}",
+        # The obligation (its conversation, its due time) is the ObligationOpened of operation_id.
         facts=ev.AlertFacts(
-            reason=event.reason,
-            operation_id=event.operation_id,
-            conversation_id=obligation.conversation_id,
-            turn_id=event.turn_id,
-            delivery_id=event.delivery_id,
-            due_at=obligation.due_at,
+            reason=event.reason, operation_id=event.operation_id, turn_id=event.turn_id, delivery_id=event.delivery_id
         ),
     )
 
@@ -442,7 +437,7 @@ def run_time_rules(state: State, cause: int, at: datetime.datetime, emit: Emit) 
         # Each event below removes its timer (evolve), so this loop ends.
         _, kind, first, second = timers[0]
         if kind == "obligation":
-            emit(ev.ObligationDue(cause=cause, operation_id=first, reason="overdue", due_at=timers[0][0]))
+            emit(ev.ObligationDue(cause=cause, operation_id=first, reason="overdue"))
         else:
             question = state.questions[(first, second)]
             k = int((at - question.first_seen_at).total_seconds() // state.config.question_resurface_s)

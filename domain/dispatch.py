@@ -114,8 +114,6 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
                 heartbeat_at=state.heartbeat_at,
                 binding_generation=conversation.generation if conversation is not None else None,
                 prerequisites=prerequisite_facts(state, action) if action.prerequisites else [],
-                watchdog_max_age_s=state.config.watchdog_max_age_s,
-                synced_intent_revision=conversation.synced_intent_revision if conversation is not None else None,
             ),
         )
     )

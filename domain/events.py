@@ -260,14 +260,15 @@ class PrerequisiteFact(Struct, frozen=True, kw_only=True):
 
 
 class ClaimFacts(Struct, frozen=True, kw_only=True):
+    """What a claim relied on beyond its envelope. (Kept small: a claim is the
+    most frequent decision. The freshness rule and the synced intent revision
+    it met are the latest `EngineConfigured` and `IntentSynced` before it in
+    the log.)"""
+
     heartbeat_generation: int | None
     heartbeat_at: datetime.datetime | None
     binding_generation: int | None
     prerequisites: list[PrerequisiteFact]
-    # The freshness rule the heartbeat met (spec 6), and the intent revision
-    # the background had synced (intent_unsynced did not apply).
-    watchdog_max_age_s: int | None = None
-    synced_intent_revision: int | None = None
 
 
 class ActionClaimed(Decision, frozen=True, kw_only=True):
@@ -780,8 +781,7 @@ class ObligationOpened(Decision, frozen=True, kw_only=True):
     operation_id: str
     cause_key: str
     conversation_id: str
-    due_at: datetime.datetime
-    fallback_after_s: int | None = None  # due_at = the outcome's time + this
+    due_at: datetime.datetime  # the outcome's time + fallback_after_s
 
 
 class ObligationMet(Decision, frozen=True, kw_only=True):
@@ -798,9 +798,9 @@ class ObligationDue(Decision, frozen=True, kw_only=True):
     operation_id: str
     reason: str
     turn_id: str | None = None
-    # left_out: the accepted delivery of that turn that held it; overdue: the due time reached.
+    # left_out: the accepted delivery of that turn that held it (overdue: the
+    # due time is the ObligationOpened's).
     delivery_id: str | None = None
-    due_at: datetime.datetime | None = None
 
 
 class QuestionResurfaced(Decision, frozen=True, kw_only=True):

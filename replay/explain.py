@@ -850,7 +850,7 @@ def _claim_facts(
         )
         if fact is not None
     ]
-    facts.extend(_intent_facts(resolver, conversation_id, envelope.intent_revision, claim.synced_intent_revision, position))
+    facts.extend(_intent_facts(resolver, conversation_id, envelope.intent_revision, _synced_at(resolver, conversation_id, position), position))
     binding = _binding_fact(resolver, conversation_id, claim.binding_generation, position)
     if binding is not None:
         facts.append(binding)
@@ -858,11 +858,20 @@ def _claim_facts(
     if unattended or claim.heartbeat_at is not None:
         facts.append(
             _heartbeat_fact(
-                resolver, claim.heartbeat_generation, claim.heartbeat_at, claim.watchdog_max_age_s, position, True, decided_at
+                resolver, claim.heartbeat_generation, claim.heartbeat_at, None, position, True, decided_at
             )
         )
     facts.extend(_prerequisite_fact(resolver, p, position) for p in claim.prerequisites)
     return summary, facts
+
+
+def _synced_at(resolver: Resolver, conversation_id: str | None, position: int) -> int | None:
+    """The intent revision synced when a claim was made: the latest
+    `IntentSynced` before it (a claim is frequent: it does not repeat this)."""
+    if conversation_id is None:
+        return None
+    entry = resolver.find(("intent", conversation_id), position, _is(ev.IntentSynced))
+    return entry[1].synced_revision if entry is not None else 0
 
 
 def _attempt_update(event: ev.AttemptUpdated) -> tuple[str, list[Fact]]:
@@ -1191,7 +1200,18 @@ def _alert_facts(resolver: Resolver, facts: ev.AlertFacts | None, position: int,
     if facts is None:
         return []
     result: list[Fact] = []
-    if facts.operation_id is not None:
+    if facts.operation_id is not None and facts.reason in ("overdue", "left_out", "obligation_met"):
+        opened = resolver.find(("obligation", facts.operation_id), position, _is(ev.ObligationOpened))
+        latest = resolver.find(("obligation", facts.operation_id))
+        now = None
+        if latest is not None:
+            state = {ev.ObligationOpened: "open", ev.ObligationDue: "due", ev.ObligationMet: "met"}[type(latest[1])]
+            now = Current(state=state, source=_source(latest))
+        text = f"obligation of {facts.operation_id}"
+        if opened is not None:
+            text += f": tell {opened[1].conversation_id} about {opened[1].cause_key} by {_rfc3339(opened[1].due_at)}"
+        result.append(Fact(name="obligation", text=text, value=facts.operation_id, source=_source(opened), now=now))
+    elif facts.operation_id is not None:
         result.append(
             Fact(
                 name="operation",
@@ -1473,8 +1493,10 @@ def _explain_obligation(resolver: Resolver, operation_id: str) -> Explanation:
         facts: list[Fact] = []
         if kind is ev.ObligationOpened:
             opened, state, last = event, "open", entry
-            after = f" (fallback_after_s {event.fallback_after_s})" if event.fallback_after_s is not None else ""
-            summary = f"opened: {event.conversation_id} must be told about {event.cause_key}; due at {_rfc3339(event.due_at)}{after}"
+            summary = (
+                f"opened: {event.conversation_id} must be told about {event.cause_key}; due at {_rfc3339(event.due_at)} "
+                "(the outcome's time + fallback_after_s)"
+            )
             outcome = resolver.find(("action", operation_id), position, _is(ev.ActionOutcomeReported))
             if outcome is not None:
                 facts.append(Fact(name="outcome", text=_outcome_summary(outcome[1]), value=outcome[1].outcome, source=_source(outcome)))
@@ -1486,7 +1508,7 @@ def _explain_obligation(resolver: Resolver, operation_id: str) -> Explanation:
             if event.reason == "left_out":
                 summary = f"due: turn {event.turn_id} completed holding it ({event.delivery_id}) but did not list it in delivered"
             else:
-                summary = f"due: fallback_after_s passed (due at {_rfc3339(event.due_at)})"
+                summary = f"due: fallback_after_s passed (due at {_rfc3339(opened.due_at) if opened else '?'})"
         elif kind is ev.AlertRaised:
             summary = f"alert {alert_id} raised: {event.detail}"
         elif kind is ev.AlertResolved:

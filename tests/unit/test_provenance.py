@@ -209,11 +209,10 @@ def test_block_facts_are_one_per_code_in_order():
 # ------------------------------------------------------------------- claims
 
 
-def test_a_claim_records_the_freshness_rule_and_the_synced_intent_and_the_prerequisites_it_relied_on():
+def test_a_claim_records_the_prerequisites_it_relied_on_with_the_artifact_they_require():
     engine = given(world(), propose("op-a"), propose("op-b", prerequisites=[
         {"operation_id": "op-a", "outcome": "succeeded", "artifact_revision": "a@1"}]))
     (claim,) = of_type(when(engine, outcome("op-a", artifact_revision="a@1")), ev.ActionClaimed)
-    assert claim.facts.watchdog_max_age_s == 120 and claim.facts.synced_intent_revision == 0
     assert claim.facts.binding_generation == 1 and claim.facts.heartbeat_generation == 1
     assert claim.facts.prerequisites == [
         ev.PrerequisiteFact(operation_id="op-a", state="succeeded", artifact_revision="a@1", required_artifact_revision="a@1")
@@ -314,10 +313,13 @@ def test_obligations_and_resurfacing_record_their_due_times():
                    open_background(), bind(1), heartbeat(1), delegate("t1"), propose("op-1"),
                    raise_question(question_key="q", affected=["op-x"]))
     (opened,) = of_type(when(engine, outcome("op-1", at=at(10))), ev.ObligationOpened)
-    assert opened.fallback_after_s == 60
+    assert opened.due_at == datetime.datetime(2026, 3, 1, 9, 1, 10, tzinfo=datetime.timezone.utc)
     events = when(engine, tick(at=at(250)))
     (due,) = of_type(events, ev.ObligationDue)
-    assert due.reason == "overdue" and due.due_at == opened.due_at
+    assert due.reason == "overdue"
+    alerts = {alert.alert_id: alert for alert in of_type(events, ev.AlertRaised)}
+    assert alerts["fallback_delivery:op-1"].facts == ev.AlertFacts(reason="overdue", operation_id="op-1")
+    assert alerts["question_stale:t1/q"].facts.k == 2
     (resurfaced,) = of_type(events, ev.QuestionResurfaced)
     assert resurfaced.k == 2 and resurfaced.due_at == datetime.datetime(2026, 3, 1, 9, 3, 20, tzinfo=datetime.timezone.utc)
 
