@@ -9,14 +9,21 @@ snapshot the running code can use (replay/snapshot.py).
 
 Snapshot policy: after a commit, once `snapshot_every` events (default
 `snapshot_every_events_default`) have been appended since the last snapshot,
-and at least as many as the last snapshot's size in bytes divided by
+and at least as many as the next snapshot's expected size in bytes divided by
 `snapshot_bytes_per_event`, the engine writes one. The first rule bounds the
-tail a restart folds (50,000 events: a fraction of a second); the second keeps
+tail a restart folds (50,000 events: a fraction of a second). The second keeps
 the cost of writing snapshots of a large live state (about 1 µs of pickling
 per object, ~400 bytes per live action) a small share of the work of the
-events between them. A snapshot is written inside the commit call that
+events between them; the expected size is the last snapshot's, grown at the
+rate seen between the last two this engine wrote. A state that grows by more
+than 16 bytes an event (one that keeps something of every event) then gets no
+more snapshots from this engine: unpickling it would cost about what folding
+its events does. A snapshot is written inside the commit call that
 crosses the threshold, after the commit: that call takes longer by the
 snapshot's cost. A failed snapshot write is logged and never fails a commit.
+A snapshot holds the views too, so an engine opened `with_views=False` that
+writes snapshots folds the views anyway (about a tenth of ingest's cost),
+without showing them; with `snapshot_every=0` it folds none.
 """
 
 from __future__ import annotations
@@ -134,8 +141,14 @@ class Engine:
         self.use_snapshots = use_snapshots
         self.state = State()
         self.views: Views | None = Views() if with_views else None
+        # A snapshot holds the views too. An engine without views that writes
+        # snapshots keeps them anyway, unseen (folding them as events are
+        # committed costs a fraction of re-reading the events later).
+        self._views_kept = with_views or (store is not None and snapshot_every > 0)
+        self._kept_views: Views | None = self.views
         self.snapshot_position = 0  # the newest snapshot loaded or written (0: none)
         self.snapshot_size = 0  # its body's bytes
+        self.snapshot_growth = 0.0  # body bytes per event between the last two this engine wrote
         self.last_snapshot: snapshots.Written | None = None
         if store is not None:
             self._rebuild()
@@ -146,18 +159,22 @@ class Engine:
         """Fold the log into fresh state and views (restart is replay): from
         the newest usable snapshot, else from the start."""
         state = State()
-        views = Views() if self.with_views else None
+        views = Views() if self._views_kept else None
         if self.store is not None:
             start = 0
             folded = 0
             with collector_paused():
                 # Unpickling, like folding, makes many long-lived objects:
                 # the collector stays paused, and they are frozen below.
-                loaded = snapshots.load(self.store, self.store.head(), with_views=self.with_views) if self.use_snapshots else None
+                loaded = (
+                    snapshots.load(self.store, self.store.head(), with_views=self._views_kept)
+                    if self.use_snapshots
+                    else None
+                )
                 if loaded is not None:
                     assert loaded.state is not None
                     state, start = loaded.state, loaded.position
-                    if self.with_views:
+                    if self._views_kept:
                         views = loaded.views
                     self.snapshot_position, self.snapshot_size = loaded.position, loaded.size
                 else:
@@ -185,7 +202,8 @@ class Engine:
         state.dirty_actions.clear()
         state.dirty_tasks.clear()
         state.watchdog_fresh = state.is_fresh(state.last_at)
-        self.state, self.views = state, views
+        self.state, self._kept_views = state, views
+        self.views = views if self.with_views else None
 
     @property
     def last_at(self) -> datetime.datetime | None:
@@ -231,8 +249,8 @@ class Engine:
                 # The in-memory state ran ahead of the store: fold the store again.
                 self._rebuild()
                 raise
-            if self.views is not None:
-                apply_view = self.views.apply
+            if self._kept_views is not None:
+                apply_view = self._kept_views.apply
                 for event in produced:
                     apply_view(event)
         if produced and self.store is not None and self._snapshot_due():
@@ -249,15 +267,24 @@ class Engine:
         if not self.snapshot_every:
             return False
         since = self.state.position - self.snapshot_position
-        return since >= self.snapshot_every and since >= self.snapshot_size // snapshot_bytes_per_event
+        if since < self.snapshot_every:
+            return False
+        # The next body's expected size: the last one's, grown as between the
+        # last two. A state that grows by more than `snapshot_bytes_per_event`
+        # bytes an event (one that keeps every event's facts) costs about as
+        # much to unpickle as its events cost to fold: no more snapshots then.
+        expected = self.snapshot_size + self.snapshot_growth * since
+        return since * snapshot_bytes_per_event >= expected
 
     def write_snapshot(self) -> snapshots.Written:
         """Store a snapshot of the state and views at the head now (an
-        engine without views folds them from the previous snapshot)."""
+        engine that keeps no views folds them from the previous snapshot)."""
         if self.store is None:
             raise ValueError("an engine without a store has nowhere to keep a snapshot")
         with collector_paused():
-            written = snapshots.write(self.store, self.state, self.views)
+            written = snapshots.write(self.store, self.state, self._kept_views)
+        if self.snapshot_position and written.position > self.snapshot_position:
+            self.snapshot_growth = max(0.0, (written.size - self.snapshot_size) / (written.position - self.snapshot_position))
         self.snapshot_position, self.snapshot_size = written.position, written.size
         self.last_snapshot = written
         return written

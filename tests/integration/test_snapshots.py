@@ -5,6 +5,7 @@ to match the running code and the log is never used."""
 from __future__ import annotations
 
 import gc
+import json
 import logging
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from adapters.trace import parse_trace, read_trace
 from replay.engine import Engine, project
 from replay.port import EventStore, StoreError
 from replay.verify import verify
-from replay.workload import observation_trace
+from replay.workload import observation_inputs, observation_trace
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"
@@ -92,6 +93,17 @@ def test_an_engine_without_views_writes_snapshots_that_hold_the_views(tmp_path: 
     assert views_state(loaded) == views_state(full)
     assert project(store).document() == project(store, use_snapshots=False).document() == full.views.document()  # type: ignore[union-attr]
     assert verify(store).ok
+    # An engine that keeps no views at all folds them from the last snapshot to write one.
+    later = [dict(value, at=f"2026-03-02T09:{index // 60:02d}:{index % 60:02d}Z") for index, value in enumerate(observation_inputs(700, 7))]
+    more = parse_trace(b"".join(json.dumps(value).encode() + b"\n" for value in later), "more.jsonl")
+    bare = Engine(store, with_views=False, snapshot_every=0)
+    assert bare.views is None and bare._kept_views is None
+    ingest(bare, more, batch_inputs=50)
+    assert bare.write_snapshot().position == store.head()
+    full = Engine(store, use_snapshots=False)
+    assert views_state(Engine(store)) == views_state(full)
+    report = verify(store)
+    assert report.ok and report.snapshots_checked == snapshots.snapshots_kept_max
 
 
 def test_the_policy_writes_after_commits_every_n_events_and_keeps_the_newest(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -249,3 +261,25 @@ def test_the_snapshot_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code, _, err = run_cli(capsys, "snapshot", "--store", url, "--drop")
     assert code == 0 and "1 snapshot(s) deleted" in err
     assert open_store(url).list_snapshots() == []
+
+
+def test_a_state_that_grows_with_every_event_stops_getting_snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
+    from replay.workload import synthetic_trace
+
+    # Every action of the synthetic workload stays in the state (~100 bytes
+    # of snapshot per event); the observations' state stays the same size.
+    monkeypatch.setattr(engine_module, "snapshot_bytes_per_event", 40)
+
+    def written(data: bytes) -> tuple[list[int], int]:
+        engine = Engine(open_store("memory:"), snapshot_every=100)
+        positions: list[int] = []
+        for line in parse_trace(data, "t.jsonl").lines:
+            engine.submit(line.item)
+            if engine.last_snapshot is not None and engine.last_snapshot.position not in positions:
+                positions.append(engine.last_snapshot.position)
+        return positions, engine.state.position
+
+    growing, head = written(synthetic_trace(300))
+    assert len(growing) == 2 and head > 5 * growing[-1]  # the two that measure the growth, then none
+    steady, head = written(observation_trace(1_500, 5))
+    assert len(steady) > 5
