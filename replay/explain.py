@@ -658,7 +658,7 @@ def block_fact_facts(resolver: Resolver, fact: ev.BlockFact, position: int, deci
     if code == "budget_exhausted":
         return [
             Fact(
-                name="budget",
+                name="grant_budget",
                 text=f"grant {fact.grant_id} used {fact.usage} of its token_limit {fact.token_limit}",
                 value={"grant_id": fact.grant_id, "usage": fact.usage, "token_limit": fact.token_limit},
                 source=resolver.source(("grant", fact.grant_id or ""), position, _is(ev.BudgetExhausted)),
@@ -1252,7 +1252,7 @@ def _alert_facts(resolver: Resolver, facts: ev.AlertFacts | None, position: int,
     if facts.grant_id is not None:
         result.append(
             Fact(
-                name="budget",
+                name="grant_budget",
                 text=f"grant {facts.grant_id}: usage {facts.usage}, token_limit {facts.token_limit}",
                 value={"grant_id": facts.grant_id, "usage": facts.usage, "token_limit": facts.token_limit},
                 source=resolver.source(("grant", facts.grant_id), position),
