@@ -391,3 +391,30 @@ def test_unknown_ids_and_bad_usage(tmp_path: Path, capsys) -> None:
     with pytest.raises(ValueError):
         explain(open_store(url), "op-form", kind="nope")
     assert set(KINDS) >= {"operation", "attempt", "delivery", "turn", "alert", "question", "task", "obligation", "cause"}
+
+
+# ------------------------------------------------------------------ the docs
+
+
+def test_the_outputs_shown_in_docs_explain_md_are_what_explain_prints(tmp_path: Path, capsys) -> None:
+    """docs/explain.md pastes real output: it must stay what the command prints."""
+    doc = (REPO / "docs" / "explain.md").read_text()
+    blocks = [block.split("```", 1)[0] for block in doc.split("```console\n")[1:]]
+    checked = 0
+    for block in blocks:
+        commands = [line for line in block.splitlines() if line.startswith("$ tandem explain ")]
+        if not commands:
+            continue
+        (command,) = commands
+        printed = block.split(command + "\n", 1)[1]
+        args = command[len("$ tandem ") :].split()
+        store_url = args[args.index("--store") + 1]
+        trace = EXAMPLE if "example.db" in store_url else HELD
+        url = f"sqlite:///{tmp_path / store_url.rpartition('/')[2]}"
+        if not (tmp_path / store_url.rpartition("/")[2]).exists():
+            stored(trace, url=url)
+        args[args.index("--store") + 1] = url
+        code, out, _ = run_cli(capsys, *args)
+        assert code == 0 and out == printed, command
+        checked += 1
+    assert checked >= 4
