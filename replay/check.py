@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import io
 import json
 import math
 import pickle
@@ -205,6 +206,45 @@ def check_trace(
         except InvariantViolation as violation:
             return violation
     return None
+
+
+def minimize_trace(
+    trace: Sequence[Located],
+    invariant: str,
+    *,
+    step: Rules = default_step,
+    invariants: Iterable[Invariant] | None = None,
+) -> list[Located]:
+    """The trace with as many inputs removed as possible while `check_trace`
+    still finds `invariant` violated (delta debugging: drop chunks, halving
+    their size; every input left is needed). Times stay in order, since
+    inputs are only removed. `invariants` defaults to the named one alone."""
+    chosen = list(invariants) if invariants is not None else [i for i in catalog() if i.name == invariant]
+
+    def fails(candidate: Sequence[Located]) -> bool:
+        try:
+            found = check_trace(candidate, step=step, invariants=chosen)
+        except Exception:
+            return False  # a candidate the engine cannot even apply does not reproduce it
+        return found is not None and found.invariant.name == invariant
+
+    current = list(trace)
+    if not fails(current):
+        return current
+    chunks = 2
+    while len(current) >= 2:
+        size = math.ceil(len(current) / chunks)
+        for start in range(0, len(current), size):
+            candidate = current[:start] + current[start + size :]
+            if candidate and fails(candidate):
+                current = candidate
+                chunks = max(chunks - 1, 2)
+                break
+        else:
+            if size == 1:
+                break
+            chunks = min(chunks * 2, len(current))
+    return current
 
 
 # =================================================================== scenarios
@@ -588,12 +628,17 @@ def fingerprint(state: State) -> bytes:
     it never merges two different states. Not part of it: `position` and
     `seq` (counts of events and inputs), ingest progress and the pass's
     scratch. Equal states may rarely get different digests (a set's iteration
-    order), which only costs some pruning."""
+    order), which only costs some pruning; how objects are shared (a state
+    folded from decoded events or built live) does not change it."""
     saved = {name: getattr(state, name) for name in _SKIPPED_STATE_FIELDS}
     try:
         for name, blank in _SKIPPED_STATE_FIELDS.items():
             setattr(state, name, blank)
-        return hashlib.blake2b(pickle.dumps(state, protocol=5), digest_size=20).digest()
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer, protocol=5)
+        pickler.fast = True  # no memo: how objects are shared must not change the digest
+        pickler.dump(state)
+        return hashlib.blake2b(buffer.getvalue(), digest_size=20).digest()
     finally:
         for name, value in saved.items():
             setattr(state, name, value)

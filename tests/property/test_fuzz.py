@@ -1,0 +1,224 @@
+"""The stateful fuzzer (replay/fuzz.py): random interleavings of the whole
+input language on a real SQLite store, with restarts and crash injection,
+the invariants catalog after every input.
+
+- `TestSQLiteFuzz`: `TandemMachine` on SQLite in a temp dir. A restart closes
+  the store and opens the file again; a crash is injected either before the
+  commit or in the middle of the transaction (a trigger aborts the insert of
+  one of the batch's rows after the earlier ones were inserted), and the
+  machine checks that nothing of the batch was stored and that the engine
+  reloaded exactly what was. CI budget: TANDEM_FUZZ_EXAMPLES (default 25)
+  runs of up to TANDEM_FUZZ_STEPS (default 30) rules. The long run:
+
+      TANDEM_FUZZ_EXAMPLES=2000 TANDEM_FUZZ_STEPS=100 python -m pytest tests/property/test_fuzz.py -q
+
+- the fuzzer FINDS the deliberately broken engines of tests/property/broken.py
+  (a retried `unknown` attempt, a claim ignoring a question hold) with a
+  targeted rule set and a fixed seed, writes a trace, and that trace violates
+  the same invariant when replayed with the broken rules — and nothing with
+  the real ones;
+- the restart and crash checks themselves can fail (a store that loses an
+  event on reopening, a store that writes half a batch).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import Phase
+from hypothesis.stateful import run_state_machine_as_test
+
+from adapters.store import open_store
+from domain.events import Event
+from replay.check import InjectedCrash, LogStore, check_trace, read_trace
+from replay.fuzz import FuzzFailure, TandemMachine, machine, machine_settings
+from replay.port import EventStore
+from tests.property import broken
+
+EVENTS_TABLE = "tandem_events"  # adapters/store.py's default table
+
+
+class SQLiteMachine(TandemMachine):
+    """The fuzzer on a real SQLite file; crashes in the middle of a transaction."""
+
+    def open_store(self) -> EventStore:
+        self.directory = tempfile.mkdtemp(prefix="tandem-fuzz-")
+        self.path = os.path.join(self.directory, "fuzz.db")
+        return open_store(f"sqlite:///{self.path}")
+
+    def reopen_store(self, store: EventStore) -> EventStore:
+        store.close()
+        return open_store(f"sqlite:///{self.path}")
+
+    def crash_mid_batch(self, store: EventStore, expected_head: int, size: int) -> Callable[[], None] | None:
+        # The insert of a row past the first aborts: the earlier rows of the
+        # batch are already in the (uncommitted) transaction.
+        row = expected_head + max(2, (size + 1) // 2 + 1)
+        with sqlite3.connect(self.path) as connection:
+            connection.execute(
+                f"CREATE TRIGGER tandem_fuzz_crash BEFORE INSERT ON {EVENTS_TABLE} "
+                f"WHEN NEW.originator_version = {row} BEGIN SELECT RAISE(ABORT, 'injected crash mid-batch'); END"
+            )
+
+        def undo() -> None:
+            with sqlite3.connect(self.path) as connection:
+                connection.execute("DROP TRIGGER IF EXISTS tandem_fuzz_crash")
+
+        return undo
+
+    def teardown(self) -> None:
+        super().teardown()
+        directory = getattr(self, "directory", None)
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+SQLiteMachine.TestCase.settings = machine_settings()
+TestSQLiteFuzz = SQLiteMachine.TestCase
+
+
+# ------------------------------------------------- the fuzzer finds bugs
+
+# Fixed seed, no Hypothesis shrinking (minutes here): the machine minimizes
+# the failing trace itself (delta debugging), checked by replaying it.
+FIND = machine_settings(
+    examples=300,
+    steps=30,
+    derandomize=True,
+    database=None,
+    report_multiple_bugs=False,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
+# A targeted rule set: proposals, questions, executor receipts, heartbeats.
+TARGETED = ("propose", "executor", "heartbeat")
+
+
+@pytest.mark.parametrize(
+    ("rules", "invariant"),
+    [
+        (broken.retry_unknown, "unknown_is_never_retried"),
+        (broken.ignore_question_hold, "claims_respect_blockers"),
+    ],
+    ids=["unknown-retried", "question-hold-ignored"],
+)
+def test_the_fuzzer_finds_a_broken_engine_and_writes_a_trace_that_reproduces_it(
+    rules, invariant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TANDEM_FUZZ_OUT", str(tmp_path))
+    hunt = machine(f"Hunt_{rules.__name__}", step=rules, rules=TARGETED, minimize=True)
+    with pytest.raises(FuzzFailure) as caught:
+        run_state_machine_as_test(hunt, settings=FIND)
+    failure = caught.value
+    assert failure.invariant == invariant
+    assert failure.trace.parent == tmp_path and str(failure.trace) in str(failure)
+    again = check_trace(failure.trace, step=rules)
+    assert again is not None and again.invariant.name == invariant, again
+    assert check_trace(failure.trace) is None  # the real engine: nothing violated
+    assert len(read_trace(failure.trace)) < 15  # minimized to what it needs
+
+
+def test_the_fuzzer_reports_an_engine_that_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from domain.dispatch import step
+
+    def crashing(state, value, seq, file, line, emit):
+        if value.input_type == "executor.outcome":
+            raise RuntimeError("boom")
+        step(state, value, seq, file, line, emit)
+
+    monkeypatch.setenv("TANDEM_FUZZ_OUT", str(tmp_path))
+    with pytest.raises(FuzzFailure) as caught:
+        run_state_machine_as_test(machine("Crashing", step=crashing, rules=("propose", "executor")), settings=FIND)
+    assert caught.value.invariant == "engine_error"
+    assert caught.value.trace.exists()
+
+
+# ------------------------------------------ the restart and crash checks can fail
+
+
+class ForgetfulStore(LogStore):
+    """Reopened, it has lost its last event."""
+
+
+class ForgetfulMachine(TandemMachine):
+    def reopen_store(self, store: EventStore) -> EventStore:
+        assert isinstance(store, LogStore)
+        return ForgetfulStore(store.events[:-1])
+
+
+class HalfWritingStore(LogStore):
+    """An append made to fail writes its first event, then raises: not atomic."""
+
+    half = False
+
+    def append(self, events: Sequence[Event], expected_head: int) -> int:
+        if self.half:
+            self.half = False
+            self.events.extend(events[:1])
+            raise InjectedCrash("injected crash after a partial write")
+        return super().append(events, expected_head)
+
+
+class HalfWritingMachine(TandemMachine):
+    def open_store(self) -> EventStore:
+        return HalfWritingStore()
+
+    def crash_mid_batch(self, store: EventStore, expected_head: int, size: int) -> Callable[[], None] | None:
+        assert isinstance(store, HalfWritingStore)
+        store.half = True
+        return lambda: None
+
+
+@pytest.mark.parametrize(
+    ("base", "rules", "invariant"),
+    [(ForgetfulMachine, ("restart", "heartbeat"), "restart_is_replay"), (HalfWritingMachine, ("crash",), "crash_recovery")],
+    ids=["restart-loses-an-event", "crash-writes-half-a-batch"],
+)
+def test_restart_and_crash_checks_catch_a_bad_store(
+    base: type[TandemMachine], rules: tuple[str, ...], invariant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TANDEM_FUZZ_OUT", str(tmp_path))
+    with pytest.raises(FuzzFailure) as caught:
+        run_state_machine_as_test(machine(f"Bad{base.__name__}", rules=rules, base=base), settings=FIND)
+    assert caught.value.invariant == invariant
+
+
+def test_a_crash_in_the_middle_of_a_sqlite_transaction_writes_nothing(tmp_path: Path) -> None:
+    """The SQLite crash injection really aborts after some of the batch's rows
+    were inserted, and the store rolls all of them back."""
+    from replay.engine import Engine, Located
+    from tests.unit import helpers as h
+
+    probe = SQLiteMachine()
+    store = probe.open_store()
+    try:
+        engine = Engine(store)
+        lines = [*h.world(), h.propose("op-1")]
+        for n, line in enumerate(lines, 1):
+            engine.submit(Located(h.decode({**line, "at": h.at(n)})))
+        head = store.head()
+        batch = [Located(h.decode({**h.receipt("op-1", "op-1/a1", "refused"), "at": h.at(20)}))]
+        size = len(Engine(LogStore(e for page in store.read_pages() for e in page)).decide(batch[0]))
+        assert size >= 3  # record, AttemptUpdated, ActionClaimed...
+        undo = probe.crash_mid_batch(store, head, size)
+        with pytest.raises(Exception) as caught:
+            engine.submit_batch(batch)
+        undo()
+        chain = []
+        error: BaseException | None = caught.value
+        while error is not None:
+            chain.append(str(error))
+            error = error.__cause__ or error.__context__
+        assert any("injected crash mid-batch" in text for text in chain), chain
+        assert store.head() == head
+        assert engine.state.position == head
+        engine.submit_batch(batch)  # the trigger is gone: the same batch goes in
+        assert store.head() == head + size
+    finally:
+        store.close()
+        probe.teardown()
