@@ -578,15 +578,18 @@ class PostgresStore(_RecorderStore):
         from psycopg.rows import tuple_row
 
         # Binary results: bytea arrives as raw bytes, not hex text to decode
-        # (measured: ~1.6x faster page reads).
+        # (measured: ~1.6x faster page reads). Always a bounded window:
+        # positions are dense (1..head), so (after, after+limit] is the same
+        # page as LIMIT, and the planner never sorts the rest of the log for
+        # it (without statistics, as after a bulk import, it chose a bitmap
+        # scan of every later row and an external sort per page: ~0.3 s a
+        # page at 700k events).
+        upper = after + limit if until is None else min(until, after + limit)
         with (
             self._datastore.get_connection() as connection,
             connection.cursor(row_factory=tuple_row, binary=True) as cursor,
         ):
-            if until is None:
-                cursor.execute(self._select_page_statement, (log_stream_id, after, limit))
-            else:
-                cursor.execute(self._select_window_statement, (log_stream_id, after, until, limit))
+            cursor.execute(self._select_window_statement, (log_stream_id, after, upper, limit))
             rows = cursor.fetchall()
         return [(position, state if isinstance(state, bytes) else bytes(state)) for position, state in rows]
 
