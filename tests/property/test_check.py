@@ -1,0 +1,231 @@
+"""Bounded exhaustive checking (replay/check.py, `tandem check`).
+
+- the shipped scenarios (fixtures/scenarios/) check clean at a depth that runs
+  in about a second each (deeper in the long run: TANDEM_CHECK_DEPTH);
+- the checker FINDS the deliberately broken engines of tests/property/broken.py
+  and its counterexample is the shortest: no sequence one move shorter
+  violates anything; the trace written violates the same invariant when
+  replayed with the broken rules, nothing with the real ones, and
+  `tandem replay` reads it;
+- breadth first with state hashing: moves that commute are one state;
+  `after` and `repeatable` are honoured; a violation in the setup is a
+  counterexample of no moves; a registered invariant is checked too;
+- `tandem check`: exit 0 / 1 / 2, its report, --json, --out and its default,
+  and clear errors (what and where) on bad scenario files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.cli import main
+from replay import check, register, state_invariant, unregister
+from replay.check import check_trace, load_scenario, read_trace
+from tests.property import broken
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
+DEPTH = {"receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3}
+LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
+
+
+def test_every_shipped_scenario_is_listed_here() -> None:
+    assert sorted(p.stem for p in SCENARIOS.glob("*.json")) == sorted(DEPTH)
+
+
+@pytest.mark.parametrize("name", sorted(DEPTH))
+def test_shipped_scenarios_check_clean(name: str) -> None:
+    depth = max(DEPTH[name], LONG_DEPTH)
+    result = check(SCENARIOS / f"{name}.json", depth)
+    assert result.counterexample is None, result.counterexample.message
+    assert result.depth_reached == depth
+    assert result.explored > 100 and 1 < result.distinct <= result.explored + 1
+
+
+# ----------------------------------------------------- finding broken engines
+
+
+@pytest.mark.parametrize(
+    ("rules", "invariant", "moves"),
+    [
+        (broken.retry_unknown, "unknown_is_never_retried", ["receipt-unknown"]),
+        (broken.ignore_question_hold, "claims_respect_blockers", ["question", "receipt-refused"]),
+    ],
+    ids=["unknown-retried", "question-hold-ignored"],
+)
+def test_the_checker_finds_a_broken_engine_with_the_shortest_counterexample(
+    rules, invariant: str, moves: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = SCENARIOS / "receipts_cancel_question.json"
+    out = tmp_path / "counterexample.jsonl"
+    result = check(scenario, 4, step=rules, out=out)
+    found = result.counterexample
+    assert found is not None and found.invariant == invariant, found
+    assert found.moves == moves
+    assert result.depth_reached == len(moves)
+    # Shortest: one move fewer violates nothing.
+    assert check(scenario, len(moves) - 1, step=rules).counterexample is None
+    # The trace reproduces it with the broken rules, not with the real ones.
+    assert found.trace == out and out.exists()
+    again = check_trace(out, step=rules)
+    assert again is not None and again.invariant.name == invariant
+    assert check_trace(out) is None
+    setup = len(load_scenario(scenario).setup)
+    assert len(read_trace(out)) == setup + len(moves)
+    assert main(["replay", str(out), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [row["operation_id"] for row in document["actions"]] == ["op-build"]
+
+
+# ------------------------------------------------------------ exploration
+
+
+def _scenario(moves: list[dict[str, Any]], setup: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "setup": setup
+        if setup is not None
+        else [{"type": "policy.set", "actor": "daemon", "allowed_operations": ["worker.start"], "write_roots": ["/repo"]}],
+        "moves": moves,
+    }
+
+
+def _move(name: str, kind: str = "alert.seen", **fields: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"type": kind, **fields}
+    if kind == "alert.seen":
+        body.setdefault("alert_id", f"urgent:{name}")
+    return {"name": name, "input": body, **{k: body.pop(k) for k in ("gap_s", "repeatable", "after") if k in body}}
+
+
+def test_moves_that_commute_are_one_state() -> None:
+    # Two rejected inputs change nothing but the time: a then b and b then a
+    # reach the same state, explored once.
+    result = check(_scenario([_move("a"), _move("b")]), 2)
+    assert result.counterexample is None
+    assert (result.explored, result.distinct, result.levels) == (4, 4, [2, 1])
+
+
+def test_after_and_repeatable() -> None:
+    ticks = _scenario([_move("tick", "tick", actor="daemon", repeatable=True), _move("late", after=["tick"])])
+    result = check(ticks, 3)
+    # depth 1: tick; depth 2: tick tick, tick late; depth 3: tick tick tick,
+    # tick tick late = tick late tick (the same state: one kept); late only once
+    assert (result.explored, result.levels) == (1 + 2 + 3, [1, 2, 2])
+    assert check(_scenario([_move("b", after=["a"]), _move("a")]), 1).explored == 1
+
+
+def test_a_violation_in_the_setup_is_a_counterexample_of_no_moves(tmp_path: Path) -> None:
+    @state_invariant
+    def no_policy_ever(world) -> str | None:
+        """A test invariant: no policy is ever set."""
+        return "a policy was set" if world.state.policy.revision else None
+
+    result = check(_scenario([_move("a")]), 3, invariants=[no_policy_ever], out=tmp_path / "x.jsonl")
+    assert result.counterexample is not None and result.counterexample.moves == []
+    assert result.counterexample.invariant == "no_policy_ever"
+    assert len(read_trace(tmp_path / "x.jsonl")) == 1
+
+
+def test_a_registered_invariant_is_checked_by_default() -> None:
+    @state_invariant
+    def at_most_one_heartbeat_generation(world) -> str | None:
+        """A test invariant: the watchdog never moves past generation 1."""
+        generation = world.state.heartbeat_generation
+        return f"watchdog generation {generation}" if generation is not None and generation > 1 else None
+
+    scenario = _scenario([_move("hb2", "watchdog.heartbeat", actor="watchdog", generation=2), _move("a")])
+    register(at_most_one_heartbeat_generation)
+    try:
+        found = check(scenario, 2).counterexample
+        assert found is not None and found.invariant == "at_most_one_heartbeat_generation" and found.moves == ["hb2"]
+    finally:
+        unregister(at_most_one_heartbeat_generation)
+    assert check(scenario, 2).counterexample is None
+
+
+# --------------------------------------------------------------- the CLI
+
+
+def test_cli_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(SCENARIOS / "receipts_cancel_question.json"), "--depth", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "receipts_cancel_question: 7 setup input(s), 9 move(s), depth 2" in out
+    assert "states explored: 39; distinct: 37 (new per depth: 6, 30); depth reached: 2" in out
+    assert "none violated" in out
+    assert main(["check", str(SCENARIOS / "receipts_cancel_question.json"), "--depth", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["states_explored"] == 6 and report["distinct_states"] == 7 and report["violation"] is None
+    assert "unknown_is_never_retried" in report["invariants"]
+
+
+def test_cli_violation_writes_the_counterexample_next_to_the_scenario(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "race.json"
+    shutil.copy(SCENARIOS / "receipts_cancel_question.json", scenario)
+    monkeypatch.setattr("domain.dispatch.step", broken.retry_unknown)
+    assert main(["check", str(scenario), "--depth", "3"]) == 1
+    captured = capsys.readouterr()
+    expected = tmp_path / "race.counterexample.jsonl"
+    assert expected.exists()
+    assert "VIOLATION after 1 move(s): receipt-unknown" in captured.out
+    assert f"invariant unknown_is_never_retried violated; counterexample: {expected}" in captured.err
+    assert main(["check", str(scenario), "--depth", "3", "--json", "--out", str(tmp_path / "o.jsonl")]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["violation"]["moves"] == ["receipt-unknown"] and report["violation"]["trace"] == str(tmp_path / "o.jsonl")
+
+
+def _bad(tmp_path: Path, content: str | dict[str, Any]) -> str:
+    path = tmp_path / "bad.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return str(path)
+
+
+GOOD_MOVE = {"name": "t", "input": {"type": "tick", "actor": "daemon"}}
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{\n  \"moves\": [,]\n}", "bad.json: bad JSON at line 2 column 13: Expecting value"),
+        ([], "bad.json: a scenario is a JSON object with `setup` and `moves`"),
+        ({"moves": [GOOD_MOVE], "step": 1}, "bad.json: unknown key(s) 'step'"),
+        ({"setup": []}, "bad.json: moves: must be a non-empty list"),
+        ({"moves": [GOOD_MOVE], "start": "yesterday"}, "bad.json: start: 'yesterday' is not an RFC 3339 UTC time"),
+        ({"moves": [GOOD_MOVE], "gap_s": -1}, "bad.json: gap_s: -1 is not a number of seconds >= 0"),
+        (
+            {"setup": [{"type": "policy.set", "actor": "daemon", "allowed_operations": "all", "write_roots": []}], "moves": [GOOD_MOVE]},
+            "bad.json: setup[0]: Expected `array`, got `str` - at `$.allowed_operations`",
+        ),
+        ({"moves": [{"name": "x", "input": {"type": "tock"}}]}, "bad.json: moves[0] (x).input: unknown input type 'tock'"),
+        (
+            {"moves": [{"name": "x", "input": {"type": "tick", "at": "2026-03-01T09:00:00Z"}}]},
+            "bad.json: moves[0] (x).input: remove `at`: the checker stamps every input's time",
+        ),
+        ({"moves": [GOOD_MOVE, GOOD_MOVE]}, "bad.json: moves[1] (t): another move is already named 't'"),
+        ({"moves": [{**GOOD_MOVE, "after": ["nope"]}]}, "bad.json: moves[0] (t).after: no move is named 'nope'"),
+        ({"moves": [{**GOOD_MOVE, "repeat": True}]}, "bad.json: moves[0]: unknown key(s) 'repeat'"),
+        ({"moves": [{"input": {"type": "tick"}}]}, "bad.json: moves[0]: `name` (a non-empty string) is required"),
+    ],
+    ids=[
+        "json", "not-object", "unknown-key", "no-moves", "start", "gap", "setup-field", "unknown-type", "at-given",
+        "duplicate-name", "after-unknown", "move-key", "no-name",
+    ],
+)  # fmt: skip
+def test_cli_bad_scenarios_exit_2_saying_what_and_where(
+    content: Any, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", _bad(tmp_path, content), "--depth", "2"]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+
+
+def test_cli_depth_must_be_a_small_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["check", str(SCENARIOS / "holds_no_bypass.json"), "--depth", "-1"])
+    assert exited.value.code == 2
+    assert "the depth is from 0 to 64" in capsys.readouterr().err
