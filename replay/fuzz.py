@@ -1144,16 +1144,21 @@ class TandemMachine(RuleBasedStateMachine):
         earlier["at"] = rfc3339(self.builder.now)
         self.send(earlier)
 
-    @rule()
-    def restart(self) -> None:
+    @rule(graceful=st.booleans())
+    def restart(self, graceful: bool) -> None:
         """Drop the engine and open a new one on the same store: it must fold
-        exactly the live state and views."""
+        exactly the live state and views. A graceful stop writes a snapshot
+        first (as the daemon does), so the new engine starts from it."""
         live = self.engine
+        checkpoint = getattr(live, "checkpoint", None)
+        if graceful and checkpoint is not None:
+            checkpoint()
         self.store = CrashingStore(self.reopen_store(self.store.inner))
         self.builder.engine = self._open_engine()
         self.restarts += 1
-        self.record.append(f"// restart {self.restarts}: the engine is dropped and opened again on the store")
-        self._same(live, self.engine, "after a restart")
+        how = "stopped (snapshot written)" if graceful else "dropped"
+        self.record.append(f"// restart {self.restarts}: the engine is {how} and opened again on the store")
+        self._same(live, self.engine, f"after a restart ({how})")
 
     @rule(data=st.data(), size=st.integers(1, 3), mid_batch=st.booleans())
     def crash(self, data: st.DataObject, size: int, mid_batch: bool) -> None:
