@@ -116,7 +116,9 @@ def holding_questions(state: State, action: Action) -> list[ev.QuestionRef]:
                 if operation_id == action.operation_id:
                     refs.append(ev.QuestionRef(task_id=key[0], question_key=key[1], via="operation"))
                 else:
-                    refs.append(ev.QuestionRef(task_id=key[0], question_key=key[1], via="prerequisite", through=operation_id))
+                    refs.append(
+                        ev.QuestionRef(task_id=key[0], question_key=key[1], via="prerequisite", through=operation_id)
+                    )
         # Prerequisites in their listed order (reversed onto the stack).
         stack.extend(p.operation_id for p in reversed(state.actions[operation_id].prerequisites))
     if action.task_id is not None:
@@ -207,7 +209,9 @@ def _approval_pending(state: State, action: Action) -> ev.BlockFact:
 
 def _budget(state: State, action: Action) -> ev.BlockFact:
     grant = state.grants[action.grant_id]
-    return ev.BlockFact(code="budget_exhausted", grant_id=grant.grant_id, usage=grant.usage, token_limit=grant.token_limit)
+    return ev.BlockFact(
+        code="budget_exhausted", grant_id=grant.grant_id, usage=grant.usage, token_limit=grant.token_limit
+    )
 
 
 _ACTION_FACTS = {
@@ -225,7 +229,9 @@ _ACTION_FACTS = {
 }
 
 _TASK_FACTS = {
-    "question_hold": lambda state, task_id: ev.BlockFact(code="question_hold", questions=_task_question_refs(state, task_id)),
+    "question_hold": lambda state, task_id: ev.BlockFact(
+        code="question_hold", questions=_task_question_refs(state, task_id)
+    ),
     "wider_hold": lambda state, task_id: _wider_hold(state),
     "scope_paused": _paused_scope,
     "task_held": _held_tasks,

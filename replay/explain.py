@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import datetime
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -384,7 +384,9 @@ class Resolver:
                 return entry
         return None
 
-    def source(self, key: tuple, before: int | None = None, where: Callable[[Any], bool] | None = None) -> Source | None:
+    def source(
+        self, key: tuple, before: int | None = None, where: Callable[[Any], bool] | None = None
+    ) -> Source | None:
         return _source(self.find(key, before, where))
 
     def task_conversation(self, task_id: str | None) -> str | None:
@@ -401,7 +403,9 @@ def _source(entry: Entry | None) -> Source | None:
 def _step(entry: Entry, summary: str, state: str | None, facts: Iterable[Fact] = ()) -> Step:
     position, event, reference = entry
     listed = list(facts)[:facts_per_step_max]
-    return Step(position=position, event=type(event).__name__, summary=summary, state=state, input=reference, facts=listed)
+    return Step(
+        position=position, event=type(event).__name__, summary=summary, state=state, input=reference, facts=listed
+    )
 
 
 def _at_of(entry: Entry) -> str | None:
@@ -433,7 +437,9 @@ def _action_state_after(event: Any, operation_id: str) -> str | None:
     return None
 
 
-def _action_state_at(resolver: Resolver, operation_id: str, before: int | None = None) -> tuple[str, Source | None] | None:
+def _action_state_at(
+    resolver: Resolver, operation_id: str, before: int | None = None
+) -> tuple[str, Source | None] | None:
     entry = resolver.find(("action", operation_id), before, lambda e: _action_state_after(e, operation_id) is not None)
     if entry is None:
         return None
@@ -470,19 +476,28 @@ def _revision_fact(resolver: Resolver, what: str, key: tuple, revision: int | No
     name = {"task": "task_revision", "grant": "grant_revision", "policy": "policy_revision"}[what]
     if what == "task":
         source = resolver.source(
-            key, position, lambda e: (type(e) is ev.TaskDelegated and revision == 1) or (type(e) is ev.TaskRevised and e.revision == revision)
+            key,
+            position,
+            lambda e: (type(e) is ev.TaskDelegated and revision == 1)
+            or (type(e) is ev.TaskRevised and e.revision == revision),
         )
         label = f"task {key[1]} revision {revision}"
     elif what == "grant":
-        source = resolver.source(key, position, lambda e: type(e) in (ev.GrantIssued, ev.GrantRevised) and e.revision == revision)
+        source = resolver.source(
+            key, position, lambda e: type(e) in (ev.GrantIssued, ev.GrantRevised) and e.revision == revision
+        )
         label = f"grant {key[1]} revision {revision}"
     else:
         source = resolver.source(key, position, lambda e: e.revision == revision) if revision else None
         label = f"policy revision {revision}" if revision else "policy revision 0 (no policy.set yet)"
-    return Fact(name=name, text=label, value={"id": key[1] if len(key) > 1 else None, "revision": revision}, source=source)
+    return Fact(
+        name=name, text=label, value={"id": key[1] if len(key) > 1 else None, "revision": revision}, source=source
+    )
 
 
-def _intent_facts(resolver: Resolver, conversation_id: str | None, intent: int | None, synced: int | None, position: int) -> list[Fact]:
+def _intent_facts(
+    resolver: Resolver, conversation_id: str | None, intent: int | None, synced: int | None, position: int
+) -> list[Fact]:
     if conversation_id is None:
         return []
     key = ("intent", conversation_id)
@@ -500,11 +515,19 @@ def _intent_facts(resolver: Resolver, conversation_id: str | None, intent: int |
             )
         )
     if synced is not None:
-        source = resolver.source(key, position, lambda e: type(e) is ev.IntentSynced and e.synced_revision == synced) if synced else None
+        source = (
+            resolver.source(key, position, lambda e: type(e) is ev.IntentSynced and e.synced_revision == synced)
+            if synced
+            else None
+        )
         facts.append(
             Fact(
                 name="synced_intent_revision",
-                text=f"{conversation_id} intent synced to revision {synced}" if synced else f"{conversation_id} intent never synced",
+                text=(
+                    f"{conversation_id} intent synced to revision {synced}"
+                    if synced
+                    else f"{conversation_id} intent never synced"
+                ),
                 value={"conversation_id": conversation_id, "revision": synced},
                 source=source,
             )
@@ -532,7 +555,9 @@ def _heartbeat_fact(
     max_age = _max_age(resolver, max_age_s, position)
     value: dict[str, Any] = {"generation": generation, "at": _rfc3339(at), "watchdog_max_age_s": max_age}
     if at is None:
-        return Fact(name="heartbeat", text=f"no watchdog heartbeat ever seen (fresh means within {max_age} s)", value=value)
+        return Fact(
+            name="heartbeat", text=f"no watchdog heartbeat ever seen (fresh means within {max_age} s)", value=value
+        )
     source = resolver.source(("heartbeat",), position, lambda e: e.generation == generation and e.at == at)
     age = ""
     if decided_at:
@@ -544,17 +569,30 @@ def _heartbeat_fact(
     return Fact(name="heartbeat", text=text, value=value, source=source)
 
 
-def _binding_fact(resolver: Resolver, conversation_id: str | None, generation: int | None, position: int) -> Fact | None:
+def _binding_fact(
+    resolver: Resolver, conversation_id: str | None, generation: int | None, position: int
+) -> Fact | None:
     if conversation_id is None:
         return None
     source = None
     if generation is not None:
         source = resolver.source(("binding", conversation_id), position, lambda e: e.generation == generation)
-    text = f"{conversation_id} bound to its background at generation {generation}" if generation else f"{conversation_id} has no bound background"
-    return Fact(name="binding_generation", text=text, value={"conversation_id": conversation_id, "generation": generation}, source=source)
+    text = (
+        f"{conversation_id} bound to its background at generation {generation}"
+        if generation
+        else f"{conversation_id} has no bound background"
+    )
+    return Fact(
+        name="binding_generation",
+        text=text,
+        value={"conversation_id": conversation_id, "generation": generation},
+        source=source,
+    )
 
 
-def _prerequisite_fact(resolver: Resolver, fact: ev.PrerequisiteFact, position: int, name: str = "prerequisite") -> Fact:
+def _prerequisite_fact(
+    resolver: Resolver, fact: ev.PrerequisiteFact, position: int, name: str = "prerequisite"
+) -> Fact:
     text = f"{fact.operation_id} {fact.state}"
     if fact.artifact_revision is not None:
         text += f" with {fact.artifact_revision}"
@@ -589,7 +627,9 @@ def _question_fact(resolver: Resolver, question: ev.QuestionRef, position: int) 
     )
 
 
-def block_fact_facts(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None = None) -> list[Fact]:
+def block_fact_facts(
+    resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None = None
+) -> list[Fact]:
     """The facts behind one blocking code (or task hold), with their sources."""
     code = fact.code
     if code in ("prerequisite_pending", "prerequisite_failed"):
@@ -599,7 +639,11 @@ def block_fact_facts(resolver: Resolver, fact: ev.BlockFact, position: int, deci
     if code == "scope_paused":
         scope = fact.scope or "*"
         entry = resolver.find(("scope", scope), where=_is(ev.ScopePaused, ev.ScopeResumed))
-        now = Current(state="paused" if isinstance(entry[1], ev.ScopePaused) else "resumed", source=_source(entry)) if entry else None
+        now = (
+            Current(state="paused" if isinstance(entry[1], ev.ScopePaused) else "resumed", source=_source(entry))
+            if entry
+            else None
+        )
         return [
             Fact(
                 name="scope",
@@ -621,11 +665,19 @@ def block_fact_facts(resolver: Resolver, fact: ev.BlockFact, position: int, deci
             for task in fact.tasks or ()
         ]
     if code == "intent_unsynced":
-        return _intent_facts(resolver, fact.conversation_id, fact.intent_revision, fact.synced_intent_revision, position)
+        return _intent_facts(
+            resolver, fact.conversation_id, fact.intent_revision, fact.synced_intent_revision, position
+        )
     if code == "watchdog_unavailable":
         return [
             _heartbeat_fact(
-                resolver, fact.heartbeat_generation, fact.heartbeat_at, fact.watchdog_max_age_s, position, False, decided_at
+                resolver,
+                fact.heartbeat_generation,
+                fact.heartbeat_at,
+                fact.watchdog_max_age_s,
+                position,
+                False,
+                decided_at,
             )
         ]
     if code == "resource_busy":
@@ -644,7 +696,11 @@ def block_fact_facts(resolver: Resolver, fact: ev.BlockFact, position: int, deci
         for approval in fact.approvals or ():
             key = ("approval", f"{approval.conversation_id}/{approval.request_id}")
             entry = resolver.find(key)
-            now = Current(state="open" if isinstance(entry[1], ev.ApprovalOpened) else "resolved", source=_source(entry)) if entry else None
+            now = (
+                Current(state="open" if isinstance(entry[1], ev.ApprovalOpened) else "resolved", source=_source(entry))
+                if entry
+                else None
+            )
             facts.append(
                 Fact(
                     name="approval",
@@ -764,7 +820,11 @@ def _explain_operation(resolver: Resolver, operation_id: str) -> Explanation:
             facts.extend(
                 fact
                 for fact in (
-                    _revision_fact(resolver, "task", ("task", event.task_id), revisions.task, position) if event.task_id else None,
+                    (
+                        _revision_fact(resolver, "task", ("task", event.task_id), revisions.task, position)
+                        if event.task_id
+                        else None
+                    ),
                     _revision_fact(resolver, "grant", ("grant", event.grant_id), revisions.grant, position),
                 )
                 if fact is not None
@@ -777,7 +837,9 @@ def _explain_operation(resolver: Resolver, operation_id: str) -> Explanation:
                         name="requires",
                         text=f"requires {prerequisite.operation_id} {prerequisite.outcome}{required}",
                         value=msgspec.to_builtins(prerequisite),
-                        source=_source(resolver.find(("action", prerequisite.operation_id), position, _is(ev.ActionProposed))),
+                        source=_source(
+                            resolver.find(("action", prerequisite.operation_id), position, _is(ev.ActionProposed))
+                        ),
                         now=_action_now(resolver, prerequisite.operation_id),
                     )
                 )
@@ -807,7 +869,11 @@ def _explain_operation(resolver: Resolver, operation_id: str) -> Explanation:
                 fact
                 for fact in (
                     _revision_fact(resolver, "task", ("task", task_id), revisions.task, position) if task_id else None,
-                    _revision_fact(resolver, "grant", ("grant", proposal.grant_id), revisions.grant, position) if proposal else None,
+                    (
+                        _revision_fact(resolver, "grant", ("grant", proposal.grant_id), revisions.grant, position)
+                        if proposal
+                        else None
+                    ),
                 )
                 if fact is not None
             ]
@@ -829,15 +895,23 @@ def _explain_operation(resolver: Resolver, operation_id: str) -> Explanation:
         related.append(f"cause outcome:{operation_id}")
         if proposal.task_id is not None:
             related.append(f"obligation {operation_id}")
-    return Explanation(kind="operation", id=operation_id, state=state, summary=summary, steps=steps, waiting=waiting, related=related)
+    return Explanation(
+        kind="operation", id=operation_id, state=state, summary=summary, steps=steps, waiting=waiting, related=related
+    )
 
 
 def _claim_facts(
-    resolver: Resolver, event: ev.ActionClaimed, position: int, proposal: ev.ActionProposed | None, decided_at: str | None = None
+    resolver: Resolver,
+    event: ev.ActionClaimed,
+    position: int,
+    proposal: ev.ActionProposed | None,
+    decided_at: str | None = None,
 ) -> tuple[str, list[Fact]]:
     envelope, claim = event.envelope, event.facts
     writes = f", writes {', '.join(envelope.write_paths)}" if envelope.write_paths else ""
-    summary = f"claimed as attempt {event.attempt_id}: {envelope.operation} {envelope.target} on {envelope.resource}{writes}"
+    summary = (
+        f"claimed as attempt {event.attempt_id}: {envelope.operation} {envelope.target} on {envelope.resource}{writes}"
+    )
     task_id = proposal.task_id if proposal is not None else None
     grant_id = proposal.grant_id if proposal is not None else ""
     conversation_id = resolver.task_conversation(task_id)
@@ -850,16 +924,22 @@ def _claim_facts(
         )
         if fact is not None
     ]
-    facts.extend(_intent_facts(resolver, conversation_id, envelope.intent_revision, _synced_at(resolver, conversation_id, position), position))
+    facts.extend(
+        _intent_facts(
+            resolver,
+            conversation_id,
+            envelope.intent_revision,
+            _synced_at(resolver, conversation_id, position),
+            position,
+        )
+    )
     binding = _binding_fact(resolver, conversation_id, claim.binding_generation, position)
     if binding is not None:
         facts.append(binding)
     unattended = proposal.unattended if proposal is not None else True
     if unattended or claim.heartbeat_at is not None:
         facts.append(
-            _heartbeat_fact(
-                resolver, claim.heartbeat_generation, claim.heartbeat_at, None, position, True, decided_at
-            )
+            _heartbeat_fact(resolver, claim.heartbeat_generation, claim.heartbeat_at, None, position, True, decided_at)
         )
     facts.extend(_prerequisite_fact(resolver, p, position) for p in claim.prerequisites)
     return summary, facts
@@ -880,9 +960,15 @@ def _attempt_update(event: ev.AttemptUpdated) -> tuple[str, list[Fact]]:
     refusal = event.refusal
     if refusal is not None:
         why = {
-            "retry": f"back to pending: attempt {refusal.attempts} of at most {refusal.max_attempts}, under current authority",
+            "retry": (
+                f"back to pending: attempt {refusal.attempts} of at most {refusal.max_attempts}, "
+                "under current authority"
+            ),
             "max_attempts": f"exhausted: {refusal.attempts} attempts reached max_attempts {refusal.max_attempts}",
-            "task_revised": f"fenced: the task moved to revision {refusal.task_revision} (validated under {refusal.validated_task_revision}) while the attempt was out",
+            "task_revised": (
+                f"fenced: the task moved to revision {refusal.task_revision} "
+                f"(validated under {refusal.validated_task_revision}) while the attempt was out"
+            ),
             "authority_narrowed": "fenced: the grant or the policy no longer allows it",
         }.get(refusal.reason, refusal.reason)
         facts.append(Fact(name="refusal", text=why, value=msgspec.to_builtins(refusal)))
@@ -946,11 +1032,23 @@ def _operation_waiting(
         facts = [Fact(name="fence", text=fence[1])] if fence is not None else []
         return [Waiting(code="action.revalidate", text=text, facts=facts, since=_source(fence[0]) if fence else since)]
     expects = {
-        "submitting": ("executor.receipt", f"attempt {attempt} was handed over: waits for executor.receipt (or an outcome)"),
-        "queued": ("executor.receipt", f"attempt {attempt} is queued: waits for executor.receipt accepted (or an outcome)"),
+        "submitting": (
+            "executor.receipt",
+            f"attempt {attempt} was handed over: waits for executor.receipt (or an outcome)",
+        ),
+        "queued": (
+            "executor.receipt",
+            f"attempt {attempt} is queued: waits for executor.receipt accepted (or an outcome)",
+        ),
         "accepted": ("executor.outcome", f"attempt {attempt} was accepted: waits for executor.outcome"),
-        "unknown": ("executor.reconcile", f"attempt {attempt} is unknown: never retried blindly, waits for executor.reconcile"),
-        "cancel_requested": ("executor.outcome", "cancel requested: waits for the executor's outcome (cancelled) or a refusal"),
+        "unknown": (
+            "executor.reconcile",
+            f"attempt {attempt} is unknown: never retried blindly, waits for executor.reconcile",
+        ),
+        "cancel_requested": (
+            "executor.outcome",
+            "cancel requested: waits for the executor's outcome (cancelled) or a refusal",
+        ),
     }
     if state in expects:
         code, text = expects[state]
@@ -969,7 +1067,9 @@ def _explain_attempt(resolver: Resolver, attempt_id: str) -> Explanation:
         if isinstance(event, ev.ActionClaimed):
             claim, state = event, "submitting"
             proposal_entry = resolver.find(("action", event.operation_id), position, _is(ev.ActionProposed))
-            summary, facts = _claim_facts(resolver, event, position, proposal_entry[1] if proposal_entry else None, _at_of(entry))
+            summary, facts = _claim_facts(
+                resolver, event, position, proposal_entry[1] if proposal_entry else None, _at_of(entry)
+            )
         elif isinstance(event, ev.AttemptUpdated):
             state = event.attempt_state
             summary, facts = _attempt_update(event)
@@ -987,16 +1087,23 @@ def _explain_attempt(resolver: Resolver, attempt_id: str) -> Explanation:
             "queued": ("executor.receipt", "waits for executor.receipt accepted (or an outcome)"),
             "unknown": ("executor.reconcile", "unknown: never retried blindly, waits for executor.reconcile"),
         }
-        if state in expects and (action_now is None or action_now.state not in ("succeeded", "failed", "cancelled", "exhausted")):
+        if state in expects and (
+            action_now is None or action_now.state not in ("succeeded", "failed", "cancelled", "exhausted")
+        ):
             code, text = expects[state]
             waiting.append(Waiting(code=code, text=text, since=_source(last)))
     summary = f"attempt of {claim.operation_id}"
     if action_now is not None:
         summary += f" (now {action_now.state})"
     return Explanation(
-        kind="attempt", id=attempt_id, state=state, summary=summary, steps=steps, waiting=waiting,
+        kind="attempt",
+        id=attempt_id,
+        state=state,
+        summary=summary,
+        steps=steps,
+        waiting=waiting,
         related=[f"operation {claim.operation_id}"],
-    )  # fmt: skip
+    )
 
 
 def _latest_attempt(resolver: Resolver, operation_id: str) -> str | None:
@@ -1033,9 +1140,17 @@ def _delivery_facts(resolver: Resolver, event: ev.DeliveryCreated, position: int
         key = ("update", candidate.cause_key)
         revision = candidate.revision
         triaged = resolver.find(key, position, lambda e, r=revision: type(e) is ev.UpdateTriaged and e.revision == r)
-        priority = f", notification_priority {candidate.notification_priority}" if candidate.notification_priority is not None else ""
+        priority = (
+            f", notification_priority {candidate.notification_priority}"
+            if candidate.notification_priority is not None
+            else ""
+        )
         optional = " (routine, optional)" if candidate.optional else ""
-        verdict = {"included": "included", "does_not_fit": "skipped: does not fit", "over_wake_batch_max": "left: the wake was full (wake_batch_max)"}
+        verdict = {
+            "included": "included",
+            "does_not_fit": "skipped: does not fit",
+            "over_wake_batch_max": "left: the wake was full (wake_batch_max)",
+        }
         facts.append(
             Fact(
                 name="candidate",
@@ -1077,7 +1192,8 @@ def _explain_delivery(resolver: Resolver, delivery_id: str) -> Explanation:
     last: Entry | None = None
     conversation_id = _numbered(delivery_id, "d") or ""
     entries = sorted(
-        resolver.entries(("delivery", delivery_id)) + resolver.entries(("conversation", conversation_id)), key=lambda e: e[0]
+        resolver.entries(("delivery", delivery_id)) + resolver.entries(("conversation", conversation_id)),
+        key=lambda e: e[0],
     )
     seen: set[int] = set()
     settled = False  # released, or its epoch is over: nothing it waits for matters now
@@ -1125,15 +1241,28 @@ def _explain_delivery(resolver: Resolver, delivery_id: str) -> Explanation:
     if settled:
         pass
     elif state == "submitting":
-        waiting.append(Waiting(code="provider.receipt", text="sent for delivery: waits for provider.receipt", since=_source(last)))
+        waiting.append(
+            Waiting(code="provider.receipt", text="sent for delivery: waits for provider.receipt", since=_source(last))
+        )
     elif state == "unknown":
-        waiting.append(Waiting(code="provider.reconcile", text="unknown: holds its revisions until provider.reconcile (no blind resend)", since=_source(last)))
+        waiting.append(
+            Waiting(
+                code="provider.reconcile",
+                text="unknown: holds its revisions until provider.reconcile (no blind resend)",
+                since=_source(last),
+            )
+        )
     related = [f"turn {created.turn_id}"] if created.turn_id else []
     related.extend(f"cause {cause_key}" for cause_key, _ in created.included)
     return Explanation(
-        kind="delivery", id=delivery_id, state=state, summary=_delivery_summary(created), steps=steps, waiting=waiting,
+        kind="delivery",
+        id=delivery_id,
+        state=state,
+        summary=_delivery_summary(created),
+        steps=steps,
+        waiting=waiting,
         related=related,
-    )  # fmt: skip
+    )
 
 
 def _explain_turn(resolver: Resolver, turn_id: str) -> Explanation:
@@ -1148,8 +1277,13 @@ def _explain_turn(resolver: Resolver, turn_id: str) -> Explanation:
         facts: list[Fact] = []
         if kind is ev.TurnStarted:
             started, state, last = event, "running", entry
-            rule = {"human_turn": "spec 5.3 rule 3 (a human message queued)", "wake": "spec 5.3 rule 4 (a coalesced wake)"}
-            summary = f"{event.kind} turn started in epoch {event.epoch}: {rule.get(event.rule, event.rule or event.kind)}"
+            rule = {
+                "human_turn": "spec 5.3 rule 3 (a human message queued)",
+                "wake": "spec 5.3 rule 4 (a coalesced wake)",
+            }
+            summary = (
+                f"{event.kind} turn started in epoch {event.epoch}: {rule.get(event.rule, event.rule or event.kind)}"
+            )
         elif kind is ev.DeliveryCreated:
             deliveries.append(event.delivery_id)
             summary, facts = _delivery_summary(event), _delivery_facts(resolver, event, position)
@@ -1161,7 +1295,13 @@ def _explain_turn(resolver: Resolver, turn_id: str) -> Explanation:
             if event.requeued:
                 summary += f"; messages back at the front of the queue: {', '.join(event.requeued)}"
             if event.delivered is not None:
-                facts.append(Fact(name="delivered", text=f"delivered listed: [{', '.join(event.delivered)}]", value=event.delivered))
+                facts.append(
+                    Fact(
+                        name="delivered",
+                        text=f"delivered listed: [{', '.join(event.delivered)}]",
+                        value=event.delivered,
+                    )
+                )
         elif kind is ev.ObligationMet:
             summary = f"met the obligation of {event.operation_id} ({event.delivery_id})"
         elif kind is ev.ObligationDue:
@@ -1174,19 +1314,30 @@ def _explain_turn(resolver: Resolver, turn_id: str) -> Explanation:
     for delivery_id in deliveries:
         for entry in resolver.entries(("delivery", delivery_id)):
             if isinstance(entry[1], ev.DeliveryReceipted):
-                steps.append(_step(entry, f"{delivery_id}: provider says {entry[1].attempt_state}", state_at(steps, entry[0]) or state))
+                steps.append(
+                    _step(
+                        entry,
+                        f"{delivery_id}: provider says {entry[1].attempt_state}",
+                        _state_at(steps, entry[0]) or state,
+                    )
+                )
     steps.sort(key=lambda step: step.position)
     waiting = []
     if state == "running":
         waiting.append(Waiting(code="turn.ended", text="running: waits for turn.ended", since=_source(last)))
     related = [f"delivery {d}" for d in deliveries]
     return Explanation(
-        kind="turn", id=turn_id, state=state, summary=f"{started.kind} turn of {started.conversation_id}",
-        steps=steps, waiting=waiting, related=related,
-    )  # fmt: skip
+        kind="turn",
+        id=turn_id,
+        state=state,
+        summary=f"{started.kind} turn of {started.conversation_id}",
+        steps=steps,
+        waiting=waiting,
+        related=related,
+    )
 
 
-def state_at(steps: list[Step], position: int) -> str | None:
+def _state_at(steps: list[Step], position: int) -> str | None:
     """The state the steps before `position` left (for steps folded in later)."""
     current = None
     for step in sorted(steps, key=lambda s: s.position):
@@ -1196,7 +1347,9 @@ def state_at(steps: list[Step], position: int) -> str | None:
     return current
 
 
-def _alert_facts(resolver: Resolver, facts: ev.AlertFacts | None, position: int, decided_at: str | None = None) -> list[Fact]:
+def _alert_facts(
+    resolver: Resolver, facts: ev.AlertFacts | None, position: int, decided_at: str | None = None
+) -> list[Fact]:
     if facts is None:
         return []
     result: list[Fact] = []
@@ -1224,16 +1377,22 @@ def _alert_facts(resolver: Resolver, facts: ev.AlertFacts | None, position: int,
     if facts.heartbeat_at is not None or facts.watchdog_max_age_s is not None:
         result.append(
             _heartbeat_fact(
-                resolver, facts.heartbeat_generation, facts.heartbeat_at, facts.watchdog_max_age_s, position,
-                facts.reason == "fresh_heartbeat", decided_at,
+                resolver,
+                facts.heartbeat_generation,
+                facts.heartbeat_at,
+                facts.watchdog_max_age_s,
+                position,
+                facts.reason == "fresh_heartbeat",
+                decided_at,
             )
-        )  # fmt: skip
+        )
     if facts.task_id is not None and facts.question_key is not None:
         question_id = _question_id(facts.task_id, facts.question_key)
         result.append(
             Fact(
                 name="question",
-                text=f"question {question_id}" + (f" open since {_rfc3339(facts.first_seen_at)}, k = {facts.k}" if facts.k else ""),
+                text=f"question {question_id}"
+                + (f" open since {_rfc3339(facts.first_seen_at)}, k = {facts.k}" if facts.k else ""),
                 value=question_id,
                 source=resolver.source(("question", question_id), position, _is(ev.QuestionRaised)),
                 now=_question_now(resolver, question_id),
@@ -1277,7 +1436,11 @@ def _alert_facts(resolver: Resolver, facts: ev.AlertFacts | None, position: int,
             )
         )
     if facts.room is not None:
-        extra = f", smallest candidate {facts.smallest_tokens} tokens of {facts.candidates}" if facts.smallest_tokens is not None else ""
+        extra = (
+            f", smallest candidate {facts.smallest_tokens} tokens of {facts.candidates}"
+            if facts.smallest_tokens is not None
+            else ""
+        )
         result.append(Fact(name="room", text=f"room {facts.room} tokens{extra}", value=facts.room))
     if facts.delivery_id is not None:
         result.append(
@@ -1289,7 +1452,14 @@ def _alert_facts(resolver: Resolver, facts: ev.AlertFacts | None, position: int,
             )
         )
     elif facts.turn_id is not None:
-        result.append(Fact(name="turn", text=f"turn {facts.turn_id}", value=facts.turn_id, source=resolver.source(("turn", facts.turn_id), position)))
+        result.append(
+            Fact(
+                name="turn",
+                text=f"turn {facts.turn_id}",
+                value=facts.turn_id,
+                source=resolver.source(("turn", facts.turn_id), position),
+            )
+        )
     if facts.due_at is not None:
         result.append(Fact(name="due_at", text=f"due at {_rfc3339(facts.due_at)}", value=_rfc3339(facts.due_at)))
     return result
@@ -1308,8 +1478,16 @@ def _explain_alert(resolver: Resolver, alert_id: str) -> Explanation:
         if kind is ev.AlertRaised:
             raised, state, last_raised = event, "raised", entry
             count += 1
-            about = f" about {event.cause_key}" + (f" revision {event.revision}" if event.revision is not None else "") if event.cause_key else ""
-            summary = f"raised (occurrence {count}){about}: {event.detail}" if event.detail else f"raised (occurrence {count}){about}"
+            about = (
+                f" about {event.cause_key}" + (f" revision {event.revision}" if event.revision is not None else "")
+                if event.cause_key
+                else ""
+            )
+            summary = (
+                f"raised (occurrence {count}){about}: {event.detail}"
+                if event.detail
+                else f"raised (occurrence {count}){about}"
+            )
             facts = _alert_facts(resolver, event.facts, position, _at_of(entry))
         elif kind is ev.AlertSeen:
             state, summary = "seen", "seen by the human"
@@ -1327,12 +1505,20 @@ def _explain_alert(resolver: Resolver, alert_id: str) -> Explanation:
         raise ExplainError(f"no alert {alert_id!r}")
     waiting = []
     if state in ("raised", "seen"):
-        text = "the engine resolves it when it sees its condition end (spec 6); alert.seen and alert.resolve are the human's"
+        text = (
+            "the engine resolves it when it sees its condition end (spec 6); "
+            "alert.seen and alert.resolve are the human's"
+        )
         waiting.append(Waiting(code="alert.resolve", text=text, since=_source(last_raised)))
     return Explanation(
-        kind="alert", id=alert_id, state=state, summary=f"{raised.kind} alert, raised {count} time(s)", steps=steps,
-        waiting=waiting, related=_alert_related(raised),
-    )  # fmt: skip
+        kind="alert",
+        id=alert_id,
+        state=state,
+        summary=f"{raised.kind} alert, raised {count} time(s)",
+        steps=steps,
+        waiting=waiting,
+        related=_alert_related(raised),
+    )
 
 
 def _alert_related(raised: ev.AlertRaised) -> list[str]:
@@ -1356,7 +1542,9 @@ def _explain_question(resolver: Resolver, question_id: str) -> Explanation:
     state = "unknown"
     raised: ev.QuestionRaised | None = None
     held: dict[str, int] = {}
-    entries = sorted(resolver.entries(("question", question_id)) + resolver.entries(("holds", question_id)), key=lambda e: e[0])
+    entries = sorted(
+        resolver.entries(("question", question_id)) + resolver.entries(("holds", question_id)), key=lambda e: e[0]
+    )
     seen: set[int] = set()
     for entry in entries:
         position, event, _ = entry
@@ -1379,8 +1567,17 @@ def _explain_question(resolver: Resolver, question_id: str) -> Explanation:
             state = "answered"
             summary = f"answered: {event.answer!r} (folded into the task's fallback_decisions; the task is revised)"
         elif kind is ev.ActionBlocked:
-            names = [q for f in event.facts for q in f.questions or () if _question_id(q.task_id, q.question_key) == question_id]
-            code = next(f.code for f in event.facts if any(_question_id(q.task_id, q.question_key) == question_id for q in f.questions or ()))
+            names = [
+                q
+                for f in event.facts
+                for q in f.questions or ()
+                if _question_id(q.task_id, q.question_key) == question_id
+            ]
+            code = next(
+                f.code
+                for f in event.facts
+                if any(_question_id(q.task_id, q.question_key) == question_id for q in f.questions or ())
+            )
             held[event.operation_id] = position
             summary = f"holds {event.operation_id} ({code}); its {_block_summary(list(event.blocked_by))}"
             facts = [_question_fact(resolver, names[0], position)] if names else []
@@ -1397,15 +1594,30 @@ def _explain_question(resolver: Resolver, question_id: str) -> Explanation:
         for operation_id, position in held.items():
             now = resolver.find(("action", operation_id))
             if now is not None and now[0] == position:
-                facts.append(Fact(name="holds", text=f"holds {operation_id} now", value=operation_id, source=_source(now)))
+                facts.append(
+                    Fact(name="holds", text=f"holds {operation_id} now", value=operation_id, source=_source(now))
+                )
         waiting.append(
-            Waiting(code="question.answer", text=f"open: waits for question.answer (asked of {raised.recipient})", facts=facts,
-                    since=_source(resolver.find(("question", question_id), where=_is(ev.QuestionRaised))))
-        )  # fmt: skip
+            Waiting(
+                code="question.answer",
+                text=f"open: waits for question.answer (asked of {raised.recipient})",
+                facts=facts,
+                since=_source(resolver.find(("question", question_id), where=_is(ev.QuestionRaised))),
+            )
+        )
     return Explanation(
-        kind="question", id=question_id, state=state, summary=f"question on task {raised.task_id}: {raised.blocking_reason}",
-        steps=steps, waiting=waiting, related=[f"task {raised.task_id}", *(f"operation {op}" for op in held)],
-    )  # fmt: skip
+        kind="question",
+        id=question_id,
+        state=state,
+        summary=f"question on task {raised.task_id}: {raised.blocking_reason}",
+        steps=steps,
+        waiting=waiting,
+        related=[f"task {raised.task_id}", *(f"operation {op}" for op in held)],
+    )
+
+
+def _authority(operations: list[str], roots: list[str]) -> str:
+    return f"operations [{', '.join(operations)}], write roots [{', '.join(roots)}]"
 
 
 def _explain_task(resolver: Resolver, task_id: str) -> Explanation:
@@ -1422,7 +1634,10 @@ def _explain_task(resolver: Resolver, task_id: str) -> Explanation:
         kind = type(event)
         facts: list[Fact] = []
         if kind is ev.GrantIssued:
-            summary = f"grant {event.grant_id} revision 1 issued under policy revision {event.policy_revision}: operations [{', '.join(event.allowed_operations)}], write roots [{', '.join(event.write_roots)}]"
+            summary = (
+                f"grant {event.grant_id} revision 1 issued under policy revision {event.policy_revision}: "
+                f"{_authority(event.allowed_operations, event.write_roots)}"
+            )
             if event.dropped_operations or event.dropped_roots:
                 summary += f"; narrowed away: [{', '.join(event.dropped_operations + event.dropped_roots)}]"
             policy = _revision_fact(resolver, "policy", ("policy",), event.policy_revision, position)
@@ -1433,7 +1648,9 @@ def _explain_task(resolver: Resolver, task_id: str) -> Explanation:
             summary = f"delegated from {event.conversation_id} (revision 1): {event.goal}{depends}"
         elif kind is ev.TaskRevised:
             revision = event.revision
-            summary = f"revised to revision {event.revision}" + (f"; fenced [{', '.join(event.fenced)}]" if event.fenced else "")
+            summary = f"revised to revision {event.revision}" + (
+                f"; fenced [{', '.join(event.fenced)}]" if event.fenced else ""
+            )
         elif kind is ev.TaskHoldsChanged:
             holds = list(event.holds)
             _track_runs(runs, entry, holds, event.facts)
@@ -1466,18 +1683,32 @@ def _explain_task(resolver: Resolver, task_id: str) -> Explanation:
     for entry in resolver.entries(("grant", delegated.grant_id)):
         position, event, _ = entry
         if isinstance(event, ev.GrantRevised):
-            summary = f"grant {event.grant_id} revised to revision {event.revision}: operations [{', '.join(event.allowed_operations)}], write roots [{', '.join(event.write_roots)}]"
-            facts = [Fact(name="fenced_because", text=f"{op}: {why}", value={op: why}) for op, why in event.fenced_because.items()]
-            steps.append(_step(entry, summary, state_at(steps, position), facts))
+            summary = (
+                f"grant {event.grant_id} revised to revision {event.revision}: "
+                f"{_authority(event.allowed_operations, event.write_roots)}"
+            )
+            facts = [
+                Fact(name="fenced_because", text=f"{op}: {why}", value={op: why})
+                for op, why in event.fenced_because.items()
+            ]
+            steps.append(_step(entry, summary, _state_at(steps, position), facts))
         elif isinstance(event, ev.GrantRevoked):
-            steps.append(_step(entry, f"grant {event.grant_id} revoked", state_at(steps, position)))
+            steps.append(_step(entry, f"grant {event.grant_id} revoked", _state_at(steps, position)))
         elif isinstance(event, ev.BudgetExhausted):
-            steps.append(_step(entry, f"grant {event.grant_id} budget exhausted: usage {event.usage} >= token_limit {event.token_limit}", state_at(steps, position)))
+            steps.append(
+                _step(
+                    entry,
+                    f"grant {event.grant_id} budget exhausted: usage {event.usage} >= token_limit {event.token_limit}",
+                    _state_at(steps, position),
+                )
+            )
     steps.sort(key=lambda step: step.position)
     waiting = _waiting_from_blocks(resolver, runs, holds) if state == "active" and holds else []
     summary = f"{state}, revision {revision}, holds [{', '.join(holds)}]: {delegated.goal}"
     related = [f"operation {op}" for op in actions] + [f"question {q}" for q in questions]
-    return Explanation(kind="task", id=task_id, state=state, summary=summary, steps=steps, waiting=waiting, related=related)
+    return Explanation(
+        kind="task", id=task_id, state=state, summary=summary, steps=steps, waiting=waiting, related=related
+    )
 
 
 def _explain_obligation(resolver: Resolver, operation_id: str) -> Explanation:
@@ -1485,7 +1716,9 @@ def _explain_obligation(resolver: Resolver, operation_id: str) -> Explanation:
     state = "unknown"
     opened: ev.ObligationOpened | None = None
     alert_id = f"fallback_delivery:{operation_id}"
-    entries = sorted(resolver.entries(("obligation", operation_id)) + resolver.entries(("alert", alert_id)), key=lambda e: e[0])
+    entries = sorted(
+        resolver.entries(("obligation", operation_id)) + resolver.entries(("alert", alert_id)), key=lambda e: e[0]
+    )
     last: Entry | None = None
     for entry in entries:
         position, event, _ = entry
@@ -1494,19 +1727,32 @@ def _explain_obligation(resolver: Resolver, operation_id: str) -> Explanation:
         if kind is ev.ObligationOpened:
             opened, state, last = event, "open", entry
             summary = (
-                f"opened: {event.conversation_id} must be told about {event.cause_key}; due at {_rfc3339(event.due_at)} "
+                f"opened: {event.conversation_id} must be told about {event.cause_key}; "
+                f"due at {_rfc3339(event.due_at)} "
                 "(the outcome's time + fallback_after_s)"
             )
             outcome = resolver.find(("action", operation_id), position, _is(ev.ActionOutcomeReported))
             if outcome is not None:
-                facts.append(Fact(name="outcome", text=_outcome_summary(outcome[1]), value=outcome[1].outcome, source=_source(outcome)))
+                facts.append(
+                    Fact(
+                        name="outcome",
+                        text=_outcome_summary(outcome[1]),
+                        value=outcome[1].outcome,
+                        source=_source(outcome),
+                    )
+                )
         elif kind is ev.ObligationMet:
             state, last = "met", entry
-            summary = f"met: turn {event.turn_id} completed with {event.delivery_id} accepted, holding {event.cause_key}"
+            summary = (
+                f"met: turn {event.turn_id} completed with {event.delivery_id} accepted, holding {event.cause_key}"
+            )
         elif kind is ev.ObligationDue:
             state, last = "due", entry
             if event.reason == "left_out":
-                summary = f"due: turn {event.turn_id} completed holding it ({event.delivery_id}) but did not list it in delivered"
+                summary = (
+                    f"due: turn {event.turn_id} completed holding it ({event.delivery_id}) "
+                    "but did not list it in delivered"
+                )
             else:
                 summary = f"due: fallback_after_s passed (due at {_rfc3339(opened.due_at) if opened else '?'})"
         elif kind is ev.AlertRaised:
@@ -1526,9 +1772,18 @@ def _explain_obligation(resolver: Resolver, operation_id: str) -> Explanation:
         )
         waiting.append(Waiting(code="turn.ended", text=text, since=_source(last)))
     return Explanation(
-        kind="obligation", id=operation_id, state=state, summary=f"tell {opened.conversation_id} about {opened.cause_key}",
-        steps=steps, waiting=waiting, related=[f"operation {operation_id}", f"cause {opened.cause_key}", *([f"alert {alert_id}"] if any(s.event == "AlertRaised" for s in steps) else [])],
-    )  # fmt: skip
+        kind="obligation",
+        id=operation_id,
+        state=state,
+        summary=f"tell {opened.conversation_id} about {opened.cause_key}",
+        steps=steps,
+        waiting=waiting,
+        related=[
+            f"operation {operation_id}",
+            f"cause {opened.cause_key}",
+            *([f"alert {alert_id}"] if any(s.event == "AlertRaised" for s in steps) else []),
+        ],
+    )
 
 
 def _explain_cause(resolver: Resolver, cause_key: str) -> Explanation:
@@ -1546,9 +1801,13 @@ def _explain_cause(resolver: Resolver, cause_key: str) -> Explanation:
             found = True
             if event.update_revision is not None:
                 revision, triage, disposition = event.update_revision, "untriaged", None
-                summary = f"observed by {event.source_id} via {event.via}: revision {revision}" + (" (partial)" if not event.complete else "")
+                summary = f"observed by {event.source_id} via {event.via}: revision {revision}" + (
+                    " (partial)" if not event.complete else ""
+                )
             else:
-                summary = f"observed by {event.source_id} via {event.via}, from a background's own activity: no revision"
+                summary = (
+                    f"observed by {event.source_id} via {event.via}, from a background's own activity: no revision"
+                )
             if event.status:
                 summary += f", status {event.status}"
             if event.deleted:
@@ -1558,7 +1817,9 @@ def _explain_cause(resolver: Resolver, cause_key: str) -> Explanation:
             summary = f"repeat from {event.source_id} via {event.via}" + ("" if event.counted else " (not counted)")
             if steps and steps[-1].event == "ObservationRepeated":
                 previous = steps[-1]
-                steps[-1] = msgspec.structs.replace(previous, count=previous.count + 1, summary=f"repeats from {event.source_id}")
+                steps[-1] = msgspec.structs.replace(
+                    previous, count=previous.count + 1, summary=f"repeats from {event.source_id}"
+                )
                 continue
         elif kind is ev.UpdateRevised:
             found = True
@@ -1590,11 +1851,21 @@ def _explain_cause(resolver: Resolver, cause_key: str) -> Explanation:
     state = _cause_state(revision, triage, disposition)
     waiting = []
     if triage == "untriaged":
-        waiting.append(Waiting(code="triage.classify", text=f"revision {revision} is untriaged: waits for triage.classify from the background"))
+        waiting.append(
+            Waiting(
+                code="triage.classify",
+                text=f"revision {revision} is untriaged: waits for triage.classify from the background",
+            )
+        )
     return Explanation(
-        kind="cause", id=cause_key, state=state, summary=f"cause {cause_key}", steps=steps, waiting=waiting,
+        kind="cause",
+        id=cause_key,
+        state=state,
+        summary=f"cause {cause_key}",
+        steps=steps,
+        waiting=waiting,
         related=list(dict.fromkeys(related)),
-    )  # fmt: skip
+    )
 
 
 def _cause_state(revision: int, triage: str, disposition: str | None) -> str:
@@ -1614,7 +1885,10 @@ def _explain_reconciliation(resolver: Resolver, reconciliation_id: str) -> Expla
             why = (
                 f"the log is in epoch {event.epoch_seen}, the cursor was in {event.cursor_epoch}"
                 if event.reason == "epoch_changed"
-                else f"history deleted beyond the cursor: max_deleted_seq {event.max_deleted_seq} > seq {event.cursor_seq}"
+                else (
+                    f"history deleted beyond the cursor: max_deleted_seq {event.max_deleted_seq} "
+                    f"> seq {event.cursor_seq}"
+                )
             )
             summary = f"started ({event.reason}): {why}"
         else:
@@ -1628,11 +1902,18 @@ def _explain_reconciliation(resolver: Resolver, reconciliation_id: str) -> Expla
         raise ExplainError(f"no reconciliation {reconciliation_id!r}")
     waiting = []
     if state == "open":
-        waiting.append(Waiting(code="log.reconcile", text=f"every batch is refused until log.reconcile names {reconciliation_id}"))
+        waiting.append(
+            Waiting(code="log.reconcile", text=f"every batch is refused until log.reconcile names {reconciliation_id}")
+        )
     return Explanation(
-        kind="reconciliation", id=reconciliation_id, state=state, summary=f"reconciliation of {started.consumer_id}",
-        steps=steps, waiting=waiting, related=[f"alert reconciliation_required:{started.consumer_id}"],
-    )  # fmt: skip
+        kind="reconciliation",
+        id=reconciliation_id,
+        state=state,
+        summary=f"reconciliation of {started.consumer_id}",
+        steps=steps,
+        waiting=waiting,
+        related=[f"alert reconciliation_required:{started.consumer_id}"],
+    )
 
 
 _EXPLAINERS: dict[str, Callable[[Resolver, str], Explanation]] = {

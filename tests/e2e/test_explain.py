@@ -154,7 +154,11 @@ def test_an_operation_id_is_also_its_obligation_and_each_is_explained(example: E
     assert [e.kind for e in both] == ["operation", "obligation"]
     obligation = both[1]
     assert obligation.state == "due"
-    assert chain(obligation) == [("ObligationOpened", 26, "open"), ("ObligationDue", 28, "due"), ("AlertRaised", 28, "due")]
+    assert chain(obligation) == [
+        ("ObligationOpened", 26, "open"),
+        ("ObligationDue", 28, "due"),
+        ("AlertRaised", 28, "due"),
+    ]
     assert [w.code for w in obligation.waiting] == ["turn.ended"]
 
 
@@ -196,7 +200,11 @@ def test_a_held_action_says_what_it_waits_for_each_with_the_input_that_last_chan
 def test_the_question_and_the_alert_of_the_held_action(held: EventStore) -> None:
     question = one(held, "t1/which-db", "question")
     assert question.state == "open"
-    assert chain(question) == [("QuestionRaised", 13, "open"), ("ActionBlocked", 13, "open"), ("ActionBlocked", 14, "open")]
+    assert chain(question) == [
+        ("QuestionRaised", 13, "open"),
+        ("ActionBlocked", 13, "open"),
+        ("ActionBlocked", 14, "open"),
+    ]
     (waiting,) = question.waiting
     assert waiting.code == "question.answer" and [f.value for f in waiting.facts] == ["op-migrate"]
 
@@ -258,7 +266,9 @@ def test_every_kind_on_the_example_and_its_reconciliation_gate(example: EventSto
     assert task.steps[-2].event == "TaskCompleted" and task.steps[-2].input.line == 33
 
     gate, _ = stored(REPO / "fixtures" / "gates" / "06_restart_empty_pruned_log.jsonl")
-    reconciliations = sorted({key[1] for _, event in gate.read() for key in event_keys(event) if key[0] == "reconciliation"})
+    reconciliations = sorted(
+        {key[1] for _, event in gate.read() for key in event_keys(event) if key[0] == "reconciliation"}
+    )
     assert reconciliations
     for identifier in reconciliations:
         explanation = one(gate, identifier, "reconciliation")
@@ -310,7 +320,9 @@ def test_explain_walks_to_the_state_the_views_show_for_every_id(trace: Path) -> 
                 elif kind == "task":
                     row = tasks[identifier]
                     assert explanation.state == row["state"], identifier
-                    assert explanation.summary.startswith(f"{row['state']}, revision {row['revision']}, holds [{', '.join(row['holds'])}]")
+                    assert explanation.summary.startswith(
+                        f"{row['state']}, revision {row['revision']}, holds [{', '.join(row['holds'])}]"
+                    )
                     if row["state"] == "active":
                         assert [w.code for w in explanation.waiting] == row["holds"], identifier
                 elif kind == "delivery":
@@ -355,7 +367,11 @@ def test_the_command_prints_text_and_json_from_a_sqlite_store(tmp_path: Path, ca
     lines = out.splitlines()
     assert lines[0] == "operation op-form: succeeded"
     assert "  #42 ActionClaimed -> submitting   (input 16, line 26 executor.outcome)" in lines
-    assert any("op-api succeeded with api@abc123 (requires api@abc123) [ActionOutcomeReported #38, line 26 executor.outcome]" in line for line in lines)
+    assert any(
+        "op-api succeeded with api@abc123 (requires api@abc123) [ActionOutcomeReported #38, line 26 executor.outcome]"
+        in line
+        for line in lines
+    )
     code, out, _ = run_cli(capsys, "explain", "op-form", "--store", url, "--json")
     assert code == 0
     assert [m["kind"] for m in json.loads(out)["matches"]] == ["operation", "obligation"]
@@ -390,7 +406,17 @@ def test_unknown_ids_and_bad_usage(tmp_path: Path, capsys) -> None:
         explain(open_store(url), "op-nope")
     with pytest.raises(ValueError):
         explain(open_store(url), "op-form", kind="nope")
-    assert set(KINDS) >= {"operation", "attempt", "delivery", "turn", "alert", "question", "task", "obligation", "cause"}
+    assert set(KINDS) >= {
+        "operation",
+        "attempt",
+        "delivery",
+        "turn",
+        "alert",
+        "question",
+        "task",
+        "obligation",
+        "cause",
+    }
 
 
 # ------------------------------------------------------------------ the docs
