@@ -96,3 +96,24 @@ def test_append_encoded_refuses_a_bad_item_and_writes_nothing(store: EventStore)
     with pytest.raises(ConcurrencyError):
         store.append_encoded(good, expected_head=1)
     assert store.head() == 0
+
+
+def test_an_engine_restarts_from_a_snapshot_on_every_store(store: EventStore) -> None:
+    from pathlib import Path
+
+    from adapters.ingest import ingest
+    from adapters.trace import read_trace
+    from replay.engine import Engine
+    from replay.verify import verify
+
+    example = Path(__file__).resolve().parents[2] / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"
+    ingest(Engine(store, snapshot_every=0), read_trace(str(example)), batch_inputs=6)
+    written = Engine(store).write_snapshot()
+    assert written.position == store.head()
+    reopened, full = Engine(store), Engine(store, use_snapshots=False)
+    assert reopened.snapshot_position == store.head() and full.snapshot_position == 0
+    assert reopened.state == full.state
+    assert reopened.views is not None and full.views is not None
+    assert reopened.views.document() == full.views.document()
+    report = verify(store)
+    assert report.ok and report.snapshots_checked == 1
