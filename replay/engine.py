@@ -30,9 +30,11 @@ against a third for reading the events back at every snapshot).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import gc
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -283,6 +285,7 @@ class Engine:
         keeps them from then on if it writes snapshots by itself)."""
         if self.store is None:
             raise ValueError("an engine without a store has nowhere to keep a snapshot")
+        started = time.perf_counter()
         with collector_paused():
             views = self._kept_views
             if views is None:
@@ -290,6 +293,7 @@ class Engine:
                 if self.snapshot_every:
                     self._kept_views = views
             written = snapshots.write(self.store, self.state, views)
+        written = dataclasses.replace(written, seconds=time.perf_counter() - started)  # the views' fold included
         if self.snapshot_position and written.position > self.snapshot_position:
             self.snapshot_growth = max(0.0, (written.size - self.snapshot_size) / (written.position - self.snapshot_position))
         self.snapshot_position, self.snapshot_size = written.position, written.size
