@@ -30,6 +30,7 @@ hot path.
 from __future__ import annotations
 
 import datetime
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -228,7 +229,7 @@ _KEYS: dict[type, Callable[[Any], Iterable[tuple]]] = {
     ev.ActionProposed: lambda e: [
         ("action", e.operation_id),
         ("update", e.cause_key),
-        *([("task", e.task_id)] if e.task_id else []),
+        *([("task_action", e.task_id)] if e.task_id else []),
     ],
     ev.ActionRevalidated: lambda e: [("action", e.operation_id)],
     ev.ActionCancelled: lambda e: [("action", e.operation_id)],
@@ -284,6 +285,40 @@ _KEYS: dict[type, Callable[[Any], Iterable[tuple]]] = {
     ],
 }
 
+# The events that can have a key of each kind (`_KEYS`, read the other way;
+# tests check every key an event has is listed here). A read decodes only
+# these events' of the wanted kinds.
+_KIND_TAGS: dict[str, frozenset[bytes]] = {
+    kind: frozenset(tag.encode() for tag in tags.split())
+    for kind, tags in {
+        "config": "EngineConfigured",
+        "policy": "PolicySet",
+        "grant": "GrantIssued GrantRevised GrantRevoked BudgetExhausted",
+        "task": "GrantIssued TaskDelegated TaskRevised TaskCompleted TaskCancelled QuestionRaised QuestionAnswered "
+        "TaskHoldsChanged ScopePaused ScopeResumed",
+        "task_action": "ActionProposed",
+        "question": "QuestionRaised QuestionAnswered QuestionResurfaced",
+        "holds": "TaskHoldsChanged ActionBlocked",
+        "action": "PolicySet GrantRevised TaskRevised ActionProposed ActionRevalidated ActionCancelled "
+        "ActionCancelRequested ActionClaimed AttemptUpdated ActionOutcomeReported ActionBlocked",
+        "attempt": "ActionClaimed AttemptUpdated ActionOutcomeReported",
+        "heartbeat": "HeartbeatRecorded",
+        "scope": "ScopePaused ScopeResumed",
+        "binding": "BackgroundBound",
+        "intent": "MessageQueued QueueEdited IntentSynced",
+        "update": "ActionProposed ObservationRecorded ObservationRepeated UpdateRevised UpdateTriaged CardProposed "
+        "DeliveryCreated AlertRaised",
+        "reconciliation": "ReconciliationStarted ReconciliationCommitted",
+        "turn": "TurnStarted DeliveryCreated TurnEnded ObligationMet ObligationDue",
+        "delivery": "DeliveryCreated DeliveryReceipted TurnEnded AlertRaised AlertResolved ObligationMet ObligationDue",
+        "conversation": "ContextReset",
+        "approval": "ApprovalOpened ApprovalResolved",
+        "alert": "AlertRaised AlertSeen AlertResolved",
+        "incident": "IncidentOpened IncidentRecovered",
+        "obligation": "ObligationOpened ObligationMet ObligationDue",
+    }.items()
+}
+
 # The key of each kind, and the event whose existence makes an id that kind.
 _KIND_KEYS = {
     "operation": "action",
@@ -317,13 +352,48 @@ def event_keys(event: Any) -> Iterable[tuple]:
     return keys(event) if keys is not None else ()
 
 
+# Filtering before decoding: most events concern nothing explain looks for,
+# and decoding is most of a read's cost. An event is decoded only if its
+# stored bytes contain a needle of a wanted key (a superset: a false match is
+# only decoded for nothing). Inputs' records are decoded only for a kept event.
+_RECORD_TAGS = frozenset({b"InputAccepted", b"InputRejected"})
+_RECORD_FILE = re.compile(rb'\{"event":"Input(?:Accepted|Rejected)","seq":\d+,"file":("(?:[^"\\]|\\.)*")')
+_TAG_START = len(b'{"event":"')
+
+
+def _needle(key: tuple) -> bytes:
+    if len(key) == 1:
+        return b""  # ("heartbeat",), ("policy",), ("config",): every event of the type
+    identifier = key[1]
+    if key[0] in ("question", "holds", "approval"):
+        # `task_id/question_key`, `conversation_id/request_id`: stored apart;
+        # the part after the last "/" is in the second field.
+        identifier = identifier.rpartition("/")[2]
+    return msgspec.json.encode(identifier)[1:-1]
+
+
+def _filter(wanted: set[tuple]) -> dict[bytes, tuple[bytes, ...]]:
+    """Per event type, the needles one of which its bytes must contain to be
+    decoded (an empty needle lets every event of the type through)."""
+    by_tag: dict[bytes, set[bytes]] = {b"TaskDelegated": {b""}}  # every task's conversation is kept
+    for key in wanted:
+        needle = _needle(key)
+        for tag in _KIND_TAGS[key[0]]:
+            by_tag.setdefault(tag, set()).add(needle)
+    # A needle containing another is redundant: keep the shortest ones.
+    return {
+        tag: tuple(n for n in sorted(needles, key=len) if not any(m in n and m != n for m in needles))
+        for tag, needles in by_tag.items()
+    }
+
+
 class _Log:
     """One read of the log, keeping the events under the wanted keys (and the
     ones `grow` adds on the way) with their inputs."""
 
     def __init__(self) -> None:
         self.by_key: dict[tuple, list[Entry]] = defaultdict(list)
-        self.files: set[str] = set()
+        self.files: set[Any] = set()  # the trace names (their JSON while reading)
         self.task_conversation: dict[str, str] = {}
         self.head = 0
 
@@ -332,19 +402,34 @@ class _Log:
         store: EventStore,
         wanted: set[tuple],
         grow: Callable[[Any, set[tuple]], None] | None = None,
+        prefilter: bool = True,
     ) -> None:
-        record: ev.InputAccepted | ev.InputRejected | None = None
+        """`prefilter=False` decodes every event (the tests check it keeps the same)."""
+        record_data: bytes | None = None
         reference: InputRef | None = None
-        inputs = (ev.InputAccepted, ev.InputRejected)
         by_key = self.by_key
-        for position, event in store.read():
-            self.head = position
-            kind = type(event)
-            if kind in inputs:
-                record, reference = event, None
-                if event.file is not None:
-                    self.files.add(event.file)
+        needles_by_tag = _filter(wanted)
+        files = self.files
+        position = 0
+        for position, data in store.read_encoded():
+            tag = data[_TAG_START : data.find(b'"', _TAG_START)]
+            if tag in _RECORD_TAGS:
+                record_data, reference = data, None
+                named = _RECORD_FILE.match(data)
+                if named is not None:
+                    files.add(named.group(1))
                 continue
+            if prefilter:
+                needles = needles_by_tag.get(tag)
+                if needles is None:
+                    continue
+                for needle in needles:
+                    if needle in data:
+                        break
+                else:
+                    continue
+            event = ev.decode_event(data)
+            kind = type(event)
             if kind is ev.TaskDelegated:
                 self.task_conversation[event.task_id] = event.conversation_id
             keys_of = _KEYS.get(kind)
@@ -354,12 +439,17 @@ class _Log:
             if not any(key in wanted for key in keys):
                 continue
             if grow is not None:
+                before = len(wanted)
                 grow(event, wanted)  # keys it leads to apply to itself too
-            if reference is None and record is not None:
-                reference = _input_ref(record)
+                if len(wanted) != before:
+                    needles_by_tag = _filter(wanted)
+            if reference is None and record_data is not None:
+                reference = _input_ref(ev.decode_event(record_data))
             for key in keys:
                 if key in wanted:
                     by_key[key].append((position, event, reference))
+        self.head = position
+        self.files = {msgspec.json.decode(name) for name in files}
 
 
 class Resolver:
@@ -1629,7 +1719,10 @@ def _explain_task(resolver: Resolver, task_id: str) -> Explanation:
     delegated: ev.TaskDelegated | None = None
     actions: list[str] = []
     questions: list[str] = []
-    for entry in resolver.entries(("task", task_id)):
+    entries = sorted(
+        resolver.entries(("task", task_id)) + resolver.entries(("task_action", task_id)), key=lambda e: e[0]
+    )
+    for entry in entries:
         position, event, _ = entry
         kind = type(event)
         facts: list[Fact] = []
@@ -1961,7 +2054,7 @@ def explain(store: EventStore, identifier: str, *, kind: str | None = None) -> l
     return document(store, identifier, kind=kind).matches
 
 
-def document(store: EventStore, identifier: str, *, kind: str | None = None) -> Document:
+def document(store: EventStore, identifier: str, *, kind: str | None = None, prefilter: bool = True) -> Document:
     """`explain`, with the id, the store's head and trace files (the JSON document)."""
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
@@ -1971,8 +2064,9 @@ def document(store: EventStore, identifier: str, *, kind: str | None = None) -> 
         wanted.add(("conversation", delivery_conversation))
     wanted.add(("alert", f"fallback_delivery:{identifier}"))
     wanted.add(("holds", identifier))
+    wanted.add(("task_action", identifier))
     log = _Log()
-    log.read(store, wanted, _grow(identifier))
+    log.read(store, wanted, _grow(identifier), prefilter)
     if log.head == 0:
         raise ExplainError(f"the store is empty: nothing is named {identifier!r}")
     kinds = matching_kinds(log, identifier)
@@ -1989,13 +2083,13 @@ def document(store: EventStore, identifier: str, *, kind: str | None = None) -> 
         if not missing:
             break
         wanted |= missing
-        log = _reread(store, wanted, identifier)
+        log = _reread(store, wanted, identifier, prefilter)
     return Document(id=identifier, position=log.head, files=sorted(log.files), matches=explanations)
 
 
-def _reread(store: EventStore, wanted: set[tuple], identifier: str) -> _Log:
+def _reread(store: EventStore, wanted: set[tuple], identifier: str, prefilter: bool) -> _Log:
     log = _Log()
-    log.read(store, wanted, _grow(identifier))
+    log.read(store, wanted, _grow(identifier), prefilter)
     return log
 
 
