@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RULE_MARKER, RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -991,9 +991,10 @@ class TandemMachine(RuleBasedStateMachine):
     decision_step: Rules = staticmethod(default_step)
     checked_invariants: list[Invariant] | None = None
     # Reduce a failing trace to the inputs it needs (delta debugging) before
-    # writing it. For runs without Hypothesis's shrinking (it can take
-    # minutes on this machine); replayed with `decision_step`, it still fails.
-    minimize_failures = False
+    # writing it: replayed with `decision_step`, it still fails. Seconds,
+    # where Hypothesis's own shrinking of these runs takes minutes (so
+    # machine_settings() leaves that phase out).
+    minimize_failures = True
 
     @classmethod
     def rule_names(cls) -> list[str]:
@@ -1248,14 +1249,19 @@ def _read_all(store: EventStore) -> list[Event]:
 
 def machine_settings(examples: int | None = None, steps: int | None = None, **overrides: Any) -> settings:
     """Settings for a run: examples and steps from $TANDEM_FUZZ_EXAMPLES /
-    $TANDEM_FUZZ_STEPS unless given (defaults 25 and 30: a few seconds)."""
-    return settings(
-        max_examples=examples if examples is not None else int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "25")),
-        stateful_step_count=steps if steps is not None else int(os.environ.get("TANDEM_FUZZ_STEPS", "30")),
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        **overrides,
-    )
+    $TANDEM_FUZZ_STEPS unless given (defaults 25 and 30: a few seconds), no
+    deadline, and no Hypothesis shrink phase (the machine minimizes the
+    failing trace itself; pass `phases=` to shrink anyway)."""
+    chosen: dict[str, Any] = {
+        "max_examples": examples if examples is not None else int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "25")),
+        "stateful_step_count": steps if steps is not None else int(os.environ.get("TANDEM_FUZZ_STEPS", "30")),
+        "deadline": None,
+        "suppress_health_check": list(HealthCheck),
+        "phases": [Phase.explicit, Phase.reuse, Phase.generate],
+        "report_multiple_bugs": False,
+    }
+    chosen.update(overrides)
+    return settings(**chosen)
 
 
 def machine(

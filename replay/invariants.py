@@ -487,7 +487,8 @@ def messages_sent_from_the_queue(before: State, event: Event, step: Step) -> str
 @event_invariant
 def held_revision_not_resent(before: State, event: Event, step: Step) -> str | None:
     """No revision in two live deliveries: "uncertain acceptance stays
-    uncertain until reconciled", "no blind resend". A (cause, revision) held by
+    uncertain until reconciled"; "reconcile by observation before any resend".
+    A (cause, revision) held by
     a delivery of the current epoch (submitting, accepted, or unknown until its
     reconcile) is never put in another delivery."""
     if not isinstance(event, ev.DeliveryCreated):
@@ -567,8 +568,10 @@ def alerts_raised_once_per_occurrence(before: State, event: Event, step: Step) -
 
 @event_invariant
 def obligations_met_by_completed_turns(before: State, event: Event, step: Step) -> str | None:
-    """Obligations are met only by a completed turn: "marked handled only when a
-    turn completes"; a delivery obligation is met when a turn whose accepted
+    """Obligations are met only by a completed turn (DESIGN.md's reference loop:
+    "marked handled only when a turn completes, background task delivery with
+    a fallback"; the RFC: "compaction preserves outstanding obligations"): a
+    delivery obligation is met when a turn whose accepted
     delivery held the outcome's update ends `completed` (and lists the cause
     in `delivered`, when given) — never by a failed turn or a reseed."""
     if not isinstance(event, ev.ObligationMet):
@@ -635,7 +638,7 @@ def blocked_by_is_section_4(world: World) -> str | None:
 
 @state_invariant
 def human_messages_kept(world: World) -> str | None:
-    """No human message lost: "human messages remain durable and the UI
+    """No human message lost: "keep human messages durable and the UI
     available"; "human races wake claim -> human not starved". Every queued
     message is in its queue exactly once, every dispatched one in the running
     turn, none withdrawn or handled is queued; an idle foreground that nothing
