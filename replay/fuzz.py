@@ -45,7 +45,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RULE_MARKER, RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from domain.dispatch import step as default_step
-from domain.events import Event, InputAccepted, InputRejected
+from domain.events import Event
 from domain.inputs import decode_input
 from replay.check import InjectedCrash, LogStore, check_trace, fingerprint, minimize_trace, write_trace
 from replay.engine import Engine, Located

@@ -31,6 +31,9 @@ sections 2 and 7):
    watermarks per epoch, reconciliation) predicts each input's rejection
    reason, every consumers row, every inbox row and `health.backlog`.
 
+The invariants catalog (replay/invariants.py, docs/invariants.md) is checked
+after every input as well.
+
 Two sources of traces: the log's epoch only moves forwards (a restart of the
 source gives a new epoch), and — the second test — the source may also come
 back to an earlier epoch it still holds (a restore).
@@ -54,6 +57,7 @@ from domain.events import decode_event, encode_event
 from domain.state import State, evolve
 from projections import Views
 from replay.engine import Engine, Located
+from replay.invariants import Monitor
 from tests.property.strategies import T0, consumer_traces, decode, preamble
 
 FUZZ_EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "60"))
@@ -288,6 +292,7 @@ class Checker:
         self.open: dict[str, str | None] = {}
         self.issued: dict[str, set[str]] = {}
         self.deliveries = False  # has the engine made a delivery (section 5)?
+        self.monitor = Monitor()  # the invariants catalog too (replay/invariants.py)
 
     def fail(self, what: str) -> None:
         raise Violation(f"after input {self.step} (1-based, preamble included): {what}")
@@ -304,6 +309,7 @@ class Checker:
         before_updates = copy.deepcopy(before_state.updates)
         consumer_before = copy.deepcopy(before_state.consumers.get(line.get("consumer_id", "")))
         events = self.engine.submit(Located(value, line=self.step))
+        self.monitor.observe(value, events, self.engine.state, self.engine.views, line=self.step)
         for event in events:
             data = encode_event(event)
             if decode_event(data) != event:

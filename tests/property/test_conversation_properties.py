@@ -48,6 +48,9 @@ events and verifies after every input:
 6. **Replay**: folding the encoded/decoded events into fresh `Views()` and
    `State()` gives the same views document and the same state.
 
+The invariants catalog (replay/invariants.py, docs/invariants.md) is checked
+after every input as well.
+
 Budget: 50 examples by default (deadline None); TANDEM_FUZZ_EXAMPLES and
 TANDEM_FUZZ_STEPS (default 40) for longer runs.
 """
@@ -66,6 +69,7 @@ from domain.events import decode_event, encode_event
 from domain.state import State, evolve
 from projections import Views
 from replay.engine import Engine, Located
+from replay.invariants import Monitor
 from tests.unit import helpers as h
 
 FUZZ_EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "50"))
@@ -79,6 +83,7 @@ class Checker:
     def __init__(self, steer: bool, reserve: int = 100) -> None:
         self.reserve = reserve
         self.engine = Engine()
+        self.monitor = Monitor()  # the invariants catalog too (replay/invariants.py)
         self.log: list[bytes] = []
         self.step = 0
         self.time = 0
@@ -116,7 +121,9 @@ class Checker:
     def apply(self, line: dict[str, Any]) -> list[ev.Event]:
         self.step += 1
         line = {**line, "at": h.at(self.step)}
-        events = self.engine.submit(Located(h.decode(line), line=self.step))
+        value = h.decode(line)
+        events = self.engine.submit(Located(value, line=self.step))
+        self.monitor.observe(value, events, self.engine.state, self.engine.views, line=self.step)
         for event in events:
             data = encode_event(event)
             if decode_event(data) != event:
