@@ -357,9 +357,13 @@ def _on_obligation_due(state: State, event: ev.ObligationDue) -> list[ev.Event]:
         _at(state),
         cause_key=obligation.cause_key,
         detail=f"{obligation.conversation_id} was not told: {why}",
-        # The obligation (its conversation, its due time) is the ObligationOpened of operation_id.
-        facts=ev.AlertFacts(
-            reason=event.reason, operation_id=event.operation_id, turn_id=event.turn_id, delivery_id=event.delivery_id
+        # The alert id names the obligation (ObligationOpened: its conversation and
+        # due time; ObligationDue, just before this: why). Only a turn that left it
+        # out adds facts: which turn and delivery.
+        facts=(
+            ev.AlertFacts(reason="left_out", turn_id=event.turn_id, delivery_id=event.delivery_id)
+            if event.reason == "left_out"
+            else None
         ),
     )
 

@@ -1437,23 +1437,28 @@ def _state_at(steps: list[Step], position: int) -> str | None:
     return current
 
 
+def _obligation_fact(resolver: Resolver, operation_id: str, position: int) -> Fact:
+    """The obligation a fallback_delivery alert is about (its id names it)."""
+    opened = resolver.find(("obligation", operation_id), position, _is(ev.ObligationOpened))
+    latest = resolver.find(("obligation", operation_id))
+    now = None
+    if latest is not None:
+        state = {ev.ObligationOpened: "open", ev.ObligationDue: "due", ev.ObligationMet: "met"}[type(latest[1])]
+        now = Current(state=state, source=_source(latest))
+    text = f"obligation of {operation_id}"
+    if opened is not None:
+        text += f": tell {opened[1].conversation_id} about {opened[1].cause_key} by {_rfc3339(opened[1].due_at)}"
+    return Fact(name="obligation", text=text, value=operation_id, source=_source(opened), now=now)
+
+
 def _alert_facts(
     resolver: Resolver, facts: ev.AlertFacts | None, position: int, decided_at: str | None = None
 ) -> list[Fact]:
     if facts is None:
         return []
     result: list[Fact] = []
-    if facts.operation_id is not None and facts.reason in ("overdue", "left_out", "obligation_met"):
-        opened = resolver.find(("obligation", facts.operation_id), position, _is(ev.ObligationOpened))
-        latest = resolver.find(("obligation", facts.operation_id))
-        now = None
-        if latest is not None:
-            state = {ev.ObligationOpened: "open", ev.ObligationDue: "due", ev.ObligationMet: "met"}[type(latest[1])]
-            now = Current(state=state, source=_source(latest))
-        text = f"obligation of {facts.operation_id}"
-        if opened is not None:
-            text += f": tell {opened[1].conversation_id} about {opened[1].cause_key} by {_rfc3339(opened[1].due_at)}"
-        result.append(Fact(name="obligation", text=text, value=facts.operation_id, source=_source(opened), now=now))
+    if facts.operation_id is not None and facts.reason == "obligation_met":
+        result.append(_obligation_fact(resolver, facts.operation_id, position))
     elif facts.operation_id is not None:
         result.append(
             Fact(
@@ -1579,6 +1584,8 @@ def _explain_alert(resolver: Resolver, alert_id: str) -> Explanation:
                 else f"raised (occurrence {count}){about}"
             )
             facts = _alert_facts(resolver, event.facts, position, _at_of(entry))
+            if event.kind == "fallback_delivery":
+                facts = [_obligation_fact(resolver, alert_id.partition(":")[2], position), *facts]
         elif kind is ev.AlertSeen:
             state, summary = "seen", "seen by the human"
         elif kind is ev.AlertResolved:
@@ -1614,8 +1621,8 @@ def _explain_alert(resolver: Resolver, alert_id: str) -> Explanation:
 def _alert_related(raised: ev.AlertRaised) -> list[str]:
     facts = raised.facts
     related = []
-    if raised.kind == "fallback_delivery" and facts is not None and facts.operation_id:
-        related.append(f"obligation {facts.operation_id}")
+    if raised.kind == "fallback_delivery":
+        related.append(f"obligation {raised.alert_id.partition(':')[2]}")
     elif facts is not None and facts.operation_id:
         related.append(f"operation {facts.operation_id}")
     if raised.cause_key:
