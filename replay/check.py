@@ -418,7 +418,7 @@ class Counterexample:
     setup_size: int
     trace: Path | None = None
 
-    def trace_lines(self, scenario: Scenario) -> list[dict[str, Any] | str]:
+    def trace_lines(self) -> list[dict[str, Any] | str]:
         out: list[dict[str, Any] | str] = [*self.lines[: self.setup_size]]
         for number, (name, line) in enumerate(zip(self.moves, self.lines[self.setup_size :]), start=1):
             out.append(f"// move {number}: {name}")
@@ -433,7 +433,7 @@ class Counterexample:
             f"moves: {', '.join(self.moves) if self.moves else '(none: the setup alone)'}",
             "replay: tandem replay THIS_FILE --json",
         ]
-        self.trace = write_trace(path, self.trace_lines(scenario), header=[h.replace("\n", " ") for h in header])
+        self.trace = write_trace(path, self.trace_lines(), header=[h.replace("\n", " ") for h in header])
         return self.trace
 
 
@@ -492,12 +492,11 @@ def check(
     invariants: Iterable[Invariant] | None = None,
     step: Rules = default_step,
     out: str | Path | None = None,
-    on_level: Callable[[int, int, int], None] | None = None,
 ) -> CheckResult:
     """Explore every interleaving of `scenario`'s moves up to `depth` moves,
     breadth first, checking `invariants` (default: the catalog) on every event
-    and state. With `out`, a counterexample is written there as a trace.
-    `on_level(depth, explored, distinct)` is called after each level."""
+    and state, with `step` as the decision rules. With `out`, a counterexample
+    is written there as a trace."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario) if isinstance(scenario, (str, Path)) else parse_scenario(scenario)
     if not isinstance(depth, int) or depth < 0 or depth > depth_max:
@@ -524,6 +523,7 @@ def check(
     seen = {(fingerprint(engine.state), root.done)}
     frontier = [root]
     moves = scenario.moves
+    waits = [frozenset(_index(moves, name) for name in move.after) for move in moves]
 
     for level in range(1, depth + 1):
         found: list[_Node] = []
@@ -531,7 +531,7 @@ def check(
             for index, move in enumerate(moves):
                 if not move.repeatable and index in node.done:
                     continue
-                if move.after and not all(_index(moves, name) in node.done for name in move.after):
+                if not waits[index] <= node.done:
                     continue
                 at = _next(node.at, move.gap_s, scenario)
                 value, line = _stamp(move.input, move.line, at)
@@ -555,8 +555,6 @@ def check(
         result.levels.append(len(found))
         if found:
             result.depth_reached = level
-        if on_level is not None:
-            on_level(level, result.explored, len(seen))
         frontier = found
         if not frontier:
             break
