@@ -61,6 +61,8 @@ steps_max = 2_000
 # Reads of the log to resolve facts (the first finds the thing; each later one
 # fetches the events its facts name, until nothing new is asked for).
 resolve_rounds_max = 4
+# Refused inputs named when an id names nothing.
+rejected_listed_max = 5
 
 WATCHDOG_MAX_AGE_DEFAULT_S = 120
 
@@ -361,6 +363,18 @@ _RECORD_FILE = re.compile(rb'\{"event":"Input(?:Accepted|Rejected)","seq":\d+,"f
 _TAG_START = len(b'{"event":"')
 
 
+def _strings(value: Any) -> Iterable[str]:
+    """Every string in a JSON value (an input naming an id names it as a string)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
 def _needle(key: tuple) -> bytes:
     if len(key) == 1:
         return b""  # ("heartbeat",), ("policy",), ("config",): every event of the type
@@ -396,6 +410,7 @@ class _Log:
         self.files: set[Any] = set()  # the trace names (their JSON while reading)
         self.task_conversation: dict[str, str] = {}
         self.head = 0
+        self.rejected: list[InputRef] = []  # refused inputs that mention `mention` (at most rejected_listed_max)
 
     def read(
         self,
@@ -403,6 +418,7 @@ class _Log:
         wanted: set[tuple],
         grow: Callable[[Any, set[tuple]], None] | None = None,
         prefilter: bool = True,
+        mention: str | None = None,
     ) -> None:
         """`prefilter=False` decodes every event (the tests check it keeps the same)."""
         record_data: bytes | None = None
@@ -411,6 +427,7 @@ class _Log:
         needles_by_tag = _filter(wanted)
         files = self.files
         position = 0
+        mentioned = msgspec.json.encode(mention)[1:-1] if mention else None
         for position, data in store.read_encoded():
             tag = data[_TAG_START : data.find(b'"', _TAG_START)]
             if tag in _RECORD_TAGS:
@@ -418,6 +435,12 @@ class _Log:
                 named = _RECORD_FILE.match(data)
                 if named is not None:
                     files.add(named.group(1))
+                if mentioned is not None and tag == b"InputRejected" and mentioned in data:
+                    record = ev.decode_event(data)
+                    if len(self.rejected) < rejected_listed_max and mention in _strings(
+                        msgspec.to_builtins(record.input)
+                    ):
+                        self.rejected.append(_input_ref(record))
                 continue
             if prefilter:
                 needles = needles_by_tag.get(tag)
@@ -2073,12 +2096,21 @@ def document(store: EventStore, identifier: str, *, kind: str | None = None, pre
     wanted.add(("holds", identifier))
     wanted.add(("task_action", identifier))
     log = _Log()
-    log.read(store, wanted, _grow(identifier), prefilter)
+    log.read(store, wanted, _grow(identifier), prefilter, mention=identifier)
     if log.head == 0:
         raise ExplainError(f"the store is empty: nothing is named {identifier!r}")
     kinds = matching_kinds(log, identifier)
     if not kinds:
-        raise ExplainError(f"nothing in the store is named {identifier!r} (kinds: {', '.join(KINDS)})")
+        refused = "; ".join(
+            (
+                f"input {r.seq} ({r.file}:{r.line} {r.type}) was rejected {r.rejected}"
+                if r.line
+                else f"input {r.seq} ({r.type}) was rejected {r.rejected}"
+            )
+            for r in log.rejected
+        )
+        hint = f"; it is named by refused inputs only: {refused}" if refused else ""
+        raise ExplainError(f"nothing in the store is named {identifier!r} (kinds: {', '.join(KINDS)}){hint}")
     if kind is not None:
         if kind not in kinds:
             raise ExplainError(f"{identifier!r} is no {kind} (it is: {', '.join(kinds)})")

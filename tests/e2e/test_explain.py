@@ -331,7 +331,9 @@ def test_explain_walks_to_the_state_the_views_show_for_every_id(trace: Path) -> 
                     assert explanation.state == deliveries[identifier]["attempt_state"], identifier
                 elif kind == "cause" and identifier in inbox:
                     row = inbox[identifier]
-                    assert explanation.state.startswith(f"revision {row['revision']}, {row['triage_state']}"), identifier
+                    assert explanation.state.startswith(
+                        f"revision {row['revision']}, {row['triage_state']}"
+                    ), identifier
             explained = document(store, identifier)
             # Filtering stored bytes before decoding them changes nothing.
             assert to_json(explained) == to_json(document(store, identifier, prefilter=False)), identifier
@@ -411,6 +413,12 @@ def test_unknown_ids_and_bad_usage(tmp_path: Path, capsys) -> None:
     assert exit_info.value.code == 2
     with pytest.raises(ExplainError):
         explain(open_store(url), "op-nope")
+    # An id only refused inputs name: the error says which, and why.
+    store, _ = stored(REPO / "fixtures" / "traces" / "idempotency_and_gates.jsonl")
+    with pytest.raises(
+        ExplainError, match="named by refused inputs only: input 11 .*:21 action.propose. was rejected unknown_task"
+    ):
+        explain(store, "p-bad")
     with pytest.raises(ValueError):
         explain(open_store(url), "op-form", kind="nope")
     assert set(KINDS) >= {
