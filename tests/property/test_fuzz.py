@@ -33,14 +33,14 @@ from pathlib import Path
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from adapters.store import open_store
+from adapters.store import open_store, table_name_default
 from domain.events import Event
 from replay.check import InjectedCrash, LogStore, check_trace, read_trace
 from replay.fuzz import FuzzFailure, TandemMachine, machine, machine_settings
 from replay.port import EventStore
 from tests.property import broken
 
-EVENTS_TABLE = "tandem_events"  # adapters/store.py's default table
+EVENTS_TABLE = table_name_default  # the events table of a store URL without ?table=
 
 
 class SQLiteMachine(TandemMachine):
