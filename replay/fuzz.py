@@ -781,6 +781,47 @@ def engine_configure(draw: Draw, b: Builder) -> dict[str, Any]:
     return b.line("engine.configure", "daemon", wake_batch_max=draw(st.integers(1, 3)))
 
 
+def lost_ack(draw: Draw, b: Builder) -> dict[str, Any]:
+    """A lost acknowledgement ("lost provider/executor ack -> unknown or
+    reconciled"): the receipt of an in-flight executor attempt, or of a
+    submitting delivery, says `unknown`."""
+    attempts = [
+        (op, action.attempts[-1].attempt_id)
+        for op, action in b.state.actions.items()
+        if action.attempts and action.attempts[-1].state in ("submitting", "queued")
+    ]
+    conversation = _foreground(b)
+    deliveries = [d for d, x in conversation.deliveries.items() if x.attempt_state == "submitting"] if conversation else []
+    if deliveries and (not attempts or _often(draw, 3)):
+        return b.line("provider.receipt", "daemon", delivery_id=draw(st.sampled_from(deliveries)), result="unknown")
+    if attempts:
+        operation_id, attempt_id = draw(st.sampled_from(attempts))
+        return b.line("executor.receipt", "executor", operation_id=operation_id, attempt_id=attempt_id, result="unknown")
+    return executor_receipt(draw, b)
+
+
+def holding_question(draw: Draw, b: Builder) -> dict[str, Any]:
+    """A question that holds work of an active task ("missing decision,
+    scoped"): on the task, or on some of its operations (proposed or not)."""
+    active = [t for t, task in b.state.tasks.items() if task.state == "active"]
+    if not active:
+        return question_raise(draw, b)
+    task_id = draw(st.sampled_from(active))
+    operations = list(b.state.tasks[task_id].actions) + [op for op in OPERATION_IDS if op not in b.state.actions][:2]
+    affected: Any = "task" if _often(draw, 4) else _subset(draw, operations, 1)[:2]
+    existing = b.state.questions.get((task_id, "q1"))
+    return b.line(
+        "question.raise",
+        "background",
+        task_id=task_id,
+        question_key=draw(st.sampled_from(QUESTION_KEYS)),
+        recipient="human",
+        blocking_reason="which database?",
+        affected=affected,
+        evidence_revision=(existing.evidence_revision if existing else 0) + 1,
+    )
+
+
 def big_message(draw: Draw, b: Builder) -> dict[str, Any]:
     """A human message that may not fit the context (context_recovery_required)."""
     b.messages += 1
@@ -842,6 +883,8 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "alert.resolve": (alert_resolve, 1),
     "conversation.open": (conversation_open, 1),
     "engine.configure": (engine_configure, 1),
+    "lost_ack": (lost_ack, 0),  # (kinds of the machine's own rules: not drawn by traces())
+    "holding_question": (holding_question, 0),
 }
 _WEIGHTED = [name for name, (_, weight) in KINDS.items() for _ in range(weight)]
 
@@ -1122,6 +1165,16 @@ class TandemMachine(RuleBasedStateMachine):
         """Human messages and edits, triage, provider receipts and reconciles,
         turn ends, resets, approvals, holds."""
         self.send(self.draw_line(data, _CONVERSATION))
+
+    @rule(data=st.data())
+    def lost_ack(self, data: st.DataObject) -> None:
+        """An executor or provider receipt lost in transit: `unknown`."""
+        self.send(self.draw_line(data, ["lost_ack"]))
+
+    @rule(data=st.data())
+    def ask(self, data: st.DataObject) -> None:
+        """A question that holds a task, or some of its operations."""
+        self.send(self.draw_line(data, ["holding_question"]))
 
     @rule(data=st.data())
     def heartbeat(self, data: st.DataObject) -> None:

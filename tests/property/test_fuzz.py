@@ -87,23 +87,23 @@ TestSQLiteFuzz = SQLiteMachine.TestCase
 # A fixed seed; no Hypothesis shrinking (machine_settings leaves it out): the
 # machine minimizes the failing trace itself, checked by replaying it.
 FIND = machine_settings(examples=300, steps=30, derandomize=True, database=None)
-# A targeted rule set: proposals, questions, executor receipts, heartbeats.
-TARGETED = ("propose", "executor", "heartbeat")
-
-
+# Targeted rule sets (the machine's own rules, fewer of them): proposals and
+# lost acknowledgements; proposals, questions that hold work and executor
+# receipts. Over 20 random seeds each found its bug in at most 6 s / 10 s
+# (medians 1 s / 2 s), never missed within 300 runs.
 @pytest.mark.parametrize(
-    ("rules", "invariant"),
+    ("rules", "hunt_rules", "invariant"),
     [
-        (broken.retry_unknown, "unknown_is_never_retried"),
-        (broken.ignore_question_hold, "claims_respect_blockers"),
+        (broken.retry_unknown, ("propose", "lost_ack", "heartbeat"), "unknown_is_never_retried"),
+        (broken.ignore_question_hold, ("propose", "ask", "executor", "heartbeat"), "claims_respect_blockers"),
     ],
     ids=["unknown-retried", "question-hold-ignored"],
 )
 def test_the_fuzzer_finds_a_broken_engine_and_writes_a_trace_that_reproduces_it(
-    rules, invariant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rules, hunt_rules: tuple[str, ...], invariant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TANDEM_FUZZ_OUT", str(tmp_path))
-    hunt = machine(f"Hunt_{rules.__name__}", step=rules, rules=TARGETED)
+    hunt = machine(f"Hunt_{rules.__name__}", step=rules, rules=hunt_rules)
     with pytest.raises(FuzzFailure) as caught:
         run_state_machine_as_test(hunt, settings=FIND)
     failure = caught.value
