@@ -1025,9 +1025,10 @@ class TandemMachine(RuleBasedStateMachine):
     - `open_store()` / `reopen_store(store)`: the store (default: an in-process
       `LogStore`, which outlives the engines opened on it); a subclass opens
       SQLite in a temp dir, say;
-    - `crash_mid_batch(store, events)`: make the store fail in the middle of
-      writing a batch, if it can (default: it cannot; `CrashingStore` then
-      fails the append before it writes).
+    - `crash_mid_batch(store, expected_head, size)`: make the store fail in
+      the middle of writing a batch, if it can (default: it cannot;
+      `CrashingStore` then fails the append before it writes);
+    - `minimize_failures`: reduce a failing trace before writing it.
     Add rules with `@rule()` calling `self.send(line)`; `self.builder` has the
     generators' view (`state`, `line(...)`, `now`)."""
 
