@@ -413,7 +413,32 @@ class _LogSQLiteRecorder(SQLiteApplicationRecorder):
         )
 
 
-class SQLiteStore(_RecorderStore):
+class _SqlSnapshots:
+    """Snapshot storage through the SQL statements a store prepares
+    (`_snapshot_statements`: write, latest, list, delete) and its own
+    `_snapshot_execute` / `_snapshot_query`."""
+
+    def _snapshot_execute(self, name: str, *parameters: Any) -> None:
+        raise NotImplementedError
+
+    def _snapshot_query(self, name: str, *parameters: Any) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:
+        self._snapshot_execute("write", fingerprint, position, body)
+
+    def _snapshot_latest(self, fingerprint: str, until: int | None) -> tuple[int, bytes] | None:
+        rows = self._snapshot_query("latest", fingerprint, _int64_max if until is None else until)
+        return (rows[0][0], bytes(rows[0][1])) if rows else None
+
+    def _snapshot_list(self) -> list[tuple[int, str, int]]:
+        return [tuple(row) for row in self._snapshot_query("list")]  # type: ignore[misc]
+
+    def _snapshot_delete(self, position: int, fingerprint: str) -> None:
+        self._snapshot_execute("delete", fingerprint, position)
+
+
+class SQLiteStore(_SqlSnapshots, _RecorderStore):
     def __init__(self, url: str, path: str, table: str) -> None:
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
@@ -481,19 +506,6 @@ class SQLiteStore(_RecorderStore):
             raw.execute(self._snapshot_statements[name], parameters)
             return raw.fetchall()
 
-    def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:
-        self._snapshot_execute("write", fingerprint, position, body)
-
-    def _snapshot_latest(self, fingerprint: str, until: int | None) -> tuple[int, bytes] | None:
-        rows = self._snapshot_query("latest", fingerprint, _int64_max if until is None else until)
-        return (rows[0][0], bytes(rows[0][1])) if rows else None
-
-    def _snapshot_list(self) -> list[tuple[int, str, int]]:
-        return [tuple(row) for row in self._snapshot_query("list")]  # type: ignore[misc]
-
-    def _snapshot_delete(self, position: int, fingerprint: str) -> None:
-        self._snapshot_execute("delete", fingerprint, position)
-
     def close(self) -> None:
         self._datastore.close()
 
@@ -501,7 +513,7 @@ class SQLiteStore(_RecorderStore):
 _int64_max = 2**63 - 1
 
 
-class PostgresStore(_RecorderStore):
+class PostgresStore(_SqlSnapshots, _RecorderStore):
     def __init__(self, url: str, table: str, connect: dict[str, Any]) -> None:
         import psycopg
         from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
@@ -606,19 +618,6 @@ class PostgresStore(_RecorderStore):
         ):
             cursor.execute(self._snapshot_statements[name], parameters)
             return cursor.fetchall()
-
-    def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:
-        self._snapshot_execute("write", fingerprint, position, body)
-
-    def _snapshot_latest(self, fingerprint: str, until: int | None) -> tuple[int, bytes] | None:
-        rows = self._snapshot_query("latest", fingerprint, _int64_max if until is None else until)
-        return (rows[0][0], bytes(rows[0][1])) if rows else None
-
-    def _snapshot_list(self) -> list[tuple[int, str, int]]:
-        return [tuple(row) for row in self._snapshot_query("list")]  # type: ignore[misc]
-
-    def _snapshot_delete(self, position: int, fingerprint: str) -> None:
-        self._snapshot_execute("delete", fingerprint, position)
 
     def close(self) -> None:
         self._datastore.close()
