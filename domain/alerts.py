@@ -436,17 +436,22 @@ def run_time_rules(state: State, cause: int, at: datetime.datetime, emit: Emit) 
             detail = f"heartbeat generation {state.heartbeat_generation} is fresh"
             for event in resolve_alert(state, cause, WATCHDOG_ALERT, detail=detail, facts=facts):
                 emit(event)
-    timers = state.timers
-    while timers and timers[0][0] <= at:
-        # Each event below removes its timer (evolve), so this loop ends.
-        _, kind, first, second = timers[0]
-        if kind == "obligation":
-            emit(ev.ObligationDue(cause=cause, operation_id=first, reason="overdue"))
-        else:
+    obligations, questions = state.obligation_timers, state.timers
+    while True:
+        # Each event below removes its timer (evolve), so this loop ends; an
+        # obligation goes first when both fall due at the same time.
+        obligation = next(iter(obligations.items()), None)
+        question_due = questions[0][0] if questions else None
+        if obligation is not None and obligation[1] <= at and (question_due is None or obligation[1] <= question_due):
+            emit(ev.ObligationDue(cause=cause, operation_id=obligation[0], reason="overdue"))
+        elif question_due is not None and question_due <= at:
+            _, _, first, second = questions[0]
             question = state.questions[(first, second)]
             k = int((at - question.first_seen_at).total_seconds() // state.config.question_resurface_s)
             due_at = question.first_seen_at + datetime.timedelta(seconds=k * state.config.question_resurface_s)
             emit(ev.QuestionResurfaced(cause=cause, task_id=first, question_key=second, k=k, due_at=due_at))
+        else:
+            return
 
 
 def urgent_rule(state: State, conversation_id: str, cause: int, at: datetime.datetime, emit: Emit) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from msgspec.structs import replace
 from sortedcontainers import SortedSet
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -336,7 +337,10 @@ class State:
     obligations_by_cause: dict[str, str] = field(default_factory=dict)  # cause_key -> operation_id
     # Time rules (spec 6): (due_at, kind, key, key) in time order, checked on every
     # input's `at`. Only evolve adds and removes entries, so every entry applies.
-    timers: SortedSet = field(default_factory=SortedSet)
+    timers: SortedSet = field(default_factory=SortedSet)  # questions: (due_at, "question", task_id, key)
+    # Open obligations by due time. Due = outcome `at` + a fixed fallback_after_s and
+    # `at` never goes backwards, so insertion order is due order: O(1) in and out.
+    obligation_timers: OrderedDict[str, datetime.datetime] = field(default_factory=OrderedDict)
     # ---- indexes
     pending: set[str] = field(default_factory=set)
     fenced: set[str] = field(default_factory=set)
@@ -1202,24 +1206,22 @@ def _obligation_opened(state: State, event: ev.ObligationOpened) -> None:
         event.operation_id, event.cause_key, event.conversation_id, event.due_at
     )
     state.obligations_by_cause[event.cause_key] = event.operation_id
-    state.timers.add(_obligation_timer(state.obligations[event.operation_id]))
-
-
-def _obligation_timer(obligation: Obligation) -> tuple[Any, ...]:
-    return (obligation.due_at, "obligation", obligation.operation_id, "")
+    timers = state.obligation_timers
+    assert not timers or event.due_at >= next(reversed(timers.values())), "obligations fall due in order"
+    timers[event.operation_id] = event.due_at
 
 
 def _obligation_met(state: State, event: ev.ObligationMet) -> None:
     obligation = state.obligations[event.operation_id]
     obligation.state = "met"
-    state.timers.discard(_obligation_timer(obligation))
+    state.obligation_timers.pop(event.operation_id, None)
     del state.obligations_by_cause[obligation.cause_key]
 
 
 def _obligation_due(state: State, event: ev.ObligationDue) -> None:
     obligation = state.obligations[event.operation_id]
     obligation.state = "due"
-    state.timers.discard(_obligation_timer(obligation))
+    state.obligation_timers.pop(event.operation_id, None)
 
 
 EVOLVERS: dict[type, Any] = {
