@@ -85,25 +85,9 @@ def collector_paused() -> Iterator[None]:
 def project(store: EventStore, until: int | None = None, use_snapshots: bool = True) -> Views:
     """The views alone, folded from a store (what `tandem show` needs: no
     decision state): from the newest usable snapshot at or before `until`."""
-    views = Views()
-    start = 0
-    folded = 0
+    head = store.head()
     with collector_paused():
-        if use_snapshots:
-            limit = store.head() if until is None else min(until, store.head())
-            loaded = snapshots.load(store, limit, with_state=False)
-            if loaded is not None and loaded.views is not None:
-                views, start = loaded.views, loaded.position
-        view_handlers = views.handlers_by_event
-        for page in store.read_pages(after=start, until=until):
-            for event in page:
-                handlers = view_handlers.get(type(event))
-                if handlers is not None:
-                    for handler in handlers:
-                        handler(event)
-            folded += len(page)
-    views.position = start + folded
-    return views
+        return snapshots.views_at(store, head if until is None else min(until, head), use_snapshots)
 
 
 def input_boundary(store: EventStore, position: int) -> int:

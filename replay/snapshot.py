@@ -208,13 +208,16 @@ def load(store: EventStore, until: int, with_state: bool = True, with_views: boo
     return None
 
 
-def views_at(store: EventStore, position: int) -> Views:
-    """The views after the first `position` events: the newest snapshot's
-    views, and the events after it folded (an engine without views needs
-    them to write a snapshot)."""
-    loaded = load(store, position, with_state=False)
-    views = loaded.views if loaded is not None and loaded.views is not None else Views()
-    start = loaded.position if loaded is not None else 0
+def views_at(store: EventStore, position: int, use_snapshots: bool = True) -> Views:
+    """The views after the first `position` events: the newest usable
+    snapshot's views at or before it (unless `use_snapshots` is false), and
+    the events after it folded. What `tandem show` prints, and what an engine
+    without views needs to write a snapshot."""
+    views, start = Views(), 0
+    if use_snapshots:
+        loaded = load(store, position, with_state=False)
+        if loaded is not None and loaded.views is not None:
+            views, start = loaded.views, loaded.position
     handlers_by_event = views.handlers_by_event
     folded = 0
     for page in store.read_pages(after=start, until=position):
