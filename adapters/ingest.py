@@ -14,7 +14,8 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from adapters.trace import SchemaError, Trace, TraceInvalid, _time
+from adapters.trace import SchemaError, Trace, TraceInvalid
+from domain.inputs import format_at
 from domain import events as ev
 from replay.engine import Engine
 
@@ -58,7 +59,7 @@ def ingest(
         first = pending[0].item
         raise TraceInvalid(
             trace.path,
-            [SchemaError(first.line or 0, f"`at` {_time(first.input.at)} is earlier than the store's last input ({_time(last_at)})")],
+            [SchemaError(first.line or 0, f"`at` {format_at(first.input.at)} is earlier than the store's last input ({format_at(last_at)})")],
             1,
         )
     hasher = hashlib.sha256(trace.data[: progress.offset if progress else 0])

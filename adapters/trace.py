@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from domain.inputs import decode_input
+from domain.inputs import decode_input, format_at
 from replay.engine import Located
 
 line_bytes_max = 1_048_576  # 1 MiB, spec section 1
@@ -54,10 +54,6 @@ class Trace:
 
     def digest_until(self, offset: int) -> str:
         return hashlib.sha256(self.data[:offset]).hexdigest()
-
-
-def _time(value: datetime.datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ").replace(".000000Z", "Z")
 
 
 def _message(error: Exception) -> str:
@@ -109,7 +105,7 @@ def parse_trace(
                     problem = _message(error)
                 else:
                     if previous_at is not None and value.at < previous_at:
-                        problem = f"`at` {_time(value.at)} is earlier than the previous input's ({_time(previous_at)})"
+                        problem = f"`at` {format_at(value.at)} is earlier than the previous input's ({format_at(previous_at)})"
                     else:
                         previous_at = value.at
                         lines.append(TraceLine(Located(value, name, number), end))

@@ -38,14 +38,14 @@ reseed_action_tokens = 30
 candidates_recorded_max = 64
 
 
-def _numbered(identifier: str, marker: str) -> str | None:
+def numbered_owner(identifier: str, marker: str) -> str | None:
     """The conversation id of `{conversation_id}/{marker}{n}`, or None."""
     head, separator, number = identifier.rpartition(f"/{marker}")
     return head if separator and number.isdigit() else None
 
 
 def _delivery(state: State, delivery_id: str) -> tuple[Conversation, Delivery]:
-    conversation = state.conversations.get(_numbered(delivery_id, "d") or "")
+    conversation = state.conversations.get(numbered_owner(delivery_id, "d") or "")
     delivery = conversation.deliveries.get(delivery_id) if conversation is not None else None
     if conversation is None or delivery is None:
         raise Rejected("stale_attempt", f"no delivery {delivery_id!r}")
@@ -135,7 +135,7 @@ def decide_provider_reconcile(state: State, value: inp.ProviderReconcile, seq: i
 
 
 def decide_turn_ended(state: State, value: inp.EndTurn, seq: int) -> list[ev.Event]:
-    conversation = state.conversations.get(_numbered(value.turn_id, "t") or "")
+    conversation = state.conversations.get(numbered_owner(value.turn_id, "t") or "")
     if conversation is None or conversation.running_turn is None or conversation.running_turn.turn_id != value.turn_id:
         raise Rejected("stale_attempt", f"{value.turn_id!r} is not a running turn")
     delivered = list(value.delivered) if isinstance(value.delivered, list) else None

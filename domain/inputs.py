@@ -523,6 +523,13 @@ _ENCODER = msgspec.json.Encoder()
 _UTC = datetime.timedelta(0)
 
 
+def format_at(moment: datetime.datetime) -> str:
+    """An input's `at` as a trace writes it: RFC 3339 UTC, `Z`, microseconds
+    only when there are some."""
+    text = moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return text.removesuffix(".000000") + "Z"
+
+
 def decode_input(line: bytes | str) -> AnyInput:
     """Decode one trace line; raises msgspec.ValidationError / DecodeError.
 

@@ -47,7 +47,7 @@ import msgspec
 from domain import events as ev
 from domain.dispatch import step as default_step
 from domain.events import Event, encode_event
-from domain.inputs import Input, decode_input
+from domain.inputs import Input, decode_input, format_at
 from domain.state import State
 from replay.engine import Engine, Located
 from replay.engine import Step as Rules
@@ -131,12 +131,6 @@ class InjectedCrash(Exception):
 
 
 # ===================================================================== traces
-
-
-def rfc3339(moment: datetime.datetime) -> str:
-    """Full RFC 3339 UTC, as the spec writes times."""
-    text = moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
-    return text.removesuffix(".000000") + "Z"
 
 
 def trace_line(value: Input | dict[str, Any]) -> str:
@@ -387,7 +381,7 @@ def _input(item: Any, fail: Callable[[str], ScenarioError]) -> tuple[dict[str, A
         raise fail("an input is a JSON object with a `type` (a trace line without `at`)")
     if "at" in item:
         raise fail("remove `at`: the checker stamps every input's time (use `gap_s` to let time pass)")
-    line = {"type": item.get("type"), "at": rfc3339(DEFAULT_START), **{k: v for k, v in item.items() if k != "type"}}
+    line = {"type": item.get("type"), "at": format_at(DEFAULT_START), **{k: v for k, v in item.items() if k != "type"}}
     try:
         value = decode_input(json.dumps(line))
     except (msgspec.ValidationError, msgspec.DecodeError) as error:
@@ -583,7 +577,7 @@ def _next(at: datetime.datetime | None, gap_s: float, scenario: Scenario) -> dat
 
 def _stamp(value: Input, line: dict[str, Any], at: datetime.datetime) -> tuple[Input, dict[str, Any]]:
     stamped = msgspec.structs.replace(value, at=at)
-    return stamped, {"type": line["type"], "at": rfc3339(at), **{k: v for k, v in line.items() if k != "type"}}
+    return stamped, {"type": line["type"], "at": format_at(at), **{k: v for k, v in line.items() if k != "type"}}
 
 
 @dataclass

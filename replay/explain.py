@@ -39,6 +39,8 @@ import msgspec
 from msgspec import Struct
 
 from domain import events as ev
+from domain.conversation import numbered_owner
+from projections.base import rfc3339
 from replay.port import EventStore
 
 # The kinds an id may name, in the order matches are reported.
@@ -168,12 +170,6 @@ class Document(Struct, frozen=True, kw_only=True):
 Entry = tuple[int, Any, "InputRef | None"]  # (position, event, its input)
 
 
-def _rfc3339(value: datetime.datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat() + "Z"
-
-
 def _input_ref(record: ev.InputAccepted | ev.InputRejected) -> InputRef:
     value = record.input
     return InputRef(
@@ -183,7 +179,7 @@ def _input_ref(record: ev.InputAccepted | ev.InputRejected) -> InputRef:
         type=value.input_type,
         id=value.id,
         actor=value.sender,
-        at=_rfc3339(value.at) or "",
+        at=rfc3339(value.at) or "",
         rejected=record.reason if isinstance(record, ev.InputRejected) else None,
     )
 
@@ -666,7 +662,7 @@ def _heartbeat_fact(
 ) -> Fact:
     """The last heartbeat a decision saw; its age at the decision's input, if known."""
     max_age = _max_age(resolver, max_age_s, position)
-    value: dict[str, Any] = {"generation": generation, "at": _rfc3339(at), "watchdog_max_age_s": max_age}
+    value: dict[str, Any] = {"generation": generation, "at": rfc3339(at), "watchdog_max_age_s": max_age}
     if at is None:
         return Fact(
             name="heartbeat", text=f"no watchdog heartbeat ever seen (fresh means within {max_age} s)", value=value
@@ -678,7 +674,7 @@ def _heartbeat_fact(
         value["age_s"] = seconds
         age = f" {seconds:g} s old,"
     verdict = "fresh" if fresh else "stale"
-    text = f"watchdog heartbeat generation {generation} at {_rfc3339(at)},{age} {verdict} (max age {max_age} s)"
+    text = f"watchdog heartbeat generation {generation} at {rfc3339(at)},{age} {verdict} (max age {max_age} s)"
     return Fact(name="heartbeat", text=text, value=value, source=source)
 
 
@@ -1224,11 +1220,6 @@ def _latest_attempt(resolver: Resolver, operation_id: str) -> str | None:
     return entry[1].attempt_id if entry is not None else None
 
 
-def _numbered(identifier: str, marker: str) -> str | None:
-    head, separator, number = identifier.rpartition(f"/{marker}")
-    return head if separator and number.isdigit() else None
-
-
 def _delivery_facts(resolver: Resolver, event: ev.DeliveryCreated, position: int) -> list[Fact]:
     facts: list[Fact] = []
     rule_text = {
@@ -1303,7 +1294,7 @@ def _explain_delivery(resolver: Resolver, delivery_id: str) -> Explanation:
     state = "unknown"
     created: ev.DeliveryCreated | None = None
     last: Entry | None = None
-    conversation_id = _numbered(delivery_id, "d") or ""
+    conversation_id = numbered_owner(delivery_id, "d") or ""
     entries = sorted(
         resolver.entries(("delivery", delivery_id)) + resolver.entries(("conversation", conversation_id)),
         key=lambda e: e[0],
@@ -1470,7 +1461,7 @@ def _obligation_fact(resolver: Resolver, operation_id: str, position: int) -> Fa
         now = Current(state=state, source=_source(latest))
     text = f"obligation of {operation_id}"
     if opened is not None:
-        text += f": tell {opened[1].conversation_id} about {opened[1].cause_key} by {_rfc3339(opened[1].due_at)}"
+        text += f": tell {opened[1].conversation_id} about {opened[1].cause_key} by {rfc3339(opened[1].due_at)}"
     return Fact(name="obligation", text=text, value=operation_id, source=_source(opened), now=now)
 
 
@@ -1510,7 +1501,7 @@ def _alert_facts(
             Fact(
                 name="question",
                 text=f"question {question_id}"
-                + (f" open since {_rfc3339(facts.first_seen_at)}, k = {facts.k}" if facts.k else ""),
+                + (f" open since {rfc3339(facts.first_seen_at)}, k = {facts.k}" if facts.k else ""),
                 value=question_id,
                 source=resolver.source(("question", question_id), position, _is(ev.QuestionRaised)),
                 now=_question_now(resolver, question_id),
@@ -1579,7 +1570,7 @@ def _alert_facts(
             )
         )
     if facts.due_at is not None:
-        result.append(Fact(name="due_at", text=f"due at {_rfc3339(facts.due_at)}", value=_rfc3339(facts.due_at)))
+        result.append(Fact(name="due_at", text=f"due at {rfc3339(facts.due_at)}", value=rfc3339(facts.due_at)))
     return result
 
 
@@ -1851,7 +1842,7 @@ def _explain_obligation(resolver: Resolver, operation_id: str) -> Explanation:
             opened, state, last = event, "open", entry
             summary = (
                 f"opened: {event.conversation_id} must be told about {event.cause_key}; "
-                f"due at {_rfc3339(event.due_at)} "
+                f"due at {rfc3339(event.due_at)} "
                 "(the outcome's time + fallback_after_s)"
             )
             outcome = resolver.find(("action", operation_id), position, _is(ev.ActionOutcomeReported))
@@ -1877,7 +1868,7 @@ def _explain_obligation(resolver: Resolver, operation_id: str) -> Explanation:
                     "but did not list it in delivered"
                 )
             else:
-                summary = f"due: fallback_after_s passed (due at {_rfc3339(opened.due_at) if opened else '?'})"
+                summary = f"due: fallback_after_s passed (due at {rfc3339(opened.due_at) if opened else '?'})"
         elif kind is ev.AlertRaised:
             summary = f"alert {alert_id} raised: {event.detail}"
         elif kind is ev.AlertResolved:
@@ -2089,7 +2080,7 @@ def document(store: EventStore, identifier: str, *, kind: str | None = None, pre
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
     wanted: set[tuple] = {(_KIND_KEYS[k], identifier) for k in KINDS}
-    delivery_conversation = _numbered(identifier, "d")
+    delivery_conversation = numbered_owner(identifier, "d")
     if delivery_conversation is not None:
         wanted.add(("conversation", delivery_conversation))
     wanted.add(("alert", f"fallback_delivery:{identifier}"))

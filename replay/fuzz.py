@@ -46,7 +46,7 @@ from hypothesis.stateful import RULE_MARKER, RuleBasedStateMachine, initialize, 
 
 from domain.dispatch import step as default_step
 from domain.events import Event
-from domain.inputs import decode_input
+from domain.inputs import decode_input, format_at
 from replay.check import InjectedCrash, LogStore, check_trace, fingerprint, minimize_trace, write_trace
 from replay.engine import Engine, Located
 from replay.engine import Step as Rules
@@ -73,10 +73,6 @@ IN_FLIGHT = ("submitting", "queued", "accepted", "unknown", "cancel_requested")
 Draw = Callable[[st.SearchStrategy[Any]], Any]
 
 
-def rfc3339(moment: datetime.datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def decode(line: dict[str, Any]):
     """The decoded input of one trace line (raises if it is not well-formed)."""
     return decode_input(msgspec.json.encode(line))
@@ -84,7 +80,7 @@ def decode(line: dict[str, Any]):
 
 def preamble() -> list[dict[str, Any]]:
     """Policy, a foreground and its background bound at generation 1, a heartbeat."""
-    at = rfc3339(T0)
+    at = format_at(T0)
     return [
         {"type": "policy.set", "at": at, "actor": "daemon",
          "allowed_operations": ["worker.start", "worker.test", "scm.push"], "write_roots": ["/repo", "/srv"]},
@@ -126,7 +122,7 @@ class Builder:
     # ------------------------------------------------------------- helpers
 
     def line(self, kind: str, actor: str | None = None, **fields: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": kind, "at": rfc3339(self.now)}
+        out: dict[str, Any] = {"type": kind, "at": format_at(self.now)}
         if actor is not None:
             out["actor"] = actor
         out.update(fields)
@@ -503,7 +499,7 @@ def repeat(draw: Draw, b: Builder) -> dict[str, Any]:
     """An earlier input sent again (later `at`): duplicate_input or, if it
     had no id, the same command twice."""
     earlier = dict(draw(st.sampled_from(b.lines)))
-    earlier["at"] = rfc3339(b.now)
+    earlier["at"] = format_at(b.now)
     return earlier
 
 
@@ -957,7 +953,7 @@ def fuzz_preamble(steer: bool = True) -> list[dict[str, Any]]:
     """The machine's start: short timers (so fallbacks, stale questions and a
     stale watchdog happen within a run), a small foreground context (so
     budgets, recovery and compaction happen), a bound background, a heartbeat."""
-    at = rfc3339(T0)
+    at = format_at(T0)
     return [
         {"type": "engine.configure", "at": at, "actor": "daemon", "watchdog_max_age_s": 120,
          "fallback_after_s": 300, "question_resurface_s": 900, "wake_batch_max": 2},
@@ -1196,7 +1192,7 @@ class TandemMachine(RuleBasedStateMachine):
         late = [line for line in lines if line["type"] in _LATE_KINDS]
         earlier = dict(data.draw(st.sampled_from(late if late and data.draw(st.booleans()) else lines)))
         self.builder.now += datetime.timedelta(seconds=data.draw(_MACHINE_GAPS))
-        earlier["at"] = rfc3339(self.builder.now)
+        earlier["at"] = format_at(self.builder.now)
         self.send(earlier)
 
     @rule(graceful=st.booleans())

@@ -40,7 +40,7 @@ from msgspec import UNSET
 from domain import events as ev
 from domain import inputs as inp
 from domain.events import Event, decode_event, encode_event
-from domain.inputs import Input
+from domain.inputs import Input, format_at
 from domain.state import Action, State, evolve
 from projections import VIEW_NAMES, Views
 
@@ -142,7 +142,7 @@ class InvariantViolation(AssertionError):
         self.detail = detail
         self.step = step
         self.event = event
-        where = f"input {step.number} ({step.input.input_type} at {_time(step.at)})"
+        where = f"input {step.number} ({step.input.input_type} at {format_at(step.at)})"
         if event is not None:
             where += f", event {type(event).__name__}"
         super().__init__(f"invariant {invariant.name} violated at {where}: {detail}")
@@ -838,5 +838,3 @@ def _closure(start: str, neighbours: Callable[[str], Iterable[str]]) -> set[str]
     return seen
 
 
-def _time(value: datetime.datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ").replace(".000000Z", "Z")
