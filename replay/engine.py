@@ -93,15 +93,21 @@ def project(store: EventStore, until: int | None = None, use_snapshots: bool = T
 def input_boundary(store: EventStore, position: int) -> int:
     """The greatest position <= `position` that falls between two inputs'
     events (every input's events start with its InputAccepted/InputRejected;
-    a SourceProgressed marker ends a batch)."""
-    boundary = 0
-    seen = 0
-    for page in store.read_pages(until=position + 1):
-        for event in page:
-            if type(event) in (ev.InputAccepted, ev.InputRejected, ev.SourceProgressed):
-                boundary = seen
-            seen += 1
-    return position if seen <= position else boundary
+    a SourceProgressed marker ends a batch). Reads only around `position`:
+    the event after it, then back, in growing windows, to its input's start."""
+    starts = (ev.InputAccepted, ev.InputRejected, ev.SourceProgressed)
+    following = next(store.read(after=position, until=position + 1), None)
+    if following is None or isinstance(following[1], starts):
+        return position
+    window = 64
+    until = position
+    while until > 0:
+        after = max(0, until - window)
+        found = [at for at, event in store.read(after=after, until=until) if isinstance(event, starts)]
+        if found:
+            return found[-1] - 1  # the views before that input: its record is event found[-1]
+        until, window = after, window * 2
+    return 0
 
 
 class Engine:
