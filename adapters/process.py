@@ -30,14 +30,23 @@ def batch_size(text: str) -> int:
 
 
 class LockHeld(Exception):
-    """Another process holds the lock (or the lock file cannot be opened)."""
+    """Another process holds the lock (or the lock file cannot be opened).
+
+    `holder` is what the holder wrote into the lock file (stripped; perhaps
+    empty if it has only just taken the lock), or None when the file could
+    not be opened at all."""
+
+    def __init__(self, message: str, holder: str | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class ExclusiveLock:
-    """An exclusive, non-blocking `flock` on `path`, holding the owner's pid.
-    The kernel drops it when the process dies, even by SIGKILL."""
+    """An exclusive, non-blocking `flock` on `path`, holding a record of its
+    owner (`record`, by default the owner's pid and a newline). The kernel
+    drops it when the process dies, even by SIGKILL."""
 
-    def __init__(self, path: Path, held_by: str) -> None:
+    def __init__(self, path: Path, held_by: str, record: str | None = None) -> None:
         try:
             self.file = open(path, "a+")
         except OSError as error:
@@ -46,12 +55,12 @@ class ExclusiveLock:
             fcntl.flock(self.file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.file.seek(0)
-            holder = self.file.read().strip() or "?"
+            holder = self.file.read().strip()
             self.file.close()
-            raise LockHeld(f"{held_by} (pid {holder}; lock {path})") from None
+            raise LockHeld(f"{held_by} (pid {holder or '?'}; lock {path})", holder) from None
         self.file.seek(0)
         self.file.truncate()
-        self.file.write(f"{os.getpid()}\n")
+        self.file.write(f"{os.getpid()}\n" if record is None else record)
         self.file.flush()
 
     def release(self) -> None:

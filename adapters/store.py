@@ -626,8 +626,18 @@ class PostgresStore(_SqlSnapshots, _RecorderStore):
 # ------------------------------------------------------------------- opening
 
 
-def open_store(url: str) -> EventStore:
-    """Open (creating tables if needed) the store named by `url`."""
+@dataclasses.dataclass(frozen=True)
+class StoreAddress:
+    """Where a store URL points, parsed (`parse_store_url`)."""
+
+    kind: str  # "memory", "sqlite" or "postgresql"
+    table: str  # the events table
+    path: str = ""  # SQLite: the database file
+    connect: dict[str, Any] = dataclasses.field(default_factory=dict)  # PostgreSQL: psycopg.connect's arguments
+
+
+def parse_store_url(url: str) -> StoreAddress:
+    """Parse (and check) a store URL without opening anything; StoreError if it is bad."""
     scheme, separator, _ = url.partition(":")
     if not separator:
         _refuse(url, "no scheme")
@@ -637,15 +647,25 @@ def open_store(url: str) -> EventStore:
     if scheme == "memory":
         if base != "memory:":
             _refuse(url, "write just `memory:`")
-        return MemoryStore(url)
+        return StoreAddress("memory", table)
     if scheme == "sqlite":
         prefix = "sqlite:///"
         if not base.startswith(prefix) or len(base) == len(prefix):
             _refuse(url, "an SQLite URL is sqlite:///relative/path or sqlite:////absolute/path")
-        return SQLiteStore(url, unquote(base[len(prefix) :]), table)
+        return StoreAddress("sqlite", table, path=unquote(base[len(prefix) :]))
     if scheme in ("postgresql", "postgres"):
-        return PostgresStore(url, table, _postgres_connect_arguments(url, base))
+        return StoreAddress("postgresql", table, connect=_postgres_connect_arguments(url, base))
     _refuse(url, f"unknown scheme {scheme!r}")
+
+
+def open_store(url: str) -> EventStore:
+    """Open (creating tables if needed) the store named by `url`."""
+    address = parse_store_url(url)
+    if address.kind == "memory":
+        return MemoryStore(url)
+    if address.kind == "sqlite":
+        return SQLiteStore(url, address.path, address.table)
+    return PostgresStore(url, address.table, address.connect)
 
 
 def _refuse(url: str, reason: str) -> NoReturn:

@@ -1,0 +1,351 @@
+"""One writer per store: an exclusive writer lock, taken by the commands that
+append to a store (`serve`, `daemon`, `ingest`, `replay --store`, `demo`,
+`import`) and never by readers.
+
+    memory:       nothing to lock: a memory store is private to its process.
+    SQLite:       `flock` on `{database}-writer.lock`, beside the database
+                  file; the file holds the holder's pid, host and since (JSON).
+    PostgreSQL:   a session-level advisory lock, keys (tandem's class id,
+                  crc32 of the events table), on a connection of its own held
+                  open for the lock's life; the holder's pid, host and since
+                  are in the one-row table `{table}_writer`.
+
+Either way the holder's death releases the lock, even by SIGKILL: the kernel
+drops the `flock` with the process's files, and PostgreSQL drops a session's
+advisory locks when its connection closes. Nothing is left to clean up
+before a restart.
+
+A refused writer gets `WriterLocked`, whose message is exactly
+`store URL is locked by pid N on HOST since T` (T in RFC 3339, UTC, seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import zlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from adapters.process import ExclusiveLock, LockHeld
+from adapters.store import StoreAddress, _redacted, parse_store_url, postgres_connect_timeout_s
+from replay.port import StoreError
+
+writer_lock_file_suffix = "-writer.lock"
+writer_table_suffix = "_writer"
+# How long a refused writer waits for the holder's record to appear (a holder
+# writes it just after it takes the lock), and how often it looks meanwhile.
+holder_record_wait_s = 0.5
+holder_record_poll_s = 0.02
+lock_connect_timeout_s = postgres_connect_timeout_s
+# The first key of every tandem advisory lock ("TAND"), so that ours never
+# meet another application's; the second is the events table's crc32.
+advisory_lock_class_id = 0x54414E44
+advisory_key_mask = 0x7FFFFFFF  # keys stay positive int4s (pg_locks shows them as oids)
+# The lock's session asks the server to probe an idle client: a holder whose
+# machine vanished (no FIN, unlike a killed process) is dropped after about
+# idle + interval * count seconds, and its lock with it.
+lock_keepalive_idle_s = 10
+lock_keepalive_interval_s = 5
+lock_keepalive_count_max = 3
+postgres_idle_session_timeout_since_version = 140000
+# eventsourcing's datastore, and so the store, puts its tables in this schema.
+postgres_schema = "public"
+unknown = "?"
+
+
+class WriterHolder(NamedTuple):
+    """Who holds a writer lock: their pid and host, and since when (RFC 3339 UTC)."""
+
+    pid: int | None
+    host: str
+    since: str
+
+    def describe(self) -> str:
+        return f"pid {unknown if self.pid is None else self.pid} on {self.host} since {self.since}"
+
+
+unknown_holder = WriterHolder(None, unknown, unknown)
+
+
+class WriterLocked(StoreError):
+    """Another process holds the store's writer lock."""
+
+    def __init__(self, url: str, holder: WriterHolder) -> None:
+        super().__init__(f"store {_redacted(url)} is locked by {holder.describe()}")
+        self.url = url
+        self.holder = holder
+
+
+class WriterLock:
+    """A held writer lock (memory: a no-op). Release it, or leave its `with`."""
+
+    def __init__(self, url: str, location: str) -> None:
+        self.url = url
+        self.location = location  # where the lock lives, for messages and logs
+        self.released = False
+
+    def check(self) -> None:
+        """Raise StoreError if the lock is no longer ours (for long-running holders)."""
+
+    def release(self) -> None:
+        """Release the lock; a second call does nothing."""
+        self.released = True
+
+    def __enter__(self) -> WriterLock:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        state = "released" if self.released else "held"
+        return f"<WriterLock {_redacted(self.url)} ({self.location}) {state}>"
+
+
+def acquire_writer_lock(url: str) -> WriterLock:
+    """Take the writer lock of the store `url`, without waiting.
+
+    Raises WriterLocked when another process holds it, StoreError when the
+    URL is bad or the lock cannot be taken (an unreachable database, a
+    folder that does not exist)."""
+    address = parse_store_url(url)
+    if address.kind == "memory":
+        return WriterLock(url, "none: a memory store is private to its process")
+    if address.kind == "sqlite":
+        return _acquire_until_known(url, lambda: _try_file_lock(url, address))
+    return _acquire_postgres(url, address)
+
+
+def this_holder() -> WriterHolder:
+    since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return WriterHolder(os.getpid(), socket.gethostname(), since)
+
+
+def _acquire_until_known(url: str, attempt: Callable[[], WriterLock | WriterHolder | None]) -> WriterLock:
+    """Run `attempt` (the lock, the holder that refused it, or None when the
+    holder's record is not readable yet) until it gives the lock or a holder,
+    for at most `holder_record_wait_s`."""
+    deadline = time.monotonic() + holder_record_wait_s
+    while True:
+        outcome = attempt()
+        if isinstance(outcome, WriterLock):
+            return outcome
+        if outcome is not None:
+            raise WriterLocked(url, outcome)
+        if time.monotonic() >= deadline:
+            raise WriterLocked(url, unknown_holder)
+        time.sleep(holder_record_poll_s)
+
+
+# ---------------------------------------------------------------- SQLite
+
+
+def writer_lock_path(database: str) -> Path:
+    """The lock file of the SQLite database at `database`."""
+    return Path(database + writer_lock_file_suffix)
+
+
+class _FileWriterLock(WriterLock):
+    def __init__(self, url: str, path: Path, lock: ExclusiveLock) -> None:
+        super().__init__(url, f"flock on {path}")
+        self.path = path
+        self._lock = lock
+
+    def check(self) -> None:
+        # Someone who deletes or replaces the file lets another writer lock a
+        # new one: the lock is ours only while the path is still our file.
+        try:
+            same = os.stat(self.path).st_ino == os.fstat(self._lock.file.fileno()).st_ino
+        except OSError:
+            same = False
+        if not same:
+            raise StoreError(f"the writer lock of {_redacted(self.url)} was lost: {self.path} was removed or replaced")
+
+    def release(self) -> None:
+        if not self.released:
+            self._lock.release()
+        super().release()
+
+
+def _try_file_lock(url: str, address: StoreAddress) -> WriterLock | WriterHolder | None:
+    path = writer_lock_path(address.path)
+    record = json.dumps(this_holder()._asdict()) + "\n"
+    try:
+        lock = ExclusiveLock(path, "the store has a writer", record)
+    except LockHeld as error:
+        if error.holder is None:
+            raise StoreError(f"cannot lock {_redacted(url)} for writing: {error}") from None
+        return _holder_from_record(error.holder)
+    return _FileWriterLock(url, path, lock)
+
+
+def _holder_from_record(text: str) -> WriterHolder | None:
+    """The holder a lock file names, or None if it is empty or half written."""
+    try:
+        fields = json.loads(text)
+        pid, host, since = fields["pid"], fields["host"], fields["since"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    if not isinstance(pid, int) or not isinstance(host, str) or not isinstance(since, str):
+        return None
+    if pid < 1 or (host == socket.gethostname() and not _process_exists(pid)):
+        # A killed holder's record, read in the instant between the new
+        # holder's flock and its rewriting the file.
+        return None
+    return WriterHolder(pid, host, since)
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, and is not ours to signal
+    return True
+
+
+# ------------------------------------------------------------ PostgreSQL
+
+
+def advisory_lock_keys(table: str) -> tuple[int, int]:
+    """The two int4 keys of the advisory lock for the events table `table`."""
+    return advisory_lock_class_id & advisory_key_mask, zlib.crc32(table.encode()) & advisory_key_mask
+
+
+class _PostgresWriterLock(WriterLock):
+    def __init__(self, url: str, connection: Any, keys: tuple[int, int]) -> None:
+        super().__init__(url, f"PostgreSQL advisory lock {keys}")
+        self._connection = connection
+        self._keys = keys
+
+    def check(self) -> None:
+        import psycopg
+
+        try:
+            held = _advisory_holder(self._connection, self._keys) == self._connection.info.backend_pid
+        except psycopg.Error as error:
+            reason = str(error).strip() or type(error).__name__
+            raise StoreError(f"the writer lock of {_redacted(self.url)} was lost: {reason}") from None
+        if not held:
+            raise StoreError(f"the writer lock of {_redacted(self.url)} was lost: its session no longer holds it")
+
+    def release(self) -> None:
+        if not self.released:
+            # Closing the session releases its advisory locks.
+            self._connection.close()
+        super().release()
+
+
+def _acquire_postgres(url: str, address: StoreAddress) -> WriterLock:
+    import psycopg
+
+    connection = _connect(url, address)
+    keys = advisory_lock_keys(address.table)
+    table = _holder_table(address.table)
+    try:
+        _configure_session(connection)
+        return _acquire_until_known(url, lambda: _try_advisory_lock(url, connection, keys, table))
+    except psycopg.Error as error:
+        connection.close()
+        reason = str(error).strip() or type(error).__name__
+        raise StoreError(f"cannot lock {_redacted(url)} for writing: {reason}") from None
+    except BaseException:
+        connection.close()
+        raise
+
+
+def _connect(url: str, address: StoreAddress) -> Any:
+    import psycopg
+
+    try:
+        return psycopg.connect(
+            **address.connect,
+            connect_timeout=lock_connect_timeout_s,
+            autocommit=True,
+            application_name="tandem writer lock",
+        )
+    except psycopg.Error as error:
+        reason = str(error).strip() or type(error).__name__
+        raise StoreError(f"cannot connect to PostgreSQL at {_redacted(url)}: {reason}") from None
+
+
+def _configure_session(connection: Any) -> None:
+    settings = {
+        "tcp_keepalives_idle": lock_keepalive_idle_s,
+        "tcp_keepalives_interval": lock_keepalive_interval_s,
+        "tcp_keepalives_count": lock_keepalive_count_max,
+        # A server-wide idle timeout would end this (idle by design) session and its lock.
+        "idle_in_transaction_session_timeout": 0,
+    }
+    if connection.info.server_version >= postgres_idle_session_timeout_since_version:
+        settings["idle_session_timeout"] = 0
+    for name, value in settings.items():
+        connection.execute("SELECT set_config(%s, %s, false)", (name, str(value)))
+
+
+def _holder_table(table: str) -> Any:
+    from psycopg import sql
+
+    return sql.Identifier(postgres_schema, table + writer_table_suffix)
+
+
+def _try_advisory_lock(url: str, connection: Any, keys: tuple[int, int], table: Any) -> WriterLock | WriterHolder | None:
+    from psycopg import sql
+
+    row = connection.execute("SELECT pg_try_advisory_lock(%s, %s)", keys).fetchone()
+    if row[0]:
+        holder = this_holder()
+        # Only a holder writes the table, so no two sessions race to create it.
+        connection.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (slot smallint PRIMARY KEY CHECK (slot = 1), pid integer NOT NULL,"
+                " host text NOT NULL, since text NOT NULL, backend_pid integer NOT NULL)"
+            ).format(table)
+        )
+        connection.execute(
+            sql.SQL(
+                "INSERT INTO {} (slot, pid, host, since, backend_pid) VALUES (1, %s, %s, %s, %s) ON CONFLICT (slot)"
+                " DO UPDATE SET pid = EXCLUDED.pid, host = EXCLUDED.host, since = EXCLUDED.since,"
+                " backend_pid = EXCLUDED.backend_pid"
+            ).format(table),
+            (holder.pid, holder.host, holder.since, connection.info.backend_pid),
+        )
+        return _PostgresWriterLock(url, connection, keys)
+    return _read_holder(connection, keys, table)
+
+
+def _read_holder(connection: Any, keys: tuple[int, int], table: Any) -> WriterHolder | None:
+    """The holder named in the table, if the row is the current holder's (a
+    former holder's row stays after it is killed)."""
+    import psycopg
+    from psycopg import sql
+
+    holding = _advisory_holder(connection, keys)
+    if holding is None:
+        return None  # released meanwhile: the next attempt may take it
+    try:
+        row = connection.execute(
+            sql.SQL("SELECT pid, host, since, backend_pid FROM {} WHERE slot = 1").format(table)
+        ).fetchone()
+    except psycopg.errors.UndefinedTable:
+        return None  # its first holder has not created it yet
+    if row is None or row[3] != holding:
+        return None
+    return WriterHolder(row[0], row[1], row[2])
+
+
+def _advisory_holder(connection: Any, keys: tuple[int, int]) -> int | None:
+    """The server process id of the session holding the lock `keys`, or None."""
+    row = connection.execute(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
+        "(SELECT oid FROM pg_database WHERE datname = current_database())"
+        " AND classid = %s::bigint::oid AND objid = %s::bigint::oid AND objsubid = 2",
+        keys,
+    ).fetchone()
+    return None if row is None else row[0]
