@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from adapters.process import batch_size
 from adapters.render import render_document, render_view
 from adapters.store import open_store, store_url_help
 from adapters.trace import TraceInvalid, read_trace
+from adapters.writer_lock import WriterLock, acquire_writer_lock
 from projections import VIEW_NAMES, Views
 from replay.engine import Engine, input_boundary, project
 from replay.port import ConcurrencyError, EventStore, StoreError
@@ -58,6 +61,18 @@ def _open_store(url: str) -> EventStore:
         return open_store(url)
     except StoreError as error:
         raise CliError(str(error)) from error
+
+
+@contextmanager
+def writer_lock(url: str) -> Iterator[WriterLock]:
+    """The store's writer lock (adapters/writer_lock.py) for a writing
+    command's whole run; refused at once (exit 1) while another writer holds it."""
+    try:
+        lock = acquire_writer_lock(url)
+    except StoreError as error:
+        raise CliError(str(error)) from error
+    with lock:
+        yield lock
 
 
 def _open(url: str, with_views: bool = True) -> Engine:
@@ -98,15 +113,17 @@ def _ingest_files(
 
 
 def cmd_replay(args: argparse.Namespace) -> None:
-    engine = _open(args.store)
-    _ingest_files(engine, [args.trace], args.name, args.batch, quiet=True, until_line=args.until)
+    with writer_lock(args.store):  # memory: (the default) needs none
+        engine = _open(args.store)
+        _ingest_files(engine, [args.trace], args.name, args.batch, quiet=True, until_line=args.until)
     assert engine.views is not None
     print_views(engine.views, args.view, args.json)
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
-    engine = _open(args.store, with_views=False)  # ingest prints no view
-    _ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet)
+    with writer_lock(args.store):
+        engine = _open(args.store, with_views=False)  # ingest prints no view
+        _ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet)
 
 
 def cmd_show(args: argparse.Namespace) -> None:
@@ -133,8 +150,9 @@ def cmd_show(args: argparse.Namespace) -> None:
 def cmd_demo(args: argparse.Namespace) -> None:
     if not EXAMPLE.exists():
         raise CliError(f"the bundled example is missing: {EXAMPLE} (install from a checkout: pip install -e .)")
-    engine = _open(args.store)
-    _ingest_files(engine, [str(EXAMPLE)], None, ingest_batch_inputs_max, quiet=False)
+    with writer_lock(args.store):
+        engine = _open(args.store)
+        _ingest_files(engine, [str(EXAMPLE)], None, ingest_batch_inputs_max, quiet=False)
     print(f"store: {args.store}\n", file=sys.stderr)
     assert engine.views is not None
     print_views(engine.views, None, args.json)
@@ -239,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="append traces to a persistent store (resumable)",
         description="Append each TRACE to the store, committing --batch inputs per transaction. "
         "Interrupted and run again, it resumes after the last committed batch; no input is applied twice. "
-        "Every trace is validated before anything is written.",
+        "Every trace is validated before anything is written. It holds the store's writer lock throughout: "
+        "while another writer holds it, it exits 1 at once (`store URL is locked by pid N on HOST since T`).",
     )
     ingest_parser.add_argument("traces", metavar="TRACE", nargs="+", help="JSON Lines trace file(s), in order")
     ingest_parser.add_argument("--store", default=DEFAULT_STORE, metavar="URL", help=f"default {DEFAULT_STORE}")

@@ -35,7 +35,8 @@ DESCRIPTION = (
     "each exactly as given, in transactions of --batch events. Every line is validated first: one that does "
     "not decode as an event prints `line N: ...` and nothing is written (exit 2). The store must be empty, "
     "or hold exactly the file's first events (an interrupted import continues); any other store is refused "
-    "(exit 1). Snapshots are not part of an export. "
+    "(exit 1). Snapshots are not part of an export. It takes the store's writer lock first: while another "
+    "writer (serve, daemon, ingest, import) holds it, it exits 1 at once. "
     "Exit codes: 0 done; 1 the store or FILE could not be used, or the store holds other events; 2 bad usage "
     "or a bad line."
 )
@@ -109,6 +110,13 @@ def validate(handle: BinaryIO) -> tuple[int, list[str], int]:
 
 
 def run(args: argparse.Namespace) -> None:
+    from adapters.cli import writer_lock
+
+    with writer_lock(args.store):  # before the (perhaps long) validation: a second writer is refused at once
+        _import(args)
+
+
+def _import(args: argparse.Namespace) -> None:
     from adapters.cli import EXIT_USAGE, CliError, _open_store
     from replay.port import ConcurrencyError, StoreError
 
