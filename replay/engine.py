@@ -45,7 +45,7 @@ from domain.inputs import Input
 from domain.state import EVOLVERS, State, evolve
 from projections import Views
 from replay import snapshot as snapshots
-from replay.port import EventStore, StoreError
+from replay.port import EventStore
 
 snapshot_every_events_default = 50_000
 snapshot_bytes_per_event = 16
@@ -247,11 +247,8 @@ class Engine:
                 for event in produced:
                     apply_view(event)
         if produced and self.store is not None and self._snapshot_due():
-            try:
-                self.write_snapshot()
-            except (StoreError, ValueError) as error:  # a cache: the commit stands
-                log.warning("snapshot at position %d not written: %s", self.state.position, error)
-                self.snapshot_position = self.state.position  # try again after as many events
+            if self._write_snapshot_logged() is None:
+                self.snapshot_position = self.state.position  # try again after as many events, not at every commit
         return produced
 
     # ----------------------------------------------------------- snapshots
@@ -296,8 +293,18 @@ class Engine:
         are logged, not raised."""
         if self.store is None or self.state.position - self.snapshot_position < max(1, min_events):
             return None
+        return self._write_snapshot_logged()
+
+    def _write_snapshot_logged(self) -> snapshots.Written | None:
+        """`write_snapshot`, a failure logged instead of raised. A snapshot is
+        a cache and the commit before it stands, so any Exception (a store
+        error, but also a pickling or RecursionError from an unforeseen
+        state) must not fail the commit nor, raised again, every later one.
+        KeyboardInterrupt and SystemExit are not Exceptions: they propagate."""
         try:
             return self.write_snapshot()
-        except (StoreError, ValueError) as error:
-            log.warning("snapshot at position %d not written: %s", self.state.position, error)
+        except Exception as error:
+            log.warning(
+                "snapshot at position %d not written (%s: %s)", self.state.position, type(error).__name__, error
+            )
             return None
