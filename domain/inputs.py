@@ -13,15 +13,23 @@ from zero (a usage field left out is unknown, not 0).
 from __future__ import annotations
 
 import datetime
+import re
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
+import msgspec.inspect
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 # Bounds (principle 7: a limit on everything, units last in the name).
 identifier_chars_max = 512
 text_chars_max = 262_144
 list_items_max = 4_096
+# Free-form JSON (`dict[str, Any]`) is the only place a line can nest without
+# a schema's bound. msgspec decodes and pickle encodes recursively: ~1,000
+# levels crash the decoder, ~500 the snapshot writer. Levels count containers
+# from the input object itself (level 1).
+nesting_depth_max = 64
+nesting_path_levels_shown = 4  # a refusal names this much of the path, then "…"
 
 Identifier = Annotated[str, Meta(min_length=1, max_length=identifier_chars_max)]
 Text = Annotated[str, Meta(max_length=text_chars_max)]
@@ -520,6 +528,126 @@ INPUT_DECODER = msgspec.json.Decoder(AnyInput)
 _ENCODER = msgspec.json.Encoder()
 
 
+# ------------------------------------------------------------------ nesting
+
+
+def _holds_any(info: msgspec.inspect.Type) -> bool:
+    """Whether a field's type admits free-form values (`Any`) anywhere in it."""
+    pending: list[Any] = [info]
+    seen: set[int] = set()
+    while pending:
+        node = pending.pop()
+        if isinstance(node, msgspec.inspect.AnyType):
+            return True
+        if id(node) in seen or not isinstance(node, (msgspec.inspect.Type, msgspec.inspect.Field)):
+            continue
+        seen.add(id(node))
+        for name in node.__struct_fields__:
+            part = getattr(node, name)
+            pending.extend(part if isinstance(part, tuple) else (part,))
+    return False
+
+
+def _free_form_fields() -> dict[type, tuple[str, ...]]:
+    """Each input kind's fields that admit `Any` (derived, so a new free-form
+    field is bounded too). Kinds without one are not walked: the fast path."""
+    found: dict[type, tuple[str, ...]] = {}
+    for cls in AnyInput.__args__:  # type: ignore[attr-defined]
+        names = tuple(f.name for f in msgspec.inspect.type_info(cls).fields if _holds_any(f.type))
+        if names:
+            found[cls] = names
+    return found
+
+
+_FREE_FORM_FIELDS = _free_form_fields()
+
+PathPart = Union[str, int, None]  # a key, an index, or a key not worth showing
+_path_key_chars_shown_max = 32  # a longer key is shown as msgspec shows dict keys: `[...]`
+
+
+def _too_deep(path: list[PathPart]) -> msgspec.ValidationError:
+    text = "$"
+    for part in path[:nesting_path_levels_shown]:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part is not None and part.isidentifier() and len(part) <= _path_key_chars_shown_max:
+            text += f".{part}"
+        else:
+            text += "[...]"  # msgspec's mark for a dict key; a long or odd key would drown the message
+    if len(path) > nesting_path_levels_shown:
+        text += "…"
+    return msgspec.ValidationError(f"nested deeper than {nesting_depth_max} levels - at `{text}`")
+
+
+def _opening_brackets(line: bytes | str) -> int:
+    if isinstance(line, str):
+        return line.count("[") + line.count("{")
+    return line.count(b"[") + line.count(b"{")
+
+
+def _too_deep_in_value(value: Any, name: str) -> list[PathPart] | None:
+    """The path to the first container (in document order) nested deeper than
+    the limit inside a decoded field value (level 2: the input object is level 1), or None.
+    Iterative: the value may be as deep as the decoder allowed."""
+    pending: list[tuple[Any, int, tuple[PathPart, ...]]] = [(value, 2, (name,))]
+    while pending:
+        node, level, path = pending.pop()
+        if not isinstance(node, (dict, list, Struct)):
+            continue
+        if level > nesting_depth_max:
+            return list(path)
+        if isinstance(node, dict):
+            children: list[tuple[PathPart, Any]] = list(node.items())
+        elif isinstance(node, list):
+            children = list(enumerate(node))
+        else:
+            children = [(f, getattr(node, f)) for f in node.__struct_fields__]
+        # Only the shown part of a path is kept (+1 to know it was cut).
+        short = len(path) > nesting_path_levels_shown
+        for key, child in reversed(children):  # popped in document order: the first deep place is named
+            if isinstance(child, (dict, list, Struct)):
+                pending.append((child, level + 1, path if short else path + (key,)))
+    return None
+
+
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},]')
+
+
+def _too_deep_in_json(raw: bytes) -> list[PathPart] | None:
+    """The path to the first container nested deeper than the limit in raw
+    JSON, or None: a scan of its brackets, for input too deep to decode."""
+    frames: list[list[Any]] = []  # per open container: [is_object, key or index, expecting a key]
+    for match in _JSON_TOKEN.finditer(raw):
+        token = match.group()
+        if token in (b"{", b"["):
+            if len(frames) >= nesting_depth_max:
+                return [frame[1] for frame in frames]  # the new container's path
+            frames.append([True, None, True] if token == b"{" else [False, 0, False])
+        elif token in (b"}", b"]"):
+            if frames:
+                frames.pop()
+        elif not frames:
+            continue
+        elif token == b",":
+            top = frames[-1]
+            if top[0]:
+                top[2] = True
+            else:
+                top[1] += 1
+        elif frames[-1][2]:  # a key
+            frames[-1][1] = _json_key(token) if len(frames) <= nesting_path_levels_shown + 1 else None
+            frames[-1][2] = False
+    return None
+
+
+def _json_key(token: bytes) -> str | None:
+    try:
+        key = msgspec.json.decode(token)
+    except msgspec.DecodeError:
+        return None
+    return key if isinstance(key, str) else None
+
+
 _UTC = datetime.timedelta(0)
 
 
@@ -533,9 +661,25 @@ def format_at(moment: datetime.datetime) -> str:
 def decode_input(line: bytes | str) -> AnyInput:
     """Decode one trace line; raises msgspec.ValidationError / DecodeError.
 
-    This is the edge: `at` must be UTC here. Stored inputs (decoded inside
-    events) were checked when they arrived and are not checked again."""
-    value = INPUT_DECODER.decode(line)
+    This is the edge: `at` must be UTC and nesting within `nesting_depth_max`
+    here. Stored inputs (decoded inside events) were checked when they
+    arrived and are not checked again."""
+    try:
+        value = INPUT_DECODER.decode(line)
+    except RecursionError:
+        # Deeper than the interpreter's stack allows: find where, iteratively.
+        path = _too_deep_in_json(line.encode() if isinstance(line, str) else line)
+        if path is None:
+            raise  # not deep input: the caller's stack was already nearly full
+        raise _too_deep(path) from None
+    fields = _FREE_FORM_FIELDS.get(type(value))
+    # Only free-form fields can nest beyond the schema, and no deeper than the
+    # line has opening brackets (C-speed counts: most lines skip the walk).
+    if fields is not None and _opening_brackets(line) > nesting_depth_max:
+        for name in fields:
+            path = _too_deep_in_value(getattr(value, name), name)
+            if path is not None:
+                raise _too_deep(path)
     if value.at.utcoffset() != _UTC:
         raise msgspec.ValidationError("`at` must be an RFC 3339 time in UTC (ending in Z or +00:00) - at `$.at`")
     return value

@@ -1,0 +1,110 @@
+"""Nesting is bounded at the edge: free-form JSON (`constraints`) deeper than
+`nesting_depth_max` levels is a schema error, never a RecursionError from the
+decoder nor a state the snapshot writer cannot pickle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from adapters.cli import main
+from adapters.store import open_store
+from domain.inputs import DelegateTask, ReviseTask, _FREE_FORM_FIELDS, decode_input, nesting_depth_max
+from replay.engine import Engine, Located
+from tests.unit.helpers import at, delegate, revise_task, tick, world
+
+# The input object is level 1 and `constraints` level 2: lists under
+# `constraints.a` start at level 3.
+LISTS_AT_THE_LIMIT = nesting_depth_max - 2
+REFUSAL = f"nested deeper than {nesting_depth_max} levels - at `$.constraints.a[0][0]…`"
+
+
+def nested_lists(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def delegate_line(lists: int, type_last: bool = False) -> str:
+    """A task.delegate line whose `constraints.a` is `lists` nested lists (as
+    text: json.dumps itself recurses, and 100,000 levels would crash it)."""
+    fields = {k: v for k, v in delegate("t9", constraints={"b": [1, {"x": 2}], "a": "DEEP"}).items() if k != "type"}
+    body = json.dumps(fields).removeprefix("{").removesuffix("}").replace('"DEEP"', nested_lists(lists))
+    return f'{{{body}, "type": "task.delegate"}}' if type_last else f'{{"type": "task.delegate", {body}}}'
+
+
+def refusal(line: str) -> str:
+    with pytest.raises(msgspec.ValidationError) as caught:
+        decode_input(line)
+    return str(caught.value)
+
+
+def test_only_the_kinds_with_free_form_fields_are_walked() -> None:
+    assert _FREE_FORM_FIELDS == {DelegateTask: ("constraints",), ReviseTask: ("constraints",)}
+
+
+@pytest.mark.parametrize("type_last", [False, True])
+def test_nesting_at_the_limit_is_accepted(type_last: bool) -> None:
+    value = decode_input(delegate_line(LISTS_AT_THE_LIMIT, type_last))
+    assert isinstance(value, DelegateTask)
+    assert json.dumps(value.constraints["a"]) == nested_lists(LISTS_AT_THE_LIMIT)
+
+
+@pytest.mark.parametrize("lists", [LISTS_AT_THE_LIMIT + 1, 500, 1_000, 100_000])
+@pytest.mark.parametrize("type_last", [False, True])
+def test_deeper_nesting_is_refused_with_the_limit_and_where(lists: int, type_last: bool) -> None:
+    # 500 levels decode (then walked), 1,000 and more exhaust the decoder's
+    # stack (then scanned): the same schema error either way.
+    assert refusal(delegate_line(lists, type_last)) == REFUSAL
+
+
+def test_a_revision_is_bounded_too_and_objects_are_levels() -> None:
+    deep: Any = {}
+    for _ in range(LISTS_AT_THE_LIMIT - 1):
+        deep = {"k": deep}
+    decode_input(json.dumps(revise_task(constraints={"k": deep})))  # at the limit
+    message = refusal(json.dumps(revise_task(constraints={"k": {"k": deep}})))
+    assert message == f"nested deeper than {nesting_depth_max} levels - at `$.constraints.k.k.k…`"
+
+
+def test_the_path_names_odd_keys_as_msgspec_does_and_strings_are_not_brackets() -> None:
+    line = delegate_line(100_000).replace('"a": [', '"a b\\"[{": [').replace('"goal": "', '"goal": "[[[[{{{{')
+    message = refusal(line)
+    assert message == f"nested deeper than {nesting_depth_max} levels - at `$.constraints[...][0][0]…`"
+    walked = refusal(delegate_line(500).replace('"a": [', '"a b\\"[{": ['))
+    assert walked == message
+
+
+def test_a_trace_with_too_deep_a_line_is_a_schema_error_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "deep.jsonl"
+    lines = [json.dumps(tick(at=at(0))), delegate_line(1_000), delegate_line(100_000), delegate_line(LISTS_AT_THE_LIMIT)]
+    trace.write_text("\n".join(lines) + "\n")
+    url = f"sqlite:///{tmp_path / 'events.db'}"
+    for command in ("ingest", "replay"):
+        code = main([command, str(trace), "--store", url])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert f"line 2: {REFUSAL}\nline 3: {REFUSAL}\n" in err
+        assert "line 1:" not in err and "line 4:" not in err
+        store = open_store(url)
+        assert store.head() == 0
+        store.close()
+
+
+def test_a_state_holding_input_nested_at_the_limit_can_be_snapshotted(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'events.db'}")
+    engine = Engine(store, snapshot_every=0)
+    for number, line in enumerate(world(), start=1):
+        engine.submit(Located(decode_input(json.dumps(line)), line=number))
+    engine.submit(Located(decode_input(delegate_line(LISTS_AT_THE_LIMIT)), line=len(world()) + 1))
+    assert json.dumps(engine.state.tasks["t9"].constraints["a"]) == nested_lists(LISTS_AT_THE_LIMIT)
+    written = engine.write_snapshot()
+    assert written.position == store.head()
+    reopened = Engine(store)
+    assert reopened.snapshot_position == store.head()
+    assert reopened.state.tasks["t9"].constraints == engine.state.tasks["t9"].constraints
+    store.close()
