@@ -15,7 +15,8 @@ from pathlib import Path
 
 import msgspec
 
-from domain.inputs import decode_input, format_at
+from adapters.edge import LiveEdge, decode_live
+from domain.inputs import Input, decode_input, format_at
 from replay.engine import Located
 
 line_bytes_max = 1_048_576  # 1 MiB, spec section 1
@@ -70,13 +71,18 @@ def parse_trace(
     path: str,
     name: str | None = None,
     not_before: datetime.datetime | None = None,
+    live: LiveEdge | None = None,
 ) -> Trace:
-    """Validate every line; raise TraceInvalid listing up to 20 bad lines."""
+    """Validate every line; raise TraceInvalid listing up to 20 bad lines.
+
+    With `live` (the spool), a line may leave `at` out (it is stamped), and
+    the edge's rules apply (adapters/edge.py): a refusal raises EdgeRefused."""
     name = name if name is not None else Path(path).name
     errors: list[SchemaError] = []
     total_errors = 0
     lines: list[TraceLine] = []
-    previous_at = not_before
+    # A live edge checks the first line against the store itself (at_before_head).
+    previous_at = None if live is not None else not_before
     offset = 0
     number = 0
     size = len(data)
@@ -86,41 +92,78 @@ def parse_trace(
         raw = data[offset : end if newline < 0 else newline]
         number += 1
         offset = end
-        problem: str | None = None
-        if len(raw) > line_bytes_max:
-            problem = f"line is {len(raw)} bytes, over the {line_bytes_max}-byte limit"
-        else:
-            raw = raw.rstrip(b"\r")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                problem = f"invalid UTF-8 at byte {error.start}"
-            else:
-                stripped = text.strip()
-                if not stripped or stripped.startswith("//"):
-                    continue
-                try:
-                    value = decode_input(raw)
-                except (msgspec.ValidationError, msgspec.DecodeError) as error:
-                    problem = _message(error)
-                else:
-                    if previous_at is not None and value.at < previous_at:
-                        problem = f"`at` {format_at(value.at)} is earlier than the previous input's ({format_at(previous_at)})"
-                    else:
-                        previous_at = value.at
-                        lines.append(TraceLine(Located(value, name, number), end))
-        if problem is not None:
+        read = _read_line(raw, number, previous_at, live)
+        if read is None:
+            continue
+        if isinstance(read, str):
             total_errors += 1
             if len(errors) < schema_errors_shown_max:
-                errors.append(SchemaError(number, problem))
+                errors.append(SchemaError(number, read))
+            continue
+        previous_at = read.at
+        lines.append(TraceLine(Located(read, name, number), end))
     if errors:
         raise TraceInvalid(path, errors, total_errors)
     return Trace(path=path, name=name, data=data, lines=lines)
 
 
-def read_trace(path: str, name: str | None = None, not_before: datetime.datetime | None = None) -> Trace:
+def _read_line(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveEdge | None) -> Input | str | None:
+    """One line: its input, what is wrong with it, or None (blank, comment)."""
+    if len(raw) > line_bytes_max:
+        return f"line is {len(raw)} bytes, over the {line_bytes_max}-byte limit"
+    raw = raw.rstrip(b"\r")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"invalid UTF-8 at byte {error.start}"
+    stripped = text.strip()
+    if not stripped or stripped.startswith("//"):
+        return None
+    return _decode(raw, number, previous_at, live)
+
+
+def _decode(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveEdge | None) -> Input | str:
+    """Decode one input and check its time: the input, or what is wrong.
+    `previous_at`: the previous line's `at` (for a trace, at the first line,
+    the time it must not precede); live rules raise EdgeRefused."""
+    try:
+        if live is None:
+            value, stamped = decode_input(raw), False
+        else:
+            value, stamped = decode_live(raw, decode_input)
+    except (msgspec.ValidationError, msgspec.DecodeError) as error:
+        return _message(error)
+    if live is not None:
+        value = live.admit(value, number)
+    if not stamped and previous_at is not None and value.at < previous_at:
+        return f"`at` {format_at(value.at)} is earlier than the previous input's ({format_at(previous_at)})"
+    if live is not None:
+        value = live.place(value, number, stamped, previous_at)
+    return value
+
+
+def parse_single(data: bytes, name: str, live: LiveEdge) -> Trace:
+    """One live input, a body of its own (pretty-printed JSON is fine): line 1.
+    Raises TraceInvalid or EdgeRefused."""
+    if len(data) > line_bytes_max:
+        problem: Input | str = f"input is {len(data)} bytes, over the {line_bytes_max}-byte limit"
+    else:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            problem = f"invalid UTF-8 at byte {error.start}"
+        else:
+            problem = _decode(data, 1, None, live)
+    if isinstance(problem, str):
+        raise TraceInvalid(name, [SchemaError(1, problem)], 1)
+    return Trace(path=name, name=name, data=data, lines=[TraceLine(Located(problem, name, 1), len(data))])
+
+
+def read_trace(
+    path: str, name: str | None = None, not_before: datetime.datetime | None = None, live: LiveEdge | None = None
+) -> Trace:
     try:
         data = Path(path).read_bytes()
     except OSError as error:
         raise FileNotFoundError(f"cannot read trace {path}: {error.strerror}") from error
-    return parse_trace(data, path, name, not_before)
+    return parse_trace(data, path, name, not_before, live)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import adapters.daemon as daemon_module
+import adapters.runtime as daemon_module
 from adapters.daemon import Daemon, Settings
 
 T0 = datetime.datetime(2026, 3, 1, 9, 0, 0, tzinfo=datetime.timezone.utc)
@@ -21,6 +21,8 @@ def started(tmp_path: Path) -> Daemon:
     )
     daemon = Daemon(settings, clock=lambda: T0, monotonic=lambda: 0.0)
     daemon.spool.prepare()
+    # One input waiting, so the store is not empty and daemon.start is recorded at once.
+    (tmp_path / "spool" / "first.jsonl").write_text('{"type": "tick", "at": "2026-03-01T09:00:00Z", "actor": "daemon"}\n')
     daemon.open()
     daemon.start()
     return daemon

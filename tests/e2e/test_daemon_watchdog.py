@@ -187,7 +187,7 @@ def watchdog_rows(database: Path, table: str) -> list[tuple[Any, ...]]:
 @pytest.mark.parametrize(
     "command, options",
     [
-        ("daemon", ["--store", "--spool", "--health", "--watchdog-db", "--interval", "--publish-interval", "--tick", "--batch"]),
+        ("daemon", ["--store", "--spool", "--spool-actors", "--health", "--watchdog-db", "--interval", "--publish-interval", "--tick", "--batch"]),
         ("watchdog", ["--health", "--db", "--max-age", "--interval", "--notify-log"]),
     ],
 )  # fmt: skip
@@ -257,9 +257,9 @@ def test_spool_exactly_once_in_name_order_across_kill_9(tmp_path: Path, processe
     wait_for("the backlog applied", lambda: len(list((spool / "done").glob("*.jsonl"))) == 3, second)
     wait_for("the daemon running", running(tmp_path / "tandem-health.json", second.pid), second)
 
-    # One daemon per spool.
+    # One writer per store (and one runtime per spool).
     third = tandem(*arguments)
-    assert third.returncode == 1 and "another daemon is running on this spool" in third.stderr
+    assert third.returncode == 1 and f"is locked by pid {second.pid} on " in third.stderr
 
     drop(spool, "d.jsonl", [observe(now_at(), "d.jsonl", 1), '{"type": "tick", "at": 12}'])
     drop(spool, "e.jsonl", [observe(now_at(), "e.jsonl", 1)])
@@ -291,6 +291,9 @@ def test_sigterm_records_an_expected_stop(tmp_path: Path, processes: list[Proces
     url = f"sqlite:///{tmp_path / 'store.db'}"
     health = tmp_path / "health.json"
     arguments = ["daemon", "--store", url, "--spool", str(tmp_path / "spool"), "--health", str(health), *FAST]
+    # One input waiting, so the store is not empty at the first start: daemon.start is recorded at once.
+    (tmp_path / "spool").mkdir()
+    (tmp_path / "spool" / "first.jsonl").write_text('{"type": "tick", "at": "2026-03-01T09:00:00Z", "actor": "daemon"}\n')
     for run in (1, 2):  # a stop as asked, then a start: no crash incident
         daemon = Process(tmp_path / f"daemon-{run}.log", *arguments)
         processes.append(daemon)
@@ -302,7 +305,7 @@ def test_sigterm_records_an_expected_stop(tmp_path: Path, processes: list[Proces
 
     inputs = recorded(url)
     lifecycle = [(type(event).__name__, event.input.input_type) for event in inputs]
-    assert lifecycle == [("InputAccepted", "daemon.start"), ("InputAccepted", "daemon.stop")] * 2
+    assert lifecycle == [("InputAccepted", "tick")] + [("InputAccepted", "daemon.start"), ("InputAccepted", "daemon.stop")] * 2
     assert all(event.input.expected for event in inputs if event.input.input_type == "daemon.stop")  # type: ignore[union-attr]
     shown = views(url)
     assert shown["alerts"] == [] and shown["health"]["open_incidents"] == []

@@ -1,0 +1,156 @@
+"""The live edge: who may say what, and when, for inputs that arrive as they
+happen (HTTP and the spool), before anything is decided.
+
+A recorded trace is taken as written. A live input is not: its sender is
+proved by a credential (a token; for the spool, the actors `--spool-actors`
+lets it speak for), what the runtime records about itself is the runtime's
+alone, and its `at` is the server's to give or to check:
+
+* `at` may be left out: it is stamped with the runtime's clock, never before
+  the store's last input nor the previous line's (`LiveEdge.now`);
+* a given `at` more than `at_ahead_max_s` ahead of that clock is refused
+  (`at_in_future`): a writer must not move the engine's clock, and with it
+  every deadline, into the future; one before the store's last input is
+  refused (`at_before_head`);
+* `daemon.start` and `daemon.stop`, and any input whose `id` is one the
+  runtime gives the rows it imports from the watchdog's file (starting
+  `watchdog/`), are refused (`reserved`): a spool file or a client that could
+  write them could erase a crash or fence the real watchdog.
+
+A refusal raises `EdgeRefused` (an HTTP status, a code of API.md, a message
+naming the line); the caller writes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgspec
+
+from domain.inputs import Input, format_at
+
+at_ahead_max_s = 300
+RESERVED_KINDS: tuple[str, ...] = ("daemon.start", "daemon.stop")
+# The ids adapters/watchdog.py gives its rows (`watchdog/heartbeat/…`,
+# `watchdog/incident/…`, `watchdog/recovered/…`), which the runtime imports.
+reserved_id_prefix = "watchdog/"
+# Who the spool speaks for unless told otherwise: not the human (a file is no
+# proof of a person) and not the watchdog (its facts come from its own file).
+SPOOL_ACTORS_DEFAULT: tuple[str, ...] = ("foreground", "background", "daemon", "executor", "source")
+
+# What msgspec says when a line lacks `at` (the one field a live input may omit).
+_missing_at = "Object missing required field `at`"
+_placeholder_at = b'"at":"1970-01-01T00:00:00Z",'
+
+
+class EdgeRefused(Exception):
+    """A live input refused before anything was decided: nothing is recorded."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class LiveEdge:
+    """The rules for one batch of live inputs.
+
+    `now`: the runtime's clock (UTC); `not_before`: the store's last input's
+    `at` (None for an empty store); `admit`: checks the sender and returns the
+    input as it will be recorded (the HTTP edge fills in the token's actor)."""
+
+    now: datetime.datetime
+    not_before: datetime.datetime | None
+    admit: Callable[[Input, int], Input]
+
+    def place(self, value: Input, line: int, stamped: bool, previous: datetime.datetime | None) -> Input:
+        """`value` with its `at` checked, or stamped when it gave none.
+        `previous`: the `at` of the line before it in this batch, if any."""
+        floor = previous if previous is not None else self.not_before
+        if stamped:
+            at = self.now if floor is None or self.now >= floor else floor
+            return msgspec.structs.replace(value, at=at)
+        if (value.at - self.now).total_seconds() > at_ahead_max_s:
+            raise EdgeRefused(
+                409,
+                "at_in_future",
+                f"line {line}: `at` {format_at(value.at)} is more than {at_ahead_max_s} s ahead of the server's clock "
+                f"({format_at(self.now)}); leave `at` out to have it stamped",
+            )
+        if previous is None and self.not_before is not None and value.at < self.not_before:
+            raise EdgeRefused(
+                409,
+                "at_before_head",
+                f"line {line}: `at` {format_at(value.at)} is earlier than the store's last input "
+                f"({format_at(self.not_before)}); leave `at` out to have it stamped",
+            )
+        return value
+
+
+def decode_live(raw: bytes, decode: Callable[[bytes], Input]) -> tuple[Input, bool]:
+    """Decode one input that may leave `at` out: (input, stamped). A missing
+    `at` is given a placeholder here and the real stamp by `LiveEdge.place`.
+    Raises what `decode` raises for anything else."""
+    try:
+        return decode(raw), False
+    except msgspec.ValidationError as error:
+        if str(error) != _missing_at:
+            raise
+    opening = raw.index(b"{")  # msgspec found an object, so there is one
+    return decode(raw[: opening + 1] + _placeholder_at + raw[opening + 1 :]), True
+
+
+def refuse_reserved(value: Input, line: int) -> None:
+    """Refuse what only the runtime records about itself."""
+    kind = value.input_type
+    if kind in RESERVED_KINDS:
+        raise EdgeRefused(403, "reserved", f"line {line}: {kind} is recorded by the runtime itself, never sent")
+    if value.id is not None and value.id.startswith(reserved_id_prefix):
+        raise EdgeRefused(
+            403,
+            "reserved",
+            f"line {line}: input ids starting {reserved_id_prefix!r} are the ones the runtime gives the watchdog's "
+            "rows it imports; choose another id",
+        )
+
+
+def token_admit(token_actor: str) -> Callable[[Input, int], Input]:
+    """The HTTP rule: the token is the actor. An input that names another
+    actor is refused (`actor_mismatch`); one that names none is the token's."""
+
+    def admit(value: Input, line: int) -> Input:
+        refuse_reserved(value, line)
+        if value.actor is None:
+            return msgspec.structs.replace(value, actor=token_actor)
+        if value.actor != token_actor:
+            raise EdgeRefused(
+                403,
+                "actor_mismatch",
+                f"line {line}: the input says actor {value.actor!r} but the token is {token_actor!r}'s; "
+                "leave `actor` out or send it with that actor's token",
+            )
+        return value
+
+    return admit
+
+
+def spool_admit(actors: tuple[str, ...]) -> Callable[[Input, int], Input]:
+    """The spool rule: it speaks only for `actors` (the input's sender: its
+    `actor`, or the kind's default actor when it names none)."""
+
+    def admit(value: Input, line: int) -> Input:
+        refuse_reserved(value, line)
+        if value.sender not in actors:
+            raise EdgeRefused(
+                403,
+                "actor_not_spooled",
+                f"line {line}: {value.input_type} from {value.sender!r}: the spool speaks only for "
+                f"{', '.join(actors)} (--spool-actors); send it with that actor's token over HTTP",
+            )
+        return value
+
+    return admit

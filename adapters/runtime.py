@@ -1,0 +1,454 @@
+"""The runtime: one engine over one store, its single writer, and the duties
+a live engine has besides deciding (`tandem daemon` and `tandem serve` are
+this same runtime; serve adds HTTP in front of it).
+
+It applies inputs from four places:
+
+* **HTTP clients** (`tandem serve`, adapters/http_api.py): `submit_body`;
+* **the spool folder** (`adapters/spool.py`): trace files renamed into it,
+  applied in name order exactly once, speaking only for `--spool-actors`;
+* **the watchdog's SQLite file**, read-only: each heartbeat, incident and
+  recovery row becomes one input whose `id` is the row's id, imported once.
+  No file, no heartbeat: the engine stays fail-closed;
+* **itself** — `daemon.start` when it starts, `daemon.stop` (`expected: true`)
+  when asked to stop, a `tick` when nothing else came for `tick_s` seconds.
+  Waiting spool files are applied first, so a file written just before a
+  tick is not refused for an `at` the tick moved past. On a store with no
+  input yet, `daemon.start` waits for the first input from outside (so that
+  input may be `engine.configure`, which must come first).
+
+The inputs it makes itself carry `at` from the wall clock, read here at the
+adapter edge (the domain never reads it): the current second in UTC, never
+earlier than the store's last input. With `runtime_inputs=False` it makes
+none (no start, stop or tick): for a store fed recorded traces with their own
+times. The caller serialises calls: the runtime is one thread's at a time.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from adapters.edge import SPOOL_ACTORS_DEFAULT, LiveEdge
+from adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
+from adapters.ingest import ingest_batch_inputs_max
+from adapters.spool import Spool, SpoolApplied, SpoolError
+from adapters.store import _redacted, open_store
+from adapters.terminal import printable
+from adapters.trace import Trace, parse_single, parse_trace
+from adapters.watchdog import WatchdogUnreadable, facts_read_max, read_facts
+from adapters.writer_lock import WriterLock, acquire_writer_lock
+from domain import events as ev
+from domain.inputs import Input, decode_input
+from replay.engine import Engine, Located
+from replay.port import StoreError
+
+# At a stop, a snapshot is written when at least this many events came since
+# the last one (a shorter tail folds in milliseconds at the next start).
+stop_snapshot_events_min = 1_000
+
+
+class RuntimeError_(Exception):
+    """The runtime cannot start or had to stop; `code` is the exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def log(message: str) -> None:
+    print(f"tandem: {message}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------ the engine
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One committed transaction: the head before it and the events it added."""
+
+    head_before: int
+    events: list[ev.Event]
+
+    @property
+    def position(self) -> int:
+        return self.head_before + len(self.events)
+
+
+class LiveEngine(Engine):
+    """An engine that tells listeners of every commit, and that knows when its
+    state ran ahead of a store that failed (`stale`): it folds the store
+    again before the next use, and says StoreError while it cannot."""
+
+    def __init__(self, store: Any, **options: Any) -> None:
+        self.listeners: list[Callable[[Commit], None]] = []
+        self.stale = False
+        super().__init__(store, **options)
+
+    def _rebuild(self) -> None:
+        self.stale = True
+        super()._rebuild()
+        self.stale = False
+
+    def ensure_current(self) -> None:
+        """Fold the store again if a failed commit left the state ahead of it."""
+        if self.stale:
+            self._rebuild()
+
+    def submit_batch(self, items: Sequence[Located], trailer: Any = ()) -> list[ev.Event]:
+        self.ensure_current()
+        head = self.state.position
+        produced = super().submit_batch(items, trailer)
+        if produced:
+            commit = Commit(head, produced)
+            for listener in self.listeners:
+                listener(commit)
+        return produced
+
+
+# --------------------------------------------------------- watchdog import
+
+
+class WatchdogImport:
+    """Reads the watchdog's file after the last row taken, by its `seq`.
+
+    The position is kept in memory only: after a restart the runtime reads
+    the file from the start and skips every row whose id the store already
+    recorded. A file recreated under the same path (another `store_id`) is
+    read from the start again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.after_seq = 0
+        self.store_id: str | None = None
+        self.more = False  # the last read stopped at its limit: more rows wait
+        self.limit = facts_read_max  # rows a read takes
+        self._said: str | None = None  # the last problem logged, to log each once
+
+    def _say(self, message: str | None) -> None:
+        if message is not None and message != self._said:
+            log(message)
+        elif message is None and self._said is not None:
+            log(f"reading the watchdog's file {printable(str(self.path))} now")
+        self._said = message
+
+    def take(self, recorded: Callable[[str], bool]) -> list[dict[str, Any]]:
+        """The inputs (without `at`) of rows not recorded yet, in file order."""
+        self.more = False
+        try:
+            store_id, facts = read_facts(self.path, self.after_seq, self.limit)
+            if store_id != self.store_id and self.after_seq:
+                self.after_seq = 0
+                store_id, facts = read_facts(self.path, 0, self.limit)
+        except FileNotFoundError:
+            where = printable(str(self.path))
+            self._say(f"no watchdog file at {where} (yet): no heartbeat, unattended dispatch stays held")
+            return []
+        except WatchdogUnreadable as error:
+            self._say(f"{printable(str(error))}; will retry")
+            return []
+        self._say(None)
+        self.store_id = store_id
+        self.more = len(facts) >= self.limit
+        if facts:
+            self.after_seq = facts[-1].seq
+        return [fact.input_fields() for fact in facts if not recorded(fact.id)]
+
+
+# ------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    store_url: str
+    spool: Path | None = None
+    health: Path | None = None
+    watchdog_db: Path | None = None
+    interval_s: float = 1.0
+    publish_interval_s: float = 5.0
+    tick_s: float = 30.0  # 0: never tick
+    batch: int = ingest_batch_inputs_max
+    spool_actors: tuple[str, ...] = SPOOL_ACTORS_DEFAULT
+    runtime_inputs: bool = True  # record daemon.start, daemon.stop and ticks
+    snapshot_every: int | None = None  # None: the engine's default
+
+
+# --------------------------------------------------------------- runtime
+
+
+@dataclass
+class Runtime:
+    """One runtime process. The wall clock (`clock`) and the monotonic clock
+    are injected so that its decisions can be driven in tests."""
+
+    settings: Settings
+    clock: Callable[[], datetime.datetime] = utc_now
+    monotonic: Callable[[], float] = time.monotonic
+    engine: LiveEngine | None = None
+    lock: WriterLock | None = None
+    stopping: bool = False
+    started: bool = False  # daemon.start recorded by this process
+    running: bool = False  # start() done: the rounds go on
+    start_deferred: bool = False  # daemon.start waits for the first input from outside
+    waiting: int = 0  # ready spool files seen at the last scan
+    last_ingestion: dict[str, Any] | None = None
+    listeners: list[Callable[[Commit], None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.spool = Spool(self.settings.spool, self.settings.spool_actors) if self.settings.spool else None
+        self.importer = WatchdogImport(self.settings.watchdog_db) if self.settings.watchdog_db else None
+        self.started_at = self.clock()
+        self.last_activity = self.monotonic()  # last input submitted, for idle ticks
+        self.last_published = float("-inf")
+        self._draining = False
+        previous = self._previous_snapshot()
+        if previous is not None and isinstance(previous.get("last_ingestion"), dict):
+            self.last_ingestion = previous["last_ingestion"]
+
+    def _previous_snapshot(self) -> dict[str, Any] | None:
+        if self.settings.health is None:
+            return None
+        try:
+            return read_snapshot(self.settings.health)
+        except Exception:  # an unreadable old snapshot is replaced, not fatal
+            return None
+
+    # --------------------------------------------------------------- time
+
+    def now(self) -> datetime.datetime:
+        """The wall clock's current second (UTC), never earlier than the
+        store's last input: the `at` of what the runtime stamps."""
+        now = self.clock().astimezone(datetime.timezone.utc).replace(microsecond=0)
+        last = self.engine.last_at if self.engine is not None else None
+        return last if last is not None and now < last else now
+
+    def stamp(self) -> str:
+        return format_time(self.now()) or ""
+
+    def edge(self, admit: Callable[[Input, int], Input]) -> LiveEdge:
+        """The live edge's rules now: this clock, this store's last input."""
+        assert self.engine is not None
+        return LiveEdge(now=self.now(), not_before=self.engine.last_at, admit=admit)
+
+    def spool_edge(self, admit: Callable[[Input, int], Input]) -> LiveEdge:
+        """The edge for a spool file: the store's last input is checked by the
+        resumable ingest, against the first line not applied yet (a file
+        dropped again after a crash holds lines already applied)."""
+        return LiveEdge(now=self.now(), not_before=None, admit=admit)
+
+    # ------------------------------------------------------------- inputs
+
+    def make(self, fields: dict[str, Any], at: str | None = None) -> Located:
+        """Build an input the way a trace line is read (`decode_input`), so it
+        is validated exactly like one."""
+        body = {"at": at or self.stamp(), **fields}
+        return Located(decode_input(json.dumps(body).encode()))
+
+    def submit(self, inputs: list[dict[str, Any]]) -> None:
+        """Record inputs the runtime makes (its own, and the watchdog's rows):
+        waiting spool files go first, and a deferred daemon.start."""
+        assert self.engine is not None
+        if not inputs:
+            return
+        self.drain_spool()
+        if self.start_deferred:  # the runtime's first input of its own: the start goes first
+            self.start_deferred = False
+            self._record_start()
+        at = self.stamp()
+        self.engine.submit_batch([self.make(fields, at) for fields in inputs])
+        self.last_activity = self.monotonic()
+
+    def submit_body(self, data: bytes, batch: bool, admit: Callable[[Input, int], Input]) -> Commit:
+        """Inputs from an HTTP client: validated whole (TraceInvalid, or
+        EdgeRefused, and nothing written), then one transaction. Their
+        recorded `file` is `http@{head before}`: every input of one request
+        shares it, so the log keeps where each request began and ended."""
+        assert self.engine is not None
+        self.engine.ensure_current()
+        head = self.engine.state.position
+        name = f"http@{head}"
+        edge = self.edge(admit)
+        trace: Trace = parse_trace(data, name, name, live=edge) if batch else parse_single(data, name, edge)
+        produced = self.engine.submit_batch([line.item for line in trace.lines]) if trace.lines else []
+        self.last_activity = self.monotonic()
+        self._record_deferred_start()
+        return Commit(head, produced)
+
+    def _record_deferred_start(self) -> None:
+        if self.start_deferred and self.engine is not None and self.engine.state.position > 0:
+            self.start_deferred = False
+            self._record_start()
+
+    def _record_start(self) -> None:
+        assert self.engine is not None
+        self.engine.submit_batch([self.make({"type": "daemon.start", "actor": "daemon"})])
+        self.started = True
+        self.last_activity = self.monotonic()
+
+    # ---------------------------------------------------------- the rounds
+
+    def drain_spool(self) -> None:
+        if self.spool is None or self._draining or self.engine is None:
+            return
+        self._draining = True
+        try:
+            files = self.spool.ready()
+            self.waiting = len(files)
+            for path in files:
+                if self.stopping:
+                    return
+                self._apply(path)
+                self.waiting -= 1
+        finally:
+            self._draining = False
+
+    def _apply(self, path: Path) -> None:
+        assert self.engine is not None and self.spool is not None
+        applied = self.spool.apply(path, self.engine, self.settings.batch, self.spool_edge, self._between_batches)
+        if isinstance(applied, SpoolApplied):
+            self.last_activity = self.monotonic()
+            self.last_ingestion = applied.summary(format_time(self.clock()))
+            self._record_deferred_start()
+        self.publish_if_due()
+
+    def _between_batches(self) -> bool:
+        """Between two committed batches of a spool file: go on?"""
+        self.publish_if_due()
+        return not self.stopping
+
+    def import_watchdog(self) -> None:
+        if self.importer is None or self.engine is None:
+            return
+        while not self.stopping:
+            self.submit(self.importer.take(self.engine.state.idempotency.__contains__))
+            if not self.importer.more:
+                return
+
+    def tick_if_idle(self) -> None:
+        tick_s = self.settings.tick_s
+        if self.settings.runtime_inputs and tick_s and self.monotonic() - self.last_activity >= tick_s:
+            self.submit([{"type": "tick", "actor": "daemon"}])
+
+    # ------------------------------------------------------------- health
+
+    def snapshot(self, state: str, expected_stop: bool) -> dict[str, Any]:
+        engine = self.engine
+        health = engine.views.view("health") if engine is not None and engine.views is not None else None
+        return {
+            "pid": os.getpid(),
+            "state": state,
+            "expected_stop": expected_stop,
+            "written_at": format_time(self.clock()),
+            "started_at": format_time(self.started_at),
+            "store": _redacted(self.settings.store_url),
+            "spool": str(self.settings.spool) if self.settings.spool else None,
+            "watchdog_db": str(self.settings.watchdog_db) if self.settings.watchdog_db else None,
+            "publish_interval_s": self.settings.publish_interval_s,
+            "last_input": None
+            if engine is None or engine.last_at is None
+            else {"seq": engine.state.seq, "at": format_time(engine.last_at), "position": engine.state.position},
+            "last_ingestion": self.last_ingestion,
+            "spool_waiting": self.waiting,
+            "open_incidents": health["open_incidents"] if health else None,
+            "watchdog_fresh": health["watchdog_fresh"] if health else None,
+            "unattended_dispatch": health["unattended_dispatch"] if health else None,
+        }
+
+    def publish(self, state: str | None = None, expected_stop: bool = False) -> None:
+        if self.settings.health is None:
+            return
+        if state is None:
+            state = "running" if self.running else "starting"
+        write_snapshot(self.settings.health, self.snapshot(state, expected_stop))
+        self.last_published = self.monotonic()
+
+    def publish_if_due(self) -> None:
+        if self.monotonic() - self.last_published >= self.settings.publish_interval_s:
+            self.publish()
+
+    # ------------------------------------------------------------ lifetime
+
+    def ask_to_stop(self, number: int = 0, frame: Any = None) -> None:
+        """Signal handler: only sets a flag; the loop stops between inputs."""
+        self.stopping = True
+
+    def lock_store(self) -> None:
+        """Take the store's writer lock (one writer per store), at once or
+        never: a second writer is refused with who holds it."""
+        if self.lock is None:
+            try:
+                self.lock = acquire_writer_lock(self.settings.store_url)
+            except StoreError as error:
+                raise RuntimeError_(str(error)) from error
+
+    def open(self) -> None:
+        """Take the store's writer lock (if not yet held), then fold the store."""
+        self.publish("starting")
+        self.lock_store()
+        try:
+            options = {} if self.settings.snapshot_every is None else {"snapshot_every": self.settings.snapshot_every}
+            self.engine = LiveEngine(open_store(self.settings.store_url), **options)
+        except StoreError as error:
+            raise RuntimeError_(str(error)) from error
+        self.engine.listeners.extend(self.listeners)
+
+    def start(self) -> None:
+        """Apply what waited in the spool, import the watchdog, then record
+        `daemon.start` (deferred on a store with no input yet). The backlog
+        goes first because it was written before this start."""
+        self.drain_spool()
+        if self.stopping:
+            return
+        self.import_watchdog()
+        if self.stopping:
+            return
+        assert self.engine is not None
+        if self.settings.runtime_inputs:
+            if self.engine.state.position == 0:
+                self.start_deferred = True
+            else:
+                self._record_start()
+        self.running = True
+        where = f", spool {printable(str(self.settings.spool))}" if self.settings.spool else ""
+        log(f"started: pid {os.getpid()}, store {_redacted(self.settings.store_url)}{where}")
+        self.publish()
+
+    def round(self) -> None:
+        self.drain_spool()
+        if self.stopping:
+            return
+        self.import_watchdog()
+        if self.stopping:
+            return
+        self.tick_if_idle()
+        self.publish_if_due()
+
+    def stop(self, expected: bool) -> None:
+        """Record `daemon.stop` (if this process recorded a start), write a
+        snapshot at the head, and publish the final health snapshot."""
+        if self.started and self.engine is not None:
+            self.engine.submit_batch(
+                [self.make({"type": "daemon.stop", "actor": "daemon", "expected": expected})]
+            )
+        if self.engine is not None:
+            # A snapshot at the head: the next start folds (almost) nothing.
+            self.engine.checkpoint(min_events=stop_snapshot_events_min)
+        self.publish("stopped", expected_stop=expected)
+
+    def close(self) -> None:
+        if self.engine is not None and self.engine.store is not None:
+            self.engine.store.close()
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+
+def spool_error(error: SpoolError) -> RuntimeError_:
+    return RuntimeError_(str(error), error.code)
