@@ -165,6 +165,15 @@ def cmd_daemon(args: argparse.Namespace) -> None:
         raise CliError(str(error), error.code) from error
 
 
+def cmd_serve(args: argparse.Namespace) -> None:
+    from adapters import serve
+
+    try:
+        serve.run(args)
+    except serve.ServeError as error:
+        raise CliError(str(error), error.code) from error
+
+
 def cmd_watchdog(args: argparse.Namespace) -> None:
     try:
         watchdog.run(args)
@@ -306,6 +315,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     daemon.configure_parser(daemon_parser)
     daemon_parser.set_defaults(handler=cmd_daemon)
+
+    serve_parser = commands.add_parser(
+        "serve",
+        help="serve the engine over HTTP: authenticated inputs, views, events, explain, live changes",
+        description="The runtime of `tandem daemon` with the HTTP API of API.md in front (docs/api.md): POST "
+        "/v1/inputs (the token is the actor), GET /v1/views, /v1/views/NAME, /v1/events, /v1/explain/ID, "
+        "/v1/health, /v1/stream (Server-Sent Events), /openapi.json. Takes the store's writer lock; with --spool "
+        "it also applies spooled traces. On SIGTERM or SIGINT it stops accepting, ends the streams, finishes "
+        "the requests in flight, records daemon.stop (expected) and exits 0.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    from adapters import serve
+
+    serve.configure(serve_parser)
+    serve_parser.set_defaults(handler=cmd_serve)
 
     watchdog_parser = commands.add_parser(
         "watchdog",

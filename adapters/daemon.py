@@ -69,7 +69,7 @@ def spool_options(parser: argparse.ArgumentParser, spool_required: bool) -> None
         help=f"the actors spool files may speak for (default {','.join(SPOOL_ACTORS_DEFAULT)}): a file with an input "
         "from another actor is refused whole; human-only inputs come with a human token over HTTP",
     )
-    default_where = "in the spool's parent folder" if spool_required else "none"
+    default_where = "in the spool's parent folder" if spool_required else "in the spool's parent folder with --spool, else none"
     parser.add_argument(
         "--health",
         type=Path,

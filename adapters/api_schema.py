@@ -1,0 +1,139 @@
+"""The shapes of the HTTP API's bodies (API.md), as msgspec Structs: what the
+handlers return and what `/openapi.json` describes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar.openapi.datastructures import ResponseSpec
+from msgspec import UNSET, Struct, UnsetType
+
+from adapters.runtime import Commit
+from domain import events as ev
+from domain.events import event_name
+from domain.inputs import format_at
+
+
+class LineError(Struct, frozen=True):
+    line: int
+    message: str
+
+
+class ErrorDetail(Struct, frozen=True):
+    code: str
+    message: str
+
+
+class ErrorBody(Struct, frozen=True, omit_defaults=True):
+    error: ErrorDetail
+    errors: list[LineError] | UnsetType = UNSET
+
+
+def error_body(code: str, message: str, errors: list[dict[str, Any]] | None = None) -> bytes:
+    lines = UNSET if errors is None else [LineError(**error) for error in errors]
+    return msgspec.json.encode(ErrorBody(ErrorDetail(code, message), lines))
+
+
+class EventRef(Struct, frozen=True):
+    position: int
+    type: str
+
+
+class InputResult(Struct, frozen=True):
+    line: int | None
+    at: str
+    accepted: bool
+    reason: str | None
+    events: list[EventRef]
+
+
+class InputsResponse(Struct, frozen=True):
+    position: int
+    results: list[InputResult]
+
+
+def results_of(commit: Commit) -> list[InputResult]:
+    """One result per input: its record opens its events (the domain's and
+    the pass's, in order)."""
+    results: list[InputResult] = []
+    refs: list[EventRef] = []
+    for offset, event in enumerate(commit.events, start=1):
+        if isinstance(event, (ev.InputAccepted, ev.InputRejected)):
+            refs = []
+            accepted = type(event) is ev.InputAccepted
+            reason = None if accepted else event.reason  # type: ignore[union-attr]
+            results.append(InputResult(event.line, format_at(event.input.at), accepted, reason, refs))
+        refs.append(EventRef(commit.head_before + offset, event_name(event)))
+    return results
+
+
+class ViewsDocument(Struct, frozen=True):
+    """The document `tandem replay --json` prints (TRACE.md section 7), plus the position."""
+
+    position: int
+    tasks: list[dict[str, Any]]
+    actions: list[dict[str, Any]]
+    inbox: list[dict[str, Any]]
+    questions: list[dict[str, Any]]
+    alerts: list[dict[str, Any]]
+    conversations: list[dict[str, Any]]
+    consumers: list[dict[str, Any]]
+    health: dict[str, Any]
+    usage: dict[str, Any]
+    cards: list[dict[str, Any]]
+    rejections: list[dict[str, Any]]
+
+
+class ViewBody(Struct, frozen=True, omit_defaults=True):
+    """One view: `rows`, or for `health` and `usage` a `value`."""
+
+    position: int
+    rows: list[dict[str, Any]] | UnsetType = UNSET
+    value: dict[str, Any] | UnsetType = UNSET
+
+
+class InputRefBody(Struct, frozen=True):
+    file: str | None
+    line: int | None
+    id: str | None
+
+
+class EventBody(Struct, frozen=True):
+    position: int
+    type: str
+    input: InputRefBody | None
+    body: dict[str, Any]
+
+
+class EventsPage(Struct, frozen=True):
+    events: list[EventBody]
+    next_after: int | None
+
+
+class Health(Struct, frozen=True):
+    status: str
+    position: int
+    writer: bool
+
+
+def _errors(*statuses: int) -> dict[int, ResponseSpec]:
+    described = {
+        400: "invalid input or query (`errors` lists the bad lines)",
+        401: "no valid bearer token",
+        403: "actor_mismatch or reserved: nothing recorded",
+        404: "unknown view, id or route",
+        405: "method not allowed",
+        409: "at_before_head or at_in_future: nothing recorded",
+        413: "body too large",
+        415: "unsupported media type",
+        503: "store unavailable (nothing recorded; retry with the same id) or too many streams",
+    }
+    return {
+        status: ResponseSpec(data_container=ErrorBody, description=described[status], generate_examples=False)
+        for status in statuses
+    }
+
+
+ERRORS_READ = _errors(400, 401, 404, 405, 503)
+ERRORS_WRITE = _errors(400, 401, 403, 404, 405, 409, 413, 415, 503)

@@ -1,0 +1,420 @@
+"""The HTTP API of `tandem serve` (../shared/spec/API.md) on Litestar.
+
+One engine in this process is the store's single writer (adapters/runtime.py).
+Every use of it — a POST, a read of the live views, the runtime's rounds —
+holds `Service.engine_lock` (an asyncio lock: one at a time, in order); small
+requests run on the event loop, big batches in a worker thread so that the
+loop keeps serving streams and reads meanwhile. Reads that need no live state
+(`?at=`, events, explain) use a second store object, opened read-only by
+use, in worker threads, and never wait for the writer.
+
+The token is the actor (adapters/tokens.py, adapters/edge.py). Errors are
+`{"error": {"code", "message"}}` (plus `errors` for 400), and a refused
+request writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+import anyio.to_thread
+import msgspec
+from litestar import Litestar, Request, Response, get, post
+from litestar.exceptions import HTTPException, NotFoundException
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.response import Stream
+
+from adapters.api_schema import (
+    ERRORS_READ,
+    ERRORS_WRITE,
+    ErrorBody,
+    EventsPage,
+    Health,
+    InputsResponse,
+    ViewBody,
+    ViewsDocument,
+    error_body,
+    results_of,
+)
+from adapters.edge import EdgeRefused, token_admit
+from adapters.runtime import Commit, Runtime
+from adapters.stream import Hub, StreamsFull
+from adapters.tokens import TokenTable
+from adapters.trace import TraceInvalid, line_bytes_max
+from projections import VIEW_NAMES
+from replay.commits import events_page, events_page_max, summarize
+from replay.engine import input_boundary, project
+from replay.explain import KINDS, ExplainError, document, to_json
+from replay.port import EventStore, StoreError
+
+log = logging.getLogger("tandem.serve")
+
+batch_body_bytes_max = 16 * 1_048_576
+single_body_bytes_max = line_bytes_max
+inline_body_bytes_max = 65_536  # bigger bodies are decided in a worker thread
+events_limit_default = 100
+reader_threads_max = 4
+VALUE_VIEWS = ("health", "usage")  # views whose body is a value, not rows
+QUERY_TOKEN_NAMES = ("token", "access_token", "auth", "authorization", "bearer", "api_key", "apikey", "key")
+JSON = "application/json"
+NDJSON = "application/x-ndjson"
+
+T = TypeVar("T")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.errors = status, code, message, errors
+
+
+# ------------------------------------------------------------------ service
+
+
+@dataclass
+class Service:
+    """What the handlers share: the runtime (its engine is the writer), the
+    reader store, the tokens and the live stream's hub."""
+
+    runtime: Runtime
+    reader: EventStore
+    tokens: TokenTable
+    hub: Hub | None = None
+    engine_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    reader_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(reader_threads_max))
+    rendered: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # live views by name, at a position
+
+    @property
+    def engine(self) -> Any:
+        assert self.runtime.engine is not None
+        return self.runtime.engine
+
+    async def with_engine(self, work: Callable[[], T], inline: bool = True) -> T:
+        """Run `work` holding the engine (one at a time); a store that fails
+        is 503 `store_unavailable`, and the engine folds it again next time."""
+        async with self.engine_lock:
+            try:
+                self.engine.ensure_current()
+                return work() if inline else await anyio.to_thread.run_sync(work)
+            except StoreError as error:
+                raise ApiError(503, "store_unavailable", f"the store failed: {error}; nothing was recorded, retry") from None
+
+    async def reading(self, work: Callable[[], T]) -> T:
+        try:
+            return await anyio.to_thread.run_sync(work, limiter=self.reader_limiter)
+        except StoreError as error:
+            raise ApiError(503, "store_unavailable", f"the store cannot be read: {error}") from None
+
+    def on_commit(self, commit: Commit) -> None:
+        if self.hub is not None:
+            self.hub.publish_threadsafe(summarize(commit.head_before, commit.events))
+
+    def rendered_view(self, name: str | None) -> bytes:
+        """The live views (one, or the whole document when `name` is None),
+        encoded once per position."""
+        key = name or ""
+        position = self.engine.state.position
+        cached = self.rendered.get(key)
+        if cached is not None and cached[0] == position:
+            return cached[1]
+        views = self.engine.views
+        assert views is not None
+        body = msgspec.json.encode(_view_body(views.document() if name is None else views.view(name), name, position))
+        self.rendered[key] = (position, body)
+        return body
+
+
+def _view_body(value: Any, name: str | None, position: int) -> dict[str, Any]:
+    if name is None:
+        return {**value, "position": position}
+    return {"position": position, ("value" if name in VALUE_VIEWS else "rows"): value}
+
+
+def service_of(request: Request) -> Service:
+    return request.app.state.service
+
+
+# ----------------------------------------------------------- authentication
+
+
+def authenticate(request: Request) -> str:
+    """The actor the request's bearer token speaks for (401 otherwise). A
+    token in the query string is refused, never used: URLs end up in logs."""
+    tokens = service_of(request).tokens
+    for name, value in request.query_params.items():
+        if name.lower() in QUERY_TOKEN_NAMES or (len(value) >= 16 and tokens.actor_of(value) is not None):
+            raise ApiError(
+                401, "unauthenticated", f"query parameter {name!r}: a token is never accepted in the URL; send it as "
+                "`Authorization: Bearer TOKEN` (and replace it: a URL is logged)"
+            )
+    header = request.headers.get("authorization")
+    if header is None:
+        raise ApiError(401, "unauthenticated", "no `Authorization: Bearer TOKEN` header")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(401, "unauthenticated", "the Authorization header must be `Bearer TOKEN`")
+    actor = tokens.actor_of(token.strip())
+    if actor is None:
+        raise ApiError(401, "unauthenticated", "unknown token")
+    return actor
+
+
+# ------------------------------------------------------------------- inputs
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, "too_large", f"the body is {int(declared)} bytes, over the {limit}-byte limit")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, "too_large", f"the body is over the {limit}-byte limit")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def media_type(request: Request) -> str:
+    value = request.headers.get("content-type", "")
+    kind = value.split(";", 1)[0].strip().lower()
+    if kind not in (JSON, NDJSON):
+        shown = kind or "none"
+        raise ApiError(415, "unsupported_media_type", f"Content-Type {shown!r}: send {JSON} (one input) or {NDJSON} (a batch)")
+    return kind
+
+
+@post(
+    "/v1/inputs",
+    status_code=200,
+    summary="Submit one input (application/json) or a batch (application/x-ndjson)",
+    description="The same inputs as a trace (TRACE.md section 3), checked, decided and committed in one "
+    "transaction. The bearer token is the actor. `at` may be left out (the server stamps it).",
+    responses=ERRORS_WRITE,
+    request_max_body_size=batch_body_bytes_max + 1,
+)
+async def post_inputs(request: Request) -> InputsResponse:
+    actor = authenticate(request)
+    batch = media_type(request) == NDJSON
+    data = await read_body(request, batch_body_bytes_max if batch else single_body_bytes_max)
+    service = service_of(request)
+    admit = token_admit(actor)
+
+    def submit() -> Commit:
+        return service.runtime.submit_body(data, batch, admit)
+
+    try:
+        commit = await service.with_engine(submit, inline=len(data) <= inline_body_bytes_max)
+    except TraceInvalid as invalid:
+        errors = [{"line": error.line, "message": error.message} for error in invalid.errors]
+        more = f" (and {invalid.total - len(errors)} more)" if invalid.total > len(errors) else ""
+        raise ApiError(400, "invalid_input", f"{invalid.total} bad line(s){more}: {errors[0]['message']}", errors) from None
+    except EdgeRefused as refused:
+        raise ApiError(refused.status, refused.code, refused.message) from None
+    return InputsResponse(position=commit.position, results=results_of(commit))
+
+
+# -------------------------------------------------------------------- views
+
+
+def _position_query(request: Request, name: str) -> int | None:
+    text = request.query_params.get(name)
+    if text is None:
+        return None
+    if not text.isdigit():
+        raise ApiError(400, "invalid_query", f"?{name}={text!r}: a position is a whole number, 0 or more")
+    return int(text)
+
+
+async def _views_at(service: Service, at: int, name: str | None) -> bytes:
+    def fold() -> bytes:
+        head = service.reader.head()
+        if at > head:
+            raise ApiError(400, "invalid_query", f"?at={at} is past the store's last event ({head})")
+        boundary = input_boundary(service.reader, at)
+        views = project(service.reader, until=boundary)
+        return msgspec.json.encode(_view_body(views.document() if name is None else views.view(name), name, boundary))
+
+    return await service.reading(fold)
+
+
+@get(
+    "/v1/views",
+    summary="Every view, live, or as it was after the first POSITION events (?at=)",
+    responses=ERRORS_READ,
+)
+async def get_views(request: Request) -> Response[ViewsDocument]:
+    authenticate(request)
+    service = service_of(request)
+    at = _position_query(request, "at")
+    if at is not None:
+        body = await _views_at(service, at, None)
+    else:
+        body = await service.with_engine(lambda: service.rendered_view(None))
+    return Response(body, media_type=JSON)
+
+
+@get("/v1/views/{name:str}", summary="One view (?at= as for /v1/views)", responses=ERRORS_READ)
+async def get_view(request: Request, name: str) -> Response[ViewBody]:
+    authenticate(request)
+    if name not in VIEW_NAMES:
+        raise ApiError(404, "unknown_view", f"no view {name!r}; views: {', '.join(VIEW_NAMES)}")
+    service = service_of(request)
+    at = _position_query(request, "at")
+    if at is not None:
+        body = await _views_at(service, at, name)
+    else:
+        body = await service.with_engine(lambda: service.rendered_view(name))
+    return Response(body, media_type=JSON)
+
+
+# ------------------------------------------------------------ events, explain
+
+
+@get("/v1/events", summary="The events after position ?after= (default 0), at most ?limit= (100, max 1000)", responses=ERRORS_READ)
+async def get_events(request: Request) -> Response[EventsPage]:
+    authenticate(request)
+    after = _position_query(request, "after") or 0
+    limit = _position_query(request, "limit")
+    limit = events_limit_default if limit is None else limit
+    if not 1 <= limit <= events_page_max:
+        raise ApiError(400, "invalid_query", f"?limit={limit}: from 1 to {events_page_max}")
+    service = service_of(request)
+    rows, next_after = await service.reading(lambda: events_page(service.reader, after, limit))
+    return Response(msgspec.json.encode({"events": rows, "next_after": next_after}), media_type=JSON)
+
+
+def _raw_tail(request: Request, prefix: str) -> str | None:
+    """The path after `prefix`, from the raw (still percent-encoded) path:
+    ids hold slashes and `//` (`urgent:ci:https://scm/pr/7`), which the
+    router's normalised path would fold."""
+    raw = request.scope.get("raw_path")
+    if not raw:
+        return None
+    path = raw.decode("latin-1").split("?", 1)[0]
+    return unquote(path[len(prefix) :]) if path.startswith(prefix) else None
+
+
+@get(
+    "/v1/explain/{id:path}",
+    summary="Why something is as it is (tandem explain --json); ?kind= picks one kind",
+    responses=ERRORS_READ,
+)
+async def get_explain(request: Request, id: str) -> Response[dict[str, Any]]:
+    authenticate(request)
+    thing = _raw_tail(request, "/v1/explain/") or id.lstrip("/")
+    kind = request.query_params.get("kind")
+    if kind is not None and kind not in KINDS:
+        raise ApiError(400, "invalid_query", f"?kind={kind!r}: one of {', '.join(KINDS)}")
+    if not thing.strip():
+        raise ApiError(404, "unknown_id", "no id given")
+    service = service_of(request)
+
+    def explain() -> bytes:
+        try:
+            return to_json(document(service.reader, thing, kind=kind))
+        except ExplainError as error:
+            raise ApiError(404, "unknown_id", str(error)) from None
+
+    return Response(await service.reading(explain), media_type=JSON)
+
+
+@get("/v1/health", summary="Liveness without a token", responses={503: ERRORS_READ[503]})
+async def get_health(request: Request) -> Response[Health]:
+    service = service_of(request)
+    engine = service.runtime.engine
+    stale = engine is None or engine.stale
+    body = Health(status="store_unavailable" if stale else "ok", position=engine.state.position if engine else 0, writer=True)
+    return Response(msgspec.json.encode(body), media_type=JSON, status_code=503 if stale else 200)
+
+
+# ------------------------------------------------------------------- stream
+
+
+def _views_filter(request: Request) -> frozenset[str] | None:
+    text = request.query_params.get("views")
+    if text is None:
+        return None
+    names = frozenset(part.strip() for part in text.split(",") if part.strip())
+    unknown = sorted(names - set(VIEW_NAMES))
+    if unknown or not names:
+        raise ApiError(404, "unknown_view", f"?views={text!r}: no view {', '.join(unknown) or '(none given)'}; views: {', '.join(VIEW_NAMES)}")
+    return names
+
+
+@get(
+    "/v1/stream",
+    summary="Server-Sent Events: one `change` message per commit (id = the position after it)",
+    responses={**ERRORS_READ, 503: ERRORS_READ[503]},
+    media_type="text/event-stream",
+)
+async def get_stream(request: Request) -> Stream:
+    authenticate(request)
+    views = _views_filter(request)
+    last = request.headers.get("last-event-id")
+    last_event_id = int(last) if last is not None and last.strip().isdigit() else None
+    hub = service_of(request).hub
+    assert hub is not None
+    try:
+        client, first = hub.subscribe(last_event_id, views)
+    except StreamsFull as full:
+        raise ApiError(503, "too_many_streams", f"{full}; retry later") from None
+    return Stream(
+        hub.messages(client, first),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+# --------------------------------------------------------------------- app
+
+
+def _error_response(request: Request, error: Exception) -> Response[ErrorBody]:
+    if isinstance(error, ApiError):
+        status, code, message, errors = error.status, error.code, error.message, error.errors
+    elif isinstance(error, NotFoundException):
+        status, code, message, errors = 404, "not_found", f"no route {request.method} {request.url.path}", None
+    elif isinstance(error, HTTPException) and error.status_code == 405:
+        status, code, message, errors = 405, "method_not_allowed", f"{request.method} is not allowed on {request.url.path}", None
+    elif isinstance(error, HTTPException) and error.status_code == 413:
+        status, code, message, errors = 413, "too_large", "the body is over the size limit", None
+    elif isinstance(error, HTTPException) and error.status_code < 500:
+        status, code, message, errors = error.status_code, "bad_request", str(error.detail), None
+    else:
+        log.error("internal error on %s %s", request.method, request.url.path, exc_info=error)
+        status, code, message, errors = 500, "internal_error", "the server failed; nothing more is said here (see its log)", None
+    headers = {"Allow": ", ".join(sorted(error.headers.get("allow", "").split(", ")))} if status == 405 and isinstance(error, HTTPException) and error.headers else None
+    return Response(error_body(code, message, errors), status_code=status, media_type=JSON, headers=headers)
+
+
+ROUTES = [post_inputs, get_views, get_view, get_events, get_explain, get_health, get_stream]
+
+
+def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] = (), on_shutdown: list[Callable[[], Awaitable[None]]] = ()) -> Litestar:  # type: ignore[assignment]
+    app = Litestar(
+        route_handlers=ROUTES,
+        exception_handlers={Exception: _error_response},
+        openapi_config=OpenAPIConfig(
+            title="Tandem",
+            version="1.0.0",
+            description="The engine as a service (API.md): authenticated inputs, views, events, explain, live changes.",
+            path="/openapi.json",  # the one document, nowhere else (the console has `/`)
+            render_plugins=[JsonRenderPlugin(path="/")],
+            components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),
+            security=[{"bearer": []}],
+        ),
+        on_startup=list(on_startup),
+        on_shutdown=list(on_shutdown),
+        logging_config=None,
+        debug=False,
+    )
+    app.state.service = service
+    return app

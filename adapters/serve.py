@@ -1,0 +1,227 @@
+"""`tandem serve`: the runtime (adapters/runtime.py) with the HTTP API in
+front (adapters/http_api.py), on uvicorn.
+
+Start: load the tokens (a file readable by others, or a short token, is
+refused), take the store's writer lock, take the spool's lock, fold the
+store, apply the waiting spool files and the watchdog's rows, record
+`daemon.start`, bind the socket, and once serving print
+`listening on http://HOST:PORT` as the first line on stdout. Then, besides
+requests, the runtime's rounds run every `--interval` (spool, watchdog,
+idle tick, health snapshot).
+
+Stop (SIGTERM or SIGINT): stop accepting, end every stream, finish the
+requests in flight (the input in flight is committed or not, whole), record
+`daemon.stop` (expected), write a snapshot if due, exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from adapters import daemon
+from adapters.http_api import ApiError, Service, build_app
+from adapters.runtime import Runtime, RuntimeError_, log
+from adapters.store import open_store, parse_store_url
+from adapters.stream import Hub, keepalive_s_default, resume_messages_max, stream_clients_max_default
+from adapters.tokens import TokensRefused, load_tokens
+from replay.commits import tail_commits
+
+listen_default = "127.0.0.1:8765"
+store_default = "sqlite:///tandem.db"
+shutdown_grace_s = 30  # requests still running this long after a stop are cancelled
+listen_backlog = 256
+
+
+class ServeError(Exception):
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    host, separator, port_text = text.rpartition(":")
+    if not separator or not port_text.isdigit() or int(port_text) > 65535:
+        raise argparse.ArgumentTypeError(f"--listen {text!r}: write HOST:PORT (port 0 picks a free one)")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port_text)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", default=store_default, metavar="URL", help=f"the event store (default {store_default})")
+    parser.add_argument(
+        "--tokens",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help='JSON {"tokens": [{"actor": "human", "token": "..."}, ...]}: each token is the actor it names; '
+        "the file must be readable by its owner only (chmod 600) and every token at least 32 characters",
+    )
+    parser.add_argument(
+        "--listen",
+        type=listen_address,
+        default=listen_address(listen_default),
+        metavar="HOST:PORT",
+        help=f"where to listen (default {listen_default}; port 0 picks a free port, printed on the first line)",
+    )
+    daemon.spool_options(parser, spool_required=False)
+    parser.add_argument(
+        "--no-runtime-inputs",
+        action="store_true",
+        help="record none of the runtime's own inputs (daemon.start, daemon.stop, idle ticks): for a store fed "
+        "recorded traces whose times are in the past, which a wall-clock input would make unappendable",
+    )
+    parser.add_argument(
+        "--stream-clients-max",
+        type=daemon.batch_size,
+        default=stream_clients_max_default,
+        metavar="N",
+        help=f"live streams served at once (default {stream_clients_max_default}); the next is refused 503",
+    )
+    parser.add_argument(
+        "--stream-keepalive",
+        type=daemon.positive_seconds,
+        default=keepalive_s_default,
+        metavar="SECONDS",
+        help=f"a comment line on an idle stream this often (default {keepalive_s_default:g})",
+    )
+    parser.epilog = (
+        "API: ../shared/spec/API.md and docs/api.md. Exit codes: 0 stopped by SIGTERM or SIGINT; 1 the tokens, the "
+        "store (locked by another writer, unreachable) or the spool could not be used; 2 bad usage."
+    )
+
+
+# ----------------------------------------------------------------- server
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, saying where it listens once it does, and ending the live
+    streams as soon as a stop is asked (uvicorn waits for open responses)."""
+
+    def __init__(self, config: uvicorn.Config, service: Service, address: str) -> None:
+        super().__init__(config)
+        self.service = service
+        self.address = address
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            print(f"listening on {self.address}", flush=True)
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        hub = self.service.hub
+        if hub is not None:
+            hub.loop.call_soon_threadsafe(hub.close)
+        super().handle_exit(sig, frame)
+
+
+def _bind(host: str, port: int) -> tuple[socket.socket, str]:
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        family = socket.AF_INET  # a host name
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    sock.listen(listen_backlog)
+    sock.set_inheritable(True)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if family == socket.AF_INET6 else bound_host
+    return sock, f"http://{shown}:{bound_port}"
+
+
+def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+    runtime = service.runtime
+    tasks: list[asyncio.Task[None]] = []
+
+    async def started() -> None:
+        engine = runtime.engine
+        assert engine is not None and engine.store is not None
+        head = engine.state.position
+        history = tail_commits(engine.store, head, resume_messages_max)
+        service.hub = Hub(asyncio.get_running_loop(), history, head, args.stream_clients_max, args.stream_keepalive)
+        engine.listeners.append(service.on_commit)
+        tasks.append(asyncio.create_task(_rounds(service)))
+
+    async def stopping() -> None:
+        for task in tasks:
+            task.cancel()
+        async with service.engine_lock:
+            await asyncio.to_thread(runtime.stop, True)
+        log("stopped as asked (daemon.stop expected)" if runtime.started else "stopped as asked")
+
+    return [started], [stopping]
+
+
+async def _rounds(service: Service) -> None:
+    """The runtime's duties beside HTTP; a failing round is logged, never fatal."""
+    runtime = service.runtime
+    while True:
+        await asyncio.sleep(runtime.settings.interval_s)
+        try:
+            await service.with_engine(runtime.round, inline=False)
+        except ApiError as error:
+            log(f"round skipped: {error.message}")
+        except Exception:  # a live runtime is never stopped by what it was sent
+            log("round failed:\n" + traceback.format_exc())
+
+
+def _ignore(number: int, frame: Any) -> None:
+    """uvicorn raises the signal it handled again once it has stopped."""
+
+
+def run(args: argparse.Namespace) -> None:
+    try:
+        tokens = load_tokens(args.tokens)
+    except TokensRefused as error:
+        raise ServeError(str(error)) from None
+    settings = daemon.settings_from(args, runtime_inputs=not args.no_runtime_inputs)
+    runtime = Runtime(settings)
+    spool_lock = None
+    try:
+        runtime.lock_store()
+        spool_lock = daemon.spool_lock(settings)
+        runtime.open()
+        runtime.start()
+        assert runtime.engine is not None and runtime.engine.store is not None
+        memory = parse_store_url(settings.store_url).kind == "memory"
+        reader = runtime.engine.store if memory else open_store(settings.store_url)
+        sock, address = _bind(*args.listen)
+    except RuntimeError_ as error:
+        runtime.close()
+        if spool_lock is not None:
+            spool_lock.release()
+        raise ServeError(str(error), error.code) from None
+    service = Service(runtime=runtime, reader=reader, tokens=tokens)
+    on_startup, on_shutdown = _lifespan(service, args)
+    app = build_app(service, on_startup, on_shutdown)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=shutdown_grace_s,
+        log_config=None, server_header=False,
+    )  # fmt: skip
+    logging.basicConfig(level=logging.WARNING, format="tandem: %(name)s: %(message)s", stream=sys.stderr)
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, _ignore)
+    try:
+        _Server(config, service, address).run(sockets=[sock])
+    finally:
+        sock.close()
+        if reader is not runtime.engine.store:
+            reader.close()
+        runtime.close()
+        if spool_lock is not None:
+            spool_lock.release()

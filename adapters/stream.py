@@ -1,0 +1,178 @@
+"""Live changes: one Server-Sent Events message per commit (API.md, "Live
+changes (SSE)").
+
+The hub keeps the last `resume_messages_max` commits (rebuilt from the log
+at start, replay/commits.py), so a client reconnecting with `Last-Event-ID:
+P` first gets a message for every commit after P it missed, or, when P is
+older than that (or not a position of this store), one `reset`. Publishing
+never waits for a client: each has a bounded queue, and one that falls
+`client_queue_messages_max` behind (a client that never reads) is cut off
+with a `reset` and no longer counts towards `stream_clients_max`. Only the
+event loop's thread touches the hub; commits made in another thread reach
+it through `publish_threadsafe`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import msgspec
+
+from projections import Views
+from replay.commits import CommitSummary
+
+stream_clients_max_default = 100
+client_queue_messages_max = 1_000
+resume_messages_max = 1_000
+keepalive_s_default = 15.0
+
+
+def _views_by_event() -> dict[type, tuple[str, ...]]:
+    """Which views an event type changes: those that fold it."""
+    found: dict[type, list[str]] = {}
+    for name, view in Views().by_name.items():
+        for event_type in view.handlers:
+            found.setdefault(event_type, []).append(name)
+    return {event_type: tuple(names) for event_type, names in found.items()}
+
+
+VIEWS_BY_EVENT = _views_by_event()
+VIEW_ORDER = {name: number for number, name in enumerate(Views().by_name)}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    position: int
+    after: int
+    views: frozenset[str]
+    wire: bytes
+
+
+def message_of(summary: CommitSummary) -> Message:
+    views = frozenset(name for event_type in summary.types for name in VIEWS_BY_EVENT.get(event_type, ()))
+    data = msgspec.json.encode(
+        {"position": summary.position, "views": sorted(views, key=VIEW_ORDER.__getitem__), "inputs": list(summary.inputs)}
+    )
+    wire = b"id: %d\nevent: change\ndata: %s\n\n" % (summary.position, data)
+    return Message(summary.position, summary.after, views, wire)
+
+
+def reset_wire(position: int) -> bytes:
+    return b"id: %d\nevent: reset\ndata: %s\n\n" % (position, msgspec.json.encode({"position": position}))
+
+
+class StreamsFull(Exception):
+    """`stream_clients_max` clients are connected already."""
+
+
+@dataclass(eq=False)  # clients are told apart by identity (a set holds them)
+class Client:
+    views: frozenset[str] | None  # None: every message
+    queue: deque[bytes] = field(default_factory=deque)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    cut_off: bool = False  # fell too far behind: a reset, then the end
+    closed: bool = False  # the server is stopping
+
+    def offer(self, message: Message) -> bool:
+        """Queue `message` if it concerns this client; False once cut off."""
+        if self.views is not None and not (self.views & message.views):
+            return True
+        if len(self.queue) >= client_queue_messages_max:
+            self.cut_off = True
+            self.ready.set()
+            return False
+        self.queue.append(message.wire)
+        self.ready.set()
+        return True
+
+
+class Hub:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        history: list[CommitSummary],
+        head: int,
+        clients_max: int = stream_clients_max_default,
+        keepalive_s: float = keepalive_s_default,
+    ) -> None:
+        self.loop = loop
+        self.ring: deque[Message] = deque((message_of(summary) for summary in history), maxlen=resume_messages_max)
+        # Resumable from here on: every commit after `since` is in the ring.
+        self.since = self.ring[0].after if self.ring else head
+        self.head = head
+        self.clients: set[Client] = set()
+        self.clients_max = clients_max
+        self.keepalive_s = keepalive_s
+        self.closing = False
+
+    # ------------------------------------------------------------ publish
+
+    def publish_threadsafe(self, summary: CommitSummary) -> None:
+        self.loop.call_soon_threadsafe(self.publish, summary)
+
+    def publish(self, summary: CommitSummary) -> None:
+        message = message_of(summary)
+        if len(self.ring) == self.ring.maxlen:
+            self.since = self.ring[1].after
+        self.ring.append(message)
+        self.head = message.position
+        for client in list(self.clients):
+            if not client.offer(message):
+                self.clients.discard(client)  # cut off: it no longer holds a place
+
+    def close(self) -> None:
+        """The server is stopping: every stream ends."""
+        self.closing = True
+        for client in self.clients:
+            client.closed = True
+            client.ready.set()
+
+    # ---------------------------------------------------------- subscribe
+
+    def subscribe(self, last_event_id: int | None, views: frozenset[str] | None) -> tuple[Client, bytes]:
+        """A new client and what it must be sent first (missed messages, or a
+        reset). Raises StreamsFull."""
+        if len(self.clients) >= self.clients_max or self.closing:
+            raise StreamsFull(f"{len(self.clients)} streams are open, the most this server keeps ({self.clients_max})")
+        client = Client(views)
+        self.clients.add(client)
+        return client, self._backlog(last_event_id, views)
+
+    def _backlog(self, last_event_id: int | None, views: frozenset[str] | None) -> bytes:
+        if last_event_id is None or last_event_id == self.head:
+            return b""
+        if last_event_id > self.head or last_event_id < self.since:
+            return reset_wire(self.head)
+        return b"".join(
+            message.wire
+            for message in self.ring
+            if message.position > last_event_id and (views is None or views & message.views)
+        )
+
+    async def messages(self, client: Client, first: bytes) -> AsyncIterator[bytes]:
+        """The bytes of one stream: the backlog, then live messages, with a
+        comment line every `keepalive_s` while idle."""
+        try:
+            yield b": connected\n\n" + first
+            while True:
+                if not client.queue and not client.cut_off and not client.closed:
+                    client.ready.clear()
+                    try:
+                        await asyncio.wait_for(client.ready.wait(), self.keepalive_s)
+                    except asyncio.TimeoutError:
+                        yield b": keep-alive\n\n"
+                        continue
+                if client.queue:
+                    chunk = b"".join(client.queue)
+                    client.queue.clear()
+                    yield chunk
+                if client.cut_off:
+                    yield reset_wire(self.head)
+                    return
+                if client.closed:
+                    return
+        finally:
+            self.clients.discard(client)

@@ -1,0 +1,140 @@
+"""Bearer tokens: who sends an input is proved by a credential (API.md).
+
+The tokens file maps each token to the actor it speaks for:
+
+    {"tokens": [{"actor": "human", "token": "…"}, {"actor": "background", "token": "…"}]}
+
+A file readable by group or others, a token shorter than `token_chars_min`,
+an unknown actor or one token given twice is refused with a message naming
+the file and the problem. A presented token is compared with every known one
+in constant time (`hmac.compare_digest` over SHA-256 digests, all of them,
+whatever matches), so the time a refusal takes says nothing about how close
+a guess was. Tokens are never logged: `TokenTable` keeps digests only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import get_args
+
+import msgspec
+
+from domain.inputs import Actor
+
+token_chars_min = 32
+tokens_file_bytes_max = 1_048_576
+tokens_max = 1_000
+ACTORS: tuple[str, ...] = get_args(Actor)
+
+
+class TokensRefused(Exception):
+    """The tokens file cannot be used; the message names the file and why."""
+
+
+class _Entry(msgspec.Struct, forbid_unknown_fields=True):
+    actor: str
+    token: str
+
+
+class _File(msgspec.Struct, forbid_unknown_fields=True):
+    tokens: list[_Entry]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenTable:
+    """(SHA-256 of a token, its actor) for every token of the file."""
+
+    entries: tuple[tuple[bytes, str], ...]
+    source: str = ""
+
+    def actor_of(self, presented: str) -> str | None:
+        """The actor `presented` speaks for, or None. Every entry is compared
+        (no early exit), each comparison in constant time."""
+        digest = _digest(presented)
+        found: str | None = None
+        for known, actor in self.entries:
+            if hmac.compare_digest(known, digest):
+                found = actor
+        return found
+
+    def actors(self) -> list[str]:
+        return sorted({actor for _, actor in self.entries})
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+
+def load_tokens(path: Path) -> TokenTable:
+    """Read and check the tokens file (see the module's docstring)."""
+    try:
+        status = path.stat()
+    except OSError as error:
+        raise TokensRefused(f"tokens file {path}: cannot read it: {error.strerror}") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise TokensRefused(f"tokens file {path}: not a regular file")
+    if status.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise TokensRefused(
+            f"tokens file {path}: readable or writable by group or others (mode {stat.S_IMODE(status.st_mode):04o}); "
+            f"run: chmod 600 {path}"
+        )
+    if status.st_size > tokens_file_bytes_max:
+        raise TokensRefused(f"tokens file {path}: {status.st_size} bytes, over the {tokens_file_bytes_max}-byte limit")
+    try:
+        parsed = msgspec.json.decode(path.read_bytes(), type=_File)
+    except OSError as error:
+        raise TokensRefused(f"tokens file {path}: cannot read it: {error.strerror}") from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise TokensRefused(
+            f'tokens file {path}: {error} (expected {{"tokens": [{{"actor": "human", "token": "..."}}]}})'
+        ) from None
+    return TokenTable(tuple(_checked(path, parsed.tokens)), str(path))
+
+
+def _checked(path: Path, entries: list[_Entry]) -> list[tuple[bytes, str]]:
+    if not entries:
+        raise TokensRefused(f"tokens file {path}: no tokens")
+    if len(entries) > tokens_max:
+        raise TokensRefused(f"tokens file {path}: {len(entries)} tokens, over the limit of {tokens_max}")
+    table: list[tuple[bytes, str]] = []
+    seen: set[bytes] = set()
+    for number, entry in enumerate(entries, start=1):
+        where = f"tokens file {path}: token {number} (actor {entry.actor!r})"
+        if entry.actor not in ACTORS:
+            raise TokensRefused(f"{where}: unknown actor; actors: {', '.join(ACTORS)}")
+        if len(entry.token) < token_chars_min:
+            raise TokensRefused(f"{where}: {len(entry.token)} characters, shorter than {token_chars_min}")
+        if any(character.isspace() or not character.isprintable() for character in entry.token):
+            raise TokensRefused(f"{where}: holds whitespace or control characters")
+        digest = _digest(entry.token)
+        if digest in seen:
+            raise TokensRefused(f"{where}: the same token is given twice")
+        seen.add(digest)
+        table.append((digest, entry.actor))
+    return table
+
+
+def new_token() -> str:
+    """A fresh random token (43 URL-safe characters, 256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+def write_tokens_file(path: Path, tokens: dict[str, str]) -> None:
+    """Write a tokens file readable by its owner only (created 0600, never
+    world-readable even for a moment)."""
+    body = msgspec.json.format(
+        msgspec.json.encode({"tokens": [{"actor": actor, "token": token} for actor, token in tokens.items()]}),
+        indent=2,
+    )
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)
+        os.write(descriptor, body + b"\n")
+    finally:
+        os.close(descriptor)

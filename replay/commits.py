@@ -1,0 +1,153 @@
+"""The log as a service shows it: commits (for the live stream and its
+resume) and pages of events with the input behind each (for `/v1/events`).
+
+A **commit** is one transaction: one input, a batch of inputs, or a batch
+and its trailer. Its boundaries are recoverable from the log alone, so a
+stream resumed after a restart still sends one message per commit:
+
+* every input's events start with its record (`InputAccepted` /
+  `InputRejected`);
+* a batch of a trace file (ingest, the spool) ends with its
+  `SourceProgressed`;
+* the inputs of one HTTP request share a `file` no other request has
+  (`http@{head before}`), and nothing else shares it;
+* anything else (an input with no file, the runtime's own) is a commit of
+  its own. (The runtime commits the watchdog rows it imports together; read
+  back from the log they are one commit each.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from domain import events as ev
+from domain.events import decode_event, event_name
+from domain.inputs import format_at
+from replay.port import EventStore
+
+RECORDS = (ev.InputAccepted, ev.InputRejected)
+tail_window_events_first = 4_096
+events_page_max = 1_000
+record_search_window_first = 64
+
+
+@dataclass(frozen=True, slots=True)
+class CommitSummary:
+    """What a stream message says about one commit."""
+
+    after: int  # the head before it
+    position: int  # the head after it
+    types: frozenset[type]  # the event types it holds
+    inputs: tuple[dict[str, Any], ...]  # {type, actor, at, accepted} per input, in order
+
+
+def summarize(after: int, events: list[ev.Event]) -> CommitSummary:
+    inputs = tuple(
+        {
+            "type": event.input.input_type,
+            "actor": event.input.sender,
+            "at": format_at(event.input.at),
+            "accepted": type(event) is ev.InputAccepted,
+        }
+        for event in events
+        if isinstance(event, RECORDS)
+    )
+    return CommitSummary(after, after + len(events), frozenset(type(event) for event in events), inputs)
+
+
+def split_commits(positioned: Iterable[tuple[int, ev.Event]]) -> Iterator[CommitSummary]:
+    """Group consecutive events into commits (see the module's docstring).
+    The first group may be the tail of a commit that began earlier."""
+    group: list[ev.Event] = []
+    start = 0
+    file: str | None = None
+    closed = False
+    for position, event in positioned:
+        if isinstance(event, RECORDS) and group and (closed or file is None or event.file != file):
+            yield summarize(start, group)
+            group = []
+        if not group:
+            start, file, closed = position - 1, getattr(event, "file", None), False
+        group.append(event)
+        if isinstance(event, ev.SourceProgressed):
+            closed = True
+    if group:
+        yield summarize(start, group)
+
+
+def tail_commits(store: EventStore, head: int, count: int) -> list[CommitSummary]:
+    """The last `count` whole commits at or before `head`, oldest first:
+    reads back in growing windows, never the whole log unless it must."""
+    window = tail_window_events_first
+    while True:
+        after = max(0, head - window)
+        commits = list(split_commits(store.read(after=after, until=head)))
+        if after > 0 and commits:
+            commits = commits[1:]  # may have begun before the window
+        if len(commits) >= count or after == 0:
+            return commits[-count:] if count else []
+        window *= 4
+
+
+def commits_after(store: EventStore, after: int, until: int) -> list[CommitSummary]:
+    """The commits after position `after` (a commit boundary) up to `until`."""
+    return list(split_commits(store.read(after=after, until=until)))
+
+
+# ------------------------------------------------------------ event pages
+
+
+class InputRef(msgspec.Struct, frozen=True):
+    file: str | None
+    line: int | None
+    id: str | None
+
+
+class EventRow(msgspec.Struct, frozen=True):
+    position: int
+    type: str
+    input: InputRef | None
+    body: msgspec.Raw
+
+
+def _ref(record: ev.InputAccepted | ev.InputRejected) -> InputRef:
+    return InputRef(record.file, record.line, record.input.id)
+
+
+def _record_before(store: EventStore, position: int) -> InputRef | None:
+    """The input whose events hold the event at `position + 1`: the nearest
+    record at or before `position`, unless a SourceProgressed (a batch's end)
+    comes after it. Reads back in growing windows."""
+    window = record_search_window_first
+    until = position
+    while until > 0:
+        after = max(0, until - window)
+        for _, event in reversed(list(store.read(after=after, until=until))):
+            if isinstance(event, RECORDS):
+                return _ref(event)
+            if isinstance(event, ev.SourceProgressed):
+                return None
+        until, window = after, window * 4
+    return None
+
+
+def events_page(store: EventStore, after: int, limit: int) -> tuple[list[EventRow], int | None]:
+    """Up to `limit` events after `after`, each with its input, and where the
+    next page starts (None when this one reaches the head)."""
+    assert 1 <= limit <= events_page_max, limit
+    head = store.head()
+    rows: list[EventRow] = []
+    current: InputRef | None = _record_before(store, after) if after > 0 else None
+    for position, data in store.read_encoded(after=after, until=min(head, after + limit)):
+        event = decode_event(data)
+        if isinstance(event, RECORDS):
+            current = _ref(event)
+        rows.append(EventRow(position, event_name(event), None if isinstance(event, ev.SourceProgressed) else current, msgspec.Raw(data)))
+        if isinstance(event, ev.SourceProgressed):
+            current = None
+    last = rows[-1].position if rows else after
+    return rows, (last if last < head else None)
