@@ -200,7 +200,11 @@ class Spool:
         except TraceInvalid as invalid:
             self.reject(path, _reasons(invalid))
             return None
-        except (EdgeRefused, TraceMismatch) as refused:
+        except EdgeRefused as refused:
+            # The reason code too (as HTTP gives it): `reserved`, `at_in_future`...
+            self.reject(path, [f"{refused.message} ({refused.code})"])
+            return None
+        except TraceMismatch as refused:
             self.reject(path, [str(refused)])
             return None
         except ConcurrencyError as error:
