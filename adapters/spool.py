@@ -211,10 +211,17 @@ class Spool:
             # The engine reloaded the store; ingest resumes where it stands.
             log(f"{name}: another writer appended to the store meanwhile ({error}); retrying")
             return None
-        self.finish(path)
+        # Not moved (done/ unsafe, said by _move): it stays, and is moved once
+        # done/ is safe again, its inputs already in the store.
+        if self.finish(path) is not None:
+            where = "moved to done/"
+        elif os.path.lexists(path):
+            where = "left in the spool until done/ is safe"
+        else:
+            where = "taken away before it was moved"
         log(
             f"{name}: {result.applied} input(s) applied ({result.rejected} rejected), "
-            f"{result.skipped} already in the store; moved to done/"
+            f"{result.skipped} already in the store; {where}"
         )
         return SpoolApplied(path.name, result.applied, result.rejected, result.skipped)
 
