@@ -233,6 +233,11 @@ class Spool:
     def _read(self, path: Path) -> bytes | None:
         """The file's bytes, read without following a link; a file that is
         unsafe to read is refused (moved into rejected/ as it is)."""
+        if not _is_utf8(path.name):
+            # Inputs are keyed by the file's name in the store, as text: such a
+            # name cannot be recorded (it used to fail the commit, and the runtime).
+            self.reject(path, ["refused unread: its name is not valid UTF-8; rename it"])
+            return None
         try:
             problem = file_problem(path.lstat())
             if problem is None:
@@ -281,6 +286,16 @@ class Spool:
         except FileNotFoundError:
             return None
         return target
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a name from the file system is text (bytes that are not UTF-8
+    come back as lone surrogates, which no store can encode)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _read_all(descriptor: int) -> bytes:
