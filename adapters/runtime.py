@@ -308,6 +308,10 @@ class Runtime:
                 self.waiting -= 1
         finally:
             self._draining = False
+        # A deferred start goes after every file of this scan, not after the
+        # first: stamped with the clock, it would refuse the next waiting
+        # file's earlier `at` (at_before_head).
+        self._record_deferred_start()
 
     def _apply(self, path: Path) -> None:
         assert self.engine is not None and self.spool is not None
@@ -315,7 +319,6 @@ class Runtime:
         if isinstance(applied, SpoolApplied):
             self.last_activity = self.monotonic()
             self.last_ingestion = applied.summary(format_time(self.clock()))
-            self._record_deferred_start()
         self.publish_if_due()
 
     def _between_batches(self) -> bool:
