@@ -28,7 +28,7 @@ from typing import Any, Union
 import msgspec
 from msgspec import Struct
 
-from domain.inputs import AnyInput
+from domain.inputs import AnyInput, nesting_depth_max, too_deep
 
 
 class Event(Struct, frozen=True, tag_field="event", kw_only=True, omit_defaults=False):
@@ -845,4 +845,21 @@ def encode_event(event: Event) -> bytes:
 
 
 def decode_event(data: bytes) -> AnyEvent:
+    return _decoder.decode(data)
+
+
+# An event holds its input one level down (`InputAccepted.input`), and the
+# input's free-form values (`constraints`) no deeper than that: the events of
+# inputs within `nesting_depth_max` nest at most one level more.
+event_nesting_depth_max = nesting_depth_max + 1
+
+
+def decode_foreign_event(data: bytes) -> AnyEvent:
+    """Decode an event that comes from outside the store (`tandem import`):
+    nested no deeper than `event_nesting_depth_max`, or a ValidationError
+    naming where (as an input at the edge), never a RecursionError. Events
+    read back from the store were checked when they came and are not."""
+    refusal = too_deep(data, event_nesting_depth_max)
+    if refusal is not None:
+        raise refusal
     return _decoder.decode(data)

@@ -565,7 +565,7 @@ PathPart = Union[str, int, None]  # a key, an index, or a key not worth showing
 _path_key_chars_shown_max = 32  # a longer key is shown as msgspec shows dict keys: `[...]`
 
 
-def _too_deep(path: list[PathPart]) -> msgspec.ValidationError:
+def _too_deep(path: list[PathPart], limit: int = nesting_depth_max) -> msgspec.ValidationError:
     text = "$"
     for part in path[:nesting_path_levels_shown]:
         if isinstance(part, int):
@@ -576,7 +576,7 @@ def _too_deep(path: list[PathPart]) -> msgspec.ValidationError:
             text += "[...]"  # msgspec's mark for a dict key; a long or odd key would drown the message
     if len(path) > nesting_path_levels_shown:
         text += "…"
-    return msgspec.ValidationError(f"nested deeper than {nesting_depth_max} levels - at `{text}`")
+    return msgspec.ValidationError(f"nested deeper than {limit} levels - at `{text}`")
 
 
 def _opening_brackets(line: bytes | str) -> int:
@@ -613,14 +613,14 @@ def _too_deep_in_value(value: Any, name: str) -> list[PathPart] | None:
 _JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},]')
 
 
-def _too_deep_in_json(raw: bytes) -> list[PathPart] | None:
-    """The path to the first container nested deeper than the limit in raw
+def _too_deep_in_json(raw: bytes, limit: int = nesting_depth_max) -> list[PathPart] | None:
+    """The path to the first container nested deeper than `limit` in raw
     JSON, or None: a scan of its brackets, for input too deep to decode."""
     frames: list[list[Any]] = []  # per open container: [is_object, key or index, expecting a key]
     for match in _JSON_TOKEN.finditer(raw):
         token = match.group()
         if token in (b"{", b"["):
-            if len(frames) >= nesting_depth_max:
+            if len(frames) >= limit:
                 return [frame[1] for frame in frames]  # the new container's path
             frames.append([True, None, True] if token == b"{" else [False, 0, False])
         elif token in (b"}", b"]"):
@@ -638,6 +638,17 @@ def _too_deep_in_json(raw: bytes) -> list[PathPart] | None:
             frames[-1][1] = _json_key(token) if len(frames) <= nesting_path_levels_shown + 1 else None
             frames[-1][2] = False
     return None
+
+
+def too_deep(raw: bytes, limit: int = nesting_depth_max) -> msgspec.ValidationError | None:
+    """The schema error for raw JSON nested deeper than `limit` levels (where,
+    as decode_input names it), or None. For JSON from outside that is not an
+    input (an imported event): checked before decoding, so a decoder never
+    answers with RecursionError. Iterative; most lines pass the count."""
+    if _opening_brackets(raw) <= limit:
+        return None
+    path = _too_deep_in_json(raw, limit)
+    return None if path is None else _too_deep(path, limit)
 
 
 def _json_key(token: bytes) -> str | None:

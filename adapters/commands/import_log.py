@@ -1,7 +1,9 @@
 """`tandem import`: a JSON Lines event log (from `tandem export`) into a store.
 
-Every line is checked first (it must decode as an event); a bad file prints
-`line N: ...` (at most 20) and exits 2 with nothing written. The events are
+Every line is checked first (it must decode as an event, nested no deeper
+than `domain.events.event_nesting_depth_max`: a line too deep to decode is a
+`line N: ...` too, never a RecursionError); a bad file prints `line N: ...`
+(at most 20) and exits 2 with nothing written. The events are
 then appended as given, byte for byte, in transactions of `--batch` events.
 
 Only an empty store is written to, or one whose events are exactly the file's
@@ -22,7 +24,7 @@ from typing import BinaryIO
 import msgspec
 
 from adapters.store import store_url_help
-from domain.events import decode_event
+from domain.events import decode_foreign_event
 
 NAME = "import"
 ORDER = 61
@@ -82,7 +84,7 @@ def check_line(number: int, line: bytes) -> str | None:
     if line != line.strip():
         return f"line {number}: leading or trailing whitespace (a line is exactly a stored event's bytes)"
     try:
-        decode_event(line)
+        decode_foreign_event(line)
     except msgspec.ValidationError as error:
         return f"line {number}: not an event: {error}"
     except msgspec.DecodeError as error:

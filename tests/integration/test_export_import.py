@@ -13,7 +13,7 @@ import pytest
 from adapters.cli import main
 from adapters.ingest import ingest
 from adapters.store import open_store
-from adapters.trace import read_trace
+from adapters.trace import parse_trace, read_trace
 from replay.engine import Engine
 from replay.verify import verify
 from replay.workload import observation_inputs
@@ -198,3 +198,39 @@ def test_export_of_an_empty_store_and_to_an_unwritable_place(tmp_path: Path, cap
     assert code == 1 and "is a directory" in err
     code, _, err = run_cli(capsys, "import", str(tmp_path / "nope.jsonl"), "--store", empty)
     assert code == 1 and "cannot read" in err
+
+
+def test_an_event_nested_too_deep_is_a_line_error_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An event holds its input one level down: the events of the deepest
+    input the edge accepts import; one level more, or so deep that decoding
+    would exhaust the stack, is `line N: ...` (exit 2), and nothing is written."""
+    from domain.events import event_nesting_depth_max
+    from domain.inputs import nesting_depth_max
+    from tests.unit.test_nesting import LISTS_AT_THE_LIMIT, delegate_line, nested_lists
+
+    source = sqlite_url(tmp_path, "source.db")
+    engine = Engine(open_store(source))
+    ingest(engine, parse_trace((delegate_line(LISTS_AT_THE_LIMIT) + "\n").encode(), "deep.jsonl"))
+    engine.store.close()
+    log = tmp_path / "log.jsonl"
+    assert run_cli(capsys, "export", "--store", source, "--output", str(log))[0] == 0
+    lines = log.read_bytes().splitlines(keepends=True)
+    deepest = nested_lists(LISTS_AT_THE_LIMIT).encode()
+    (number,) = [n for n, data in enumerate(lines, 1) if data.startswith(b'{"event":"InputRejected"') or data.startswith(b'{"event":"InputAccepted"')]
+    assert deepest in lines[number - 1]
+    code, _, err = run_cli(capsys, "import", str(log), "--store", sqlite_url(tmp_path, "at-the-limit.db"))
+    assert code == 0, err
+    assert event_nesting_depth_max == nesting_depth_max + 1
+
+    for lists in (LISTS_AT_THE_LIMIT + 1, 1_000, 100_000):
+        bad = tmp_path / f"deeper-{lists}.jsonl"
+        bad.write_bytes(b"".join(lines).replace(deepest, nested_lists(lists).encode()))
+        target = tmp_path / f"target-{lists}.db"
+        code, out, err = run_cli(capsys, "import", str(bad), "--store", f"sqlite:///{target}")
+        assert (code, out) == (2, ""), err
+        assert "Traceback" not in err and "RecursionError" not in err
+        assert err.splitlines()[0] == (
+            f"line {number}: not an event: nested deeper than {event_nesting_depth_max} levels - at `$.input.constraints.a[0]…`"
+        )
+        assert err.splitlines()[-1] == f"tandem: {bad} is not an event log; nothing was written"
+        assert not target.exists()
