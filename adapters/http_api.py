@@ -41,13 +41,11 @@ from adapters.api_schema import (
     ViewBody,
     ViewsDocument,
     error_body,
-    results_of,
 )
-from adapters.edge import EdgeRefused, token_admit
-from adapters.runtime import Commit, Runtime
+from adapters.http_inputs import ApiError, JSON, accept_inputs, actor_of_request, batch_body_bytes_max, read_limited
+from adapters.runtime import Runtime
 from adapters.stream import Hub, StreamsFull
 from adapters.tokens import TokenTable
-from adapters.trace import TraceInvalid, line_bytes_max
 from projections import VIEW_NAMES
 from replay.commits import events_page, events_page_max, summarize
 from replay.engine import input_boundary, project
@@ -56,23 +54,11 @@ from replay.port import EventStore, StoreError
 
 log = logging.getLogger("tandem.serve")
 
-batch_body_bytes_max = 16 * 1_048_576
-single_body_bytes_max = line_bytes_max
-inline_body_bytes_max = 65_536  # bigger bodies are decided in a worker thread
 events_limit_default = 100
 reader_threads_max = 4
 VALUE_VIEWS = ("health", "usage")  # views whose body is a value, not rows
-QUERY_TOKEN_NAMES = ("token", "access_token", "auth", "authorization", "bearer", "api_key", "apikey", "key")
-JSON = "application/json"
-NDJSON = "application/x-ndjson"
 
 T = TypeVar("T")
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, errors: list[dict[str, Any]] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.errors = status, code, message, errors
 
 
 # ------------------------------------------------------------------ service
@@ -112,9 +98,9 @@ class Service:
         except StoreError as error:
             raise ApiError(503, "store_unavailable", f"the store cannot be read: {error}") from None
 
-    def on_commit(self, commit: Commit) -> None:
+    def on_commit(self, commit: Any) -> None:
         if self.hub is not None:
-            self.hub.publish_threadsafe(summarize(commit.head_before, commit.events))
+            self.hub.publish_from_any_thread(summarize(commit.head_before, commit.events))
 
     def rendered_view(self, name: str | None) -> bytes:
         """The live views (one, or the whole document when `name` is None),
@@ -145,51 +131,8 @@ def service_of(request: Request) -> Service:
 
 
 def authenticate(request: Request) -> str:
-    """The actor the request's bearer token speaks for (401 otherwise). A
-    token in the query string is refused, never used: URLs end up in logs."""
-    tokens = service_of(request).tokens
-    for name, value in request.query_params.items():
-        if name.lower() in QUERY_TOKEN_NAMES or (len(value) >= 16 and tokens.actor_of(value) is not None):
-            raise ApiError(
-                401, "unauthenticated", f"query parameter {name!r}: a token is never accepted in the URL; send it as "
-                "`Authorization: Bearer TOKEN` (and replace it: a URL is logged)"
-            )
-    header = request.headers.get("authorization")
-    if header is None:
-        raise ApiError(401, "unauthenticated", "no `Authorization: Bearer TOKEN` header")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise ApiError(401, "unauthenticated", "the Authorization header must be `Bearer TOKEN`")
-    actor = tokens.actor_of(token.strip())
-    if actor is None:
-        raise ApiError(401, "unauthenticated", "unknown token")
-    return actor
-
-
-# ------------------------------------------------------------------- inputs
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, "too_large", f"the body is {int(declared)} bytes, over the {limit}-byte limit")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(413, "too_large", f"the body is over the {limit}-byte limit")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def media_type(request: Request) -> str:
-    value = request.headers.get("content-type", "")
-    kind = value.split(";", 1)[0].strip().lower()
-    if kind not in (JSON, NDJSON):
-        shown = kind or "none"
-        raise ApiError(415, "unsupported_media_type", f"Content-Type {shown!r}: send {JSON} (one input) or {NDJSON} (a batch)")
-    return kind
+    """The actor the request's bearer token speaks for (401 otherwise)."""
+    return actor_of_request(service_of(request).tokens, request.headers.get("authorization"), request.query_params.items())
 
 
 @post(
@@ -197,29 +140,19 @@ def media_type(request: Request) -> str:
     status_code=200,
     summary="Submit one input (application/json) or a batch (application/x-ndjson)",
     description="The same inputs as a trace (TRACE.md section 3), checked, decided and committed in one "
-    "transaction. The bearer token is the actor. `at` may be left out (the server stamps it).",
+    "transaction. The bearer token is the actor. `at` may be left out (the server stamps it). "
+    "(Served by the fast path of adapters/http_inputs.py; this handler describes it and serves the same.)",
     responses=ERRORS_WRITE,
     request_max_body_size=batch_body_bytes_max + 1,
 )
-async def post_inputs(request: Request) -> InputsResponse:
-    actor = authenticate(request)
-    batch = media_type(request) == NDJSON
-    data = await read_body(request, batch_body_bytes_max if batch else single_body_bytes_max)
+async def post_inputs(request: Request) -> Response[InputsResponse]:
     service = service_of(request)
-    admit = token_admit(actor)
 
-    def submit() -> Commit:
-        return service.runtime.submit_body(data, batch, admit)
+    async def read(limit: int) -> bytes:
+        return await read_limited(request.stream(), request.headers.get("content-length"), limit)
 
-    try:
-        commit = await service.with_engine(submit, inline=len(data) <= inline_body_bytes_max)
-    except TraceInvalid as invalid:
-        errors = [{"line": error.line, "message": error.message} for error in invalid.errors]
-        more = f" (and {invalid.total - len(errors)} more)" if invalid.total > len(errors) else ""
-        raise ApiError(400, "invalid_input", f"{invalid.total} bad line(s){more}: {errors[0]['message']}", errors) from None
-    except EdgeRefused as refused:
-        raise ApiError(refused.status, refused.code, refused.message) from None
-    return InputsResponse(position=commit.position, results=results_of(commit))
+    body = await accept_inputs(service, request.headers.get("authorization"), request.query_params.items(), request.headers.get("content-type", ""), read)
+    return Response(body, media_type=JSON)
 
 
 # -------------------------------------------------------------------- views

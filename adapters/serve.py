@@ -31,6 +31,7 @@ import uvicorn
 
 from adapters import daemon
 from adapters.http_api import ApiError, Service, build_app
+from adapters.http_inputs import InputsFastPath
 from adapters.runtime import Runtime, RuntimeError_, log
 from adapters.store import open_store, parse_store_url
 from adapters.stream import Hub, keepalive_s_default, resume_messages_max, stream_clients_max_default
@@ -210,7 +211,7 @@ def run(args: argparse.Namespace) -> None:
     on_startup, on_shutdown = _lifespan(service, args)
     app = build_app(service, on_startup, on_shutdown)
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=shutdown_grace_s,
+        InputsFastPath(app, service), log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=shutdown_grace_s,
         log_config=None, server_header=False,
     )  # fmt: skip
     logging.basicConfig(level=logging.WARNING, format="tandem: %(name)s: %(message)s", stream=sys.stderr)

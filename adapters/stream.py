@@ -15,6 +15,8 @@ it through `publish_threadsafe`.
 from __future__ import annotations
 
 import asyncio
+import functools
+import threading
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -43,21 +45,34 @@ VIEWS_BY_EVENT = _views_by_event()
 VIEW_ORDER = {name: number for number, name in enumerate(Views().by_name)}
 
 
-@dataclass(frozen=True, slots=True)
 class Message:
-    position: int
-    after: int
-    views: frozenset[str]
-    wire: bytes
+    """One commit's message; its bytes are made when first sent (a commit
+    nobody is streaming costs a ring entry, no encoding)."""
+
+    __slots__ = ("position", "after", "views", "_ordered", "_summary", "_wire")
+
+    def __init__(self, summary: CommitSummary, views: frozenset[str], ordered: list[str]) -> None:
+        self.position, self.after, self.views = summary.position, summary.after, views
+        self._ordered, self._summary = ordered, summary
+        self._wire: bytes | None = None
+
+    @property
+    def wire(self) -> bytes:
+        if self._wire is None:
+            data = msgspec.json.encode({"position": self.position, "views": self._ordered, "inputs": self._summary.inputs()})
+            self._wire = b"id: %d\nevent: change\ndata: %s\n\n" % (self.position, data)
+        return self._wire
+
+
+@functools.lru_cache(maxsize=4_096)
+def views_changed(types: frozenset[type]) -> tuple[frozenset[str], list[str]]:
+    """The views that fold any of `types` (as a set, and in document order)."""
+    views = frozenset(name for event_type in types for name in VIEWS_BY_EVENT.get(event_type, ()))
+    return views, sorted(views, key=VIEW_ORDER.__getitem__)
 
 
 def message_of(summary: CommitSummary) -> Message:
-    views = frozenset(name for event_type in summary.types for name in VIEWS_BY_EVENT.get(event_type, ()))
-    data = msgspec.json.encode(
-        {"position": summary.position, "views": sorted(views, key=VIEW_ORDER.__getitem__), "inputs": list(summary.inputs)}
-    )
-    wire = b"id: %d\nevent: change\ndata: %s\n\n" % (summary.position, data)
-    return Message(summary.position, summary.after, views, wire)
+    return Message(summary, *views_changed(summary.types))
 
 
 def reset_wire(position: int) -> bytes:
@@ -99,6 +114,7 @@ class Hub:
         keepalive_s: float = keepalive_s_default,
     ) -> None:
         self.loop = loop
+        self.loop_thread = threading.get_ident()  # a hub is made in its loop's thread
         self.ring: deque[Message] = deque((message_of(summary) for summary in history), maxlen=resume_messages_max)
         # Resumable from here on: every commit after `since` is in the ring.
         self.since = self.ring[0].after if self.ring else head
@@ -110,8 +126,13 @@ class Hub:
 
     # ------------------------------------------------------------ publish
 
-    def publish_threadsafe(self, summary: CommitSummary) -> None:
-        self.loop.call_soon_threadsafe(self.publish, summary)
+    def publish_from_any_thread(self, summary: CommitSummary) -> None:
+        """From the loop's own thread (a commit made inline), at once: no
+        wake-up of the loop through its self-pipe; from another, through it."""
+        if threading.get_ident() == self.loop_thread:
+            self.publish(summary)
+        else:
+            self.loop.call_soon_threadsafe(self.publish, summary)
 
     def publish(self, summary: CommitSummary) -> None:
         message = message_of(summary)

@@ -42,21 +42,24 @@ class CommitSummary:
     after: int  # the head before it
     position: int  # the head after it
     types: frozenset[type]  # the event types it holds
-    inputs: tuple[dict[str, Any], ...]  # {type, actor, at, accepted} per input, in order
+    records: tuple[ev.InputAccepted | ev.InputRejected, ...]  # its inputs' records, in order
+
+    def inputs(self) -> list[dict[str, Any]]:
+        """{type, actor, at, accepted} per input (made when a message is sent)."""
+        return [
+            {
+                "type": record.input.input_type,
+                "actor": record.input.sender,
+                "at": format_at(record.input.at),
+                "accepted": type(record) is ev.InputAccepted,
+            }
+            for record in self.records
+        ]
 
 
 def summarize(after: int, events: list[ev.Event]) -> CommitSummary:
-    inputs = tuple(
-        {
-            "type": event.input.input_type,
-            "actor": event.input.sender,
-            "at": format_at(event.input.at),
-            "accepted": type(event) is ev.InputAccepted,
-        }
-        for event in events
-        if isinstance(event, RECORDS)
-    )
-    return CommitSummary(after, after + len(events), frozenset(type(event) for event in events), inputs)
+    records = tuple(event for event in events if isinstance(event, RECORDS))
+    return CommitSummary(after, after + len(events), frozenset(map(type, events)), records)
 
 
 def split_commits(positioned: Iterable[tuple[int, ev.Event]]) -> Iterator[CommitSummary]:

@@ -1,0 +1,185 @@
+"""`POST /v1/inputs`: the hot path of `tandem serve`, and its authentication.
+
+`accept_inputs` is the route: the token is the actor, the body is one input
+(`application/json`) or a batch (`application/x-ndjson`), validated whole,
+then one transaction. Two doors lead to it: the Litestar handler (which also
+describes it in `/openapi.json`) and `InputsFastPath`, an ASGI wrapper in
+front of the Litestar app that serves this one route without Litestar's
+request and response machinery (about a fifth of a durable input's cost over
+HTTP; bench/serve.py). Both call the same function and answer the same bytes.
+
+A token in the query string is refused, never used: URLs end up in logs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any
+
+from adapters.api_schema import InputsResponse, error_body, results_of
+from adapters.edge import EdgeRefused, token_admit
+from adapters.runtime import Commit
+from adapters.tokens import TokenTable
+from adapters.trace import TraceInvalid, line_bytes_max
+
+import msgspec
+
+log = logging.getLogger("tandem.serve")
+
+batch_body_bytes_max = 16 * 1_048_576
+single_body_bytes_max = line_bytes_max
+inline_body_bytes_max = 65_536  # bigger bodies are decided in a worker thread
+query_value_token_chars_min = 16  # a shorter query value is never compared with the tokens
+QUERY_TOKEN_NAMES = ("token", "access_token", "auth", "authorization", "bearer", "api_key", "apikey", "key")
+JSON = "application/json"
+NDJSON = "application/x-ndjson"
+_encoder = msgspec.json.Encoder()
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.errors = status, code, message, errors
+
+
+def actor_of_request(tokens: TokenTable, authorization: str | None, query: Iterable[tuple[str, str]]) -> str:
+    """The actor the bearer token speaks for (401 `unauthenticated` otherwise)."""
+    for name, value in query:
+        if name.lower() in QUERY_TOKEN_NAMES or (
+            len(value) >= query_value_token_chars_min and tokens.actor_of(value) is not None
+        ):
+            raise ApiError(
+                401, "unauthenticated", f"query parameter {name!r}: a token is never accepted in the URL; send it as "
+                "`Authorization: Bearer TOKEN` (and replace that token: URLs are logged)"
+            )  # fmt: skip
+    if authorization is None:
+        raise ApiError(401, "unauthenticated", "no `Authorization: Bearer TOKEN` header")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(401, "unauthenticated", "the Authorization header must be `Bearer TOKEN`")
+    actor = tokens.actor_of(token.strip())
+    if actor is None:
+        raise ApiError(401, "unauthenticated", "unknown token")
+    return actor
+
+
+async def read_limited(chunks: AsyncIterator[bytes], declared: str | None, limit: int) -> bytes:
+    """The body, refused 413 `too_large` as soon as it passes `limit` bytes
+    (at once when its Content-Length says so)."""
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, "too_large", f"the body is {int(declared)} bytes, over the {limit}-byte limit")
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, "too_large", f"the body is over the {limit}-byte limit")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def media_type(value: str) -> str:
+    kind = value.split(";", 1)[0].strip().lower()
+    if kind not in (JSON, NDJSON):
+        shown = kind or "none"
+        raise ApiError(415, "unsupported_media_type", f"Content-Type {shown!r}: send {JSON} (one input) or {NDJSON} (a batch)")
+    return kind
+
+
+async def accept_inputs(
+    service: Any,
+    authorization: str | None,
+    query: Iterable[tuple[str, str]],
+    content_type: str,
+    read: Callable[[int], Awaitable[bytes]],
+) -> bytes:
+    """The route: authenticate, read, decide and commit; the 200 body (JSON)."""
+    actor = actor_of_request(service.tokens, authorization, query)
+    batch = media_type(content_type) == NDJSON
+    data = await read(batch_body_bytes_max if batch else single_body_bytes_max)
+    admit = token_admit(actor)
+
+    def submit() -> Commit:
+        return service.runtime.submit_body(data, batch, admit)
+
+    try:
+        commit = await service.with_engine(submit, inline=len(data) <= inline_body_bytes_max)
+    except TraceInvalid as invalid:
+        errors = [{"line": error.line, "message": error.message} for error in invalid.errors]
+        more = f" (and {invalid.total - len(errors)} more)" if invalid.total > len(errors) else ""
+        raise ApiError(400, "invalid_input", f"{invalid.total} bad line(s){more}: line {errors[0]['line']}: {errors[0]['message']}", errors) from None
+    except EdgeRefused as refused:
+        raise ApiError(refused.status, refused.code, refused.message) from None
+    return _encoder.encode(InputsResponse(position=commit.position, results=results_of(commit)))
+
+
+# ----------------------------------------------------------------- fast path
+
+
+class InputsFastPath:
+    """ASGI: `POST /v1/inputs` straight to `accept_inputs`; everything else
+    to the wrapped app."""
+
+    def __init__(self, app: Any, service: Any) -> None:
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/v1/inputs" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope["headers"])
+        query_string = scope.get("query_string", b"")
+        query = _query_pairs(query_string) if query_string else []
+
+        async def read(limit: int) -> bytes:
+            return await read_limited(_body_chunks(receive), headers.get("content-length"), limit)
+
+        try:
+            body = await accept_inputs(self.service, headers.get("authorization"), query, headers.get("content-type", ""), read)
+            status = 200
+        except ApiError as error:
+            status, body = error.status, error_body(error.code, error.message, error.errors)
+        except _Disconnected:
+            return
+        except Exception:
+            log.exception("internal error on POST /v1/inputs")
+            status, body = 500, error_body("internal_error", "the server failed; nothing more is said here (see its log)")
+        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+_WANTED = {b"authorization": "authorization", b"content-type": "content-type", b"content-length": "content-length"}
+
+
+def _headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The headers the route reads (ASGI gives them lower-cased)."""
+    found: dict[str, str] = {}
+    for name, value in raw:
+        wanted = _WANTED.get(name)
+        if wanted is not None:
+            found[wanted] = value.decode("latin-1")
+    return found
+
+
+class _Disconnected(Exception):
+    pass
+
+
+async def _body_chunks(receive: Any) -> AsyncIterator[bytes]:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk = message.get("body", b"")
+        if chunk:
+            yield chunk
+        if not message.get("more_body", False):
+            return
+
+
+def _query_pairs(query_string: bytes) -> list[tuple[str, str]]:
+    from urllib.parse import parse_qsl
+
+    return parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
