@@ -155,7 +155,36 @@ def cmd_demo(args: argparse.Namespace) -> None:
         _ingest_files(engine, [str(EXAMPLE)], None, ingest_batch_inputs_max, quiet=False)
     print(f"store: {args.store}\n", file=sys.stderr)
     assert engine.views is not None
-    print_views(engine.views, None, args.json)
+    if not args.serve:
+        print_views(engine.views, None, args.json)
+        return
+    assert engine.store is not None
+    engine.store.close()
+    _serve_demo(args)
+
+
+def _serve_demo(args: argparse.Namespace) -> None:
+    """Serve the demo store with fresh tokens, one per actor, in a 0600 file;
+    print the URL and the human's token. The runtime records nothing of its
+    own (the example's times are in the past: a wall-clock input would put
+    every later line of it out of reach); inputs POSTed without `at` are
+    stamped with the server's clock."""
+    from adapters import serve
+    from adapters.tokens import ACTORS, new_token, write_tokens_file
+
+    tokens = {actor: new_token() for actor in ACTORS}
+    write_tokens_file(args.tokens_file, tokens)
+
+    def announce(url: str) -> None:
+        print(f"human token: {tokens['human']}  (every actor's token: {args.tokens_file}, mode 0600)")
+        print(f'try: curl -H "Authorization: Bearer {tokens["human"]}" {url}/v1/views/actions')
+        print("stop with Ctrl-C", flush=True)
+
+    serve_args = serve.demo_arguments(args.store, args.tokens_file, args.listen)
+    try:
+        serve.run(serve_args, announce=announce)
+    except serve.ServeError as error:
+        raise CliError(str(error), error.code) from error
 
 
 def cmd_daemon(args: argparse.Namespace) -> None:
@@ -300,6 +329,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--store", default=DEFAULT_STORE, metavar="URL", help=f"default {DEFAULT_STORE}")
     demo.add_argument("--json", action="store_true", help="print JSON (spec section 7)")
+    demo.add_argument(
+        "--serve",
+        action="store_true",
+        help="then serve it over HTTP (tandem serve, docs/api.md): prints the URL and a human token it generated "
+        "(every actor's token goes to --tokens-file, mode 0600); stop with Ctrl-C",
+    )
+    demo.add_argument(
+        "--listen",
+        default="127.0.0.1:8765",
+        metavar="HOST:PORT",
+        help="with --serve: where to listen (default 127.0.0.1:8765; port 0 picks a free port)",
+    )
+    demo.add_argument(
+        "--tokens-file",
+        type=Path,
+        default=Path("tandem-demo-tokens.json"),
+        metavar="FILE",
+        help="with --serve: where the generated tokens go (default ./tandem-demo-tokens.json, replaced each run)",
+    )
     demo.set_defaults(handler=cmd_demo)
 
     daemon_parser = commands.add_parser(

@@ -130,7 +130,7 @@ def token_admit(token_actor: str) -> Callable[[Input, int], Input]:
             raise EdgeRefused(
                 403,
                 "actor_mismatch",
-                f"line {line}: the input says actor {value.actor!r} but the token is {token_actor!r}'s; "
+                f"line {line}: the input says actor {value.actor!r} but the token speaks for {token_actor!r}; "
                 "leave `actor` out or send it with that actor's token",
             )
         return value

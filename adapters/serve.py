@@ -24,6 +24,7 @@ import signal
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,15 +110,18 @@ class _Server(uvicorn.Server):
     """uvicorn, saying where it listens once it does, and ending the live
     streams as soon as a stop is asked (uvicorn waits for open responses)."""
 
-    def __init__(self, config: uvicorn.Config, service: Service, address: str) -> None:
+    def __init__(self, config: uvicorn.Config, service: Service, address: str, announce: Callable[[str], None] | None) -> None:
         super().__init__(config)
         self.service = service
         self.address = address
+        self.announce = announce
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:
             print(f"listening on {self.address}", flush=True)
+            if self.announce is not None:
+                self.announce(self.address)
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         hub = self.service.hub
@@ -185,7 +189,15 @@ def _ignore(number: int, frame: Any) -> None:
     """uvicorn raises the signal it handled again once it has stopped."""
 
 
-def run(args: argparse.Namespace) -> None:
+def demo_arguments(store: str, tokens: Path, listen: str) -> argparse.Namespace:
+    """`tandem serve` arguments for `tandem demo --serve`: the defaults, and
+    no input of the runtime's own."""
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    return parser.parse_args(["--store", store, "--tokens", str(tokens), "--listen", listen, "--no-runtime-inputs"])
+
+
+def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None) -> None:
     try:
         tokens = load_tokens(args.tokens)
     except TokensRefused as error:
@@ -218,7 +230,7 @@ def run(args: argparse.Namespace) -> None:
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, _ignore)
     try:
-        _Server(config, service, address).run(sockets=[sock])
+        _Server(config, service, address, announce).run(sockets=[sock])
     finally:
         sock.close()
         if reader is not runtime.engine.store:

@@ -1,0 +1,100 @@
+"""A real `tandem serve` process on a free loopback port, for the e2e tests.
+
+    with Served(tmp_path, store_url) as server:
+        server.client("human").submit({...})
+        server.url, server.tokens["background"], server.process
+
+Every actor of TRACE.md section 1 has a token (in a 0600 tokens file). The
+server is stopped with SIGTERM at the end (SIGKILL if it does not stop), and
+its stderr is kept in a file (`server.log()`), never a pipe nobody reads.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from adapters.client import Client
+from adapters.tokens import ACTORS, new_token, write_tokens_file
+
+ROOT = Path(__file__).resolve().parents[2]
+start_timeout_s = 30
+stop_timeout_s = 30
+
+
+def tandem(*arguments: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run a `tandem` command to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "adapters.cli", *arguments], cwd=ROOT, capture_output=True, text=True, timeout=timeout_s
+    )
+
+
+class Served:
+    def __init__(self, directory: Path, store_url: str, *options: str, name: str = "serve") -> None:
+        self.directory = directory
+        self.store_url = store_url
+        self.options = options
+        self.tokens = {actor: new_token() for actor in ACTORS}
+        self.tokens_file = directory / f"{name}-tokens.json"
+        write_tokens_file(self.tokens_file, self.tokens)
+        self.log_file = directory / f"{name}.log"
+        self.process: subprocess.Popen[str] | None = None
+        self.url = ""
+
+    def start(self) -> Served:
+        stderr = open(self.log_file, "a")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "adapters.cli", "serve", "--store", self.store_url, "--tokens", str(self.tokens_file),
+             "--listen", "127.0.0.1:0", *self.options],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        )  # fmt: skip
+        stderr.close()
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + start_timeout_s
+        line = ""
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if line or self.process.poll() is not None:
+                break
+        if not line.startswith("listening on http://"):
+            self.kill()
+            raise AssertionError(f"tandem serve did not start: {line!r}\n{self.log()}")
+        self.url = line.split()[-1]
+        return self
+
+    def client(self, actor: str) -> Client:
+        return Client(self.url, self.tokens[actor])
+
+    def log(self) -> str:
+        return self.log_file.read_text() if self.log_file.exists() else ""
+
+    def stop(self) -> int:
+        """SIGTERM, then wait: the exit code."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise AssertionError(f"tandem serve did not stop on SIGTERM\n{self.log()}") from None
+        return self.process.returncode
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=stop_timeout_s)
+
+    def __enter__(self) -> Served:
+        return self.start()
+
+    def __exit__(self, *exception: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            try:
+                self.stop()
+            finally:
+                self.kill()
