@@ -11,7 +11,6 @@ from msgspec import UNSET, Struct, UnsetType
 
 from adapters.runtime import Commit
 from domain import events as ev
-from domain.events import event_name
 from domain.inputs import format_at
 
 
@@ -58,13 +57,19 @@ def results_of(commit: Commit) -> list[InputResult]:
     the pass's, in order)."""
     results: list[InputResult] = []
     refs: list[EventRef] = []
-    for offset, event in enumerate(commit.events, start=1):
-        if isinstance(event, (ev.InputAccepted, ev.InputRejected)):
+    last_at, last_text = None, ""  # a batch's inputs mostly share their `at`: format each once
+    position = commit.head_before
+    for event in commit.events:
+        position += 1
+        kind = type(event)
+        if kind is ev.InputAccepted or kind is ev.InputRejected:
             refs = []
-            accepted = type(event) is ev.InputAccepted
-            reason = None if accepted else event.reason  # type: ignore[union-attr]
-            results.append(InputResult(event.line, format_at(event.input.at), accepted, reason, refs))
-        refs.append(EventRef(commit.head_before + offset, event_name(event)))
+            at = event.input.at  # type: ignore[union-attr]
+            if at != last_at:
+                last_at, last_text = at, format_at(at)
+            reason = None if kind is ev.InputAccepted else event.reason  # type: ignore[union-attr]
+            results.append(InputResult(event.line, last_text, kind is ev.InputAccepted, reason, refs))  # type: ignore[union-attr]
+        refs.append(EventRef(position, kind.__name__))
     return results
 
 
