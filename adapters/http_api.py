@@ -76,6 +76,8 @@ class Service:
     engine_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     reader_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(reader_threads_max))
     rendered: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # live views by name, at a position
+    stop_server: Callable[[], None] | None = None  # ends the server (the writer lock was lost)
+    lock_lost: str | None = None  # why, once it was
 
     @property
     def engine(self) -> Any:

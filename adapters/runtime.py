@@ -63,6 +63,10 @@ class RuntimeError_(Exception):
         self.code = code
 
 
+class LockLost(RuntimeError_):
+    """Another writer holds the store's writer lock now: stop writing."""
+
+
 def log(message: str) -> None:
     print(f"tandem: {message}", file=sys.stderr, flush=True)
 
@@ -96,6 +100,10 @@ class LiveEngine(Engine):
         self.stale = True
         super()._rebuild()
         self.stale = False
+
+    def reload(self) -> None:
+        """Fold the store again (another writer may have appended)."""
+        self._rebuild()
 
     def ensure_current(self) -> None:
         """Fold the store again if a failed commit left the state ahead of it."""
@@ -423,7 +431,30 @@ class Runtime:
         log(f"started: pid {os.getpid()}, store {_redacted(self.settings.store_url)}{where}")
         self.publish()
 
+    def keep_lock(self) -> None:
+        """Check that the store's writer lock is still ours (its PostgreSQL
+        session could be terminated, its file removed): if not, take it
+        again, folding the store anew if anything was written meanwhile; if
+        another writer holds it now, raise LockLost and write nothing more."""
+        if self.lock is None:
+            return
+        try:
+            self.lock.check()
+            return
+        except StoreError as lost:
+            log(f"{lost}; taking it again")
+        self.lock.release()
+        self.lock = None
+        try:
+            self.lock = acquire_writer_lock(self.settings.store_url)
+        except StoreError as error:
+            raise LockLost(f"lost the store's writer lock and cannot take it again: {error}") from None
+        if self.engine is not None and self.engine.store is not None and self.engine.store.head() != self.engine.state.position:
+            self.engine.reload()
+        log("writer lock taken again")
+
     def round(self) -> None:
+        self.keep_lock()
         self.drain_spool()
         if self.stopping:
             return
@@ -436,7 +467,7 @@ class Runtime:
     def stop(self, expected: bool) -> None:
         """Record `daemon.stop` (if this process recorded a start), write a
         snapshot at the head, and publish the final health snapshot."""
-        if self.started and self.engine is not None:
+        if self.started and self.engine is not None and self.lock is not None:
             self.engine.submit_batch(
                 [self.make({"type": "daemon.stop", "actor": "daemon", "expected": expected})]
             )

@@ -33,7 +33,7 @@ import uvicorn
 from adapters import daemon
 from adapters.http_api import ApiError, Service, build_app
 from adapters.http_inputs import InputsFastPath
-from adapters.runtime import Runtime, RuntimeError_, log
+from adapters.runtime import LockLost, Runtime, RuntimeError_, log
 from adapters.store import open_store, parse_store_url
 from adapters.stream import Hub, keepalive_s_default, resume_messages_max, stream_clients_max_default
 from adapters.tokens import TokensRefused, load_tokens
@@ -179,6 +179,12 @@ async def _rounds(service: Service) -> None:
         await asyncio.sleep(runtime.settings.interval_s)
         try:
             await service.with_engine(runtime.round, inline=False)
+        except LockLost as lost:
+            log(f"{lost}; stopping")
+            service.lock_lost = str(lost)
+            if service.stop_server is not None:
+                service.stop_server()
+            return
         except ApiError as error:
             log(f"round skipped: {error.message}")
         except Exception:  # a live runtime is never stopped by what it was sent
@@ -229,8 +235,12 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
     logging.basicConfig(level=logging.WARNING, format="tandem: %(name)s: %(message)s", stream=sys.stderr)
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, _ignore)
+    server = _Server(config, service, address, announce)
+    service.stop_server = lambda: setattr(server, "should_exit", True)
     try:
-        _Server(config, service, address, announce).run(sockets=[sock])
+        server.run(sockets=[sock])
+        if service.lock_lost is not None:
+            raise ServeError(service.lock_lost)
     finally:
         sock.close()
         if reader is not runtime.engine.store:
