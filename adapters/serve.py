@@ -124,6 +124,7 @@ class _Server(uvicorn.Server):
                 self.announce(self.address)
 
     def handle_exit(self, sig: int, frame: Any) -> None:
+        self.service.runtime.stopping = True  # a long spool file stops between two batches
         hub = self.service.hub
         if hub is not None:
             hub.loop.call_soon_threadsafe(hub.close)
