@@ -77,6 +77,9 @@ class Service:
     reader_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(reader_threads_max))
     rendered: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # live views by name, at a position
     stop_server: Callable[[], None] | None = None  # ends the server (the writer lock was lost)
+    # The server's way to drop a request's connection at once (by its ASGI
+    # scope), for a stream whose client stopped reading (adapters/stream.py).
+    connection_aborter: Callable[[dict[str, Any]], Callable[[], None] | None] | None = None
     lock_lost: str | None = None  # why, once it was
 
     @property
@@ -296,10 +299,12 @@ async def get_stream(request: Request) -> Stream:
     views = _views_filter(request)
     last = request.headers.get("last-event-id")
     last_event_id = int(last) if last is not None and last.strip().isdigit() else None
-    hub = service_of(request).hub
+    service = service_of(request)
+    hub = service.hub
     assert hub is not None
+    abort = service.connection_aborter(request.scope) if service.connection_aborter is not None else None
     try:
-        client, first = hub.subscribe(last_event_id, views)
+        client, first = hub.subscribe(last_event_id, views, abort)
     except StreamsFull as full:
         raise ApiError(503, "too_many_streams", f"{full}; retry later") from None
     return Stream(

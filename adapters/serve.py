@@ -130,6 +130,24 @@ class _Server(uvicorn.Server):
             hub.loop.call_soon_threadsafe(hub.close)
         super().handle_exit(sig, frame)
 
+    def stop_soon(self) -> None:
+        """Stop as a signal does, from the event loop's thread (the streams
+        end first: uvicorn would wait for them)."""
+        self.service.runtime.stopping = True
+        if self.service.hub is not None:
+            self.service.hub.close()
+        self.should_exit = True
+
+    def connection_aborter(self, scope: dict[str, Any]) -> Callable[[], None] | None:
+        """The abort of the connection serving the request `scope` (uvicorn's
+        protocol objects: each has its transport and its current cycle)."""
+        for connection in self.server_state.connections:
+            cycle = getattr(connection, "cycle", None)
+            transport = getattr(connection, "transport", None)
+            if cycle is not None and getattr(cycle, "scope", None) is scope and transport is not None:
+                return transport.abort
+        return None
+
 
 def _bind(host: str, port: int) -> tuple[socket.socket, str]:
     try:
@@ -237,7 +255,8 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, _ignore)
     server = _Server(config, service, address, announce)
-    service.stop_server = lambda: setattr(server, "should_exit", True)
+    service.stop_server = server.stop_soon
+    service.connection_aborter = server.connection_aborter
     try:
         server.run(sockets=[sock])
         if service.lock_lost is not None:

@@ -10,6 +10,13 @@ never waits for a client: each has a bounded queue, and one that falls
 with a `reset` and no longer counts towards `stream_clients_max`. Only the
 event loop's thread touches the hub; commits made in another thread reach
 it through `publish_threadsafe`.
+
+A client that stopped reading leaves its stream waiting in a send that never
+completes (the server's socket buffers are full), where neither the `reset`
+nor a stop can reach it; it would hold its connection, and a graceful stop,
+for ever. So when such a stream is cut off, or the server stops, the
+connection is aborted (`Client.abort`, given by the server) at once if it is
+waiting in a send, else `abort_grace_s` later if it has not ended by then.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import asyncio
 import functools
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -30,6 +37,9 @@ stream_clients_max_default = 100
 client_queue_messages_max = 1_000
 resume_messages_max = 1_000
 keepalive_s_default = 15.0
+# A cut-off or stopped stream not waiting in a send is given this long to
+# send what it holds (and its reset) and end before its connection is aborted.
+abort_grace_s = 2.0
 
 
 def _views_by_event() -> dict[type, tuple[str, ...]]:
@@ -88,8 +98,11 @@ class Client:
     views: frozenset[str] | None  # None: every message
     queue: deque[bytes] = field(default_factory=deque)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    abort: Callable[[], None] | None = None  # drops its connection at once (None: the server cannot)
     cut_off: bool = False  # fell too far behind: a reset, then the end
     closed: bool = False  # the server is stopping
+    sending: bool = False  # waiting for a chunk to be sent: the client has not taken the last one
+    ended: bool = False  # its stream is over
 
     def offer(self, message: Message) -> bool:
         """Queue `message` if it concerns this client; False once cut off."""
@@ -120,6 +133,7 @@ class Hub:
         self.since = self.ring[0].after if self.ring else head
         self.head = head
         self.clients: set[Client] = set()
+        self.ending: set[Client] = set()  # cut off, their stream not over yet
         self.clients_max = clients_max
         self.keepalive_s = keepalive_s
         self.closing = False
@@ -143,22 +157,41 @@ class Hub:
         for client in list(self.clients):
             if not client.offer(message):
                 self.clients.discard(client)  # cut off: it no longer holds a place
+                self.ending.add(client)
+                self._end(client)
 
     def close(self) -> None:
         """The server is stopping: every stream ends."""
         self.closing = True
-        for client in self.clients:
+        for client in self.clients | self.ending:
             client.closed = True
             client.ready.set()
+            self._end(client)
+
+    def _end(self, client: Client) -> None:
+        """See that a stream told to end does end: abort its connection now
+        if it waits in a send (its client takes nothing), else soon unless
+        it is over by then."""
+        if client.sending:
+            self._abort(client)
+        else:
+            self.loop.call_later(abort_grace_s, self._abort, client)
+
+    @staticmethod
+    def _abort(client: Client) -> None:
+        if not client.ended and client.abort is not None:
+            client.abort()
 
     # ---------------------------------------------------------- subscribe
 
-    def subscribe(self, last_event_id: int | None, views: frozenset[str] | None) -> tuple[Client, bytes]:
+    def subscribe(
+        self, last_event_id: int | None, views: frozenset[str] | None, abort: Callable[[], None] | None = None
+    ) -> tuple[Client, bytes]:
         """A new client and what it must be sent first (missed messages, or a
-        reset). Raises StreamsFull."""
+        reset). `abort` drops its connection. Raises StreamsFull."""
         if len(self.clients) >= self.clients_max or self.closing:
             raise StreamsFull(f"{len(self.clients)} streams are open, the most this server keeps ({self.clients_max})")
-        client = Client(views)
+        client = Client(views, abort=abort)
         self.clients.add(client)
         return client, self._backlog(last_event_id, views)
 
@@ -175,25 +208,32 @@ class Hub:
 
     async def messages(self, client: Client, first: bytes) -> AsyncIterator[bytes]:
         """The bytes of one stream: the backlog, then live messages, with a
-        comment line every `keepalive_s` while idle."""
+        comment line every `keepalive_s` while idle. `client.sending` is
+        true while a chunk waits to be sent (the one suspension point that
+        its client, not the hub, decides the end of)."""
+        chunk = b": connected\n\n" + first
+        last = False
         try:
-            yield b": connected\n\n" + first
             while True:
+                if chunk:
+                    client.sending = True
+                    yield chunk
+                    client.sending = False
+                if last:
+                    return
                 if not client.queue and not client.cut_off and not client.closed:
                     client.ready.clear()
                     try:
                         await asyncio.wait_for(client.ready.wait(), self.keepalive_s)
                     except asyncio.TimeoutError:
-                        yield b": keep-alive\n\n"
+                        chunk = b": keep-alive\n\n"
                         continue
-                if client.queue:
-                    chunk = b"".join(client.queue)
-                    client.queue.clear()
-                    yield chunk
+                chunk = b"".join(client.queue)
+                client.queue.clear()
                 if client.cut_off:
-                    yield reset_wire(self.head)
-                    return
-                if client.closed:
-                    return
+                    chunk += reset_wire(self.head)
+                last = client.cut_off or client.closed
         finally:
+            client.ended = True
             self.clients.discard(client)
+            self.ending.discard(client)
