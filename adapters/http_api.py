@@ -270,7 +270,7 @@ async def get_health(request: Request) -> Response[Health]:
     service = service_of(request)
     engine = service.runtime.engine
     stale = engine is None or engine.stale
-    body = Health(status="store_unavailable" if stale else "ok", position=engine.state.position if engine else 0, writer=True)
+    body = Health(status="store_unavailable" if stale else "ok", position=engine.committed if engine else 0, writer=True)
     return Response(msgspec.json.encode(body), media_type=JSON, status_code=503 if stale else 200)
 
 

@@ -89,16 +89,23 @@ class Commit:
 class LiveEngine(Engine):
     """An engine that tells listeners of every commit, and that knows when its
     state ran ahead of a store that failed (`stale`): it folds the store
-    again before the next use, and says StoreError while it cannot."""
+    again before the next use, and says StoreError while it cannot.
+
+    `committed` is the store's head as of the last commit or fold: what may
+    be read without holding the engine while a batch is being decided in a
+    worker thread (`state.position` moves with every event decided, before
+    anything is committed)."""
 
     def __init__(self, store: Any, **options: Any) -> None:
         self.listeners: list[Callable[[Commit], None]] = []
         self.stale = False
+        self.committed = 0
         super().__init__(store, **options)
 
     def _rebuild(self) -> None:
         self.stale = True
         super()._rebuild()
+        self.committed = self.state.position
         self.stale = False
 
     def reload(self) -> None:
@@ -114,6 +121,7 @@ class LiveEngine(Engine):
         self.ensure_current()
         head = self.state.position
         produced = super().submit_batch(items, trailer)
+        self.committed = self.state.position
         if produced:
             commit = Commit(head, produced)
             for listener in self.listeners:
