@@ -46,11 +46,11 @@ class ApiError(Exception):
 def actor_of_request(tokens: TokenTable, authorization: str | None, query: Iterable[tuple[str, str]]) -> str:
     """The actor the bearer token speaks for (401 `unauthenticated` otherwise)."""
     for name, value in query:
-        if name.lower() in QUERY_TOKEN_NAMES or (
-            len(value) >= query_value_token_chars_min and tokens.actor_of(value) is not None
-        ):
+        named = _holds_token(tokens, name)  # a token as the name: never said back
+        if named or name.lower() in QUERY_TOKEN_NAMES or _holds_token(tokens, value):
+            where = "a query parameter's name" if named else f"query parameter {name!r}"
             raise ApiError(
-                401, "unauthenticated", f"query parameter {name!r}: a token is never accepted in the URL; send it as "
+                401, "unauthenticated", f"{where}: a token is never accepted in the URL; send it as "
                 "`Authorization: Bearer TOKEN` (and replace that token: URLs are logged)"
             )  # fmt: skip
     if authorization is None:
@@ -62,6 +62,13 @@ def actor_of_request(tokens: TokenTable, authorization: str | None, query: Itera
     if actor is None:
         raise ApiError(401, "unauthenticated", "unknown token")
     return actor
+
+
+def _holds_token(tokens: TokenTable, text: str) -> bool:
+    """Whether a query parameter's name or value is a known token, alone or as
+    one of its words (`?TOKEN`, `?x=Bearer%20TOKEN`, `?x=%20TOKEN`: the header
+    would take those too, and the URL is logged all the same)."""
+    return any(len(word) >= query_value_token_chars_min and tokens.actor_of(word) is not None for word in text.split())
 
 
 async def read_limited(chunks: AsyncIterator[bytes], declared: str | None, limit: int) -> bytes:
