@@ -669,12 +669,21 @@ def test_authentication(live: Served) -> None:
             assert_error(raw(live, method, path, body, sent), 401, "unauthenticated")
     # A token in the URL is refused even with a valid header: URLs end up in logs.
     header = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
-    for query in (f"?token={token}", f"?access_token={token}", "?token=x", f"?note={token}", f"?after=0&q={live.tokens['human']}"):
-        assert_error(raw(live, "POST", "/v1/inputs" + query, tick, header), 401, "unauthenticated")
-        assert_error(raw(live, "GET", "/v1/views" + query, None, header), 401, "unauthenticated")
-        assert_error(raw(live, "GET", "/v1/events" + query, None, header), 401, "unauthenticated")
-        with Stream(live, "daemon", query=query) as stream:
-            assert_error(stream.error, 401, "unauthenticated")
+    human = live.tokens["human"]
+    queries = [
+        f"?token={token}", f"?access_token={token}", "?token=x", f"?note={token}", f"?after=0&q={human}",
+        # The token as the name, or as a word of a value: the URL is logged all the same.
+        f"?{token}", f"?{token}=1", f"?after=0&{human}", f"?x=Bearer%20{token}", f"?x=%20{token}%20",
+    ]  # fmt: skip
+    for query in queries:
+        for reply in (
+            raw(live, "POST", "/v1/inputs" + query, tick, header),
+            raw(live, "GET", "/v1/views" + query, None, header),
+            raw(live, "GET", "/v1/events" + query, None, header),
+            Stream(live, "daemon", query=query).error,
+        ):
+            assert_error(reply, 401, "unauthenticated")
+            assert token.encode() not in reply.data and human.encode() not in reply.data  # never said back
     head.unchanged()
     # Health needs no token.
     reply = raw(live, "GET", "/v1/health")
