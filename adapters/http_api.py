@@ -55,6 +55,7 @@ from replay.port import EventStore, StoreError
 log = logging.getLogger("tandem.serve")
 
 events_limit_default = 100
+position_digits_max = 18  # a position in a query or a Last-Event-ID: below 10**18, far past any store
 reader_threads_max = 4
 VALUE_VIEWS = ("health", "usage")  # views whose body is a value, not rows
 
@@ -163,13 +164,23 @@ async def post_inputs(request: Request) -> Response[InputsResponse]:
 # -------------------------------------------------------------------- views
 
 
+def whole_number(text: str) -> int | None:
+    """`text` as a whole number (ASCII digits, at most `position_digits_max`
+    of them), else None. `str.isdigit` alone takes `²` (which int() then
+    refuses: a 500) and `٣`, and int() refuses 5,000 digits."""
+    if text.isascii() and text.isdigit() and len(text) <= position_digits_max:
+        return int(text)
+    return None
+
+
 def _position_query(request: Request, name: str) -> int | None:
     text = request.query_params.get(name)
     if text is None:
         return None
-    if not text.isdigit():
-        raise ApiError(400, "invalid_query", f"?{name}={text!r}: a position is a whole number, 0 or more")
-    return int(text)
+    number = whole_number(text)
+    if number is None:
+        raise ApiError(400, "invalid_query", f"?{name}={text[:40]!r}: a whole number, 0 or more (ASCII digits, at most {position_digits_max})")
+    return number
 
 
 async def _views_at(service: Service, at: int, name: str | None) -> bytes:
@@ -297,8 +308,12 @@ def _views_filter(request: Request) -> frozenset[str] | None:
 async def get_stream(request: Request) -> Stream:
     authenticate(request)
     views = _views_filter(request)
-    last = request.headers.get("last-event-id")
-    last_event_id = int(last) if last is not None and last.strip().isdigit() else None
+    last = (request.headers.get("last-event-id") or "").strip()  # empty: no id (EventSource sends none)
+    last_event_id = whole_number(last) if last else None
+    if last and last_event_id is None:
+        # Not a number, so no position of this store: it cannot say what was
+        # missed. -1 gets it a reset, as an id older than the kept commits does.
+        last_event_id = -1
     service = service_of(request)
     hub = service.hub
     assert hub is not None
