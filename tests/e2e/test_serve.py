@@ -816,7 +816,12 @@ def test_errors_have_one_shape_and_write_nothing(live: Served) -> None:
         (raw(live, "GET", "/v1/views?at=x", headers=token), 400, "invalid_query"),
         (raw(live, "GET", "/v1/views?at=-1", headers=token), 400, "invalid_query"),
         (raw(live, "GET", "/v1/views/tasks?at=1.5", headers=token), 400, "invalid_query"),
+        (raw(live, "GET", "/v1/views?at=%C2%B2", headers=token), 400, "invalid_query"),  # ², a digit to str.isdigit
+        (raw(live, "GET", "/v1/views/tasks?at=%D9%A3", headers=token), 400, "invalid_query"),  # ٣, an Arabic-Indic 3
+        (raw(live, "GET", "/v1/views?at=" + "9" * 5_000, headers=token), 400, "invalid_query"),
         (raw(live, "GET", "/v1/events?limit=5000", headers=token), 400, "invalid_query"),
+        (raw(live, "GET", "/v1/events?limit=%C2%B2", headers=token), 400, "invalid_query"),
+        (raw(live, "GET", "/v1/events?after=%C2%B2", headers=token), 400, "invalid_query"),
         (raw(live, "GET", "/v1/events?limit=0", headers=token), 400, "invalid_query"),
         (raw(live, "GET", "/v1/events?after=x", headers=token), 400, "invalid_query"),
         (raw(live, "GET", "/v1/stream?views=nope", headers=token), 404, "unknown_view"),
@@ -943,6 +948,10 @@ def test_the_stream(tmp_path: Path) -> None:
             (message,) = everything.messages(1)
             messages.append(message)
             same(ahead.messages(1), [message])
+        # An id that is no number cannot say what was missed: a reset too.
+        for bogus in ("abc", "-1", "\xb2", "9" * 5_000):
+            with open_stream(server, last_event_id=bogus) as lost:
+                assert lost.next() == Sse(message.id, "reset", {"position": message.id}), bogus
         assert_error(Stream(server, query="?views=nope").error, 404, "unknown_view")
 
         # SIGTERM ends the open stream; the restarted server rebuilds the
