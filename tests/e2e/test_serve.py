@@ -837,6 +837,38 @@ def test_errors_have_one_shape_and_write_nothing(live: Served) -> None:
     head.unchanged()
 
 
+def test_concurrent_clients_commit_one_at_a_time(live: Served) -> None:
+    """Eight clients at once, single inputs and batches: every commit has a
+    range of positions of its own, one stream message each, in order, and
+    stamped times never go back; the store verifies clean."""
+    head = Head(live)
+    replies: list[dict[str, Any]] = []
+
+    def work() -> None:
+        client = live.client("daemon")
+        for number in range(30):
+            replies.append(client.submit_batch([{"type": "tick"}] * 20) if number % 5 == 0 else client.submit({"type": "tick"}))
+        client.close()
+
+    with Stream(live) as stream:
+        workers = [threading.Thread(target=work) for _ in range(8)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(WAIT_S * 3)
+        ends = sorted(reply["position"] for reply in replies)
+        assert len(replies) == len(set(ends)) == 240
+        spans = sorted((reply["results"][0]["events"][0]["position"], reply["position"]) for reply in replies)
+        assert spans[0][0] == head.position + 1 and all(a[1] + 1 == b[0] for a, b in zip(spans, spans[1:]))
+        assert [message.id for message in stream.messages(len(replies))] == ends
+        stream.quiet(0.1)
+    assert head.moved() == ends[-1]
+    ats = [record["body"]["input"]["at"] for record in records(live)]
+    assert ats == sorted(ats)
+    done = tandem("verify", "--store", live.store_url)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 # ============================================================ 6: the stream
 
 
@@ -1154,7 +1186,7 @@ def records_in(url: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     "problem",
-    ["group-readable", "others-readable", "short", "unknown-actor", "not-json", "missing"],
+    ["group-readable", "others-readable", "short", "unknown-actor", "twice", "not-json", "missing"],
 )
 def test_an_unsafe_tokens_file_is_refused_before_anything_listens(tmp_path: Path, problem: str) -> None:
     path = tmp_path / "tokens.json"
@@ -1171,6 +1203,9 @@ def test_an_unsafe_tokens_file_is_refused_before_anything_listens(tmp_path: Path
     elif problem == "unknown-actor":
         entries.append({"actor": "root", "token": new_token()})
         expected = "token 3 (actor 'root'): unknown actor"
+    elif problem == "twice":
+        entries.append({"actor": "foreground", "token": entries[0]["token"]})
+        expected = "token 3 (actor 'foreground'): the same token is given twice"
     if problem == "not-json":
         path.write_text("{nope")
         expected = "expected"
