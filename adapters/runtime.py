@@ -80,6 +80,7 @@ class Commit:
 
     head_before: int
     events: list[ev.Event]
+    views: list[str] = field(default_factory=list)  # the views it changed, in document order
 
     @property
     def position(self) -> int:
@@ -107,6 +108,8 @@ class LiveEngine(Engine):
         super()._rebuild()
         self.committed = self.state.position
         self.stale = False
+        if self.views is not None:
+            self.views.take_changed()  # a fold is no change to tell
 
     def reload(self) -> None:
         """Fold the store again (another writer may have appended)."""
@@ -123,7 +126,7 @@ class LiveEngine(Engine):
         produced = super().submit_batch(items, trailer)
         self.committed = self.state.position
         if produced:
-            commit = Commit(head, produced)
+            commit = Commit(head, produced, self.views.take_changed() if self.views is not None else [])
             for listener in self.listeners:
                 listener(commit)
         return produced

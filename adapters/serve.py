@@ -37,7 +37,7 @@ from adapters.runtime import LockLost, Runtime, RuntimeError_, log
 from adapters.store import open_store, parse_store_url
 from adapters.stream import Hub, keepalive_s_default, resume_messages_max, stream_clients_max_default
 from adapters.tokens import TokensRefused, load_tokens
-from replay.commits import tail_commits
+from replay.commits import tail_commits, with_changed_views
 
 listen_default = "127.0.0.1:8765"
 store_default = "sqlite:///tandem.db"
@@ -176,7 +176,7 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
         engine = runtime.engine
         assert engine is not None and engine.store is not None
         head = engine.state.position
-        history = tail_commits(engine.store, head, resume_messages_max)
+        history = with_changed_views(engine.store, tail_commits(engine.store, head, resume_messages_max))
         service.hub = Hub(asyncio.get_running_loop(), history, head, args.stream_clients_max, args.stream_keepalive)
         engine.listeners.append(service.on_commit)
         tasks.append(asyncio.create_task(_rounds(service)))

@@ -82,6 +82,8 @@ def views_changed(types: frozenset[type]) -> tuple[frozenset[str], list[str]]:
 
 
 def message_of(summary: CommitSummary) -> Message:
+    if summary.views is not None:
+        return Message(summary, frozenset(summary.views), list(summary.views))
     return Message(summary, *views_changed(summary.types))
 
 

@@ -55,17 +55,29 @@ class Views:
         assert tuple(self.by_name) == VIEW_NAMES
         # The fold's hot loop: per event class, the views' handlers, bound once.
         self.handlers_by_event: dict[type, list[Any]] = {}
+        # The same, with each view's name: for `apply`, which keeps which views changed.
+        self.named_handlers_by_event: dict[type, list[tuple[Any, str]]] = {}
         for view in views:
             for event_type, handler in view.handlers.items():
-                self.handlers_by_event.setdefault(event_type, []).append(handler.__get__(view))
+                bound = handler.__get__(view)
+                self.handlers_by_event.setdefault(event_type, []).append(bound)
+                self.named_handlers_by_event.setdefault(event_type, []).append((bound, view.name))
         self.position = 0
+        self.changed: set[str] = set()  # views `apply` changed since `take_changed`
 
     def apply(self, event: Any) -> None:
-        handlers = self.handlers_by_event.get(type(event))
+        handlers = self.named_handlers_by_event.get(type(event))
         if handlers is not None:
-            for handler in handlers:
-                handler(event)
+            for handler, name in handlers:
+                if handler(event) is not False:
+                    self.changed.add(name)
         self.position += 1
+
+    def take_changed(self) -> list[str]:
+        """The views `apply` changed since the last call, in document order."""
+        changed = [name for name in self.by_name if name in self.changed]
+        self.changed.clear()
+        return changed
 
     def document(self) -> dict[str, Any]:
         return {name: view.render() for name, view in self.by_name.items()}

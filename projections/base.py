@@ -3,6 +3,10 @@
 A view applies the events it cares about (`handlers`, by event class) and
 ignores the rest; `render()` gives its part of the document of spec section 7.
 Views re-decide nothing: events carry the states they set.
+
+A handler may return False to say that what `render()` gives is as it was
+(the live stream names only the views a commit changed); any other return
+means it may have changed.
 """
 
 from __future__ import annotations

@@ -21,8 +21,10 @@ class HealthView(View):
         self.untriaged: dict[str, datetime.datetime] = {}  # cause -> when it got its current revision
         self.open_incidents: set[str] = set()
 
-    def _input(self, event: ev.InputAccepted | ev.InputRejected) -> None:
+    def _input(self, event: ev.InputAccepted | ev.InputRejected) -> bool:
+        fresh = self._fresh()
         self.now = event.input.at
+        return fresh != self._fresh()  # time only shows through freshness
 
     def _configured(self, event: ev.EngineConfigured) -> None:
         self.max_age_s = event.watchdog_max_age_s
@@ -59,12 +61,15 @@ class HealthView(View):
         ev.HeartbeatRecorded: _heartbeat,
     }
 
-    def render(self) -> dict[str, Any]:
-        fresh = (
+    def _fresh(self) -> bool:
+        return (
             self.heartbeat_at is not None
             and self.now is not None
             and (self.now - self.heartbeat_at).total_seconds() <= self.max_age_s
         )
+
+    def render(self) -> dict[str, Any]:
+        fresh = self._fresh()
         return {
             "watchdog_generation": self.generation,
             "last_heartbeat_at": rfc3339(self.heartbeat_at),

@@ -16,8 +16,10 @@ class RejectionsView(View):
         self.rows: list[dict[str, Any]] = []
         self.files: set[str | None] = set()
 
-    def _accepted(self, event: ev.InputAccepted) -> None:
+    def _accepted(self, event: ev.InputAccepted) -> bool:
+        several = len(self.files) > 1
         self.files.add(event.file)
+        return several != (len(self.files) > 1)  # rows show `file` from the second file on
 
     def _rejected(self, event: ev.InputRejected) -> None:
         self.files.add(event.file)

@@ -18,6 +18,7 @@ stream resumed after a restart still sends one message per commit:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ from domain import events as ev
 from domain.events import decode_event, event_name
 from domain.inputs import format_at
 from replay.port import EventStore
+from replay.snapshot import views_at
 
 RECORDS = (ev.InputAccepted, ev.InputRejected)
 tail_window_events_first = 4_096
@@ -43,6 +45,9 @@ class CommitSummary:
     position: int  # the head after it
     types: frozenset[type]  # the event types it holds
     records: tuple[ev.InputAccepted | ev.InputRejected, ...]  # its inputs' records, in order
+    # The views it changed, in document order, when known (a live commit);
+    # None when read back from the log (then: the views that fold its events).
+    views: tuple[str, ...] | None = None
 
     def inputs(self) -> list[dict[str, Any]]:
         """{type, actor, at, accepted} per input (made when a message is sent)."""
@@ -57,9 +62,10 @@ class CommitSummary:
         ]
 
 
-def summarize(after: int, events: list[ev.Event]) -> CommitSummary:
+def summarize(after: int, events: list[ev.Event], views: Iterable[str] | None = None) -> CommitSummary:
     records = tuple(event for event in events if isinstance(event, RECORDS))
-    return CommitSummary(after, after + len(events), frozenset(map(type, events)), records)
+    changed = tuple(views) if views is not None else None
+    return CommitSummary(after, after + len(events), frozenset(map(type, events)), records, changed)
 
 
 def split_commits(positioned: Iterable[tuple[int, ev.Event]]) -> Iterator[CommitSummary]:
@@ -94,6 +100,26 @@ def tail_commits(store: EventStore, head: int, count: int) -> list[CommitSummary
         if len(commits) >= count or after == 0:
             return commits[-count:] if count else []
         window *= 4
+
+
+def with_changed_views(store: EventStore, commits: list[CommitSummary]) -> list[CommitSummary]:
+    """The same commits, each naming the views it changed, as a live commit
+    does: the views as they were before the first (from the newest snapshot
+    before it), then each commit's events folded and the changes taken."""
+    if not commits:
+        return []
+    views = views_at(store, commits[0].after)
+    views.take_changed()
+    exact: list[CommitSummary] = []
+    ends = iter(commits)
+    commit = next(ends)
+    for position, event in store.read(after=commits[0].after, until=commits[-1].position):  # one read
+        views.apply(event)
+        if position == commit.position:
+            exact.append(dataclasses.replace(commit, views=tuple(views.take_changed())))
+            commit = next(ends, commit)
+    assert len(exact) == len(commits), (len(exact), len(commits))
+    return exact
 
 
 def commits_after(store: EventStore, after: int, until: int) -> list[CommitSummary]:

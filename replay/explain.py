@@ -63,6 +63,8 @@ steps_max = 2_000
 # Reads of the log to resolve facts (the first finds the thing; each later one
 # fetches the events its facts name, until nothing new is asked for).
 resolve_rounds_max = 4
+# Distinct trace files a read notes (to tell whether the store holds others).
+files_seen_max = 64
 # Refused inputs named when an id names nothing.
 rejected_listed_max = 5
 
@@ -156,13 +158,15 @@ class Explanation(Struct, frozen=True, kw_only=True):
 
 class Document(Struct, frozen=True, kw_only=True):
     """What `tandem explain --json` prints: the id, the store's last position
-    when it was explained, the trace files its inputs came from, and one
-    explanation per kind the id names."""
+    when it was explained, the trace files the inputs it names came from
+    (whether the store holds inputs of other files too), and one explanation
+    per kind the id names."""
 
     id: str
     position: int
-    files: list[str]
+    files: list[str]  # the trace files of the inputs it names
     matches: list[Explanation]
+    other_files: bool = False  # the store holds inputs of other files too
 
 
 # ============================================================== log walking
@@ -344,6 +348,9 @@ _DEFINED_BY = {
 }
 
 
+_RECORD_FILE = re.compile(rb'\{"event":"Input(?:Accepted|Rejected)","seq":\d+,"file":("(?:[^"\\]|\\.)*")')
+
+
 def event_keys(event: Any) -> Iterable[tuple]:
     """What an event concerns, as lookup keys (`("action", op)`, …)."""
     keys = _KEYS.get(type(event))
@@ -355,7 +362,6 @@ def event_keys(event: Any) -> Iterable[tuple]:
 # stored bytes contain a needle of a wanted key (a superset: a false match is
 # only decoded for nothing). Inputs' records are decoded only for a kept event.
 _RECORD_TAGS = frozenset({b"InputAccepted", b"InputRejected"})
-_RECORD_FILE = re.compile(rb'\{"event":"Input(?:Accepted|Rejected)","seq":\d+,"file":("(?:[^"\\]|\\.)*")')
 _TAG_START = len(b'{"event":"')
 
 
@@ -403,9 +409,12 @@ class _Log:
 
     def __init__(self) -> None:
         self.by_key: dict[tuple, list[Entry]] = defaultdict(list)
-        self.files: set[Any] = set()  # the trace names (their JSON while reading)
         self.task_conversation: dict[str, str] = {}
         self.head = 0
+        # Up to `files_seen_max` of the store's trace files: enough to know
+        # whether there are others than an explanation's (over HTTP every
+        # request is one, `http@P`, so never all of them).
+        self.files_seen: set[str] = set()
         self.rejected: list[InputRef] = []  # refused inputs that mention `mention` (at most rejected_listed_max)
 
     def read(
@@ -421,16 +430,16 @@ class _Log:
         reference: InputRef | None = None
         by_key = self.by_key
         needles_by_tag = _filter(wanted)
-        files = self.files
         position = 0
         mentioned = msgspec.json.encode(mention)[1:-1] if mention else None
         for position, data in store.read_encoded():
             tag = data[_TAG_START : data.find(b'"', _TAG_START)]
             if tag in _RECORD_TAGS:
                 record_data, reference = data, None
-                named = _RECORD_FILE.match(data)
-                if named is not None:
-                    files.add(named.group(1))
+                if len(self.files_seen) < files_seen_max:
+                    named = _RECORD_FILE.match(data)
+                    if named is not None:
+                        self.files_seen.add(msgspec.json.decode(named.group(1)))
                 if mentioned is not None and tag == b"InputRejected" and mentioned in data:
                     record = ev.decode_event(data)
                     if len(self.rejected) < rejected_listed_max and mention in _strings(
@@ -468,7 +477,6 @@ class _Log:
                 if key in wanted:
                     by_key[key].append((position, event, reference))
         self.head = position
-        self.files = {msgspec.json.decode(name) for name in files}
 
 
 class Resolver:
@@ -2114,7 +2122,25 @@ def document(store: EventStore, identifier: str, *, kind: str | None = None, pre
             break
         wanted |= missing
         log = _reread(store, wanted, identifier, prefilter)
-    return Document(id=identifier, position=log.head, files=sorted(log.files), matches=explanations)
+    files = _files_named(explanations)
+    other = bool(log.files_seen - set(files))
+    return Document(id=identifier, position=log.head, files=files, matches=explanations, other_files=other)
+
+
+def _files_named(explanations: list[Explanation]) -> list[str]:
+    """The trace files the explanations' inputs came from (not every file of
+    the store: over HTTP every request is one, `http@P`)."""
+    found: set[str] = set()
+    pending: list[Any] = [msgspec.to_builtins(explanations)]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            if "seq" in value and isinstance(value.get("file"), str):
+                found.add(value["file"])
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return sorted(found)
 
 
 def _reread(store: EventStore, wanted: set[tuple], identifier: str, prefilter: bool) -> _Log:
@@ -2174,7 +2200,7 @@ def render_text(explained: Document) -> str:
     """Readable text: a header per match, one line per step (with its input)
     and its facts below it, then what it waits for. When the store holds
     several traces, each input's file is named beside its line."""
-    files = len(explained.files)
+    files = len(explained.files) + (1 if explained.other_files else 0)  # > 1: name each input's file
     out: list[str] = []
     for number, explanation in enumerate(explained.matches):
         if number:

@@ -344,8 +344,9 @@ def test_explain_walks_to_the_state_the_views_show_for_every_id(trace: Path) -> 
 
 def test_the_json_document_has_its_documented_shape(held: EventStore) -> None:
     value = json.loads(to_json(document(held, "op-migrate")))
-    assert list(value) == ["id", "position", "files", "matches"]
+    assert list(value) == ["id", "position", "files", "matches", "other_files"]
     assert value["id"] == "op-migrate" and value["position"] == held.head() and value["files"] == ["held_action.jsonl"]
+    assert value["other_files"] is False
     (match,) = value["matches"]
     assert list(match) == ["kind", "id", "state", "summary", "steps", "waiting", "related", "steps_omitted"]
     step = match["steps"][1]

@@ -1,0 +1,56 @@
+"""The live stream names the views a commit changed (API.md, "Live changes"):
+every view whose rendered value changed is named, and an input that changes
+no view (a tick while nothing is due) names none."""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+import pytest
+
+from adapters.runtime import Commit, LiveEngine
+from adapters.store import open_store
+from adapters.trace import TraceInvalid, parse_trace, read_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACES = sorted(glob.glob(str(ROOT / "fixtures" / "**" / "*.jsonl"), recursive=True))
+
+
+def _valid(path: str) -> bool:
+    try:
+        read_trace(path)
+    except TraceInvalid:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("path", [path for path in TRACES if _valid(path)], ids=lambda path: Path(path).name)
+def test_every_changed_view_is_named(path: str) -> None:
+    engine = LiveEngine(open_store("memory:"))
+    commits: list[Commit] = []
+    engine.listeners.append(commits.append)
+    assert engine.views is not None
+    for line in read_trace(path).lines:
+        before = engine.views.document()
+        engine.submit(line.item)
+        after = engine.views.document()
+        changed = {name for name in before if before[name] != after[name]}
+        assert changed <= set(commits[-1].views), (line.item.line, line.item.input.input_type)
+
+
+def test_an_idle_tick_names_no_view() -> None:
+    trace = parse_trace(
+        b'{"type": "watchdog.heartbeat", "at": "2026-03-01T09:00:00Z", "actor": "watchdog", "generation": 1}\n'
+        b'{"type": "tick", "at": "2026-03-01T09:00:30Z", "actor": "daemon"}\n'
+        b'{"type": "tick", "at": "2026-03-01T09:05:00Z", "actor": "daemon"}\n',
+        "ticks",
+    )
+    engine = LiveEngine(open_store("memory:"))
+    commits: list[Commit] = []
+    engine.listeners.append(commits.append)
+    for line in trace.lines:
+        engine.submit(line.item)
+    assert commits[0].views == ["health"]  # the first heartbeat: fresh
+    assert commits[1].views == []  # 30 s on: still fresh, nothing shows it
+    assert commits[2].views == ["health"]  # 5 min on: stale (watchdog_max_age_s 120)
