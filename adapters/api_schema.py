@@ -1,17 +1,23 @@
 """The shapes of the HTTP API's bodies (API.md), as msgspec Structs: what the
-handlers return and what `/openapi.json` describes."""
+handlers return and what `/openapi.json` describes; and the parts of that
+document Litestar cannot derive from the handlers, which read their query
+and body themselves (`documented`, `INPUT_SCHEMAS`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.openapi.spec import Operation, Parameter, RequestBody
 from msgspec import UNSET, Struct, UnsetType
 
+from adapters.edge import RESERVED_KINDS
 from adapters.runtime import Commit
 from domain import events as ev
-from domain.inputs import format_at
+from domain.inputs import AnyInput, format_at
 
 
 class LineError(Struct, frozen=True):
@@ -142,3 +148,63 @@ def _errors(*statuses: int) -> dict[int, ResponseSpec]:
 
 ERRORS_READ = _errors(400, 401, 404, 405, 503)
 ERRORS_WRITE = _errors(400, 401, 403, 404, 405, 409, 413, 415, 503)
+
+
+# ------------------------------------------------------ the OpenAPI document
+
+BEARER: list[dict[str, list[str]]] = [{"bearer": []}]  # the security of every route but /v1/health
+INPUT_SCHEMA_NAME = "Input"
+
+
+def input_schemas() -> dict[str, dict[str, Any]]:
+    """The JSON Schemas (OpenAPI components) of one input as POST /v1/inputs
+    takes it, made from the input Structs the edge decodes with: `Input` (one
+    of the kinds, told apart by `type`) and one per kind and shared part. As a
+    trace line (TRACE.md section 3), but `at` may be left out, and the kinds
+    only the runtime records (`daemon.start`, `daemon.stop`) are not there."""
+    (root,), components = msgspec.json.schema_components([AnyInput], ref_template="#/components/schemas/{name}")
+    reserved = {
+        name
+        for name, schema in components.items()
+        if schema.get("properties", {}).get("type", {}).get("enum", [None])[0] in RESERVED_KINDS
+    }
+    assert len(reserved) == len(RESERVED_KINDS), reserved
+    references = {f"#/components/schemas/{name}" for name in reserved}
+    root["anyOf"] = [choice for choice in root["anyOf"] if choice["$ref"] not in references]
+    mapping = root["discriminator"]["mapping"]
+    root["discriminator"]["mapping"] = {kind: ref for kind, ref in mapping.items() if ref not in references}
+    schemas: dict[str, dict[str, Any]] = {INPUT_SCHEMA_NAME: root}
+    for name, schema in components.items():
+        if name in reserved:
+            continue
+        if "at" in schema.get("properties", {}):
+            schema["required"] = [field for field in schema.get("required", []) if field != "at"]
+        schemas[name] = schema
+    return schemas
+
+
+INPUT_SCHEMAS = input_schemas()
+
+
+def documented(parameters: Sequence[Parameter] = (), request_body: RequestBody | None = None) -> type[Operation]:
+    """An Operation class (Litestar's `operation_class=`) that adds, to what
+    Litestar derives from a handler's signature, the parameters and the body
+    the handler reads and checks itself (so that its own checks and error
+    codes apply, not Litestar's). A parameter named as one Litestar derived
+    (a path parameter) replaces it."""
+
+    @dataclass
+    class Documented(Operation):
+        def __post_init__(self) -> None:
+            if parameters:
+                given = {(parameter.name, parameter.param_in) for parameter in parameters}
+                derived = [
+                    parameter
+                    for parameter in self.parameters or []
+                    if not isinstance(parameter, Parameter) or (parameter.name, parameter.param_in) not in given
+                ]
+                self.parameters = [*derived, *parameters]
+            if request_body is not None:
+                self.request_body = request_body
+
+    return Documented

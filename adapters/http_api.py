@@ -28,21 +28,43 @@ from litestar import Litestar, Request, Response, get, post
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
-from litestar.openapi.spec import Components, SecurityScheme
+from litestar.openapi.spec import (
+    Components,
+    OpenAPIMediaType,
+    OpenAPIType,
+    Parameter,
+    Reference,
+    RequestBody,
+    Schema,
+    SecurityScheme,
+)
 from litestar.response import Stream
 
 from adapters.api_schema import (
+    BEARER,
     ERRORS_READ,
     ERRORS_WRITE,
+    INPUT_SCHEMA_NAME,
+    INPUT_SCHEMAS,
     ErrorBody,
     EventsPage,
     Health,
     InputsResponse,
     ViewBody,
     ViewsDocument,
+    documented,
     error_body,
 )
-from adapters.http_inputs import ApiError, JSON, accept_inputs, actor_of_request, batch_body_bytes_max, read_limited
+from adapters.http_inputs import (
+    JSON,
+    NDJSON,
+    ApiError,
+    accept_inputs,
+    actor_of_request,
+    batch_body_bytes_max,
+    read_limited,
+    single_body_bytes_max,
+)
 from adapters.runtime import Runtime
 from adapters.stream import Hub, StreamsFull
 from adapters.tokens import TokenTable
@@ -60,6 +82,65 @@ reader_threads_max = 4
 VALUE_VIEWS = ("health", "usage")  # views whose body is a value, not rows
 
 T = TypeVar("T")
+
+
+# ------------------------------------------ what /openapi.json says of the query
+
+# The handlers read their query and body themselves (their checks and error
+# codes, not Litestar's); these say what they read (api_schema.documented).
+position_max = 10**position_digits_max - 1
+
+
+def _query(name: str, description: str, schema: Schema) -> Parameter:
+    return Parameter(name=name, param_in="query", required=False, description=description, schema=schema)
+
+
+AT = _query(
+    "at",
+    "the views as they were after the first POSITION events, snapped back to an input boundary (as `tandem show "
+    "--at`); past the store's last event: 400",
+    Schema(type=OpenAPIType.INTEGER, minimum=0, maximum=position_max),
+)
+AFTER = _query("after", "the events after this position", Schema(type=OpenAPIType.INTEGER, minimum=0, maximum=position_max, default=0))
+LIMIT = _query(
+    "limit", "at most this many events", Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=events_page_max, default=events_limit_default)
+)
+VIEW_NAME = Parameter(
+    name="name",
+    param_in="path",
+    required=True,
+    description="a view of TRACE.md section 7; another name is 404 `unknown_view`",
+    schema=Schema(type=OpenAPIType.STRING, enum=list(VIEW_NAMES)),
+)
+KIND = _query("kind", "only a thing of this kind", Schema(type=OpenAPIType.STRING, enum=list(KINDS)))
+VIEWS = _query(
+    "views", "only the commits that changed one of these views (names, comma-separated)", Schema(type=OpenAPIType.STRING)
+)
+LAST_EVENT_ID = Parameter(
+    name="Last-Event-ID",
+    param_in="header",
+    required=False,
+    description="the last `id` received: first a message for every commit after it that was missed (or, when "
+    "over 1,000 or not a position of this store, one `reset`), then live ones",
+    schema=Schema(type=OpenAPIType.STRING),
+)
+INPUTS_BODY = RequestBody(
+    required=True,
+    description=f"One input (`{JSON}`, at most {single_body_bytes_max} bytes) or a batch (`{NDJSON}`, at most "
+    f"{batch_body_bytes_max} bytes): the inputs of a trace (TRACE.md section 3), `at` and `actor` optional.",
+    content={
+        JSON: OpenAPIMediaType(schema=Reference(ref=f"#/components/schemas/{INPUT_SCHEMA_NAME}")),
+        # As OpenAPI 3.1 has no schema for a sequence of JSON texts: the items,
+        # written one per line (blank lines and `//` lines are skipped).
+        NDJSON: OpenAPIMediaType(
+            schema=Schema(
+                type=OpenAPIType.ARRAY,
+                items=Reference(ref=f"#/components/schemas/{INPUT_SCHEMA_NAME}"),
+                description=f"the inputs, one per line, each as `{JSON}` takes it (UTF-8): not a JSON array",
+            )
+        ),
+    },
+)
 
 
 # ------------------------------------------------------------------ service
@@ -150,6 +231,8 @@ def authenticate(request: Request) -> str:
     "(Served by the fast path of adapters/http_inputs.py; this handler describes it and serves the same.)",
     responses=ERRORS_WRITE,
     request_max_body_size=batch_body_bytes_max + 1,
+    operation_class=documented(request_body=INPUTS_BODY),
+    security=BEARER,
 )
 async def post_inputs(request: Request) -> Response[InputsResponse]:
     service = service_of(request)
@@ -199,6 +282,8 @@ async def _views_at(service: Service, at: int, name: str | None) -> bytes:
     "/v1/views",
     summary="Every view, live, or as it was after the first POSITION events (?at=)",
     responses=ERRORS_READ,
+    operation_class=documented([AT]),
+    security=BEARER,
 )
 async def get_views(request: Request) -> Response[ViewsDocument]:
     authenticate(request)
@@ -211,7 +296,13 @@ async def get_views(request: Request) -> Response[ViewsDocument]:
     return Response(body, media_type=JSON)
 
 
-@get("/v1/views/{name:str}", summary="One view (?at= as for /v1/views)", responses=ERRORS_READ)
+@get(
+    "/v1/views/{name:str}",
+    summary="One view (?at= as for /v1/views)",
+    responses=ERRORS_READ,
+    operation_class=documented([VIEW_NAME, AT]),
+    security=BEARER,
+)
 async def get_view(request: Request, name: str) -> Response[ViewBody]:
     authenticate(request)
     if name not in VIEW_NAMES:
@@ -228,7 +319,13 @@ async def get_view(request: Request, name: str) -> Response[ViewBody]:
 # ------------------------------------------------------------ events, explain
 
 
-@get("/v1/events", summary="The events after position ?after= (default 0), at most ?limit= (100, max 1000)", responses=ERRORS_READ)
+@get(
+    "/v1/events",
+    summary="The events after position ?after= (default 0), at most ?limit= (100, max 1000)",
+    responses=ERRORS_READ,
+    operation_class=documented([AFTER, LIMIT]),
+    security=BEARER,
+)
 async def get_events(request: Request) -> Response[EventsPage]:
     authenticate(request)
     after = _position_query(request, "after") or 0
@@ -256,6 +353,8 @@ def _raw_tail(request: Request, prefix: str) -> str | None:
     "/v1/explain/{id:path}",
     summary="Why something is as it is (tandem explain --json); ?kind= picks one kind",
     responses=ERRORS_READ,
+    operation_class=documented([KIND]),
+    security=BEARER,
 )
 async def get_explain(request: Request, id: str) -> Response[dict[str, Any]]:
     authenticate(request)
@@ -304,6 +403,8 @@ def _views_filter(request: Request) -> frozenset[str] | None:
     summary="Server-Sent Events: one `change` message per commit (id = the position after it)",
     responses={**ERRORS_READ, 503: ERRORS_READ[503]},
     media_type="text/event-stream",
+    operation_class=documented([VIEWS, LAST_EVENT_ID]),
+    security=BEARER,
 )
 async def get_stream(request: Request) -> Stream:
     authenticate(request)
@@ -364,7 +465,6 @@ def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] 
             path="/openapi.json",  # the one document, nowhere else (the console has `/`)
             render_plugins=[JsonRenderPlugin(path="/")],
             components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),
-            security=[{"bearer": []}],
         ),
         on_startup=list(on_startup),
         on_shutdown=list(on_shutdown),
@@ -372,4 +472,9 @@ def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] 
         debug=False,
     )
     app.state.service = service
+    # Litestar makes its components from the handlers' types; the inputs'
+    # schemas come from the input Structs themselves (api_schema.input_schemas).
+    schemas = app.openapi_schema.components.schemas
+    assert schemas is not None and not INPUT_SCHEMAS.keys() & schemas.keys(), "component names clash"
+    schemas.update(INPUT_SCHEMAS)  # type: ignore[arg-type]  # plain JSON Schema, written as it is
     return app
