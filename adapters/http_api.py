@@ -379,9 +379,12 @@ async def get_explain(request: Request, id: str) -> Response[dict[str, Any]]:
 async def get_health(request: Request) -> Response[Health]:
     service = service_of(request)
     engine = service.runtime.engine
-    stale = engine is None or engine.stale
-    body = Health(status="store_unavailable" if stale else "ok", position=engine.committed if engine else 0, writer=True)
-    return Response(msgspec.json.encode(body), media_type=JSON, status_code=503 if stale else 200)
+    if engine is None or engine.stale:
+        # An error body, as every error is (API.md): the client reads its code.
+        committed = f" (the last committed position: {engine.committed})" if engine is not None else ""
+        raise ApiError(503, "store_unavailable", f"the store cannot be read now; it is folded again at the next request{committed}")
+    body = Health(status="ok", position=engine.committed, writer=True)
+    return Response(msgspec.json.encode(body), media_type=JSON)
 
 
 # ------------------------------------------------------------------- stream
