@@ -51,11 +51,13 @@ def require_postgres() -> None:
 
 
 def _drop_postgres_table(table: str) -> None:
+    """Drop a case's events table and what the store and the writer lock make beside it."""
     import psycopg
     from psycopg import sql
 
     with psycopg.connect(postgres_url(), autocommit=True) as connection:
-        connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+        for name in (table, f"{table}_snapshots", f"{table}_writer"):
+            connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
 
 
 @pytest.fixture(
