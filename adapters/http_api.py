@@ -24,7 +24,7 @@ from urllib.parse import unquote
 
 import anyio.to_thread
 import msgspec
-from litestar import Litestar, Request, Response, get, post
+from litestar import Litestar, Request, Response, get, head, post
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
@@ -187,7 +187,7 @@ class Service:
 
     def on_commit(self, commit: Any) -> None:
         if self.hub is not None:
-            self.hub.publish_from_any_thread(summarize(commit.head_before, commit.events))
+            self.hub.publish_from_any_thread(summarize(commit.head_before, commit.events, commit.views))
 
     def rendered_view(self, name: str | None) -> bytes:
         """The live views (one, or the whole document when `name` is None),
@@ -387,6 +387,12 @@ async def get_health(request: Request) -> Response[Health]:
     return Response(msgspec.json.encode(body), media_type=JSON)
 
 
+@head("/v1/health", summary="Liveness without a token, status only (for checkers that send HEAD)", responses={503: ERRORS_READ[503]})
+async def head_health(request: Request) -> Response[None]:
+    engine = service_of(request).runtime.engine
+    return Response(b"", status_code=503 if engine is None or engine.stale else 200)
+
+
 # ------------------------------------------------------------------- stream
 
 
@@ -454,7 +460,7 @@ def _error_response(request: Request, error: Exception) -> Response[ErrorBody]:
     return Response(error_body(code, message, errors), status_code=status, media_type=JSON, headers=headers)
 
 
-ROUTES = [post_inputs, get_views, get_view, get_events, get_explain, get_health, get_stream]
+ROUTES = [post_inputs, get_views, get_view, get_events, get_explain, get_health, head_health, get_stream]
 
 
 def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] = (), on_shutdown: list[Callable[[], Awaitable[None]]] = ()) -> Litestar:  # type: ignore[assignment]
