@@ -27,6 +27,7 @@ import msgspec
 from litestar import Litestar, Request, Response, get, head, post
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.openapi import OpenAPIConfig
+from litestar.params import FromPath
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import (
     Components,
@@ -303,7 +304,7 @@ async def get_views(request: Request) -> Response[ViewsDocument]:
     operation_class=documented([VIEW_NAME, AT]),
     security=BEARER,
 )
-async def get_view(request: Request, name: str) -> Response[ViewBody]:
+async def get_view(request: Request, name: FromPath[str]) -> Response[ViewBody]:
     authenticate(request)
     if name not in VIEW_NAMES:
         raise ApiError(404, "unknown_view", f"no view {name!r}; views: {', '.join(VIEW_NAMES)}")
@@ -356,7 +357,7 @@ def _raw_tail(request: Request, prefix: str) -> str | None:
     operation_class=documented([KIND]),
     security=BEARER,
 )
-async def get_explain(request: Request, id: str) -> Response[dict[str, Any]]:
+async def get_explain(request: Request, id: FromPath[str]) -> Response[dict[str, Any]]:
     authenticate(request)
     thing = _raw_tail(request, "/v1/explain/") or id.lstrip("/")
     kind = request.query_params.get("kind")
