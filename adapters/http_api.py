@@ -66,14 +66,14 @@ from adapters.http_inputs import (
     read_limited,
     single_body_bytes_max,
 )
-from adapters.runtime import Runtime
+from adapters.runtime import LockLost, Runtime
 from adapters.stream import Hub, StreamsFull
 from adapters.tokens import TokenTable
 from projections import VIEW_NAMES
 from replay.commits import events_page, events_page_max, summarize
 from replay.engine import input_boundary, project
 from replay.explain import KINDS, ExplainError, document, to_json
-from replay.port import EventStore, StoreError
+from replay.port import ConcurrencyError, EventStore, StoreError
 
 log = logging.getLogger("tandem.serve")
 
@@ -164,6 +164,7 @@ class Service:
     # scope), for a stream whose client stopped reading (adapters/stream.py).
     connection_aborter: Callable[[dict[str, Any]], Callable[[], None] | None] | None = None
     lock_lost: str | None = None  # why, once it was
+    commits_inline: bool = True  # the store is local (SQLite, memory): small commits on the loop
 
     @property
     def engine(self) -> Any:
@@ -172,13 +173,30 @@ class Service:
 
     async def with_engine(self, work: Callable[[], T], inline: bool = True) -> T:
         """Run `work` holding the engine (one at a time); a store that fails
-        is 503 `store_unavailable`, and the engine folds it again next time."""
+        is 503 `store_unavailable`, and the engine folds it again next time.
+        Work is done on the event loop only when asked and when the store is
+        local (a PostgreSQL commit may wait on the network: in a thread)."""
         async with self.engine_lock:
             try:
                 self.engine.ensure_current()
-                return work() if inline else await anyio.to_thread.run_sync(work)
+                if inline and self.commits_inline:
+                    return work()
+                return await anyio.to_thread.run_sync(work)
+            except ConcurrencyError:
+                # Another writer appended: the writer lock was lost. Nothing of
+                # this request was written; see whether the lock is still ours.
+                await anyio.to_thread.run_sync(self._lock_lost_check)
+                raise ApiError(503, "store_unavailable", "another writer appended to the store; nothing was recorded, retry") from None
             except StoreError as error:
                 raise ApiError(503, "store_unavailable", f"the store failed: {error}; nothing was recorded, retry") from None
+
+    def _lock_lost_check(self) -> None:
+        try:
+            self.runtime.keep_lock()
+        except LockLost as lost:
+            self.lock_lost = str(lost)
+            if self.stop_server is not None:
+                self.stop_server()
 
     async def reading(self, work: Callable[[], T]) -> T:
         try:

@@ -184,9 +184,13 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
     async def stopping() -> None:
         for task in tasks:
             task.cancel()
+        lost = service.lock_lost is not None
         async with service.engine_lock:
-            await asyncio.to_thread(runtime.stop, True)
-        log("stopped as asked (daemon.stop expected)" if runtime.started else "stopped as asked")
+            await asyncio.to_thread(runtime.stop, not lost)  # without the lock it records nothing
+        if lost:
+            log("stopped: the writer lock was lost, nothing more recorded")
+        else:
+            log("stopped as asked (daemon.stop expected)" if runtime.started else "stopped as asked")
 
     return [started], [stopping]
 
@@ -244,7 +248,7 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
         if spool_lock is not None:
             spool_lock.release()
         raise ServeError(str(error), error.code) from None
-    service = Service(runtime=runtime, reader=reader, tokens=tokens)
+    service = Service(runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql")
     on_startup, on_shutdown = _lifespan(service, args)
     app = build_app(service, on_startup, on_shutdown)
     config = uvicorn.Config(

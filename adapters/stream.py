@@ -6,7 +6,8 @@ at start, replay/commits.py), so a client reconnecting with `Last-Event-ID:
 P` first gets a message for every commit after P it missed, or, when P is
 older than that (or not a position of this store), one `reset`. Publishing
 never waits for a client: each has a bounded queue, and one that falls
-`client_queue_messages_max` behind (a client that never reads) is cut off
+`client_queue_messages_max` (or `client_queue_bytes_max`) behind (a client
+that never reads) is cut off
 with a `reset` and no longer counts towards `stream_clients_max`. Only the
 event loop's thread touches the hub; commits made in another thread reach
 it through `publish_threadsafe`.
@@ -35,6 +36,7 @@ from replay.commits import CommitSummary
 
 stream_clients_max_default = 100
 client_queue_messages_max = 1_000
+client_queue_bytes_max = 64 * 1_048_576  # a batch of 50k inputs makes a message of a few MiB
 resume_messages_max = 1_000
 keepalive_s_default = 15.0
 # A cut-off or stopped stream not waiting in a send is given this long to
@@ -99,6 +101,7 @@ class StreamsFull(Exception):
 class Client:
     views: frozenset[str] | None  # None: every message
     queue: deque[bytes] = field(default_factory=deque)
+    queued_bytes: int = 0
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     abort: Callable[[], None] | None = None  # drops its connection at once (None: the server cannot)
     cut_off: bool = False  # fell too far behind: a reset, then the end
@@ -110,11 +113,13 @@ class Client:
         """Queue `message` if it concerns this client; False once cut off."""
         if self.views is not None and not (self.views & message.views):
             return True
-        if len(self.queue) >= client_queue_messages_max:
+        wire = message.wire
+        if len(self.queue) >= client_queue_messages_max or self.queued_bytes + len(wire) > client_queue_bytes_max:
             self.cut_off = True
             self.ready.set()
             return False
-        self.queue.append(message.wire)
+        self.queue.append(wire)
+        self.queued_bytes += len(wire)
         self.ready.set()
         return True
 
@@ -232,6 +237,7 @@ class Hub:
                         continue
                 chunk = b"".join(client.queue)
                 client.queue.clear()
+                client.queued_bytes = 0
                 if client.cut_off:
                     chunk += reset_wire(self.head)
                 last = client.cut_off or client.closed
