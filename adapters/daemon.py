@@ -20,8 +20,8 @@ from pathlib import Path
 
 from adapters.edge import SPOOL_ACTORS_DEFAULT
 from adapters.ingest import ingest_batch_inputs_max
-from adapters.process import ExclusiveLock, LockHeld, batch_size, positive_seconds
-from adapters.runtime import Runtime, RuntimeError_, Settings, log
+from adapters.process import ExclusiveLock, LockHeld, ProcessError, batch_size, log, positive_seconds
+from adapters.runtime import Runtime, Settings
 from adapters.spool import Spool, SpoolError, is_ready
 from adapters.tokens import ACTORS
 
@@ -29,7 +29,7 @@ EXIT_FAILED, EXIT_USAGE = 1, 2
 lock_name = ".tandem-daemon.lock"
 
 Daemon = Runtime  # the daemon is the runtime, driven by `run` below
-DaemonError = RuntimeError_
+DaemonError = ProcessError
 __all__ = ["Daemon", "DaemonError", "Settings", "is_ready", "run", "configure_parser", "spool_options"]
 
 
@@ -161,8 +161,8 @@ def spool_lock(settings: Settings) -> ExclusiveLock | None:
         return None
     try:
         Spool(settings.spool, settings.spool_actors).prepare()
-    except SpoolError as error:
-        raise DaemonError(str(error), error.code) from None
+    except SpoolError:
+        raise
     try:
         return ExclusiveLock(settings.spool / lock_name, "another runtime is running on this spool")
     except LockHeld as error:

@@ -306,13 +306,16 @@ async def _views_at(service: Service, at: int, name: str | None) -> bytes:
 )
 async def get_views(request: Request) -> Response[ViewsDocument]:
     authenticate(request)
+    return Response(await _views_answer(request, None), media_type=JSON)
+
+
+async def _views_answer(request: Request, name: str | None) -> bytes:
+    """The views (one, or all when `name` is None): live, or `?at=`."""
     service = service_of(request)
     at = _position_query(request, "at")
     if at is not None:
-        body = await _views_at(service, at, None)
-    else:
-        body = await service.with_engine(lambda: service.rendered_view(None))
-    return Response(body, media_type=JSON)
+        return await _views_at(service, at, name)
+    return await service.with_engine(lambda: service.rendered_view(name))
 
 
 @get(
@@ -326,13 +329,7 @@ async def get_view(request: Request, name: FromPath[str]) -> Response[ViewBody]:
     authenticate(request)
     if name not in VIEW_NAMES:
         raise ApiError(404, "unknown_view", f"no view {name!r}; views: {', '.join(VIEW_NAMES)}")
-    service = service_of(request)
-    at = _position_query(request, "at")
-    if at is not None:
-        body = await _views_at(service, at, name)
-    else:
-        body = await service.with_engine(lambda: service.rendered_view(name))
-    return Response(body, media_type=JSON)
+    return Response(await _views_answer(request, name), media_type=JSON)
 
 
 # ------------------------------------------------------------ events, explain

@@ -1,12 +1,28 @@
-"""What the long-running commands (`tandem daemon`, `tandem watchdog`) share:
-option parsers and the one-process-per-file lock."""
+"""What the long-running commands (`tandem daemon`, `tandem serve`,
+`tandem watchdog`) share: their error, their log line, option parsers and the
+one-process-per-file lock."""
 
 from __future__ import annotations
 
 import argparse
 import fcntl
 import os
+import sys
 from pathlib import Path
+
+
+class ProcessError(Exception):
+    """A long-running command cannot start or had to stop; `code` is its exit
+    code (1: a store, folder or file could not be used; 2: bad usage)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def log(message: str) -> None:
+    """One line on stderr, as the long-running commands write them."""
+    print(f"tandem: {message}", file=sys.stderr, flush=True)
 
 
 def positive_seconds(text: str) -> float:

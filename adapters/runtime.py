@@ -29,7 +29,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from adapters.edge import SPOOL_ACTORS_DEFAULT, LiveEdge
+from adapters.process import ProcessError, log
 from adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
 from adapters.ingest import ingest_batch_inputs_max
-from adapters.spool import Spool, SpoolApplied, SpoolError
+from adapters.spool import Spool, SpoolApplied
 from adapters.store import _redacted, open_store
 from adapters.terminal import printable
 from adapters.trace import Trace, parse_single, parse_trace
@@ -55,20 +55,8 @@ from replay.port import StoreError
 stop_snapshot_events_min = 1_000
 
 
-class RuntimeError_(Exception):
-    """The runtime cannot start or had to stop; `code` is the exit code."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class LockLost(RuntimeError_):
+class LockLost(ProcessError):
     """Another writer holds the store's writer lock now: stop writing."""
-
-
-def log(message: str) -> None:
-    print(f"tandem: {message}", file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------ the engine
@@ -408,7 +396,7 @@ class Runtime:
             try:
                 self.lock = acquire_writer_lock(self.settings.store_url)
             except StoreError as error:
-                raise RuntimeError_(str(error)) from error
+                raise ProcessError(str(error)) from error
 
     def open(self) -> None:
         """Take the store's writer lock (if not yet held), then fold the store."""
@@ -418,18 +406,14 @@ class Runtime:
             options = {} if self.settings.snapshot_every is None else {"snapshot_every": self.settings.snapshot_every}
             self.engine = LiveEngine(open_store(self.settings.store_url), **options)
         except StoreError as error:
-            raise RuntimeError_(str(error)) from error
+            raise ProcessError(str(error)) from error
         self.engine.listeners.extend(self.listeners)
 
     def start(self) -> None:
         """Apply what waited in the spool, import the watchdog, then record
         `daemon.start` (deferred on a store with no input yet). The backlog
         goes first because it was written before this start."""
-        self.drain_spool()
-        if self.stopping:
-            return
-        self.import_watchdog()
-        if self.stopping:
+        if not self._take_waiting():
             return
         assert self.engine is not None
         if self.settings.runtime_inputs:
@@ -464,13 +448,18 @@ class Runtime:
             self.engine.reload()
         log("writer lock taken again")
 
-    def round(self) -> None:
-        self.keep_lock()
+    def _take_waiting(self) -> bool:
+        """Apply the waiting spool files, then the watchdog's new rows; False
+        when a stop was asked for meanwhile."""
         self.drain_spool()
         if self.stopping:
-            return
+            return False
         self.import_watchdog()
-        if self.stopping:
+        return not self.stopping
+
+    def round(self) -> None:
+        self.keep_lock()
+        if not self._take_waiting():
             return
         self.tick_if_idle()
         self.publish_if_due()
@@ -493,7 +482,3 @@ class Runtime:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
-
-
-def spool_error(error: SpoolError) -> RuntimeError_:
-    return RuntimeError_(str(error), error.code)

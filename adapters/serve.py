@@ -33,7 +33,8 @@ import uvicorn
 from adapters import daemon
 from adapters.http_api import ApiError, Service, build_app
 from adapters.http_inputs import InputsFastPath
-from adapters.runtime import LockLost, Runtime, RuntimeError_, log
+from adapters.process import ProcessError, log
+from adapters.runtime import LockLost, Runtime
 from adapters.store import open_store, parse_store_url
 from adapters.stream import Hub, keepalive_s_default, resume_messages_max, stream_clients_max_default
 from adapters.tokens import TokensRefused, load_tokens
@@ -45,10 +46,8 @@ shutdown_grace_s = 30  # requests still running this long after a stop are cance
 listen_backlog = 256
 
 
-class ServeError(Exception):
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
+class ServeError(ProcessError):
+    """`tandem serve` cannot start (its tokens, store, spool or socket) or lost its writer lock."""
 
 
 def listen_address(text: str) -> tuple[str, int]:
@@ -243,7 +242,7 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
         memory = parse_store_url(settings.store_url).kind == "memory"
         reader = runtime.engine.store if memory else open_store(settings.store_url)
         sock, address = _bind(*args.listen)
-    except RuntimeError_ as error:
+    except ProcessError as error:
         runtime.close()
         if spool_lock is not None:
             spool_lock.release()

@@ -35,6 +35,7 @@ from typing import Any
 from adapters.edge import EdgeRefused, LiveEdge, spool_admit
 from adapters.health_file import write_atomically
 from adapters.ingest import TraceMismatch, ingest
+from adapters.process import ProcessError, log
 from adapters.terminal import printable
 from adapters.trace import TraceInvalid, parse_trace
 from domain.inputs import Input
@@ -48,22 +49,12 @@ folder_mode_new = 0o700
 EdgeFactory = Callable[[Callable[[Input, int], Input]], LiveEdge]
 
 
-class SpoolError(Exception):
+class SpoolError(ProcessError):
     """The spool folder cannot be used (exit 1, or 2 for bad usage)."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class _Interrupted(Exception):
     """A stop was asked for between two committed batches of a spool file."""
-
-
-def log(message: str) -> None:
-    import sys
-
-    print(f"tandem: {message}", file=sys.stderr, flush=True)
 
 
 def is_ready(name: str) -> bool:

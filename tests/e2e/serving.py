@@ -19,11 +19,21 @@ import time
 from pathlib import Path
 
 from adapters.client import Client
+from adapters.store import open_store
 from adapters.tokens import ACTORS, new_token, write_tokens_file
 
 ROOT = Path(__file__).resolve().parents[2]
 start_timeout_s = 30
 stop_timeout_s = 30
+
+
+def store_head(url: str) -> int:
+    """The head as the store has it (not as the server says)."""
+    store = open_store(url)
+    try:
+        return store.head()
+    finally:
+        store.close()
 
 
 def tandem(*arguments: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:

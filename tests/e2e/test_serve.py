@@ -57,7 +57,7 @@ from adapters.store import _redacted, open_store
 from adapters.tokens import new_token
 from domain import events as ev
 from domain.inputs import accepted_actors
-from tests.e2e.serving import Served, tandem
+from tests.e2e.serving import Served, store_head, tandem
 from tests.integration.conftest import postgres_url, require_postgres
 
 NO_RUNTIME = "--no-runtime-inputs"
@@ -118,13 +118,6 @@ def stores(tmp_path: Path) -> Iterator[Stores]:
     yield made
     made.drop()
 
-
-def store_head(url: str) -> int:
-    store = open_store(url)
-    try:
-        return store.head()
-    finally:
-        store.close()
 
 
 # ------------------------------------------------------------------ traces

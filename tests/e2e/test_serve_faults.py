@@ -30,7 +30,7 @@ import pytest
 from adapters.client import ApiError, Client
 from adapters.store import open_store
 from domain import events as ev
-from tests.e2e.serving import Served, tandem
+from tests.e2e.serving import Served, store_head, tandem
 
 JSON = "application/json"
 NDJSON = "application/x-ndjson"
@@ -45,14 +45,6 @@ batch_body_bytes_max = 16 * MiB
 def sqlite_url(directory: Path) -> str:
     return f"sqlite:///{directory}/events.db"
 
-
-def store_head(url: str) -> int:
-    """The head as the store has it (not as the server says)."""
-    store = open_store(url)
-    try:
-        return store.head()
-    finally:
-        store.close()
 
 
 def recorded(url: str, prefix: str) -> tuple[Counter[str], Counter[str]]:
