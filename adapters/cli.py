@@ -17,16 +17,16 @@ from typing import Any
 
 import msgspec
 
-from adapters import daemon, watchdog
-from adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
-from adapters.process import batch_size
-from adapters.render import render_document, render_view
-from adapters.store import open_store, store_url_help
-from adapters.trace import TraceInvalid, read_trace
-from adapters.writer_lock import WriterLock, acquire_writer_lock
-from projections import VIEW_NAMES, Views
-from replay.engine import Engine, input_boundary, project
-from replay.port import ConcurrencyError, EventStore, StoreError
+from tandem.adapters import daemon, watchdog
+from tandem.adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
+from tandem.adapters.process import batch_size
+from tandem.adapters.render import render_document, render_view
+from tandem.adapters.store import open_store, store_url_help
+from tandem.adapters.trace import TraceInvalid, read_trace
+from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock
+from tandem.projections import VIEW_NAMES, Views
+from tandem.replay.engine import Engine, input_boundary, project
+from tandem.replay.port import ConcurrencyError, EventStore, StoreError
 
 DEFAULT_STORE = "sqlite:///tandem.db"
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"
@@ -169,8 +169,8 @@ def _serve_demo(args: argparse.Namespace) -> None:
     own (the example's times are in the past: a wall-clock input would put
     every later line of it out of reach); inputs POSTed without `at` are
     stamped with the server's clock."""
-    from adapters import serve
-    from adapters.tokens import ACTORS, new_token, write_tokens_file
+    from tandem.adapters import serve
+    from tandem.adapters.tokens import ACTORS, new_token, write_tokens_file
 
     tokens = {actor: new_token() for actor in ACTORS}
     write_tokens_file(args.tokens_file, tokens)
@@ -195,7 +195,7 @@ def cmd_daemon(args: argparse.Namespace) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
-    from adapters import serve
+    from tandem.adapters import serve
 
     try:
         serve.run(args)
@@ -374,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the requests in flight, records daemon.stop (expected) and exits 0.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    from adapters import serve
+    from tandem.adapters import serve
 
     serve.configure(serve_parser)
     serve_parser.set_defaults(handler=cmd_serve)
@@ -405,9 +405,9 @@ def _command_modules() -> list[Any]:
     import importlib
     import pkgutil
 
-    from adapters import commands
+    from tandem.adapters import commands
 
-    modules = [importlib.import_module(f"adapters.commands.{info.name}") for info in pkgutil.iter_modules(commands.__path__)]
+    modules = [importlib.import_module(f"tandem.adapters.commands.{info.name}") for info in pkgutil.iter_modules(commands.__path__)]
     return sorted(modules, key=lambda module: (module.ORDER, module.NAME))
 
 
@@ -435,6 +435,6 @@ if __name__ == "__main__":
     # Run the canonical module, not this `__main__` copy: the subcommand
     # modules (adapters/commands/) import `adapters.cli.CliError`, which must
     # be the class main() catches, or `python -m adapters.cli` prints tracebacks.
-    from adapters.cli import main as canonical_main
+    from tandem.adapters.cli import main as canonical_main
 
     sys.exit(canonical_main())

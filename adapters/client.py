@@ -6,7 +6,7 @@ half the cost of `http.client` per request, which matters when every input
 waits for its commit. A connection the server closed while idle is redialled
 once (only when nothing of the answer came back).
 
-    from adapters.client import Client, ApiError
+    from tandem.adapters.client import Client, ApiError
     tandem = Client("http://127.0.0.1:8765", token)
     result = tandem.submit({"type": "human.message", "conversation_id": "fg", "message_id": "m1", "text": "hi"})
     tandem.view("actions")["rows"]

@@ -18,12 +18,12 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from adapters.edge import SPOOL_ACTORS_DEFAULT
-from adapters.ingest import ingest_batch_inputs_max
-from adapters.process import ExclusiveLock, LockHeld, ProcessError, batch_size, log, positive_seconds
-from adapters.runtime import Runtime, Settings
-from adapters.spool import Spool, SpoolError, is_ready
-from adapters.tokens import ACTORS
+from tandem.adapters.edge import SPOOL_ACTORS_DEFAULT
+from tandem.adapters.ingest import ingest_batch_inputs_max
+from tandem.adapters.process import ExclusiveLock, LockHeld, ProcessError, batch_size, log, positive_seconds
+from tandem.adapters.runtime import Runtime, Settings
+from tandem.adapters.spool import Spool, SpoolError, is_ready
+from tandem.adapters.tokens import ACTORS
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
 lock_name = ".tandem-daemon.lock"

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from domain.inputs import Input, format_at
+from tandem.domain.inputs import Input, format_at
 
 at_ahead_max_s = 300
 RESERVED_KINDS: tuple[str, ...] = ("daemon.start", "daemon.stop")

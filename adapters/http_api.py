@@ -41,7 +41,7 @@ from litestar.openapi.spec import (
 )
 from litestar.response import Stream
 
-from adapters.api_schema import (
+from tandem.adapters.api_schema import (
     BEARER,
     ERRORS_READ,
     ERRORS_WRITE,
@@ -56,7 +56,7 @@ from adapters.api_schema import (
     documented,
     error_body,
 )
-from adapters.http_inputs import (
+from tandem.adapters.http_inputs import (
     JSON,
     NDJSON,
     ApiError,
@@ -66,14 +66,14 @@ from adapters.http_inputs import (
     read_limited,
     single_body_bytes_max,
 )
-from adapters.runtime import LockLost, Runtime
-from adapters.stream import Hub, StreamsFull
-from adapters.tokens import TokenTable
-from projections import VIEW_NAMES
-from replay.commits import events_page, events_page_max, summarize
-from replay.engine import input_boundary, project
-from replay.explain import KINDS, ExplainError, document, to_json
-from replay.port import ConcurrencyError, EventStore, StoreError
+from tandem.adapters.runtime import LockLost, Runtime
+from tandem.adapters.stream import Hub, StreamsFull
+from tandem.adapters.tokens import TokenTable
+from tandem.projections import VIEW_NAMES
+from tandem.replay.commits import events_page, events_page_max, summarize
+from tandem.replay.engine import input_boundary, project
+from tandem.replay.explain import KINDS, ExplainError, document, to_json
+from tandem.replay.port import ConcurrencyError, EventStore, StoreError
 
 log = logging.getLogger("tandem.serve")
 

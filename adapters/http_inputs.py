@@ -17,11 +17,11 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
-from adapters.api_schema import InputsResponse, error_body, results_of
-from adapters.edge import EdgeRefused, token_admit
-from adapters.runtime import Commit
-from adapters.tokens import TokenTable
-from adapters.trace import TraceInvalid, line_bytes_max
+from tandem.adapters.api_schema import InputsResponse, error_body, results_of
+from tandem.adapters.edge import EdgeRefused, token_admit
+from tandem.adapters.runtime import Commit
+from tandem.adapters.tokens import TokenTable
+from tandem.adapters.trace import TraceInvalid, line_bytes_max
 
 import msgspec
 

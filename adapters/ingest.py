@@ -14,10 +14,10 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from adapters.trace import SchemaError, Trace, TraceInvalid
-from domain.inputs import format_at
-from domain import events as ev
-from replay.engine import Engine
+from tandem.adapters.trace import SchemaError, Trace, TraceInvalid
+from tandem.domain.inputs import format_at
+from tandem.domain import events as ev
+from tandem.replay.engine import Engine
 
 ingest_batch_inputs_max = 1_000  # inputs per transaction by default (group commit)
 

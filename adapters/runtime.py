@@ -35,20 +35,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adapters.edge import SPOOL_ACTORS_DEFAULT, LiveEdge
-from adapters.process import ProcessError, log
-from adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
-from adapters.ingest import ingest_batch_inputs_max
-from adapters.spool import Spool, SpoolApplied
-from adapters.store import _redacted, open_store
-from adapters.terminal import printable
-from adapters.trace import Trace, parse_single, parse_trace
-from adapters.watchdog import WatchdogUnreadable, facts_read_max, read_facts
-from adapters.writer_lock import WriterLock, acquire_writer_lock
-from domain import events as ev
-from domain.inputs import Input, decode_input
-from replay.engine import Engine, Located
-from replay.port import StoreError
+from tandem.adapters.edge import SPOOL_ACTORS_DEFAULT, LiveEdge
+from tandem.adapters.process import ProcessError, log
+from tandem.adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
+from tandem.adapters.ingest import ingest_batch_inputs_max
+from tandem.adapters.spool import Spool, SpoolApplied
+from tandem.adapters.store import _redacted, open_store
+from tandem.adapters.terminal import printable
+from tandem.adapters.trace import Trace, parse_single, parse_trace
+from tandem.adapters.watchdog import WatchdogUnreadable, facts_read_max, read_facts
+from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock
+from tandem.domain import events as ev
+from tandem.domain.inputs import Input, decode_input
+from tandem.replay.engine import Engine, Located
+from tandem.replay.port import StoreError
 
 # At a stop, a snapshot is written when at least this many events came since
 # the last one (a shorter tail folds in milliseconds at the next start).

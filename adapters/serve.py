@@ -30,15 +30,15 @@ from typing import Any
 
 import uvicorn
 
-from adapters import daemon
-from adapters.http_api import ApiError, Service, build_app
-from adapters.http_inputs import InputsFastPath
-from adapters.process import ProcessError, log
-from adapters.runtime import LockLost, Runtime
-from adapters.store import open_store, parse_store_url
-from adapters.stream import Hub, keepalive_s_default, resume_messages_max, stream_clients_max_default
-from adapters.tokens import TokensRefused, load_tokens
-from replay.commits import tail_commits, with_changed_views
+from tandem.adapters import daemon
+from tandem.adapters.http_api import ApiError, Service, build_app
+from tandem.adapters.http_inputs import InputsFastPath
+from tandem.adapters.process import ProcessError, log
+from tandem.adapters.runtime import LockLost, Runtime
+from tandem.adapters.store import open_store, parse_store_url
+from tandem.adapters.stream import Hub, keepalive_s_default, resume_messages_max, stream_clients_max_default
+from tandem.adapters.tokens import TokensRefused, load_tokens
+from tandem.replay.commits import tail_commits, with_changed_views
 
 listen_default = "127.0.0.1:8765"
 store_default = "sqlite:///tandem.db"

@@ -32,14 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.edge import EdgeRefused, LiveEdge, spool_admit
-from adapters.health_file import write_atomically
-from adapters.ingest import TraceMismatch, ingest
-from adapters.process import ProcessError, log
-from adapters.terminal import printable
-from adapters.trace import TraceInvalid, parse_trace
-from domain.inputs import Input
-from replay.port import ConcurrencyError
+from tandem.adapters.edge import EdgeRefused, LiveEdge, spool_admit
+from tandem.adapters.health_file import write_atomically
+from tandem.adapters.ingest import TraceMismatch, ingest
+from tandem.adapters.process import ProcessError, log
+from tandem.adapters.terminal import printable
+from tandem.adapters.trace import TraceInvalid, parse_trace
+from tandem.domain.inputs import Input
+from tandem.replay.port import ConcurrencyError
 
 spool_suffix = ".jsonl"
 error_suffix = ".error"

@@ -55,8 +55,8 @@ from eventsourcing.sqlite import (
     SQLiteTransaction,
 )
 
-from domain.events import Event, decode_event, encode_event, event_name
-from replay.port import ConcurrencyError, EventStore, SnapshotInfo, StoreError
+from tandem.domain.events import Event, decode_event, encode_event, event_name
+from tandem.replay.port import ConcurrencyError, EventStore, SnapshotInfo, StoreError
 
 # Rows fetched per query when reading the log. A page is fetched, its
 # connection released, then decoded and yielded: the store never holds a

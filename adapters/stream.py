@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from projections import Views
-from replay.commits import CommitSummary
+from tandem.projections import Views
+from tandem.replay.commits import CommitSummary
 
 stream_clients_max_default = 100
 client_queue_messages_max = 1_000

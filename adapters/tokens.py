@@ -25,7 +25,7 @@ from typing import get_args
 
 import msgspec
 
-from domain.inputs import Actor
+from tandem.domain.inputs import Actor
 
 token_chars_min = 32
 tokens_file_bytes_max = 1_048_576

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import msgspec
 
-from adapters.edge import LiveEdge, decode_live
-from domain.inputs import Input, decode_input, format_at
-from replay.engine import Located
+from tandem.adapters.edge import LiveEdge, decode_live
+from tandem.domain.inputs import Input, decode_input, format_at
+from tandem.replay.engine import Located
 
 line_bytes_max = 1_048_576  # 1 MiB, spec section 1
 schema_errors_shown_max = 20

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from adapters.process import ExclusiveLock, LockHeld, positive_seconds
-from adapters.health_file import SnapshotUnreadable, format_time, parse_time, read_snapshot, utc_now
+from tandem.adapters.process import ExclusiveLock, LockHeld, positive_seconds
+from tandem.adapters.health_file import SnapshotUnreadable, format_time, parse_time, read_snapshot, utc_now
 
 watchdog_format = "tandem-watchdog/1"
 heartbeats_kept_max = 1_000  # older heartbeat rows are pruned: only the latest matter

@@ -31,9 +31,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from adapters.process import ExclusiveLock, LockHeld
-from adapters.store import StoreAddress, _redacted, parse_store_url, postgres_connect_timeout_s
-from replay.port import StoreError
+from tandem.adapters.process import ExclusiveLock, LockHeld
+from tandem.adapters.store import StoreAddress, _redacted, parse_store_url, postgres_connect_timeout_s
+from tandem.replay.port import StoreError
 
 writer_lock_file_suffix = "-writer.lock"
 writer_table_suffix = "_writer"

@@ -50,14 +50,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # runnable as `python bench/run.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
-from adapters.ingest import ingest, ingest_batch_inputs_max  # noqa: E402
-from adapters.store import log_stream_id, open_store, table_name_default  # noqa: E402
-from adapters.trace import parse_trace  # noqa: E402
-from domain.events import decode_event  # noqa: E402
-from replay.engine import Engine, Located  # noqa: E402
-from replay.snapshot import Written  # noqa: E402
-from replay.workload import observation_trace, synthetic_trace  # noqa: E402
-from projections.inbox import InboxView  # noqa: E402
+from tandem.adapters.ingest import ingest, ingest_batch_inputs_max  # noqa: E402
+from tandem.adapters.store import log_stream_id, open_store, table_name_default  # noqa: E402
+from tandem.adapters.trace import parse_trace  # noqa: E402
+from tandem.domain.events import decode_event  # noqa: E402
+from tandem.replay.engine import Engine, Located  # noqa: E402
+from tandem.replay.snapshot import Written  # noqa: E402
+from tandem.replay.workload import observation_trace, synthetic_trace  # noqa: E402
+from tandem.projections.inbox import InboxView  # noqa: E402
 
 raw_row_bytes = 200  # the body size of a baseline row: about one stored event
 live_setup_batch_inputs = 5_000  # inputs per transaction when loading the live set (untimed)
@@ -260,7 +260,7 @@ def build_replay_store(directory: str, events_min: int) -> tuple[str, int]:
     url = _sqlite_url(directory)
     engine = Engine(open_store(url), snapshot_every=0)  # measurement 3 is a full replay: no snapshot
     try:
-        ingest(engine, parse_trace(synthetic_trace(actions), "replay.jsonl"))
+        ingest(engine, parse_trace(synthetic_trace(actions), "tandem.replay.jsonl"))
         events = engine.store.head()  # type: ignore[union-attr]
     finally:
         engine.store.close()  # type: ignore[union-attr]

@@ -45,13 +45,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from adapters.client import Client  # noqa: E402
-from adapters.ingest import ingest  # noqa: E402
-from adapters.store import open_store  # noqa: E402
-from adapters.tokens import ACTORS, new_token, write_tokens_file  # noqa: E402
-from adapters.trace import parse_trace  # noqa: E402
-from replay.engine import Engine  # noqa: E402
-from replay.workload import observation_trace, synthetic_trace  # noqa: E402
+from tandem.adapters.client import Client  # noqa: E402
+from tandem.adapters.ingest import ingest  # noqa: E402
+from tandem.adapters.store import open_store  # noqa: E402
+from tandem.adapters.tokens import ACTORS, new_token, write_tokens_file  # noqa: E402
+from tandem.adapters.trace import parse_trace  # noqa: E402
+from tandem.replay.engine import Engine  # noqa: E402
+from tandem.replay.workload import observation_trace, synthetic_trace  # noqa: E402
 
 GOALS = {"single": 0.6, "batch": 0.8}
 stream_clients = 50
@@ -82,7 +82,7 @@ class Server:
         tokens_file = Path(directory) / "tokens.json"
         write_tokens_file(tokens_file, self.tokens)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "adapters.cli", "serve", "--store", f"sqlite:///{directory}/events.db",
+            [sys.executable, "-m", "tandem.adapters.cli", "serve", "--store", f"sqlite:///{directory}/events.db",
              "--tokens", str(tokens_file), "--listen", "127.0.0.1:0", "--no-runtime-inputs",
              "--stream-clients-max", str(stream_clients + 10)],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -102,7 +102,7 @@ class Server:
 
 
 def _actor(value: dict[str, Any]) -> str:
-    from domain.inputs import accepted_actors
+    from tandem.domain.inputs import accepted_actors
 
     return value.get("actor") or accepted_actors(value["type"])[0]
 

@@ -22,10 +22,10 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
-from domain import events as ev
-from domain import inputs as inp
-from domain.reasons import Rejected
-from domain.state import State
+from tandem.domain import events as ev
+from tandem.domain import inputs as inp
+from tandem.domain.reasons import Rejected
+from tandem.domain.state import State
 
 Emit = Callable[[ev.Event], None]
 

@@ -14,12 +14,12 @@ counts a visible gap.
 
 from __future__ import annotations
 
-from domain import events as ev
-from domain import inputs as inp
-from domain.lifecycles import CONSUMER
-from domain.reasons import Rejected
-from domain.state import Consumer, State
-from domain.update import Draft, observation_events
+from tandem.domain import events as ev
+from tandem.domain import inputs as inp
+from tandem.domain.lifecycles import CONSUMER
+from tandem.domain.reasons import Rejected
+from tandem.domain.state import Consumer, State
+from tandem.domain.update import Draft, observation_events
 
 
 def _start_reconciliation(

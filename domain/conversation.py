@@ -19,12 +19,12 @@ from collections.abc import Callable
 
 import msgspec
 
-from domain import events as ev
-from domain import inputs as inp
-from domain.alerts import raise_alert, resolve_alert, urgent_rule
-from domain.lifecycles import DELIVERY
-from domain.reasons import Rejected
-from domain.state import Conversation, Delivery, State, Update
+from tandem.domain import events as ev
+from tandem.domain import inputs as inp
+from tandem.domain.alerts import raise_alert, resolve_alert, urgent_rule
+from tandem.domain.lifecycles import DELIVERY
+from tandem.domain.reasons import Rejected
+from tandem.domain.state import Conversation, Delivery, State, Update
 
 Emit = Callable[[ev.Event], None]
 

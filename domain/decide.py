@@ -16,15 +16,15 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from domain import alerts, consumer, update
-from domain import conversation as conversation_rules
-from domain import events as ev
-from domain import inputs as inp
-from domain.inputs import given
-from domain.authority import narrow_operations, narrow_roots, normalise_path, path_allowed
-from domain.lifecycles import ACTION, ATTEMPT, IN_FLIGHT, QUESTION, TASK
-from domain.reasons import Rejected
-from domain.state import USAGE_FIELDS, Action, Grant, State
+from tandem.domain import alerts, consumer, update
+from tandem.domain import conversation as conversation_rules
+from tandem.domain import events as ev
+from tandem.domain import inputs as inp
+from tandem.domain.inputs import given
+from tandem.domain.authority import narrow_operations, narrow_roots, normalise_path, path_allowed
+from tandem.domain.lifecycles import ACTION, ATTEMPT, IN_FLIGHT, QUESTION, TASK
+from tandem.domain.reasons import Rejected
+from tandem.domain.state import USAGE_FIELDS, Action, Grant, State
 
 
 def record(state: State, value: inp.Input, seq: int, file: str | None, line: int | None) -> list[ev.Event]:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 
-from domain import events as ev
-from domain.alerts import reacting, run_time_rules
-from domain.conversation import run_foreground_pass
-from domain.decide import record
-from domain.inputs import Input
-from domain.provenance import block_facts, hold_facts, prerequisite_facts
-from domain.state import Action, State, reachable
+from tandem.domain import events as ev
+from tandem.domain.alerts import reacting, run_time_rules
+from tandem.domain.conversation import run_foreground_pass
+from tandem.domain.decide import record
+from tandem.domain.inputs import Input
+from tandem.domain.provenance import block_facts, hold_facts, prerequisite_facts
+from tandem.domain.state import Action, State, reachable
 
 Emit = Callable[[ev.Event], None]
 

@@ -28,7 +28,7 @@ from typing import Any, Union
 import msgspec
 from msgspec import Struct
 
-from domain.inputs import AnyInput, nesting_depth_max, too_deep
+from tandem.domain.inputs import AnyInput, nesting_depth_max, too_deep
 
 
 class Event(Struct, frozen=True, tag_field="event", kw_only=True, omit_defaults=False):

@@ -17,8 +17,8 @@ and iterates sets in a sorted order: the same trace gives the same facts.
 
 from __future__ import annotations
 
-from domain import events as ev
-from domain.state import Action, State, reachable
+from tandem.domain import events as ev
+from tandem.domain.state import Action, State, reachable
 
 _FAILED = ("failed", "cancelled", "exhausted")
 

@@ -20,9 +20,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from domain import events as ev
-from domain.inputs import canonical_body
-from domain.lifecycles import ACTION, IN_FLIGHT
+from tandem.domain import events as ev
+from tandem.domain.inputs import canonical_body
+from tandem.domain.lifecycles import ACTION, IN_FLIGHT
 
 Seconds = int
 

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 
 from msgspec import UNSET
 
-from domain import events as ev
-from domain import inputs as inp
-from domain.inputs import given
-from domain.lifecycles import UPDATE
-from domain.reasons import Rejected
-from domain.state import Action, State
+from tandem.domain import events as ev
+from tandem.domain import inputs as inp
+from tandem.domain.inputs import given
+from tandem.domain.lifecycles import UPDATE
+from tandem.domain.reasons import Rejected
+from tandem.domain.state import Action, State
 
 
 def default_cause_key(fields: inp.ObservationFields | inp.Observe) -> str:

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.actions import ActionsView
-from projections.alerts import AlertsView
-from projections.base import View
-from projections.cards import CardsView
-from projections.consumers import ConsumersView
-from projections.conversations import ConversationsView
-from projections.health import HealthView
-from projections.inbox import InboxView
-from projections.questions import QuestionsView
-from projections.rejections import RejectionsView
-from projections.tasks import TasksView
-from projections.usage import UsageView
+from tandem.projections.actions import ActionsView
+from tandem.projections.alerts import AlertsView
+from tandem.projections.base import View
+from tandem.projections.cards import CardsView
+from tandem.projections.consumers import ConsumersView
+from tandem.projections.conversations import ConversationsView
+from tandem.projections.health import HealthView
+from tandem.projections.inbox import InboxView
+from tandem.projections.questions import QuestionsView
+from tandem.projections.rejections import RejectionsView
+from tandem.projections.tasks import TasksView
+from tandem.projections.usage import UsageView
 
 VIEW_NAMES: tuple[str, ...] = (
     "tasks",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain import events as ev
-from projections.base import View, sorted_rows
+from tandem.domain import events as ev
+from tandem.projections.base import View, sorted_rows
 
 
 class CardsView(View):

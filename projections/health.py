@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from domain import events as ev
-from projections.base import View, rfc3339
+from tandem.domain import events as ev
+from tandem.projections.base import View, rfc3339
 
 
 class HealthView(View):

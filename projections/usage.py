@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain import events as ev
-from domain.state import USAGE_FIELDS
-from projections.base import View
+from tandem.domain import events as ev
+from tandem.domain.state import USAGE_FIELDS
+from tandem.projections.base import View
 
 ROLES = ("foreground", "background", "workers")
 

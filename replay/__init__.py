@@ -1,7 +1,7 @@
 """Tandem's replay package: the engine runtime, and what you need to fuzz and
 model-check your own orchestration in pytest (docs/fuzzing.md).
 
-    from replay import Engine, Located, check, catalog, state_invariant
+    from tandem.replay import Engine, Located, check, catalog, state_invariant
 
 The engine: `Engine(store, with_views=..., step=...)`, `Located(input, file, line)`.
 
@@ -31,36 +31,36 @@ import importlib
 from typing import Any
 
 _EXPORTS: dict[str, str] = {
-    "Engine": "replay.engine",
-    "Located": "replay.engine",
-    "Invariant": "replay.invariants",
-    "InvariantViolation": "replay.invariants",
-    "Monitor": "replay.invariants",
-    "Step": "replay.invariants",
-    "World": "replay.invariants",
-    "catalog": "replay.invariants",
-    "register": "replay.invariants",
-    "unregister": "replay.invariants",
-    "event_invariant": "replay.invariants",
-    "state_invariant": "replay.invariants",
-    "section_4_codes": "replay.invariants",
-    "check": "replay.check",
-    "CheckResult": "replay.check",
-    "Counterexample": "replay.check",
-    "Scenario": "replay.check",
-    "ScenarioError": "replay.check",
-    "load_scenario": "replay.check",
-    "parse_scenario": "replay.check",
-    "check_trace": "replay.check",
-    "minimize_trace": "replay.check",
-    "read_trace": "replay.check",
-    "write_trace": "replay.check",
-    "LogStore": "replay.check",
-    "TandemMachine": "replay.fuzz",
-    "FuzzFailure": "replay.fuzz",
-    "machine": "replay.fuzz",
-    "machine_settings": "replay.fuzz",
-    "traces": "replay.fuzz",
+    "Engine": "tandem.replay.engine",
+    "Located": "tandem.replay.engine",
+    "Invariant": "tandem.replay.invariants",
+    "InvariantViolation": "tandem.replay.invariants",
+    "Monitor": "tandem.replay.invariants",
+    "Step": "tandem.replay.invariants",
+    "World": "tandem.replay.invariants",
+    "catalog": "tandem.replay.invariants",
+    "register": "tandem.replay.invariants",
+    "unregister": "tandem.replay.invariants",
+    "event_invariant": "tandem.replay.invariants",
+    "state_invariant": "tandem.replay.invariants",
+    "section_4_codes": "tandem.replay.invariants",
+    "check": "tandem.replay.check",
+    "CheckResult": "tandem.replay.check",
+    "Counterexample": "tandem.replay.check",
+    "Scenario": "tandem.replay.check",
+    "ScenarioError": "tandem.replay.check",
+    "load_scenario": "tandem.replay.check",
+    "parse_scenario": "tandem.replay.check",
+    "check_trace": "tandem.replay.check",
+    "minimize_trace": "tandem.replay.check",
+    "read_trace": "tandem.replay.check",
+    "write_trace": "tandem.replay.check",
+    "LogStore": "tandem.replay.check",
+    "TandemMachine": "tandem.replay.fuzz",
+    "FuzzFailure": "tandem.replay.fuzz",
+    "machine": "tandem.replay.fuzz",
+    "machine_settings": "tandem.replay.fuzz",
+    "traces": "tandem.replay.fuzz",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -68,7 +68,7 @@ __all__ = sorted(_EXPORTS)
 # `check` is both a submodule and its main function: bind the function now,
 # so that `from replay import check` is the function however the submodule
 # was first imported (write `from replay.check import ...` for the module).
-from replay.check import check  # noqa: E402
+from tandem.replay.check import check  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

@@ -44,15 +44,15 @@ from typing import Any
 
 import msgspec
 
-from domain import events as ev
-from domain.dispatch import step as default_step
-from domain.events import Event, encode_event
-from domain.inputs import Input, decode_input, format_at
-from domain.state import State
-from replay.engine import Engine, Located
-from replay.engine import Step as Rules
-from replay.invariants import Invariant, InvariantViolation, Monitor, catalog
-from replay.port import ConcurrencyError
+from tandem.domain import events as ev
+from tandem.domain.dispatch import step as default_step
+from tandem.domain.events import Event, encode_event
+from tandem.domain.inputs import Input, decode_input, format_at
+from tandem.domain.state import State
+from tandem.replay.engine import Engine, Located
+from tandem.replay.engine import Step as Rules
+from tandem.replay.invariants import Invariant, InvariantViolation, Monitor, catalog
+from tandem.replay.port import ConcurrencyError
 
 DEFAULT_START = datetime.datetime(2026, 3, 1, 9, 0, 0, tzinfo=datetime.timezone.utc)
 DEFAULT_GAP_S = 1.0

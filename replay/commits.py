@@ -25,11 +25,11 @@ from typing import Any
 
 import msgspec
 
-from domain import events as ev
-from domain.events import decode_event, event_name
-from domain.inputs import format_at
-from replay.port import EventStore
-from replay.snapshot import views_at
+from tandem.domain import events as ev
+from tandem.domain.events import decode_event, event_name
+from tandem.domain.inputs import format_at
+from tandem.replay.port import EventStore
+from tandem.replay.snapshot import views_at
 
 RECORDS = (ev.InputAccepted, ev.InputRejected)
 tail_window_events_first = 4_096

@@ -39,13 +39,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from domain import events as ev
-from domain.dispatch import step
-from domain.inputs import Input
-from domain.state import EVOLVERS, State, evolve
-from projections import Views
-from replay import snapshot as snapshots
-from replay.port import EventStore
+from tandem.domain import events as ev
+from tandem.domain.dispatch import step
+from tandem.domain.inputs import Input
+from tandem.domain.state import EVOLVERS, State, evolve
+from tandem.projections import Views
+from tandem.replay import snapshot as snapshots
+from tandem.replay.port import EventStore
 
 snapshot_every_events_default = 50_000
 snapshot_bytes_per_event = 16

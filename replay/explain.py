@@ -38,10 +38,10 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from domain import events as ev
-from domain.conversation import numbered_owner
-from projections.base import rfc3339
-from replay.port import EventStore
+from tandem.domain import events as ev
+from tandem.domain.conversation import numbered_owner
+from tandem.projections.base import rfc3339
+from tandem.replay.port import EventStore
 
 # The kinds an id may name, in the order matches are reported.
 KINDS = (

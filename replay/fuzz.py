@@ -44,14 +44,14 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RULE_MARKER, RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from domain.dispatch import step as default_step
-from domain.events import Event
-from domain.inputs import decode_input, format_at
-from replay.check import InjectedCrash, LogStore, check_trace, fingerprint, minimize_trace, write_trace
-from replay.engine import Engine, Located
-from replay.engine import Step as Rules
-from replay.invariants import Invariant, InvariantViolation, Monitor, Step, World, catalog, restart_is_replay
-from replay.port import EventStore
+from tandem.domain.dispatch import step as default_step
+from tandem.domain.events import Event
+from tandem.domain.inputs import decode_input, format_at
+from tandem.replay.check import InjectedCrash, LogStore, check_trace, fingerprint, minimize_trace, write_trace
+from tandem.replay.engine import Engine, Located
+from tandem.replay.engine import Step as Rules
+from tandem.replay.invariants import Invariant, InvariantViolation, Monitor, Step, World, catalog, restart_is_replay
+from tandem.replay.port import EventStore
 
 T0 = datetime.datetime(2026, 3, 1, 9, 0, 0, tzinfo=datetime.timezone.utc)
 

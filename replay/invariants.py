@@ -37,12 +37,12 @@ from typing import Any
 
 from msgspec import UNSET
 
-from domain import events as ev
-from domain import inputs as inp
-from domain.events import Event, decode_event, encode_event
-from domain.inputs import Input, format_at
-from domain.state import Action, State, evolve
-from projections import VIEW_NAMES, Views
+from tandem.domain import events as ev
+from tandem.domain import inputs as inp
+from tandem.domain.events import Event, decode_event, encode_event
+from tandem.domain.inputs import Input, format_at
+from tandem.domain.state import Action, State, evolve
+from tandem.projections import VIEW_NAMES, Views
 
 # Spec sections 3.3 and 4, written out here rather than imported, so that the
 # checks do not share the code they check.

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple, Protocol
 
-from domain.events import Event
+from tandem.domain.events import Event
 
 
 class ConcurrencyError(Exception):

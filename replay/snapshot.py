@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from domain.state import State
-from projections import Views
-from replay.port import EventStore, SnapshotInfo
+from tandem.domain.state import State
+from tandem.projections import Views
+from tandem.replay.port import EventStore, SnapshotInfo
 
 snapshot_format = 1
 pickle_protocol = 5
@@ -75,8 +75,8 @@ _fingerprint: list[str] = []
 
 def folded_sources() -> list[Path]:
     """The modules whose code defines what a snapshot holds."""
-    import domain
-    import projections
+    import tandem.domain as domain
+    import tandem.projections as projections
 
     files: list[Path] = []
     for package in (domain, projections):

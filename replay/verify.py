@@ -28,13 +28,13 @@ from typing import Any
 
 import msgspec
 
-from domain import events as ev
-from domain.dispatch import step as default_step
-from domain.state import evolve
-from projections import Views
-from replay import snapshot as snapshots
-from replay.engine import Engine, Located, Step, collector_paused
-from replay.port import EventStore
+from tandem.domain import events as ev
+from tandem.domain.dispatch import step as default_step
+from tandem.domain.state import evolve
+from tandem.projections import Views
+from tandem.replay import snapshot as snapshots
+from tandem.replay.engine import Engine, Located, Step, collector_paused
+from tandem.replay.port import EventStore
 
 differences_max = 12  # differing fields listed per divergence
 text_chars_max = 4_000  # of a stored or re-derived event shown in a report

@@ -22,7 +22,7 @@ EXIT_VIOLATION = 1
 
 
 def _depth(text: str) -> int:
-    from replay.check import depth_max
+    from tandem.replay.check import depth_max
 
     try:
         value = int(text)
@@ -46,9 +46,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from adapters.cli import EXIT_USAGE, CliError
-    from domain import dispatch
-    from replay.check import ScenarioError, check, load_scenario
+    from tandem.adapters.cli import EXIT_USAGE, CliError
+    from tandem.domain import dispatch
+    from tandem.replay.check import ScenarioError, check, load_scenario
 
     try:
         scenario = load_scenario(args.scenario)

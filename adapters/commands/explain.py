@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from replay.explain import KINDS, ExplainError, document, render_text, to_json
+from tandem.replay.explain import KINDS, ExplainError, document, render_text, to_json
 
 NAME = "explain"
 ORDER = 20
@@ -24,7 +24,7 @@ DESCRIPTION = (
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from adapters.cli import DEFAULT_STORE
+    from tandem.adapters.cli import DEFAULT_STORE
 
     parser.add_argument("id", metavar="ID", help="what to explain")
     parser.add_argument("--store", default=DEFAULT_STORE, metavar="URL", help=f"default {DEFAULT_STORE}")
@@ -34,8 +34,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from adapters.cli import EXIT_USAGE, CliError, _open_store
-    from replay.port import StoreError
+    from tandem.adapters.cli import EXIT_USAGE, CliError, _open_store
+    from tandem.replay.port import StoreError
 
     if not args.id.strip():
         raise CliError("ID is empty", EXIT_USAGE)

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from typing import BinaryIO
 
-from adapters.store import store_url_help
+from tandem.adapters.store import store_url_help
 
 NAME = "export"
 ORDER = 60
@@ -51,8 +51,8 @@ def write_log(store, out: BinaryIO, until: int) -> int:  # type: ignore[no-untyp
 
 
 def run(args: argparse.Namespace) -> None:
-    from adapters.cli import CliError, _open_store
-    from replay.port import StoreError
+    from tandem.adapters.cli import CliError, _open_store
+    from tandem.replay.port import StoreError
 
     store = _open_store(args.store)
     try:
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> None:
 
 
 def _write_file(store, path: str, head: int) -> int:  # type: ignore[no-untyped-def]
-    from adapters.cli import CliError
+    from tandem.adapters.cli import CliError
 
     directory = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):

@@ -23,8 +23,8 @@ from typing import BinaryIO
 
 import msgspec
 
-from adapters.store import store_url_help
-from domain.events import decode_foreign_event
+from tandem.adapters.store import store_url_help
+from tandem.domain.events import decode_foreign_event
 
 NAME = "import"
 ORDER = 61
@@ -45,7 +45,7 @@ DESCRIPTION = (
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from adapters.process import batch_size
+    from tandem.adapters.process import batch_size
 
     parser.add_argument("file", metavar="FILE", help="a JSON Lines event log (tandem export)")
     parser.add_argument("--store", required=True, metavar="URL", help=store_url_help)
@@ -112,15 +112,15 @@ def validate(handle: BinaryIO) -> tuple[int, list[str], int]:
 
 
 def run(args: argparse.Namespace) -> None:
-    from adapters.cli import writer_lock
+    from tandem.adapters.cli import writer_lock
 
     with writer_lock(args.store):  # before the (perhaps long) validation: a second writer is refused at once
         _import(args)
 
 
 def _import(args: argparse.Namespace) -> None:
-    from adapters.cli import EXIT_USAGE, CliError, _open_store
-    from replay.port import ConcurrencyError, StoreError
+    from tandem.adapters.cli import EXIT_USAGE, CliError, _open_store
+    from tandem.replay.port import ConcurrencyError, StoreError
 
     try:
         handle = open(args.file, "rb")  # noqa: SIM115 - read twice, closed below
@@ -178,7 +178,7 @@ def _append(store, handle: BinaryIO, seen: tuple[int, int], batch: list[bytes], 
 
 
 def _check_prefix(store, handle: BinaryIO, head: int, count: int, path: str) -> None:  # type: ignore[no-untyped-def]
-    from adapters.cli import CliError
+    from tandem.adapters.cli import CliError
 
     def refuse(why: str) -> CliError:
         return CliError(

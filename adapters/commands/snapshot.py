@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from adapters.store import store_url_help
+from tandem.adapters.store import store_url_help
 
 NAME = "snapshot"
 ORDER = 50
@@ -27,10 +27,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from adapters.cli import CliError, _open_store
-    from replay import snapshot as snapshots
-    from replay.engine import Engine
-    from replay.port import StoreError
+    from tandem.adapters.cli import CliError, _open_store
+    from tandem.replay import snapshot as snapshots
+    from tandem.replay.engine import Engine
+    from tandem.replay.port import StoreError
 
     store = _open_store(args.store)
     try:

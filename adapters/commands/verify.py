@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from adapters.store import store_url_help
+from tandem.adapters.store import store_url_help
 
 NAME = "verify"
 ORDER = 40
@@ -27,9 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from adapters.cli import CliError, _open_store
-    from replay.port import StoreError
-    from replay.verify import verify
+    from tandem.adapters.cli import CliError, _open_store
+    from tandem.replay.port import StoreError
+    from tandem.replay.verify import verify
 
     store = _open_store(args.store)
     try:

@@ -3,8 +3,8 @@
 Run: python -m pytest docs/examples/test_my_rules.py -q
 """
 
-from domain import events as ev
-from replay import catalog, check, event_invariant, machine, machine_settings, state_invariant
+from tandem.domain import events as ev
+from tandem.replay import catalog, check, event_invariant, machine, machine_settings, state_invariant
 
 
 @state_invariant

@@ -8,10 +8,10 @@ import datetime
 import json
 from pathlib import Path
 
-from adapters.daemon import Daemon, Settings, is_ready
-from adapters.health_file import read_snapshot
-from adapters.watchdog import WatchdogStore
-from domain import events as ev
+from tandem.adapters.daemon import Daemon, Settings, is_ready
+from tandem.adapters.health_file import read_snapshot
+from tandem.adapters.watchdog import WatchdogStore
+from tandem.domain import events as ev
 
 T0 = datetime.datetime(2026, 3, 1, 9, 0, 0, 700_000, tzinfo=datetime.timezone.utc)
 

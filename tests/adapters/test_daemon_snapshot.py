@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import adapters.runtime as daemon_module
-from adapters.daemon import Daemon, Settings
+import tandem.adapters.runtime as daemon_module
+from tandem.adapters.daemon import Daemon, Settings
 
 T0 = datetime.datetime(2026, 3, 1, 9, 0, 0, tzinfo=datetime.timezone.utc)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.runtime import LockLost, Runtime, Settings
-from adapters.writer_lock import acquire_writer_lock, writer_lock_path
+from tandem.adapters.runtime import LockLost, Runtime, Settings
+from tandem.adapters.writer_lock import acquire_writer_lock, writer_lock_path
 
 T0 = datetime.datetime(2026, 3, 1, 9, 0, tzinfo=datetime.timezone.utc)
 

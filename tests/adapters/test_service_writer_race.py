@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from adapters.http_api import Service
-from adapters.http_inputs import ApiError, accept_inputs
-from adapters.runtime import Runtime, Settings
-from adapters.store import open_store
-from adapters.tokens import TokenTable, _digest
-from adapters.trace import parse_trace
-from replay.engine import Engine
+from tandem.adapters.http_api import Service
+from tandem.adapters.http_inputs import ApiError, accept_inputs
+from tandem.adapters.runtime import Runtime, Settings
+from tandem.adapters.store import open_store
+from tandem.adapters.tokens import TokenTable, _digest
+from tandem.adapters.trace import parse_trace
+from tandem.replay.engine import Engine
 
 TOKEN = "daemon-token-" + "x" * 32
 TICK = b'{"type": "tick", "actor": "daemon"}'

@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
-from adapters.daemon import Daemon, Settings
-from adapters.edge import SPOOL_ACTORS_DEFAULT
-from adapters.ingest import ingest
-from adapters.tokens import ACTORS
-from adapters.trace import parse_trace
-from adapters.watchdog import WatchdogStore
-from domain import events as ev
+from tandem.adapters.daemon import Daemon, Settings
+from tandem.adapters.edge import SPOOL_ACTORS_DEFAULT
+from tandem.adapters.ingest import ingest
+from tandem.adapters.tokens import ACTORS
+from tandem.adapters.trace import parse_trace
+from tandem.adapters.watchdog import WatchdogStore
+from tandem.domain import events as ev
 
 UTC = datetime.timezone.utc
 T0 = datetime.datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)  # a whole second: the 300 s boundary is exact

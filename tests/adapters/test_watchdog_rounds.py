@@ -8,9 +8,9 @@ import datetime
 import json
 from pathlib import Path
 
-from adapters.health_file import format_time, write_atomically, write_snapshot
-from adapters.watchdog import Watchdog, WatchdogStore, judge, read_facts
-from domain.inputs import decode_input
+from tandem.adapters.health_file import format_time, write_atomically, write_snapshot
+from tandem.adapters.watchdog import Watchdog, WatchdogStore, judge, read_facts
+from tandem.domain.inputs import decode_input
 
 T0 = datetime.datetime(2026, 3, 1, 9, 0, 0, tzinfo=datetime.timezone.utc)
 MAX_AGE = 10.0

@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from adapters.client import Client
-from adapters.store import open_store
-from adapters.tokens import ACTORS, new_token, write_tokens_file
+from tandem.adapters.client import Client
+from tandem.adapters.store import open_store
+from tandem.adapters.tokens import ACTORS, new_token, write_tokens_file
 
 ROOT = Path(__file__).resolve().parents[2]
 start_timeout_s = 30
@@ -39,7 +39,7 @@ def store_head(url: str) -> int:
 def tandem(*arguments: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
     """Run a `tandem` command to its end."""
     return subprocess.run(
-        [sys.executable, "-m", "adapters.cli", *arguments], cwd=ROOT, capture_output=True, text=True, timeout=timeout_s
+        [sys.executable, "-m", "tandem.adapters.cli", *arguments], cwd=ROOT, capture_output=True, text=True, timeout=timeout_s
     )
 
 
@@ -58,7 +58,7 @@ class Served:
     def start(self) -> Served:
         stderr = open(self.log_file, "a")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "adapters.cli", "serve", "--store", self.store_url, "--tokens", str(self.tokens_file),
+            [sys.executable, "-m", "tandem.adapters.cli", "serve", "--store", self.store_url, "--tokens", str(self.tokens_file),
              "--listen", "127.0.0.1:0", *self.options],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True,
         )  # fmt: skip

@@ -30,9 +30,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from adapters.cli import build_parser
-from adapters.store import open_store
-from domain import events as ev
+from tandem.adapters.cli import build_parser
+from tandem.adapters.store import open_store
+from tandem.domain import events as ev
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 60.0
@@ -46,7 +46,7 @@ T = TypeVar("T")
 
 def tandem(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "adapters.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "tandem.adapters.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
 
 
@@ -58,7 +58,7 @@ class Process:
         self.log = log
         with open(log, "ab") as out:
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "adapters.cli", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
+                [sys.executable, "-m", "tandem.adapters.cli", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
             )
 
     @property

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli import main
-from adapters.ingest import ingest
-from adapters.store import open_store
-from adapters.trace import read_trace
-from replay.engine import Engine
-from replay.explain import KINDS, ExplainError, Explanation, Fact, document, event_keys, explain, render_text, to_json
-from replay.port import EventStore
+from tandem.adapters.cli import main
+from tandem.adapters.ingest import ingest
+from tandem.adapters.store import open_store
+from tandem.adapters.trace import read_trace
+from tandem.replay.engine import Engine
+from tandem.replay.explain import KINDS, ExplainError, Explanation, Fact, document, event_keys, explain, render_text, to_json
+from tandem.replay.port import EventStore
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"
@@ -466,7 +466,7 @@ def test_the_outputs_shown_in_docs_explain_md_are_what_explain_prints(tmp_path: 
 def test_every_key_an_event_has_is_one_the_read_filter_lets_through(trace: Path) -> None:
     """explain decodes only the event types that can have the wanted keys
     (`_KIND_TAGS`): each key an event has must be of a kind its type is listed for."""
-    from replay.explain import _KIND_TAGS
+    from tandem.replay.explain import _KIND_TAGS
 
     store, _ = stored(trace)
     for _, event in store.read():

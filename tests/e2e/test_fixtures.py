@@ -33,7 +33,7 @@ VIEW_KEYS = ("tasks", "actions", "inbox", "questions", "alerts", "conversations"
 
 def tandem(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "adapters.cli", *args],
+        [sys.executable, "-m", "tandem.adapters.cli", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -14,11 +14,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from adapters.ingest import ingest
-from adapters.store import open_store
-from adapters.trace import parse_trace, read_trace
-from domain import events as ev
-from replay.engine import Engine
+from tandem.adapters.ingest import ingest
+from tandem.adapters.store import open_store
+from tandem.adapters.trace import parse_trace, read_trace
+from tandem.domain import events as ev
+from tandem.replay.engine import Engine
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "fixtures" / "gates" / "32_idle_no_triage_loop.jsonl"
@@ -59,7 +59,7 @@ def _topics(database: Path) -> Counter[str]:
 
 def _ingest(path: Path, database: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "adapters.cli", "ingest", str(path), "--store", f"sqlite:///{database}"],
+        [sys.executable, "-m", "tandem.adapters.cli", "ingest", str(path), "--store", f"sqlite:///{database}"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -205,7 +205,7 @@ def test_burst_of_10000_observations_is_50_updates(tmp_path: Path) -> None:
     trace = tmp_path / "burst.jsonl"
     trace.write_text("".join(json.dumps(i, separators=(",", ":")) + "\n" for i in inputs), encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "-m", "adapters.cli", "replay", str(trace), "--json"],
+        [sys.executable, "-m", "tandem.adapters.cli", "replay", str(trace), "--json"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -12,14 +12,14 @@ import sys
 import time
 from pathlib import Path
 
-from replay.workload import synthetic_trace
+from tandem.replay.workload import synthetic_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def tandem(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "adapters.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "tandem.adapters.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
     )
     if check and result.returncode != 0:
         raise AssertionError(f"tandem {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
@@ -48,7 +48,7 @@ def test_killed_ingest_resumes_to_the_same_views(tmp_path: Path) -> None:
     url = f"sqlite:///{database}"
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "adapters.cli", "ingest", str(trace), "--store", url, "--batch", "7"],
+        [sys.executable, "-m", "tandem.adapters.cli", "ingest", str(trace), "--store", url, "--batch", "7"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

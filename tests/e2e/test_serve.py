@@ -51,12 +51,12 @@ from urllib.parse import quote, urlsplit
 import msgspec
 import pytest
 
-from adapters.cli import EXAMPLE, main
-from adapters.client import ApiError
-from adapters.store import _redacted, open_store
-from adapters.tokens import new_token
-from domain import events as ev
-from domain.inputs import accepted_actors
+from tandem.adapters.cli import EXAMPLE, main
+from tandem.adapters.client import ApiError
+from tandem.adapters.store import _redacted, open_store
+from tandem.adapters.tokens import new_token
+from tandem.domain import events as ev
+from tandem.domain.inputs import accepted_actors
 from tests.e2e.serving import Served, store_head, tandem
 from tests.integration.conftest import postgres_url, require_postgres
 

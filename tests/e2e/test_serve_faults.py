@@ -27,9 +27,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from adapters.client import ApiError, Client
-from adapters.store import open_store
-from domain import events as ev
+from tandem.adapters.client import ApiError, Client
+from tandem.adapters.store import open_store
+from tandem.domain import events as ev
 from tests.e2e.serving import Served, store_head, tandem
 
 JSON = "application/json"

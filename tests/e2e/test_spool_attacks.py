@@ -27,7 +27,7 @@ FAST = ["--interval", "0.05", "--publish-interval", "0.2", "--tick", "3600"]
 
 def daemon_command(tmp_path: Path, spool: Path) -> list[str]:
     return [
-        sys.executable, "-m", "adapters.cli", "daemon", "--store", f"sqlite:///{tmp_path / 'store.db'}",
+        sys.executable, "-m", "tandem.adapters.cli", "daemon", "--store", f"sqlite:///{tmp_path / 'store.db'}",
         "--spool", str(spool), "--health", str(tmp_path / "health.json"), "--watchdog-db", str(tmp_path / "wd.db"),
         *FAST,
     ]  # fmt: skip

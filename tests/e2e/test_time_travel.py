@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli import main
-from adapters.ingest import ingest
-from adapters.store import open_store
-from adapters.trace import read_trace
-from domain import events as ev
-from replay.engine import Engine, input_boundary, project
+from tandem.adapters.cli import main
+from tandem.adapters.ingest import ingest
+from tandem.adapters.store import open_store
+from tandem.adapters.trace import read_trace
+from tandem.domain import events as ev
+from tandem.replay.engine import Engine, input_boundary, project
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"

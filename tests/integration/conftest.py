@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from adapters.store import open_store
-from replay.port import EventStore
+from tandem.adapters.store import open_store
+from tandem.replay.port import EventStore
 
 postgres_url_default = "postgresql://postgres@127.0.0.1:5432/test"
 postgres_probe_timeout_s = 3

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.ingest import ingest
-from adapters.store import open_store
-from adapters.trace import TraceInvalid, read_trace
-from replay.engine import Engine
+from tandem.adapters.ingest import ingest
+from tandem.adapters.store import open_store
+from tandem.adapters.trace import TraceInvalid, read_trace
+from tandem.replay.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[2]
 DIGESTS = ROOT / "fixtures" / "event-digests.json"

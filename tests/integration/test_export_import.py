@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli import main
-from adapters.ingest import ingest
-from adapters.store import open_store
-from adapters.trace import parse_trace, read_trace
-from replay.engine import Engine
-from replay.verify import verify
-from replay.workload import observation_inputs
+from tandem.adapters.cli import main
+from tandem.adapters.ingest import ingest
+from tandem.adapters.store import open_store
+from tandem.adapters.trace import parse_trace, read_trace
+from tandem.replay.engine import Engine
+from tandem.replay.verify import verify
+from tandem.replay.workload import observation_inputs
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"
@@ -204,8 +204,8 @@ def test_an_event_nested_too_deep_is_a_line_error_not_a_traceback(tmp_path: Path
     """An event holds its input one level down: the events of the deepest
     input the edge accepts import; one level more, or so deep that decoding
     would exhaust the stack, is `line N: ...` (exit 2), and nothing is written."""
-    from domain.events import event_nesting_depth_max
-    from domain.inputs import nesting_depth_max
+    from tandem.domain.events import event_nesting_depth_max
+    from tandem.domain.inputs import nesting_depth_max
     from tests.unit.test_nesting import LISTS_AT_THE_LIMIT, delegate_line, nested_lists
 
     source = sqlite_url(tmp_path, "source.db")

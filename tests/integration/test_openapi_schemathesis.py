@@ -31,15 +31,15 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from adapters.cli import EXAMPLE
-from adapters.http_api import Service, build_app
-from adapters.http_inputs import InputsFastPath
-from adapters.ingest import ingest
-from adapters.runtime import Runtime, Settings
-from adapters.store import open_store
-from adapters.tokens import ACTORS, load_tokens, new_token, write_tokens_file
-from adapters.trace import read_trace
-from replay.engine import Engine
+from tandem.adapters.cli import EXAMPLE
+from tandem.adapters.http_api import Service, build_app
+from tandem.adapters.http_inputs import InputsFastPath
+from tandem.adapters.ingest import ingest
+from tandem.adapters.runtime import Runtime, Settings
+from tandem.adapters.store import open_store
+from tandem.adapters.tokens import ACTORS, load_tokens, new_token, write_tokens_file
+from tandem.adapters.trace import read_trace
+from tandem.replay.engine import Engine
 
 
 @schemathesis.serializer("application/x-ndjson")

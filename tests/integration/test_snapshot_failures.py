@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-import replay.engine as engine_module
-import replay.snapshot as snapshots
-from adapters.store import open_store
-from adapters.trace import TraceLine, parse_trace
-from replay.engine import Engine
-from replay.port import EventStore
-from replay.workload import observation_trace
+import tandem.replay.engine as engine_module
+import tandem.replay.snapshot as snapshots
+from tandem.adapters.store import open_store
+from tandem.adapters.trace import TraceLine, parse_trace
+from tandem.replay.engine import Engine
+from tandem.replay.port import EventStore
+from tandem.replay.workload import observation_trace
 
 FAILURES = [
     RecursionError("maximum recursion depth exceeded while pickling an object"),

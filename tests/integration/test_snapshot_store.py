@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from domain.events import Event, InputAccepted, SourceProgressed, encode_event
-from domain.inputs import decode_input
-from replay.port import ConcurrencyError, EventStore, SnapshotInfo
+from tandem.domain.events import Event, InputAccepted, SourceProgressed, encode_event
+from tandem.domain.inputs import decode_input
+from tandem.replay.port import ConcurrencyError, EventStore, SnapshotInfo
 
 OpenUrl = Callable[[str], EventStore]
 
@@ -101,10 +101,10 @@ def test_append_encoded_refuses_a_bad_item_and_writes_nothing(store: EventStore)
 def test_an_engine_restarts_from_a_snapshot_on_every_store(store: EventStore) -> None:
     from pathlib import Path
 
-    from adapters.ingest import ingest
-    from adapters.trace import read_trace
-    from replay.engine import Engine
-    from replay.verify import verify
+    from tandem.adapters.ingest import ingest
+    from tandem.adapters.trace import read_trace
+    from tandem.replay.engine import Engine
+    from tandem.replay.verify import verify
 
     example = Path(__file__).resolve().parents[2] / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"
     ingest(Engine(store, snapshot_every=0), read_trace(str(example)), batch_inputs=6)

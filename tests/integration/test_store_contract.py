@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-import adapters.store as store_module
-from adapters.store import MsgspecMapper, Positioned, open_store, store_url_help
-from domain.events import (
+import tandem.adapters.store as store_module
+from tandem.adapters.store import MsgspecMapper, Positioned, open_store, store_url_help
+from tandem.domain.events import (
     Event,
     InputAccepted,
     QuestionRaised,
@@ -17,8 +17,8 @@ from domain.events import (
     decode_event,
     encode_event,
 )
-from domain.inputs import decode_input
-from replay.port import ConcurrencyError, EventStore, StoreError
+from tandem.domain.inputs import decode_input
+from tandem.replay.port import ConcurrencyError, EventStore, StoreError
 
 OpenUrl = Callable[[str], EventStore]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.cli import main
-from adapters.store import open_store
-from replay.verify import verify
+from tandem.adapters.cli import main
+from tandem.adapters.store import open_store
+from tandem.replay.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPORT = ROOT / "fixtures" / "stores" / "served-2026-12-01.jsonl"

@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-import replay.snapshot as snapshots
-from adapters.cli import main
-from adapters.ingest import ingest
-from adapters.store import open_store
-from adapters.trace import read_trace
-from domain import events as ev
-from domain.dispatch import step as real_step
-from domain.inputs import Input
-from domain.state import State
-from replay.engine import Engine
-from replay.port import EventStore
-from replay.verify import first_difference, verify
+import tandem.replay.snapshot as snapshots
+from tandem.adapters.cli import main
+from tandem.adapters.ingest import ingest
+from tandem.adapters.store import open_store
+from tandem.adapters.trace import read_trace
+from tandem.domain import events as ev
+from tandem.domain.dispatch import step as real_step
+from tandem.domain.inputs import Input
+from tandem.domain.state import State
+from tandem.replay.engine import Engine
+from tandem.replay.port import EventStore
+from tandem.replay.verify import first_difference, verify
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"

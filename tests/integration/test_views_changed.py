@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.runtime import Commit, LiveEngine
-from adapters.store import open_store
-from adapters.trace import TraceInvalid, parse_trace, read_trace
+from tandem.adapters.runtime import Commit, LiveEngine
+from tandem.adapters.store import open_store
+from tandem.adapters.trace import TraceInvalid, parse_trace, read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = sorted(glob.glob(str(ROOT / "fixtures" / "**" / "*.jsonl"), recursive=True))

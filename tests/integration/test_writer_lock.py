@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli import main
-from adapters.store import _redacted, open_store
-from adapters.writer_lock import WriterLocked, acquire_writer_lock, writer_lock_path
-from replay.port import StoreError
+from tandem.adapters.cli import main
+from tandem.adapters.store import _redacted, open_store
+from tandem.adapters.writer_lock import WriterLocked, acquire_writer_lock, writer_lock_path
+from tandem.replay.port import StoreError
 from tests.integration.conftest import postgres_url, require_postgres
 
 repository = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ unreachable_postgres_url = "postgresql://postgres:secret@127.0.0.1:1/test"
 
 holder_script = f"""
 import sys, time
-from adapters.writer_lock import acquire_writer_lock
+from tandem.adapters.writer_lock import acquire_writer_lock
 lock = acquire_writer_lock(sys.argv[1])
 print("held", flush=True)
 time.sleep({holder_sleep_s})
@@ -230,7 +230,7 @@ def test_ingest_is_refused_while_another_writer_holds_the_lock(lock_url: str, st
     head = head_of(lock_url)
     holder = start_holder(lock_url)
     ingest = subprocess.run(
-        [sys.executable, "-m", "adapters.cli", "ingest", "--store", lock_url, str(other_trace)],
+        [sys.executable, "-m", "tandem.adapters.cli", "ingest", "--store", lock_url, str(other_trace)],
         cwd=repository,
         capture_output=True,
         text=True,
@@ -242,7 +242,7 @@ def test_ingest_is_refused_while_another_writer_holds_the_lock(lock_url: str, st
     assert head_of(lock_url) == head
     # Readers never need the lock.
     show = subprocess.run(
-        [sys.executable, "-m", "adapters.cli", "show", "health", "--store", lock_url, "--json"],
+        [sys.executable, "-m", "tandem.adapters.cli", "show", "health", "--store", lock_url, "--json"],
         cwd=repository,
         capture_output=True,
         text=True,

@@ -11,10 +11,10 @@ decision, passed as `Engine(step=...)`.
 
 from __future__ import annotations
 
-from domain import dispatch
-from domain.dispatch import Emit, step
-from domain.inputs import Input
-from domain.state import State
+from tandem.domain import dispatch
+from tandem.domain.dispatch import Emit, step
+from tandem.domain.inputs import Input
+from tandem.domain.state import State
 
 
 def retry_unknown(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:

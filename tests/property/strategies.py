@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from replay.fuzz import (  # noqa: F401  (re-exported for the property tests)
+from tandem.replay.fuzz import (  # noqa: F401  (re-exported for the property tests)
     CONSUMERS,
     KINDS,
     T0,

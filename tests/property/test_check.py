@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from adapters.cli import main
-from replay import check, register, state_invariant, unregister
-from replay.check import check_trace, load_scenario, read_trace
+from tandem.adapters.cli import main
+from tandem.replay import check, register, state_invariant, unregister
+from tandem.replay.check import check_trace, load_scenario, read_trace
 from tests.property import broken
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
@@ -167,7 +167,7 @@ def test_cli_violation_writes_the_counterexample_next_to_the_scenario(
 ) -> None:
     scenario = tmp_path / "race.json"
     shutil.copy(SCENARIOS / "receipts_cancel_question.json", scenario)
-    monkeypatch.setattr("domain.dispatch.step", broken.retry_unknown)
+    monkeypatch.setattr("tandem.domain.dispatch.step", broken.retry_unknown)
     assert main(["check", str(scenario), "--depth", "3"]) == 1
     captured = capsys.readouterr()
     expected = tmp_path / "race.counterexample.jsonl"

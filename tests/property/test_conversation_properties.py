@@ -64,12 +64,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from domain import events as ev
-from domain.events import decode_event, encode_event
-from domain.state import State, evolve
-from projections import Views
-from replay.engine import Engine, Located
-from replay.invariants import Monitor
+from tandem.domain import events as ev
+from tandem.domain.events import decode_event, encode_event
+from tandem.domain.state import State, evolve
+from tandem.projections import Views
+from tandem.replay.engine import Engine, Located
+from tandem.replay.invariants import Monitor
 from tests.unit import helpers as h
 
 FUZZ_EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "50"))

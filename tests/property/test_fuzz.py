@@ -33,11 +33,11 @@ from pathlib import Path
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from adapters.store import open_store, table_name_default
-from domain.events import Event
-from replay.check import InjectedCrash, LogStore, check_trace, read_trace
-from replay.fuzz import FuzzFailure, TandemMachine, machine, machine_settings
-from replay.port import EventStore
+from tandem.adapters.store import open_store, table_name_default
+from tandem.domain.events import Event
+from tandem.replay.check import InjectedCrash, LogStore, check_trace, read_trace
+from tandem.replay.fuzz import FuzzFailure, TandemMachine, machine, machine_settings
+from tandem.replay.port import EventStore
 from tests.property import broken
 
 EVENTS_TABLE = table_name_default  # the events table of a store URL without ?table=
@@ -116,7 +116,7 @@ def test_the_fuzzer_finds_a_broken_engine_and_writes_a_trace_that_reproduces_it(
 
 
 def test_the_fuzzer_reports_an_engine_that_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from domain.dispatch import step
+    from tandem.domain.dispatch import step
 
     def crashing(state, value, seq, file, line, emit):
         if value.input_type == "executor.outcome":
@@ -183,7 +183,7 @@ def test_restart_and_crash_checks_catch_a_bad_store(
 def test_a_crash_in_the_middle_of_a_sqlite_transaction_writes_nothing(tmp_path: Path) -> None:
     """The SQLite crash injection really aborts after some of the batch's rows
     were inserted, and the store rolls all of them back."""
-    from replay.engine import Engine, Located
+    from tandem.replay.engine import Engine, Located
     from tests.unit import helpers as h
 
     probe = SQLiteMachine()

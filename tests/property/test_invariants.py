@@ -32,9 +32,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from domain.events import encode_event
-from replay.engine import Engine, Located
-from replay.invariants import Monitor
+from tandem.domain.events import encode_event
+from tandem.replay.engine import Engine, Located
+from tandem.replay.invariants import Monitor
 from tests.property.strategies import decode, traces
 
 FUZZ_EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "60"))

@@ -20,9 +20,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from domain import events as ev
-from domain.inputs import decode_input
-from replay.engine import Engine, Located
+from tandem.domain import events as ev
+from tandem.domain.inputs import decode_input
+from tandem.replay.engine import Engine, Located
 
 BASE_TIME = datetime.datetime(2026, 3, 1, 9, 0, 0, tzinfo=datetime.timezone.utc)
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from adapters.store import open_store
-from domain import events as ev
-from replay.engine import Engine, Located
+from tandem.adapters.store import open_store
+from tandem.domain import events as ev
+from tandem.replay.engine import Engine, Located
 from tests.unit.helpers import (
     PR,
     answer,

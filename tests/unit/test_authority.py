@@ -4,8 +4,8 @@ longer allowed and re-stamp the rest."""
 
 from __future__ import annotations
 
-from domain import events as ev
-from domain.authority import normalise_path, path_allowed
+from tandem.domain import events as ev
+from tandem.domain.authority import normalise_path, path_allowed
 from tests.unit.helpers import (
     action_state,
     at,

@@ -3,7 +3,7 @@ hides news: the same state reported otherwise later is a new revision."""
 
 from __future__ import annotations
 
-from domain import events as ev
+from tandem.domain import events as ev
 from tests.unit.helpers import given, kinds, line, of_type, when, world
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 
-from domain import events as ev
+from tandem.domain import events as ev
 from tests.unit.helpers import (
     PR,
     consumer_row,

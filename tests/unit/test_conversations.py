@@ -11,7 +11,7 @@ accepted and change nothing.
 
 from __future__ import annotations
 
-from domain import events as ev
+from tandem.domain import events as ev
 from tests.unit.helpers import (
     at, approval_required, approval_resolved, blocked_by, configure, context_reset, conversation_row,
     conversation_usage, deliveries, delivery_row, given, hold_failure, hold_release, inbox_row, message,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from domain import events as ev
-from domain.reasons import BLOCKING_CODES
+from tandem.domain import events as ev
+from tandem.domain.reasons import BLOCKING_CODES
 from tests.unit.helpers import (
     action_row,
     action_state,

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from statemachine import StateMachine
 
-from adapters.trace import read_trace
-from domain.lifecycles import diagrams_markdown
-from replay.engine import Engine
+from tandem.adapters.trace import read_trace
+from tandem.domain.lifecycles import diagrams_markdown
+from tandem.replay.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from statemachine import StateMachine
 
-from domain import decide as decide_module
-from domain import dispatch as dispatch_module
-from domain import lifecycles
-from domain.lifecycles import ACTION, ATTEMPT, GRANT, LIFECYCLES, QUESTION, TASK, Lifecycle
+from tandem.domain import decide as decide_module
+from tandem.domain import dispatch as dispatch_module
+from tandem.domain import lifecycles
+from tandem.domain.lifecycles import ACTION, ATTEMPT, GRANT, LIFECYCLES, QUESTION, TASK, Lifecycle
 from tests.unit.helpers import (
     answer,
     cancel_action,

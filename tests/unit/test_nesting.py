@@ -11,10 +11,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from adapters.cli import main
-from adapters.store import open_store
-from domain.inputs import DelegateTask, ReviseTask, _FREE_FORM_FIELDS, decode_input, nesting_depth_max
-from replay.engine import Engine, Located
+from tandem.adapters.cli import main
+from tandem.adapters.store import open_store
+from tandem.domain.inputs import DelegateTask, ReviseTask, _FREE_FORM_FIELDS, decode_input, nesting_depth_max
+from tandem.replay.engine import Engine, Located
 from tests.unit.helpers import at, delegate, revise_task, tick, world
 
 # The input object is level 1 and `constraints` level 2: lists under

@@ -14,7 +14,7 @@ update revision resets disposition and priorities to null; `card.propose` is
 
 from __future__ import annotations
 
-from domain import events as ev
+from tandem.domain import events as ev
 from tests.unit.helpers import (
     PR,
     at,

@@ -12,7 +12,7 @@ import datetime
 
 import msgspec
 
-from domain import events as ev
+from tandem.domain import events as ev
 from tests.unit.helpers import (
     approval_required,
     at,

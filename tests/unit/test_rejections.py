@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from domain import events as ev
+from tandem.domain import events as ev
 from tests.unit.helpers import (
     action_state,
     answer,

@@ -4,7 +4,7 @@ while the attempt was out (README: decisions where the spec is silent)."""
 
 from __future__ import annotations
 
-from domain import events as ev
+from tandem.domain import events as ev
 from tests.unit.helpers import (
     action_state,
     given,
