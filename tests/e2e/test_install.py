@@ -8,6 +8,7 @@ checkout; and no module of the project imports a folder by its bare name."""
 from __future__ import annotations
 
 import re
+import shutil
 import site
 import subprocess
 import sys
@@ -29,8 +30,13 @@ def test_a_wheel_install_imports_as_tandem_from_anywhere(tmp_path: Path) -> None
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=install_timeout_s)
     python = venv / "bin" / "python"
+    # Built from a copy: a build in the checkout would leave build/ behind.
+    source = tmp_path / "source"
+    for part in ("pyproject.toml", "README.md", *FOLDERS):
+        copy = shutil.copytree if (ROOT / part).is_dir() else shutil.copy2
+        copy(ROOT / part, source / part, **({"ignore": shutil.ignore_patterns("__pycache__")} if (ROOT / part).is_dir() else {}))
     installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-deps", str(ROOT)], capture_output=True, text=True, timeout=install_timeout_s
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", str(source)], capture_output=True, text=True, timeout=install_timeout_s
     )
     assert installed.returncode == 0, installed.stderr
     # The dependencies come from this interpreter's site-packages, as a plain
