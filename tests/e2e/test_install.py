@@ -32,6 +32,7 @@ def test_a_wheel_install_imports_as_tandem_from_anywhere(tmp_path: Path) -> None
     python = venv / "bin" / "python"
     # Built from a copy: a build in the checkout would leave build/ behind.
     source = tmp_path / "source"
+    source.mkdir()
     for part in ("pyproject.toml", "README.md", *FOLDERS):
         copy = shutil.copytree if (ROOT / part).is_dir() else shutil.copy2
         copy(ROOT / part, source / part, **({"ignore": shutil.ignore_patterns("__pycache__")} if (ROOT / part).is_dir() else {}))
