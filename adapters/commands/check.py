@@ -22,7 +22,7 @@ EXIT_VIOLATION = 1
 
 
 def _depth(text: str) -> int:
-    from tandem.replay.check import depth_max
+    from tandem.replay.proving.check import depth_max
 
     try:
         value = int(text)
@@ -48,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     from tandem.adapters.cli import EXIT_USAGE, CliError
     from tandem.domain import dispatch
-    from tandem.replay.check import ScenarioError, check, load_scenario
+    from tandem.replay.proving.check import ScenarioError, check, load_scenario
 
     try:
         scenario = load_scenario(args.scenario)

@@ -1,6 +1,6 @@
 """Hypothesis strategies: random, WELL-FORMED input traces for the engine.
 
-The input generators and `traces()` live in `replay/fuzz.py` (the public
+The input generators and `traces()` live in `replay/proving/fuzz.py` (the public
 fuzzing API, shared with the stateful fuzzer); they are re-exported here.
 `traces()` draws a list of input dicts (trace lines, as spec/TRACE.md section
 1 writes them): every dict decodes with `domain.inputs.decode_input` and `at`
@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from tandem.replay.fuzz import (  # noqa: F401  (re-exported for the property tests)
+from tandem.replay.proving.fuzz import (  # noqa: F401  (re-exported for the property tests)
     CONSUMERS,
     KINDS,
     T0,

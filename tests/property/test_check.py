@@ -1,4 +1,4 @@
-"""Bounded exhaustive checking (replay/check.py, `tandem check`).
+"""Bounded exhaustive checking (replay/proving/check.py, `tandem check`).
 
 - the shipped scenarios (fixtures/scenarios/) check clean at a depth that runs
   in about a second each (deeper in the long run: TANDEM_CHECK_DEPTH);
@@ -26,7 +26,7 @@ import pytest
 
 from tandem.adapters.cli import main
 from tandem.replay import check, register, state_invariant, unregister
-from tandem.replay.check import check_trace, load_scenario, read_trace
+from tandem.replay.proving.check import check_trace, load_scenario, read_trace
 from tests.property import broken
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"

@@ -31,7 +31,7 @@ sections 2 and 7):
    watermarks per epoch, reconciliation) predicts each input's rejection
    reason, every consumers row, every inbox row and `health.backlog`.
 
-The invariants catalog (replay/invariants.py, docs/invariants.md) is checked
+The invariants catalog (replay/proving/invariants.py, docs/invariants.md) is checked
 after every input as well.
 
 Two sources of traces: the log's epoch only moves forwards (a restart of the
@@ -57,7 +57,7 @@ from tandem.domain.events import decode_event, encode_event
 from tandem.domain.state import State, evolve
 from tandem.projections import Views
 from tandem.replay.engine import Engine, Located
-from tandem.replay.invariants import Monitor
+from tandem.replay.proving.invariants import Monitor
 from tests.property.strategies import T0, consumer_traces, decode, preamble
 
 FUZZ_EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "60"))
@@ -292,7 +292,7 @@ class Checker:
         self.open: dict[str, str | None] = {}
         self.issued: dict[str, set[str]] = {}
         self.deliveries = False  # has the engine made a delivery (section 5)?
-        self.monitor = Monitor()  # the invariants catalog too (replay/invariants.py)
+        self.monitor = Monitor()  # the invariants catalog too (replay/proving/invariants.py)
 
     def fail(self, what: str) -> None:
         raise Violation(f"after input {self.step} (1-based, preamble included): {what}")

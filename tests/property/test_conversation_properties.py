@@ -48,7 +48,7 @@ events and verifies after every input:
 6. **Replay**: folding the encoded/decoded events into fresh `Views()` and
    `State()` gives the same views document and the same state.
 
-The invariants catalog (replay/invariants.py, docs/invariants.md) is checked
+The invariants catalog (replay/proving/invariants.py, docs/invariants.md) is checked
 after every input as well.
 
 Budget: 50 examples by default (deadline None); TANDEM_FUZZ_EXAMPLES and
@@ -69,7 +69,7 @@ from tandem.domain.events import decode_event, encode_event
 from tandem.domain.state import State, evolve
 from tandem.projections import Views
 from tandem.replay.engine import Engine, Located
-from tandem.replay.invariants import Monitor
+from tandem.replay.proving.invariants import Monitor
 from tests.unit import helpers as h
 
 FUZZ_EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "50"))
@@ -83,7 +83,7 @@ class Checker:
     def __init__(self, steer: bool, reserve: int = 100) -> None:
         self.reserve = reserve
         self.engine = Engine()
-        self.monitor = Monitor()  # the invariants catalog too (replay/invariants.py)
+        self.monitor = Monitor()  # the invariants catalog too (replay/proving/invariants.py)
         self.log: list[bytes] = []
         self.step = 0
         self.time = 0

@@ -1,4 +1,4 @@
-"""The stateful fuzzer (replay/fuzz.py): random interleavings of the whole
+"""The stateful fuzzer (replay/proving/fuzz.py): random interleavings of the whole
 input language on a real SQLite store, with restarts and crash injection,
 the invariants catalog after every input.
 
@@ -35,8 +35,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from tandem.adapters.store import open_store, table_name_default
 from tandem.domain.events import Event
-from tandem.replay.check import InjectedCrash, LogStore, check_trace, read_trace
-from tandem.replay.fuzz import FuzzFailure, TandemMachine, machine, machine_settings
+from tandem.replay.proving.check import InjectedCrash, LogStore, check_trace, read_trace
+from tandem.replay.proving.fuzz import FuzzFailure, TandemMachine, machine, machine_settings
 from tandem.replay.port import EventStore
 from tests.property import broken
 

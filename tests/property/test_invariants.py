@@ -1,4 +1,4 @@
-"""Property tests: the invariants catalog (`replay/invariants.py`) after EVERY
+"""Property tests: the invariants catalog (`replay/proving/invariants.py`) after EVERY
 input of random traces.
 
 The traces come from `tests.property.strategies.traces()` (well-formed inputs
@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tandem.domain.events import encode_event
 from tandem.replay.engine import Engine, Located
-from tandem.replay.invariants import Monitor
+from tandem.replay.proving.invariants import Monitor
 from tests.property.strategies import decode, traces
 
 FUZZ_EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "60"))

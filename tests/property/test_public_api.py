@@ -19,10 +19,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_replay_without_hypothesis() -> None:
     code = (
         "import sys\n"
-        "import tandem.replay.check\n"
+        "import tandem.replay.proving.check\n"
         "import tandem.replay as replay\n"
         "from tandem.replay import check, catalog, Engine, Located, Monitor, write_trace\n"
-        "assert callable(check) and check.__module__ == 'tandem.replay.check', check\n"
+        "assert callable(check) and check.__module__ == 'tandem.replay.proving.check', check\n"
         "assert len(catalog()) >= 20\n"
         "assert 'hypothesis' not in sys.modules, 'replay imported hypothesis'\n"
         "from tandem.replay import TandemMachine\n"

@@ -5,7 +5,7 @@ in order — and a set of `moves` — inputs that may happen in any order after
 it, each at most once unless marked `repeatable`, each enabled only once the
 moves it names in `after` have happened. `check(scenario, depth)` explores,
 breadth first, every sequence of at most `depth` moves, checks the invariants
-catalog (replay/invariants.py) on every event and every state reached, and
+catalog (replay/proving/invariants.py) on every event and every state reached, and
 prunes repeats: two sequences that reach the same decision state with the
 same moves done are one state (its futures are the same), so it is explored
 once. On a violation it returns the SHORTEST counterexample (breadth first:
@@ -51,7 +51,7 @@ from tandem.domain.inputs import Input, decode_input, format_at
 from tandem.domain.state import State
 from tandem.replay.engine import Engine, Located
 from tandem.replay.engine import Step as Rules
-from tandem.replay.invariants import Invariant, InvariantViolation, Monitor, catalog
+from tandem.replay.proving.invariants import Invariant, InvariantViolation, Monitor, catalog
 from tandem.replay.port import ConcurrencyError
 
 DEFAULT_START = datetime.datetime(2026, 3, 1, 9, 0, 0, tzinfo=datetime.timezone.utc)

@@ -47,10 +47,10 @@ from hypothesis.stateful import RULE_MARKER, RuleBasedStateMachine, initialize, 
 from tandem.domain.dispatch import step as default_step
 from tandem.domain.events import Event
 from tandem.domain.inputs import decode_input, format_at
-from tandem.replay.check import InjectedCrash, LogStore, check_trace, fingerprint, minimize_trace, write_trace
+from tandem.replay.proving.check import InjectedCrash, LogStore, check_trace, fingerprint, minimize_trace, write_trace
 from tandem.replay.engine import Engine, Located
 from tandem.replay.engine import Step as Rules
-from tandem.replay.invariants import Invariant, InvariantViolation, Monitor, Step, World, catalog, restart_is_replay
+from tandem.replay.proving.invariants import Invariant, InvariantViolation, Monitor, Step, World, catalog, restart_is_replay
 from tandem.replay.port import EventStore
 
 T0 = datetime.datetime(2026, 3, 1, 9, 0, 0, tzinfo=datetime.timezone.utc)
