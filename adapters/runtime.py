@@ -40,7 +40,7 @@ from tandem.adapters.process import ProcessError, log
 from tandem.adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
 from tandem.adapters.ingest import ingest_batch_inputs_max
 from tandem.adapters.spool import Spool, SpoolApplied
-from tandem.adapters.store import _redacted, open_store
+from tandem.adapters.store import open_store, redacted
 from tandem.adapters.terminal import printable
 from tandem.adapters.trace import Trace, parse_single, parse_trace
 from tandem.adapters.watchdog import WatchdogUnreadable, facts_read_max, read_facts
@@ -357,7 +357,7 @@ class Runtime:
             "expected_stop": expected_stop,
             "written_at": format_time(self.clock()),
             "started_at": format_time(self.started_at),
-            "store": _redacted(self.settings.store_url),
+            "store": redacted(self.settings.store_url),
             "spool": str(self.settings.spool) if self.settings.spool else None,
             "watchdog_db": str(self.settings.watchdog_db) if self.settings.watchdog_db else None,
             "publish_interval_s": self.settings.publish_interval_s,
@@ -423,7 +423,7 @@ class Runtime:
                 self._record_start()
         self.running = True
         where = f", spool {printable(str(self.settings.spool))}" if self.settings.spool else ""
-        log(f"started: pid {os.getpid()}, store {_redacted(self.settings.store_url)}{where}")
+        log(f"started: pid {os.getpid()}, store {redacted(self.settings.store_url)}{where}")
         self.publish()
 
     def keep_lock(self) -> None:

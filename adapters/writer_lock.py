@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tandem.adapters.process import ExclusiveLock, LockHeld
-from tandem.adapters.store import StoreAddress, _redacted, parse_store_url, postgres_connect_timeout_s
+from tandem.adapters.store import StoreAddress, parse_store_url, postgres_connect_timeout_s, redacted
 from tandem.replay.port import StoreError
 
 writer_lock_file_suffix = "-writer.lock"
@@ -76,7 +76,7 @@ class WriterLocked(StoreError):
     """Another process holds the store's writer lock."""
 
     def __init__(self, url: str, holder: WriterHolder) -> None:
-        super().__init__(f"store {_redacted(url)} is locked by {holder.describe()}")
+        super().__init__(f"store {redacted(url)} is locked by {holder.describe()}")
         self.url = url
         self.holder = holder
 
@@ -104,7 +104,7 @@ class WriterLock:
 
     def __repr__(self) -> str:
         state = "released" if self.released else "held"
-        return f"<WriterLock {_redacted(self.url)} ({self.location}) {state}>"
+        return f"<WriterLock {redacted(self.url)} ({self.location}) {state}>"
 
 
 def acquire_writer_lock(url: str) -> WriterLock:
@@ -164,7 +164,7 @@ class _FileWriterLock(WriterLock):
         except OSError:
             same = False
         if not same:
-            raise StoreError(f"the writer lock of {_redacted(self.url)} was lost: {self.path} was removed or replaced")
+            raise StoreError(f"the writer lock of {redacted(self.url)} was lost: {self.path} was removed or replaced")
 
     def release(self) -> None:
         if not self.released:
@@ -179,7 +179,7 @@ def _try_file_lock(url: str, address: StoreAddress) -> WriterLock | WriterHolder
         lock = ExclusiveLock(path, "the store has a writer", record)
     except LockHeld as error:
         if error.holder is None:
-            raise StoreError(f"cannot lock {_redacted(url)} for writing: {error}") from None
+            raise StoreError(f"cannot lock {redacted(url)} for writing: {error}") from None
         return _holder_from_record(error.holder)
     return _FileWriterLock(url, path, lock)
 
@@ -231,9 +231,9 @@ class _PostgresWriterLock(WriterLock):
             held = _advisory_holder(self._connection, self._keys) == self._connection.info.backend_pid
         except psycopg.Error as error:
             reason = str(error).strip() or type(error).__name__
-            raise StoreError(f"the writer lock of {_redacted(self.url)} was lost: {reason}") from None
+            raise StoreError(f"the writer lock of {redacted(self.url)} was lost: {reason}") from None
         if not held:
-            raise StoreError(f"the writer lock of {_redacted(self.url)} was lost: its session no longer holds it")
+            raise StoreError(f"the writer lock of {redacted(self.url)} was lost: its session no longer holds it")
 
     def release(self) -> None:
         if not self.released:
@@ -254,7 +254,7 @@ def _acquire_postgres(url: str, address: StoreAddress) -> WriterLock:
     except psycopg.Error as error:
         connection.close()
         reason = str(error).strip() or type(error).__name__
-        raise StoreError(f"cannot lock {_redacted(url)} for writing: {reason}") from None
+        raise StoreError(f"cannot lock {redacted(url)} for writing: {reason}") from None
     except BaseException:
         connection.close()
         raise
@@ -272,7 +272,7 @@ def _connect(url: str, address: StoreAddress) -> Any:
         )
     except psycopg.Error as error:
         reason = str(error).strip() or type(error).__name__
-        raise StoreError(f"cannot connect to PostgreSQL at {_redacted(url)}: {reason}") from None
+        raise StoreError(f"cannot connect to PostgreSQL at {redacted(url)}: {reason}") from None
 
 
 def _configure_session(connection: Any) -> None:

@@ -1,6 +1,6 @@
 """The store port: what the engine runtime needs from an event store.
 
-`replay/` defines it, `adapters/store.py` implements it with eventsourcing's
+`replay/` defines it, `adapters/store/` implements it with eventsourcing's
 recorders (memory, SQLite, PostgreSQL). The log is one ordered sequence of
 events; a position is the 1-based index of an event in it.
 

@@ -53,7 +53,7 @@ import pytest
 
 from tandem.adapters.cli import EXAMPLE, main
 from tandem.adapters.client import ApiError
-from tandem.adapters.store import _redacted, open_store
+from tandem.adapters.store import open_store, redacted
 from tandem.adapters.tokens import new_token
 from tandem.domain import events as ev
 from tandem.domain.inputs import accepted_actors
@@ -1027,7 +1027,7 @@ def assert_locked_by(done: Any, url: str, pid: int, seconds: float) -> None:
     assert "listening" not in done.stdout
     match = LOCKED.fullmatch(done.stderr.removeprefix("tandem: ").removesuffix("\n"))
     assert done.stderr.startswith("tandem: ") and match, done.stderr
-    assert (match["url"], int(match["pid"]), match["host"]) == (_redacted(url), pid, socket.gethostname())
+    assert (match["url"], int(match["pid"]), match["host"]) == (redacted(url), pid, socket.gethostname())
     since = utc(match["since"])
     assert abs(datetime.datetime.now(datetime.UTC) - since) < datetime.timedelta(minutes=5), since
 

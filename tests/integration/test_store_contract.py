@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-import tandem.adapters.store as store_module
+import tandem.adapters.store.recorder as recorder_module  # the module that reads and encodes
 from tandem.adapters.store import MsgspecMapper, Positioned, open_store, store_url_help
 from tandem.domain.events import (
     Event,
@@ -113,7 +113,7 @@ def test_read_windows(store: EventStore) -> None:
 
 @pytest.mark.parametrize("total", [30, 28])  # 28: a multiple of the page size
 def test_read_crosses_pages(store: EventStore, monkeypatch: pytest.MonkeyPatch, total: int) -> None:
-    monkeypatch.setattr(store_module, "read_page_events_max", 7)
+    monkeypatch.setattr(recorder_module, "read_page_events_max", 7)
     written = events(total)
     head = 0
     for chunk_start in range(0, total, 10):
@@ -196,7 +196,7 @@ def test_an_event_that_fails_to_encode_writes_nothing(
             raise ValueError("cannot encode")
         return encode_event(event)
 
-    monkeypatch.setattr(store_module, "encode_event", encode_failing_on_the_second)
+    monkeypatch.setattr(recorder_module, "encode_event", encode_failing_on_the_second)
     with pytest.raises(ValueError, match="cannot encode"):
         store.append(events(3, first_seq=2), expected_head=1)
     monkeypatch.undo()

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tandem.adapters.cli import main
-from tandem.adapters.store import _redacted, open_store
+from tandem.adapters.store import open_store, redacted
 from tandem.adapters.writer_lock import WriterLocked, acquire_writer_lock, writer_lock_path
 from tandem.replay.port import StoreError
 from tests.integration.conftest import postgres_url, require_postgres
@@ -111,7 +111,7 @@ def start_holder() -> Iterator[Callable[[str], subprocess.Popen[str]]]:
 def assert_names_holder(message: str, url: str, pid: int) -> None:
     match = locked_message.fullmatch(message)
     assert match, message
-    assert match["url"] == _redacted(url)
+    assert match["url"] == redacted(url)
     assert int(match["pid"]) == pid
     assert match["host"] == socket.gethostname()
     since = datetime.strptime(match["since"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)

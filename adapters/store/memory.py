@@ -1,0 +1,42 @@
+"""`memory:`: the store in this process only, on eventsourcing's POPO recorder
+(tests, and `tandem replay` by default)."""
+
+from __future__ import annotations
+
+from eventsourcing.popo import POPOApplicationRecorder
+
+from tandem.adapters.store.recorder import RecorderStore, log_stream_id
+
+
+class MemoryStore(RecorderStore):
+    def __init__(self, url: str) -> None:
+        super().__init__(url, POPOApplicationRecorder())
+        self._snapshots: dict[tuple[str, int], bytes] = {}
+
+    def _select_head(self) -> int:
+        last = self._recorder.select_events(log_stream_id, desc=True, limit=1)
+        return last[0].originator_version if last else 0
+
+    def _select_page(self, after: int, until: int | None, limit: int) -> list[tuple[int, bytes]]:
+        stored = self._recorder.select_events(log_stream_id, gt=after, lte=until, limit=limit)
+        return [(s.originator_version, s.state) for s in stored]
+
+    def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:
+        self._snapshots[(fingerprint, position)] = body
+
+    def _snapshot_latest(self, fingerprint: str, until: int | None) -> tuple[int, bytes] | None:
+        positions = [
+            position
+            for (kept, position) in self._snapshots
+            if kept == fingerprint and (until is None or position <= until)
+        ]
+        if not positions:
+            return None
+        position = max(positions)
+        return position, self._snapshots[(fingerprint, position)]
+
+    def _snapshot_list(self) -> list[tuple[int, str, int]]:
+        return sorted((position, fingerprint, len(body)) for (fingerprint, position), body in self._snapshots.items())
+
+    def _snapshot_delete(self, position: int, fingerprint: str) -> None:
+        self._snapshots.pop((fingerprint, position), None)

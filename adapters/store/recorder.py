@@ -1,0 +1,235 @@
+"""The recorder base: `replay.port.EventStore` on an eventsourcing recorder.
+
+One log, one eventsourcing stream: every event is a `StoredEvent` with the
+same `originator_id` (`log_stream_id`) and its position as
+`originator_version`. The recorders' unique (originator_id, originator_version)
+key is the optimistic concurrency check: an append writes positions
+expected_head+1.. in one `insert_events` call (one transaction), and a writer
+that lost the race hits the key on its first event and writes nothing.
+
+Writes go through the recorders; each backend says how it reads a page of
+the log, its head and its snapshots (`memory.py`, `sql.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
+
+import msgspec
+from eventsourcing.persistence import IntegrityError, JSONTranscoder, Mapper, PersistenceError, StoredEvent
+
+from tandem.adapters.store.url import redacted
+from tandem.domain.events import Event, decode_event, encode_event, event_name
+from tandem.replay.port import ConcurrencyError, SnapshotInfo, StoreError
+
+# Rows fetched per query when reading the log. A page is fetched, its
+# connection released, then decoded and yielded: the store never holds a
+# connection while the caller works.
+read_page_events_max = 10_000
+
+# One stream holds the whole log. Text ids work on all three recorders.
+log_stream_id = "tandem-log"
+
+
+class Positioned(NamedTuple):
+    """An event with its position in the log: what the mapper maps."""
+
+    position: int
+    event: Event
+
+
+def _stored_event_fast(originator_id: str, originator_version: int, topic: str, state: bytes) -> StoredEvent:
+    """`StoredEvent(...)` at a fraction of the cost.
+
+    `StoredEvent` is a frozen dataclass: its `__init__` sets each field through
+    `object.__setattr__`, which costs about as much as encoding the event.
+    Filling the instance dict directly gives an equal object (==, hash, repr).
+    """
+    stored = _new_object(StoredEvent)
+    fields = stored.__dict__
+    fields["originator_id"] = originator_id
+    fields["originator_version"] = originator_version
+    fields["topic"] = topic
+    fields["state"] = state
+    return stored
+
+
+def _stored_event_plain(originator_id: str, originator_version: int, topic: str, state: bytes) -> StoredEvent:
+    return StoredEvent(originator_id=originator_id, originator_version=originator_version, topic=topic, state=state)
+
+
+_new_object = object.__new__
+# The fast path relies on eventsourcing 9.5's layout (these four fields, kept in
+# the instance dict, no slots); any other layout takes the constructor.
+_stored_event = (
+    _stored_event_fast
+    if "__slots__" not in vars(StoredEvent)
+    and [field.name for field in dataclasses.fields(StoredEvent)]
+    == ["originator_id", "originator_version", "topic", "state"]
+    and _stored_event_fast("x", 1, "t", b"s") == StoredEvent("x", 1, "t", b"s")
+    else _stored_event_plain
+)
+
+
+class MsgspecMapper(Mapper):  # type: ignore[type-arg]
+    """Positioned msgspec events <-> eventsourcing `StoredEvent`s.
+
+    The default Mapper reads `vars(event)`, which msgspec Structs do not have.
+    The state is our own deterministic JSON encoding (`encode_event`), so the
+    transcoder eventsourcing asks for is never used.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(transcoder=JSONTranscoder())
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        positioned: Positioned = domain_event
+        event = positioned.event
+        return _stored_event(log_stream_id, positioned.position, event_name(event), encode_event(event))
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        return Positioned(stored_event.originator_version, decode_event(stored_event.state))
+
+
+# ------------------------------------------------------------------ the store
+
+
+class RecorderStore:
+    """Common append logic; subclasses say how to read and count."""
+
+    def __init__(self, url: str, recorder: Any) -> None:
+        self.url = url
+        self._recorder = recorder
+        self._mapper = MsgspecMapper()
+        self._head_known: int | None = None
+
+    # -- subclass hooks
+    def _select_head(self) -> int:
+        raise NotImplementedError
+
+    def _select_page(self, after: int, until: int | None, limit: int) -> list[tuple[int, bytes]]:
+        raise NotImplementedError
+
+    # -- port
+    def head(self) -> int:
+        self._head_known = self._guarded(self._select_head)
+        return self._head_known
+
+    def append(self, events: Sequence[Event], expected_head: int) -> int:
+        assert expected_head >= 0, expected_head
+        if self._head_known != expected_head:
+            # Our cached head may be stale (another store object wrote):
+            # look once before refusing.
+            if self.head() != expected_head:
+                raise ConcurrencyError(
+                    f"expected head {expected_head}, but the head is {self._head_known}"
+                )
+        if not events:
+            return expected_head
+        # Encode everything before touching the database: an event that fails
+        # to encode writes nothing.
+        stored = [
+            self._mapper.to_stored_event(Positioned(expected_head + offset, event))
+            for offset, event in enumerate(events, start=1)
+        ]
+        return self._insert(stored, expected_head)
+
+    def append_encoded(self, data: Sequence[bytes], expected_head: int) -> int:
+        assert expected_head >= 0, expected_head
+        stored = []
+        for offset, item in enumerate(data, start=1):
+            # Decoded to check it and to name its topic; stored as given.
+            try:
+                event = decode_event(item)
+            except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                raise ValueError(f"item {offset} does not decode as an event: {error}") from None
+            stored.append(_stored_event(log_stream_id, expected_head + offset, event_name(event), bytes(item)))
+        if self._head_known != expected_head and self.head() != expected_head:
+            raise ConcurrencyError(f"expected head {expected_head}, but the head is {self._head_known}")
+        if not stored:
+            return expected_head
+        return self._insert(stored, expected_head)
+
+    def _insert(self, stored: list[StoredEvent], expected_head: int) -> int:
+        try:
+            self._recorder.insert_events(stored)
+        except IntegrityError as error:
+            self._head_known = None
+            raise ConcurrencyError(
+                f"another writer appended after position {expected_head}; nothing was written"
+            ) from error
+        except PersistenceError as error:
+            self._head_known = None
+            raise StoreError(f"append to {redacted(self.url)} failed: {error}") from error
+        self._head_known = expected_head + len(stored)
+        return self._head_known
+
+    def read_encoded(self, after: int = 0, until: int | None = None) -> Iterator[tuple[int, bytes]]:
+        while until is None or after < until:
+            page = self._guarded(self._select_page, after, until, read_page_events_max)
+            yield from page
+            if len(page) < read_page_events_max:
+                return
+            after = page[-1][0]
+
+    def read(self, after: int = 0, until: int | None = None) -> Iterator[tuple[int, Event]]:
+        for position, data in self.read_encoded(after, until):
+            yield position, decode_event(data)
+
+    def read_pages(self, after: int = 0, until: int | None = None) -> Iterator[list[Event]]:
+        """The events, decoded a page at a time: the replay loop's fast path
+        (no generator step per event)."""
+        decode = decode_event
+        while until is None or after < until:
+            page = self._guarded(self._select_page, after, until, read_page_events_max)
+            yield [decode(data) for _, data in page]
+            if len(page) < read_page_events_max:
+                return
+            after = page[-1][0]
+
+    # -- snapshots (a cache beside the log; subclasses store them)
+    def write_snapshot(self, position: int, fingerprint: str, body: bytes) -> None:
+        if not isinstance(position, int) or position < 1:
+            raise ValueError(f"a snapshot's position is 1 or more, not {position!r}")
+        if not fingerprint or not isinstance(fingerprint, str):
+            raise ValueError("a snapshot needs a fingerprint")
+        head = self.head()
+        if position > head:
+            raise ValueError(f"snapshot position {position} is past the log's head ({head})")
+        self._guarded(self._snapshot_write, position, fingerprint, bytes(body), verb="writing a snapshot to")
+
+    def latest_snapshot(self, fingerprint: str, until: int | None = None) -> tuple[int, bytes] | None:
+        return self._guarded(self._snapshot_latest, fingerprint, until)
+
+    def list_snapshots(self) -> list[SnapshotInfo]:
+        return [SnapshotInfo(*row) for row in self._guarded(self._snapshot_list)]
+
+    def delete_snapshot(self, position: int, fingerprint: str) -> None:
+        self._guarded(self._snapshot_delete, position, fingerprint, verb="deleting a snapshot from")
+
+    def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:
+        raise NotImplementedError
+
+    def _snapshot_latest(self, fingerprint: str, until: int | None) -> tuple[int, bytes] | None:
+        raise NotImplementedError
+
+    def _snapshot_list(self) -> list[tuple[int, str, int]]:
+        raise NotImplementedError
+
+    def _snapshot_delete(self, position: int, fingerprint: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def _guarded(self, function: Any, *arguments: Any, verb: str = "reading") -> Any:
+        try:
+            return function(*arguments)
+        except (PersistenceError, sqlite3.Error) as error:
+            raise StoreError(f"{verb} {redacted(self.url)} failed: {error}") from error
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {redacted(self.url)}>"

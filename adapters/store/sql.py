@@ -1,0 +1,110 @@
+"""What the SQLite and PostgreSQL stores share, written once: their
+statements (the log read straight from the events table in large pages,
+the snapshots in `{table}_snapshots`), creating both tables, and opening.
+
+Reads go straight to the table: eventsourcing's notification log refuses
+pages above `log_section_size` (10 by default), and replay reads the whole
+log. Snapshots (`replay/snapshot.py`) live in a second table (fingerprint,
+position, body), created with the events table: a cache written beside the
+log, never part of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from eventsourcing.persistence import PersistenceError
+
+from tandem.adapters.store.recorder import RecorderStore, log_stream_id
+from tandem.adapters.store.url import redacted
+from tandem.replay.port import StoreError
+
+_int64_max = 2**63 - 1  # "no upper bound" for a position
+
+
+@dataclasses.dataclass(frozen=True)
+class SqlDialect:
+    """How the two databases spell what the statements need."""
+
+    placeholder: str  # a parameter: "?" or "%s"
+    integer: str  # the type of a position
+    blob: str  # the type of a snapshot's body
+
+
+def statement_templates(dialect: SqlDialect) -> dict[str, str]:
+    """Every statement of an SQL store, naming its tables `{events}` and `{snapshots}`."""
+    p = dialect.placeholder
+    return {
+        "head": f"SELECT MAX(originator_version) FROM {{events}} WHERE originator_id={p}",
+        "page": f"SELECT originator_version, state FROM {{events}}"
+        f" WHERE originator_id={p} AND originator_version>{p} ORDER BY originator_version LIMIT {p}",
+        "window": f"SELECT originator_version, state FROM {{events}}"
+        f" WHERE originator_id={p} AND originator_version>{p} AND originator_version<={p}"
+        f" ORDER BY originator_version LIMIT {p}",
+        "snapshots_create": f"CREATE TABLE IF NOT EXISTS {{snapshots}} (fingerprint text NOT NULL,"
+        f" position {dialect.integer} NOT NULL, body {dialect.blob} NOT NULL, PRIMARY KEY (fingerprint, position))",
+        "snapshot_write": f"INSERT INTO {{snapshots}} (fingerprint, position, body) VALUES ({p}, {p}, {p})"
+        " ON CONFLICT (fingerprint, position) DO UPDATE SET body = EXCLUDED.body",
+        "snapshot_latest": f"SELECT position, body FROM {{snapshots}} WHERE fingerprint={p} AND position<={p}"
+        " ORDER BY position DESC LIMIT 1",
+        "snapshot_list": "SELECT position, fingerprint, length(body) FROM {snapshots} ORDER BY position, fingerprint",
+        "snapshot_delete": f"DELETE FROM {{snapshots}} WHERE fingerprint={p} AND position={p}",
+    }
+
+
+class SqlStore(RecorderStore):
+    """A store on an eventsourcing SQL datastore and recorder. A backend
+    gives its dialect, how a statement template becomes a statement
+    (`compose`: the table names put in), and how to run one (`_execute`,
+    `_query`: plain tuples)."""
+
+    dialect: SqlDialect
+
+    def __init__(self, url: str, datastore: Any, recorder: Any, compose: Callable[[str], Any]) -> None:
+        super().__init__(url, recorder)
+        self._datastore = datastore
+        self._statements = {name: compose(text) for name, text in statement_templates(self.dialect).items()}
+        try:
+            recorder.create_table()
+            self._execute("snapshots_create")
+            self.head()
+        except (PersistenceError, StoreError) as error:
+            datastore.close()
+            cause = error.__cause__ or error
+            raise StoreError(f"cannot open {redacted(url)}: {cause}") from error
+
+    # -- backend hooks
+    def _execute(self, name: str, *parameters: Any) -> None:
+        raise NotImplementedError
+
+    def _query(self, name: str, *parameters: Any) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    # -- the log
+    def _select_head(self) -> int:
+        rows = self._query("head", log_stream_id)
+        return (rows[0][0] if rows else None) or 0
+
+    def _select_page(self, after: int, until: int | None, limit: int) -> list[tuple[int, bytes]]:
+        if until is None:
+            return self._query("page", log_stream_id, after, limit)  # type: ignore[return-value]
+        return self._query("window", log_stream_id, after, until, limit)  # type: ignore[return-value]
+
+    # -- snapshots
+    def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:
+        self._execute("snapshot_write", fingerprint, position, body)
+
+    def _snapshot_latest(self, fingerprint: str, until: int | None) -> tuple[int, bytes] | None:
+        rows = self._query("snapshot_latest", fingerprint, _int64_max if until is None else until)
+        return (rows[0][0], bytes(rows[0][1])) if rows else None
+
+    def _snapshot_list(self) -> list[tuple[int, str, int]]:
+        return [tuple(row) for row in self._query("snapshot_list")]  # type: ignore[misc]
+
+    def _snapshot_delete(self, position: int, fingerprint: str) -> None:
+        self._execute("snapshot_delete", fingerprint, position)
+
+    def close(self) -> None:
+        self._datastore.close()
