@@ -18,113 +18,23 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from tandem.adapters.edge import SPOOL_ACTORS_DEFAULT
-from tandem.adapters.ingest import ingest_batch_inputs_max
-from tandem.adapters.process import ExclusiveLock, LockHeld, ProcessError, batch_size, log, positive_seconds
+from tandem.adapters.commands.common import EXIT_USAGE
+from tandem.adapters.file_lock import ExclusiveLock, LockHeld
+from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import Runtime, Settings
 from tandem.adapters.spool import Spool, SpoolError, is_ready
-from tandem.adapters.tokens import ACTORS
 
-EXIT_FAILED, EXIT_USAGE = 1, 2
 lock_name = ".tandem-daemon.lock"
 
 Daemon = Runtime  # the daemon is the runtime, driven by `run` below
-DaemonError = ProcessError
-__all__ = ["Daemon", "DaemonError", "Settings", "is_ready", "run", "configure_parser", "spool_options"]
-
-
-# ------------------------------------------------------------------ options
-
-
-def spool_actors(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    unknown = [name for name in names if name not in ACTORS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"actors are a comma-separated list of: {', '.join(ACTORS)}")
-    return names
-
-
-def tick_seconds(text: str) -> float:
-    if text.strip() == "0":
-        return 0.0
-    return positive_seconds(text)
-
-
-def spool_options(parser: argparse.ArgumentParser, spool_required: bool) -> None:
-    """The runtime's options, shared by `tandem daemon` and `tandem serve`."""
-    parser.add_argument(
-        "--spool",
-        required=spool_required,
-        type=Path,
-        metavar="DIR",
-        help="folder where writers drop traces: write a temporary name (starting with '.' or not ending in "
-        "'.jsonl'), then rename to NAME.jsonl; applied in name order, then moved to DIR/done/, or to DIR/rejected/ "
-        "with NAME.jsonl.error if refused (created owner-only if missing; refused if writable by group or others)",
-    )
-    parser.add_argument(
-        "--spool-actors",
-        type=spool_actors,
-        default=SPOOL_ACTORS_DEFAULT,
-        metavar="A,B,...",
-        help=f"the actors spool files may speak for (default {','.join(SPOOL_ACTORS_DEFAULT)}): a file with an input "
-        "from another actor is refused whole; human-only inputs come with a human token over HTTP",
-    )
-    default_where = "in the spool's parent folder" if spool_required else "in the spool's parent folder with --spool, else none"
-    parser.add_argument(
-        "--health",
-        type=Path,
-        metavar="FILE",
-        help=f"the health snapshot published for the watchdog (default: tandem-health.json {default_where})",
-    )
-    parser.add_argument(
-        "--watchdog-db",
-        type=Path,
-        metavar="FILE",
-        help="the watchdog's SQLite file (its --db), read-only, to import heartbeats and incidents "
-        f"(default: tandem-watchdog.db {default_where}; missing = no heartbeat, unattended dispatch held)",
-    )
-    parser.add_argument(
-        "--interval",
-        type=positive_seconds,
-        default=1.0,
-        metavar="SECONDS",
-        help="pause between rounds (spool scan, watchdog import, idle tick) (default 1)",
-    )
-    parser.add_argument(
-        "--publish-interval",
-        type=positive_seconds,
-        default=5.0,
-        metavar="SECONDS",
-        help="how often the health snapshot is rewritten (default 5)",
-    )
-    parser.add_argument(
-        "--tick",
-        type=tick_seconds,
-        default=30.0,
-        metavar="SECONDS",
-        help="record a `tick` when no input came for this long, so time rules run while idle (default 30; 0 never)",
-    )
-    parser.add_argument(
-        "--batch",
-        type=batch_size,
-        default=ingest_batch_inputs_max,
-        metavar="N",
-        help=f"spool inputs per transaction (default {ingest_batch_inputs_max})",
-    )
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store", required=True, metavar="URL", help="the event store to run on (sqlite:///..., postgresql://...)"
-    )
-    spool_options(parser, spool_required=True)
+__all__ = ["Daemon", "Settings", "is_ready", "run", "settings_from", "spool_lock"]
 
 
 def _folder_ok(option: str, path: Path, what: str = "file") -> None:
     if not path.parent.is_dir():
-        raise DaemonError(f"{option} {path}: folder {path.parent} does not exist")
+        raise ProcessError(f"{option} {path}: folder {path.parent} does not exist")
     if what == "file" and path.is_dir():
-        raise DaemonError(f"{option} {path} is a folder", EXIT_USAGE)
+        raise ProcessError(f"{option} {path} is a folder", EXIT_USAGE)
 
 
 def settings_from(args: argparse.Namespace, runtime_inputs: bool = True) -> Settings:
@@ -133,9 +43,9 @@ def settings_from(args: argparse.Namespace, runtime_inputs: bool = True) -> Sett
     spool: Path | None = args.spool.absolute() if args.spool is not None else None
     if spool is not None:
         if spool.exists() and not spool.is_dir():
-            raise DaemonError(f"--spool {spool} is not a folder", EXIT_USAGE)
+            raise ProcessError(f"--spool {spool} is not a folder", EXIT_USAGE)
         if not spool.parent.is_dir():
-            raise DaemonError(f"cannot create the spool folder {spool}: folder {spool.parent} does not exist")
+            raise ProcessError(f"cannot create the spool folder {spool}: folder {spool.parent} does not exist")
     health: Path | None = args.health or (spool.parent / "tandem-health.json" if spool else None)
     watchdog_db: Path | None = args.watchdog_db or (spool.parent / "tandem-watchdog.db" if spool else None)
     if health is not None:
@@ -166,7 +76,7 @@ def spool_lock(settings: Settings) -> ExclusiveLock | None:
     try:
         return ExclusiveLock(settings.spool / lock_name, "another runtime is running on this spool")
     except LockHeld as error:
-        raise DaemonError(str(error)) from None
+        raise ProcessError(str(error)) from None
 
 
 class _Sleeper:
@@ -201,26 +111,26 @@ def run_rounds(daemon: Runtime, sleep: Callable[[float], None]) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """`tandem daemon`: runs until SIGTERM or SIGINT (returns: exit 0), or
-    raises DaemonError (exit 1 or 2)."""
+    raises ProcessError (exit 1 or 2)."""
     settings = settings_from(args)
     daemon = Daemon(settings)
     daemon.lock_store()  # one writer per store: refused at once, before the spool is touched
     try:
         lock = spool_lock(settings)
-    except DaemonError:
+    except ProcessError:
         daemon.close()
         raise
     signal.signal(signal.SIGTERM, daemon.ask_to_stop)
     signal.signal(signal.SIGINT, daemon.ask_to_stop)
     try:
         run_rounds(daemon, _Sleeper(daemon))
-    except DaemonError:
+    except ProcessError:
         stop_after_error(daemon)
         raise
     except Exception as error:
         traceback.print_exc()
         stop_after_error(daemon)
-        raise DaemonError(f"stopped after an error: {type(error).__name__}: {error}") from error
+        raise ProcessError(f"stopped after an error: {type(error).__name__}: {error}") from error
     finally:
         daemon.close()
         if lock is not None:

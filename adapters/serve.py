@@ -25,7 +25,6 @@ import socket
 import sys
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -36,70 +35,16 @@ from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import LockLost, Runtime
 from tandem.adapters.store import open_store, parse_store_url
-from tandem.adapters.stream import Hub, keepalive_s_default, resume_messages_max, stream_clients_max_default
+from tandem.adapters.stream import Hub, resume_messages_max
 from tandem.adapters.tokens import TokensRefused, load_tokens
 from tandem.replay.commits import tail_commits, with_changed_views
 
-listen_default = "127.0.0.1:8765"
-store_default = "sqlite:///tandem.db"
 shutdown_grace_s = 30  # requests still running this long after a stop are cancelled
 listen_backlog = 256
 
 
 class ServeError(ProcessError):
     """`tandem serve` cannot start (its tokens, store, spool or socket) or lost its writer lock."""
-
-
-def listen_address(text: str) -> tuple[str, int]:
-    host, separator, port_text = text.rpartition(":")
-    if not separator or not port_text.isdigit() or int(port_text) > 65535:
-        raise argparse.ArgumentTypeError(f"--listen {text!r}: write HOST:PORT (port 0 picks a free one)")
-    host = host.strip("[]") or "127.0.0.1"
-    return host, int(port_text)
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=store_default, metavar="URL", help=f"the event store (default {store_default})")
-    parser.add_argument(
-        "--tokens",
-        required=True,
-        type=Path,
-        metavar="FILE",
-        help='JSON {"tokens": [{"actor": "human", "token": "..."}, ...]}: each token is the actor it names; '
-        "the file must be readable by its owner only (chmod 600) and every token at least 32 characters",
-    )
-    parser.add_argument(
-        "--listen",
-        type=listen_address,
-        default=listen_address(listen_default),
-        metavar="HOST:PORT",
-        help=f"where to listen (default {listen_default}; port 0 picks a free port, printed on the first line)",
-    )
-    daemon.spool_options(parser, spool_required=False)
-    parser.add_argument(
-        "--no-runtime-inputs",
-        action="store_true",
-        help="record none of the runtime's own inputs (daemon.start, daemon.stop, idle ticks): for a store fed "
-        "recorded traces whose times are in the past, which a wall-clock input would make unappendable",
-    )
-    parser.add_argument(
-        "--stream-clients-max",
-        type=daemon.batch_size,
-        default=stream_clients_max_default,
-        metavar="N",
-        help=f"live streams served at once (default {stream_clients_max_default}); the next is refused 503",
-    )
-    parser.add_argument(
-        "--stream-keepalive",
-        type=daemon.positive_seconds,
-        default=keepalive_s_default,
-        metavar="SECONDS",
-        help=f"a comment line on an idle stream this often (default {keepalive_s_default:g})",
-    )
-    parser.epilog = (
-        "API: ../shared/spec/API.md and docs/api.md. Exit codes: 0 stopped by SIGTERM or SIGINT; 1 the tokens, the "
-        "store (locked by another writer, unreachable) or the spool could not be used; 2 bad usage."
-    )
 
 
 # ----------------------------------------------------------------- server
@@ -215,14 +160,6 @@ async def _rounds(service: Service) -> None:
 
 def _ignore(number: int, frame: Any) -> None:
     """uvicorn raises the signal it handled again once it has stopped."""
-
-
-def demo_arguments(store: str, tokens: Path, listen: str) -> argparse.Namespace:
-    """`tandem serve` arguments for `tandem demo --serve`: the defaults, and
-    no input of the runtime's own."""
-    parser = argparse.ArgumentParser()
-    configure(parser)
-    return parser.parse_args(["--store", store, "--tokens", str(tokens), "--listen", listen, "--no-runtime-inputs"])
 
 
 def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None) -> None:

@@ -38,8 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from tandem.adapters.process import ExclusiveLock, LockHeld, positive_seconds
+from tandem.adapters.commands.common import EXIT_USAGE
+from tandem.adapters.file_lock import ExclusiveLock, LockHeld
 from tandem.adapters.health_file import SnapshotUnreadable, format_time, parse_time, read_snapshot, utc_now
+from tandem.adapters.process import ProcessError
 
 watchdog_format = "tandem-watchdog/1"
 heartbeats_kept_max = 1_000  # older heartbeat rows are pruned: only the latest matter
@@ -49,15 +51,9 @@ notify_send_timeout_s = 5
 sleep_slice_s = 0.05  # how soon a stop is noticed while sleeping
 incident_kind = "daemon_dead"
 
-EXIT_FAILED, EXIT_USAGE = 1, 2
 
-
-class WatchdogError(Exception):
+class WatchdogError(ProcessError):
     """The watchdog cannot run (bad option, unusable file); `code` is the exit code."""
-
-    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class WatchdogUnreadable(Exception):
@@ -429,48 +425,7 @@ class Watchdog:
                 time.sleep(min(sleep_slice_s, max(0.0, deadline - time.monotonic())))
 
 
-# ------------------------------------------------------------------ command
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--health",
-        required=True,
-        type=Path,
-        metavar="FILE",
-        help="the daemon's health snapshot (the daemon's --health); the only thing read of the daemon",
-    )
-    parser.add_argument(
-        "--db",
-        required=True,
-        type=Path,
-        metavar="FILE",
-        help="the watchdog's own SQLite file (created if missing; never the engine's database): "
-        "heartbeats, incidents, recoveries; the daemon imports it (its --watchdog-db)",
-    )
-    parser.add_argument(
-        "--max-age",
-        type=positive_seconds,
-        default=30.0,
-        metavar="SECONDS",
-        help="a snapshot older than this means the daemon is stale (default 30; "
-        "keep it several times the daemon's --publish-interval)",
-    )
-    parser.add_argument(
-        "--interval",
-        type=positive_seconds,
-        default=5.0,
-        metavar="SECONDS",
-        help="time between rounds: one heartbeat row and one look at the snapshot (default 5)",
-    )
-    parser.add_argument(
-        "--notify-log",
-        type=Path,
-        metavar="FILE",
-        help="where incidents and recoveries are appended, one line each "
-        "(default: tandem-watchdog-notify.log next to --db); they also go to stderr, "
-        "and to notify-send when it is on PATH",
-    )
+# ------------------------------------------------------------------ running
 
 
 def run(args: argparse.Namespace) -> None:

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tandem.adapters.process import ExclusiveLock, LockHeld
+from tandem.adapters.file_lock import ExclusiveLock, LockHeld
 from tandem.adapters.store import StoreAddress, parse_store_url, postgres_connect_timeout_s, redacted
 from tandem.replay.port import StoreError
 

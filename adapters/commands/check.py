@@ -17,6 +17,7 @@ DESCRIPTION = (
     "exits 1. The scenario format is in docs/fuzzing.md."
 )
 ORDER = 40
+EPILOG = "Exit codes: 0 no invariant violated; 1 a violation (counterexample written) or a file could not be written; 2 bad usage or a bad scenario."
 
 EXIT_VIOLATION = 1
 
@@ -42,11 +43,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="where to write a counterexample trace (default: SCENARIO's name + .counterexample.jsonl, next to it)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.epilog = "Exit codes: 0 no invariant violated; 1 a violation (counterexample written) or a file could not be written; 2 bad usage or a bad scenario."
 
 
 def run(args: argparse.Namespace) -> None:
-    from tandem.adapters.cli import EXIT_USAGE, CliError
+    from tandem.adapters.commands.common import EXIT_USAGE, CliError
     from tandem.domain import dispatch
     from tandem.replay.proving.check import ScenarioError, check, load_scenario
 

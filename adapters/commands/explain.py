@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tandem.adapters.commands.common import EXIT_USAGE, CliError, open_or_fail, store_url_default
 from tandem.replay.explain import KINDS, ExplainError, document, render_text, to_json
 
 NAME = "explain"
@@ -21,33 +22,24 @@ DESCRIPTION = (
     "(its operation id), a cause key or a reconciliation (consumer/r1); an id that names several of these is "
     "explained once per kind, unless --kind picks one. Nothing is re-decided: see docs/explain.md."
 )
+EPILOG = "Exit codes: 0 explained; 1 the store could not be used, or nothing in it is named ID; 2 bad usage."
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from tandem.adapters.cli import DEFAULT_STORE
-
     parser.add_argument("id", metavar="ID", help="what to explain")
-    parser.add_argument("--store", default=DEFAULT_STORE, metavar="URL", help=f"default {DEFAULT_STORE}")
+    parser.add_argument("--store", default=store_url_default, metavar="URL", help=f"default {store_url_default}")
     parser.add_argument("--kind", choices=KINDS, help="explain ID only as this kind")
     parser.add_argument("--json", action="store_true", help="print the explanation as JSON (docs/explain.md)")
-    parser.epilog = "Exit codes: 0 explained; 1 the store could not be used, or nothing in it is named ID; 2 bad usage."
 
 
 def run(args: argparse.Namespace) -> None:
-    from tandem.adapters.cli import EXIT_USAGE, CliError, _open_store
-    from tandem.replay.port import StoreError
-
     if not args.id.strip():
         raise CliError("ID is empty", EXIT_USAGE)
-    store = _open_store(args.store)
-    try:
-        explained = document(store, args.id, kind=args.kind)
-    except ExplainError as error:
-        raise CliError(str(error)) from error
-    except StoreError as error:
-        raise CliError(str(error)) from error
-    finally:
-        store.close()
+    with open_or_fail(args.store) as store:
+        try:
+            explained = document(store, args.id, kind=args.kind)
+        except ExplainError as error:
+            raise CliError(str(error)) from error
     if args.json:
         sys.stdout.write(to_json(explained).decode() + "\n")
     else:

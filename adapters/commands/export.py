@@ -14,6 +14,7 @@ import sys
 import tempfile
 from typing import BinaryIO
 
+from tandem.adapters.commands.common import CliError, open_or_fail
 from tandem.adapters.store import store_url_help
 
 NAME = "export"
@@ -22,9 +23,9 @@ HELP = "write the event log as JSON Lines (one stored event per line, byte for b
 DESCRIPTION = (
     "Write the store's event log as JSON Lines: one stored event per line, exactly its stored bytes, from "
     "position 1 to the head at the start of the export. `tandem import FILE --store URL` writes it back "
-    "byte for byte (to SQLite or PostgreSQL). Snapshots are not exported (a cache). "
-    "Exit codes: 0 done; 1 the store or the output file could not be used; 2 bad usage."
+    "byte for byte (to SQLite or PostgreSQL). Snapshots are not exported (a cache)."
 )
+EPILOG = "Exit codes: 0 done; 1 the store or the output file could not be used; 2 bad usage."
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,30 +52,21 @@ def write_log(store, out: BinaryIO, until: int) -> int:  # type: ignore[no-untyp
 
 
 def run(args: argparse.Namespace) -> None:
-    from tandem.adapters.cli import CliError, _open_store
-    from tandem.replay.port import StoreError
-
-    store = _open_store(args.store)
-    try:
-        head = store.head()
-        if args.output is None:
-            count = write_log(store, sys.stdout.buffer, head)
-            sys.stdout.buffer.flush()
-        else:
-            count = _write_file(store, args.output, head)
-    except StoreError as error:
-        raise CliError(str(error)) from error
-    except ValueError as error:
-        raise CliError(f"cannot export: {error}") from error
-    finally:
-        store.close()
+    with open_or_fail(args.store) as store:
+        try:
+            head = store.head()
+            if args.output is None:
+                count = write_log(store, sys.stdout.buffer, head)
+                sys.stdout.buffer.flush()
+            else:
+                count = _write_file(store, args.output, head)
+        except ValueError as error:
+            raise CliError(f"cannot export: {error}") from error
     where = args.output or "stdout"
     print(f"exported {count:,} event(s) (positions 1..{head:,}) to {where}", file=sys.stderr)
 
 
 def _write_file(store, path: str, head: int) -> int:  # type: ignore[no-untyped-def]
-    from tandem.adapters.cli import CliError
-
     directory = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise CliError(f"--output {path!r} is a directory")

@@ -23,30 +23,33 @@ from typing import BinaryIO
 
 import msgspec
 
+from tandem.adapters.commands.common import EXIT_USAGE, CliError, batch_size, open_or_fail, writer_lock
 from tandem.adapters.store import store_url_help
 from tandem.domain.events import decode_foreign_event
+from tandem.replay.port import ConcurrencyError, EventStore, StoreError
 
 NAME = "import"
 ORDER = 61
 HELP = "append an exported JSON Lines event log to an empty store, byte for byte"
-import_batch_events_default = 10_000
-line_bytes_max = 16 * 1024 * 1024  # a stored event is at most a 1 MiB input and what it caused
-errors_shown_max = 20
 DESCRIPTION = (
     "Append the events of FILE (JSON Lines, one event per line, as `tandem export` writes) to the store, "
     "each exactly as given, in transactions of --batch events. Every line is validated first: one that does "
     "not decode as an event prints `line N: ...` and nothing is written (exit 2). The store must be empty, "
     "or hold exactly the file's first events (an interrupted import continues); any other store is refused "
     "(exit 1). Snapshots are not part of an export. It takes the store's writer lock first: while another "
-    "writer (serve, daemon, ingest, import) holds it, it exits 1 at once. "
+    "writer (serve, daemon, ingest, import) holds it, it exits 1 at once."
+)
+EPILOG = (
     "Exit codes: 0 done; 1 the store or FILE could not be used, or the store holds other events; 2 bad usage "
     "or a bad line."
 )
 
+import_batch_events_default = 10_000
+line_bytes_max = 16 * 1024 * 1024  # a stored event is at most a 1 MiB input and what it caused
+errors_shown_max = 20
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from tandem.adapters.process import batch_size
-
     parser.add_argument("file", metavar="FILE", help="a JSON Lines event log (tandem export)")
     parser.add_argument("--store", required=True, metavar="URL", help=store_url_help)
     parser.add_argument(
@@ -112,56 +115,55 @@ def validate(handle: BinaryIO) -> tuple[int, list[str], int]:
 
 
 def run(args: argparse.Namespace) -> None:
-    from tandem.adapters.cli import writer_lock
-
     with writer_lock(args.store):  # before the (perhaps long) validation: a second writer is refused at once
-        _import(args)
-
-
-def _import(args: argparse.Namespace) -> None:
-    from tandem.adapters.cli import EXIT_USAGE, CliError, _open_store
-    from tandem.replay.port import ConcurrencyError, StoreError
-
-    try:
-        handle = open(args.file, "rb")  # noqa: SIM115 - read twice, closed below
-    except OSError as error:
-        raise CliError(f"cannot read {args.file!r}: {error.strerror or error}") from error
-    with handle:
-        count, errors, total = validate(handle)
-        if errors:
-            for error in errors:
-                print(error, file=sys.stderr)
-            if total > len(errors):
-                print(f"... and {total - len(errors)} more bad line(s)", file=sys.stderr)
-            raise CliError(f"{args.file} is not an event log; nothing was written", EXIT_USAGE)
-        seen = _identity(handle)
-        store = _open_store(args.store)
         try:
-            head = store.head()
-            if head:
-                _check_prefix(store, handle, head, count, args.file)
-                print(f"the store already holds the first {head:,} event(s) of {args.file}: continuing", file=sys.stderr)
-            else:
-                for info in store.list_snapshots():  # leftovers of another log
-                    store.delete_snapshot(info.position, info.fingerprint)
-            handle.seek(0)
-            batch: list[bytes] = []
-            for number, line in lines_of(handle):
-                if number <= head:
-                    continue
-                batch.append(line)
-                if len(batch) >= args.batch:
-                    head = _append(store, handle, seen, batch, head, args.file)
-            if batch:
-                head = _append(store, handle, seen, batch, head, args.file)
-        except ConcurrencyError as error:
-            raise CliError(f"another writer appended to the store meanwhile; nothing more was imported ({error})") from error
-        except (StoreError, ValueError, LineError) as error:
-            raise CliError(f"import stopped: {error}; the store holds the file's first {store.head():,} event(s), "
-                           "run the import again to continue") from error
-        finally:
-            store.close()
+            handle = open(args.file, "rb")  # noqa: SIM115 - read twice, closed below
+        except OSError as error:
+            raise CliError(f"cannot read {args.file!r}: {error.strerror or error}") from error
+        with handle:
+            count = _validated(handle, args.file)
+            seen = _identity(handle)
+            with open_or_fail(args.store) as store:
+                _append_all(store, handle, seen, count, args)
     print(f"imported {args.file}: the store holds its {count:,} event(s)", file=sys.stderr)
+
+
+def _validated(handle: BinaryIO, path: str) -> int:
+    """How many lines; CliError (exit 2) naming the first bad ones if any is bad."""
+    count, errors, total = validate(handle)
+    if errors:
+        for error in errors:
+            print(error, file=sys.stderr)
+        if total > len(errors):
+            print(f"... and {total - len(errors)} more bad line(s)", file=sys.stderr)
+        raise CliError(f"{path} is not an event log; nothing was written", EXIT_USAGE)
+    return count
+
+
+def _append_all(store: EventStore, handle: BinaryIO, seen: tuple[int, int], count: int, args: argparse.Namespace) -> None:
+    try:
+        head = store.head()
+        if head:
+            _check_prefix(store, handle, head, count, args.file)
+            print(f"the store already holds the first {head:,} event(s) of {args.file}: continuing", file=sys.stderr)
+        else:
+            for info in store.list_snapshots():  # leftovers of another log
+                store.delete_snapshot(info.position, info.fingerprint)
+        handle.seek(0)
+        batch: list[bytes] = []
+        for number, line in lines_of(handle):
+            if number <= head:
+                continue
+            batch.append(line)
+            if len(batch) >= args.batch:
+                head = _append(store, handle, seen, batch, head, args.file)
+        if batch:
+            head = _append(store, handle, seen, batch, head, args.file)
+    except ConcurrencyError as error:
+        raise CliError(f"another writer appended to the store meanwhile; nothing more was imported ({error})") from error
+    except (StoreError, ValueError, LineError) as error:
+        raise CliError(f"import stopped: {error}; the store holds the file's first {store.head():,} event(s), "
+                       "run the import again to continue") from error
 
 
 def _identity(handle: BinaryIO) -> tuple[int, int]:
@@ -169,7 +171,7 @@ def _identity(handle: BinaryIO) -> tuple[int, int]:
     return status.st_size, status.st_mtime_ns
 
 
-def _append(store, handle: BinaryIO, seen: tuple[int, int], batch: list[bytes], head: int, path: str) -> int:  # type: ignore[no-untyped-def]
+def _append(store: EventStore, handle: BinaryIO, seen: tuple[int, int], batch: list[bytes], head: int, path: str) -> int:
     if _identity(handle) != seen:
         raise ValueError(f"{path} changed while it was imported")
     head = store.append_encoded(batch, expected_head=head)
@@ -177,9 +179,7 @@ def _append(store, handle: BinaryIO, seen: tuple[int, int], batch: list[bytes], 
     return head
 
 
-def _check_prefix(store, handle: BinaryIO, head: int, count: int, path: str) -> None:  # type: ignore[no-untyped-def]
-    from tandem.adapters.cli import CliError
-
+def _check_prefix(store: EventStore, handle: BinaryIO, head: int, count: int, path: str) -> None:
     def refuse(why: str) -> CliError:
         return CliError(
             f"the store is not empty: it holds {head:,} event(s), and {why}; "

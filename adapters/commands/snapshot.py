@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tandem.adapters.commands.common import CliError, open_or_fail
 from tandem.adapters.store import store_url_help
+from tandem.replay import snapshot as snapshots
+from tandem.replay.engine import Engine
+from tandem.replay.port import EventStore
 
 NAME = "snapshot"
 ORDER = 50
@@ -14,9 +18,9 @@ DESCRIPTION = (
     "Fold the store (from its newest usable snapshot) and write a snapshot of the state and views at its head, "
     "so that opening it folds only the events after that. Snapshots are a cache beside the log: engines also "
     "write them by themselves (every 50,000 events by default), a snapshot of other code is never used, and "
-    "--drop removes them all without losing anything. "
-    "Exit codes: 0 done; 1 the store could not be used; 2 bad usage."
+    "--drop removes them all without losing anything."
 )
+EPILOG = "Exit codes: 0 done; 1 the store could not be used; 2 bad usage."
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,37 +31,38 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from tandem.adapters.cli import CliError, _open_store
-    from tandem.replay import snapshot as snapshots
-    from tandem.replay.engine import Engine
-    from tandem.replay.port import StoreError
-
-    store = _open_store(args.store)
-    try:
+    with open_or_fail(args.store) as store:
         if args.list:
-            listed = store.list_snapshots()
-            for info in listed:
-                print(snapshots.describe(info))
-            print(f"{len(listed)} snapshot(s); the log's head is at position {store.head():,}", file=sys.stderr)
-            return
-        if args.drop:
-            listed = store.list_snapshots()
-            for info in listed:
-                store.delete_snapshot(info.position, info.fingerprint)
-            print(f"{len(listed)} snapshot(s) deleted", file=sys.stderr)
-            return
-        engine = Engine(store, snapshot_every=0)
-        if engine.state.position == 0:
-            raise CliError("the store is empty: there is nothing to snapshot")
-        if engine.snapshot_position == engine.state.position:
-            print(f"a snapshot of the current code is already at the head (position {engine.state.position:,})")
-            return
-        written = engine.write_snapshot()
-        print(
-            f"snapshot at position {written.position:,}: {written.size:,} bytes "
-            f"(state {written.state_bytes:,}, views {written.views_bytes:,}), fingerprint {written.fingerprint[:12]}"
-        )
-    except StoreError as error:
-        raise CliError(str(error)) from error
-    finally:
-        store.close()
+            _list(store)
+        elif args.drop:
+            _drop(store)
+        else:
+            _write(store)
+
+
+def _list(store: EventStore) -> None:
+    listed = store.list_snapshots()
+    for info in listed:
+        print(snapshots.describe(info))
+    print(f"{len(listed)} snapshot(s); the log's head is at position {store.head():,}", file=sys.stderr)
+
+
+def _drop(store: EventStore) -> None:
+    listed = store.list_snapshots()
+    for info in listed:
+        store.delete_snapshot(info.position, info.fingerprint)
+    print(f"{len(listed)} snapshot(s) deleted", file=sys.stderr)
+
+
+def _write(store: EventStore) -> None:
+    engine = Engine(store, snapshot_every=0)
+    if engine.state.position == 0:
+        raise CliError("the store is empty: there is nothing to snapshot")
+    if engine.snapshot_position == engine.state.position:
+        print(f"a snapshot of the current code is already at the head (position {engine.state.position:,})")
+        return
+    written = engine.write_snapshot()
+    print(
+        f"snapshot at position {written.position:,}: {written.size:,} bytes "
+        f"(state {written.state_bytes:,}, views {written.views_bytes:,}), fingerprint {written.fingerprint[:12]}"
+    )

@@ -6,38 +6,30 @@ import argparse
 import json
 import sys
 
+from tandem.adapters.commands.common import CliError, open_or_fail
 from tandem.adapters.store import store_url_help
+from tandem.replay.verify import verify
 
 NAME = "verify"
-ORDER = 40
+ORDER = 41
 HELP = "re-derive every event from the recorded inputs and compare with the store"
 DESCRIPTION = (
     "Re-derive every event of the store from its recorded inputs (a fresh engine, today's rules) and compare "
     "them, position by position, byte for byte, with the stored events; then compare the state and views of "
     "every stored snapshot with the ones derived from the events. On the first divergence print its "
-    "position, the input that caused it (seq, trace file and line, type) and both sides, and exit 1. "
-    "Exit codes: 0 clean; 1 a divergence, or the store could not be used; 2 bad usage."
+    "position, the input that caused it (seq, trace file and line, type) and both sides, and exit 1."
 )
+EPILOG = f"Exit codes: 0 clean; 1 a divergence, or the store could not be used; 2 bad usage. Stores: {store_url_help}"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", required=True, metavar="URL", help=store_url_help)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.epilog = f"Stores: {store_url_help}"
 
 
 def run(args: argparse.Namespace) -> None:
-    from tandem.adapters.cli import CliError, _open_store
-    from tandem.replay.port import StoreError
-    from tandem.replay.verify import verify
-
-    store = _open_store(args.store)
-    try:
+    with open_or_fail(args.store) as store:
         report = verify(store)
-    except StoreError as error:
-        raise CliError(str(error)) from error
-    finally:
-        store.close()
     if args.json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
     else:

@@ -51,7 +51,8 @@ from urllib.parse import quote, urlsplit
 import msgspec
 import pytest
 
-from tandem.adapters.cli import EXAMPLE, main
+from tandem.adapters.cli import main
+from tandem.adapters.commands.demo import EXAMPLE
 from tandem.adapters.client import ApiError
 from tandem.adapters.store import open_store, redacted
 from tandem.adapters.tokens import new_token

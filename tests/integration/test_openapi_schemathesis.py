@@ -31,7 +31,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tandem.adapters.cli import EXAMPLE
+from tandem.adapters.commands.demo import EXAMPLE
 from tandem.adapters.http_api import Service, build_app
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.ingest import ingest

@@ -1,0 +1,176 @@
+"""What the `tandem` subcommands share: the exit codes, the CLI error, opening
+a store or failing (under the writer lock for a writing command), the option
+types, and the trace and view helpers of `replay`, `ingest`, `show` and `demo`.
+
+Not a subcommand itself: adapters/cli.py registers every other module of
+this package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import msgspec
+
+from tandem.adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
+from tandem.adapters.render import render_document, render_view
+from tandem.adapters.store import open_store
+from tandem.adapters.trace import read_trace
+from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock
+from tandem.projections import VIEW_NAMES, Views
+from tandem.replay.engine import Engine
+from tandem.replay.port import ConcurrencyError, EventStore, StoreError
+
+# 0 done; 1 the store or a file could not be used (or what the command
+# checks does not hold); 2 bad usage or bad input (a trace, a scenario, a line).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+store_url_default = "sqlite:///tandem.db"
+
+
+class CliError(Exception):
+    """A subcommand failed: `tandem` prints `tandem: MESSAGE` and exits with `code`."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ------------------------------------------------------------------ stores
+
+
+@contextmanager
+def writer_lock(url: str) -> Iterator[WriterLock]:
+    """The store's writer lock (adapters/writer_lock.py) for the block;
+    refused at once (CliError, exit 1) while another writer holds it."""
+    try:
+        lock = acquire_writer_lock(url)
+    except StoreError as error:
+        raise CliError(str(error)) from error
+    with lock:
+        yield lock
+
+
+@contextmanager
+def open_or_fail(url: str, *, writing: bool = False) -> Iterator[EventStore]:
+    """The store at `url`, open for the block and closed after it; with
+    `writing`, under its writer lock (taken first, released last). A
+    StoreError opening it, locking it or in the block is a CliError (exit 1)."""
+    with writer_lock(url) if writing else _nothing():
+        try:
+            store = open_store(url)
+        except StoreError as error:
+            raise CliError(str(error)) from error
+        try:
+            yield store
+        except StoreError as error:
+            raise CliError(str(error)) from error
+        finally:
+            store.close()
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield None
+
+
+# ----------------------------------------------------------------- options
+
+
+def batch_size(text: str) -> int:
+    """An argparse type: a batch of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("the batch size is at least 1")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: more than 0 seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
+
+
+# ------------------------------------------------------------------ traces
+
+
+def trace_options(parser: argparse.ArgumentParser) -> None:
+    """--batch and --name, for the commands that apply traces."""
+    parser.add_argument(
+        "--batch",
+        type=batch_size,
+        default=ingest_batch_inputs_max,
+        metavar="N",
+        help=f"inputs per transaction (group commit; default {ingest_batch_inputs_max}; 1 = one transaction per input)",
+    )
+    parser.add_argument(
+        "--name",
+        metavar="NAME",
+        help="the identity inputs are keyed by in the store (default: the file's name)",
+    )
+
+
+def ingest_files(
+    engine: Engine, paths: list[str], name: str | None, batch: int, quiet: bool, until_line: int | None = None
+) -> None:
+    """Apply the traces at `paths`, in order, each validated before anything
+    is written; `until_line` keeps only the inputs on lines 1..until_line."""
+    if name is not None and len(paths) > 1:
+        raise CliError("--name names one trace; give one TRACE with it", EXIT_USAGE)
+    traces = []
+    for path in paths:  # validate every trace before writing anything
+        try:
+            trace = read_trace(path, name)
+        except FileNotFoundError as error:
+            raise CliError(str(error), EXIT_USAGE) from error
+        if until_line is not None:
+            # Time travel: the whole trace is validated, then only its lines up to `until_line` apply.
+            trace = dataclasses.replace(trace, lines=[t for t in trace.lines if (t.item.line or 0) <= until_line])
+        traces.append(trace)
+    for trace in traces:
+        try:
+            result = ingest(engine, trace, batch_inputs=batch)
+        except TraceMismatch as error:
+            raise CliError(str(error), EXIT_USAGE) from error
+        except ConcurrencyError as error:
+            raise CliError(f"another writer appended to the store meanwhile; run again to resume ({error})") from error
+        if not quiet:
+            print(
+                f"{trace.name}: {result.applied} input(s) applied ({result.rejected} rejected), "
+                f"{result.skipped} already in the store",
+                file=sys.stderr,
+            )
+
+
+# ------------------------------------------------------------------- views
+
+
+def view_name(text: str) -> str:
+    """An argparse type: one of the views of spec section 7."""
+    if text not in VIEW_NAMES:
+        raise argparse.ArgumentTypeError(f"unknown view {text!r}; views: {', '.join(VIEW_NAMES)}")
+    return text
+
+
+def print_views(views: Views, view: str | None, json_output: bool) -> None:
+    """Every view, or the one named, as text or as JSON."""
+    if json_output:
+        value: Any = views.view(view) if view else views.document()
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode() + "\n")
+    elif view:
+        sys.stdout.write(render_view(view, views.view(view)))
+    else:
+        sys.stdout.write(render_document(views.document()))

@@ -1,0 +1,32 @@
+"""`tandem ingest TRACE...`: append traces to a persistent store, resumable."""
+
+from __future__ import annotations
+
+import argparse
+
+from tandem.adapters.commands.common import ingest_files, open_or_fail, store_url_default, trace_options
+from tandem.replay.engine import Engine
+
+NAME = "ingest"
+ORDER = 11
+HELP = "append traces to a persistent store (resumable)"
+DESCRIPTION = (
+    "Append each TRACE to the store, committing --batch inputs per transaction. "
+    "Interrupted and run again, it resumes after the last committed batch; no input is applied twice. "
+    "Every trace is validated before anything is written. It holds the store's writer lock throughout: "
+    "while another writer holds it, it exits 1 at once (`store URL is locked by pid N on HOST since T`)."
+)
+EPILOG = None
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("traces", metavar="TRACE", nargs="+", help="JSON Lines trace file(s), in order")
+    parser.add_argument("--store", default=store_url_default, metavar="URL", help=f"default {store_url_default}")
+    parser.add_argument("--quiet", action="store_true", help="print nothing on success")
+    trace_options(parser)
+
+
+def run(args: argparse.Namespace) -> None:
+    with open_or_fail(args.store, writing=True) as store:
+        engine = Engine(store, with_views=False)  # ingest prints no view
+        ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet)

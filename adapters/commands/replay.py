@@ -1,0 +1,50 @@
+"""`tandem replay TRACE`: apply a trace and print the views."""
+
+from __future__ import annotations
+
+import argparse
+
+from tandem.adapters.commands.common import ingest_files, open_or_fail, print_views, trace_options, view_name
+from tandem.projections import VIEW_NAMES
+from tandem.replay.engine import Engine
+
+NAME = "replay"
+ORDER = 10
+HELP = "apply a trace and print the views"
+DESCRIPTION = (
+    "Validate TRACE, apply every input, print the views. "
+    "Nothing is written if any line is bad (exit 2, `line N: ...`)."
+)
+EPILOG = None
+
+
+def line_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a line number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("lines count from 1")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", metavar="TRACE", help="a JSON Lines trace file")
+    parser.add_argument("--store", default="memory:", metavar="URL", help="store to append to (default memory:)")
+    parser.add_argument(
+        "--until",
+        type=line_number,
+        metavar="LINE",
+        help="time travel: apply only the inputs on lines 1..LINE (the whole trace is still validated)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the views as JSON (spec section 7)")
+    parser.add_argument("--view", type=view_name, metavar="NAME", help=f"print one view only: {', '.join(VIEW_NAMES)}")
+    trace_options(parser)
+
+
+def run(args: argparse.Namespace) -> None:
+    with open_or_fail(args.store, writing=True) as store:  # memory: (the default) needs no lock
+        engine = Engine(store)
+        ingest_files(engine, [args.trace], args.name, args.batch, quiet=True, until_line=args.until)
+    assert engine.views is not None
+    print_views(engine.views, args.view, args.json)

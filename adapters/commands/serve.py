@@ -1,0 +1,83 @@
+"""`tandem serve`: the runtime with the HTTP API in front (the logic is
+adapters/serve.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tandem.adapters.commands.common import batch_size, positive_seconds, store_url_default
+from tandem.adapters.commands.daemon import runtime_options
+from tandem.adapters.stream import keepalive_s_default, stream_clients_max_default
+
+NAME = "serve"
+ORDER = 15
+HELP = "serve the engine over HTTP: authenticated inputs, views, events, explain, live changes"
+DESCRIPTION = (
+    "The runtime of `tandem daemon` with the HTTP API of API.md in front (docs/api.md): POST "
+    "/v1/inputs (the token is the actor), GET /v1/views, /v1/views/NAME, /v1/events, /v1/explain/ID, "
+    "/v1/health, /v1/stream (Server-Sent Events), /openapi.json. Takes the store's writer lock; with --spool "
+    "it also applies spooled traces. On SIGTERM or SIGINT it stops accepting, ends the streams, finishes "
+    "the requests in flight, records daemon.stop (expected) and exits 0."
+)
+EPILOG = (
+    "API: ../shared/spec/API.md and docs/api.md. Exit codes: 0 stopped by SIGTERM or SIGINT; 1 the tokens, the "
+    "store (locked by another writer, unreachable) or the spool could not be used; 2 bad usage."
+)
+
+listen_default = "127.0.0.1:8765"
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    host, separator, port_text = text.rpartition(":")
+    if not separator or not port_text.isdigit() or int(port_text) > 65535:
+        raise argparse.ArgumentTypeError(f"--listen {text!r}: write HOST:PORT (port 0 picks a free one)")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port_text)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", default=store_url_default, metavar="URL", help=f"the event store (default {store_url_default})")
+    parser.add_argument(
+        "--tokens",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help='JSON {"tokens": [{"actor": "human", "token": "..."}, ...]}: each token is the actor it names; '
+        "the file must be readable by its owner only (chmod 600) and every token at least 32 characters",
+    )
+    parser.add_argument(
+        "--listen",
+        type=listen_address,
+        default=listen_address(listen_default),
+        metavar="HOST:PORT",
+        help=f"where to listen (default {listen_default}; port 0 picks a free port, printed on the first line)",
+    )
+    runtime_options(parser, spool_required=False)
+    parser.add_argument(
+        "--no-runtime-inputs",
+        action="store_true",
+        help="record none of the runtime's own inputs (daemon.start, daemon.stop, idle ticks): for a store fed "
+        "recorded traces whose times are in the past, which a wall-clock input would make unappendable",
+    )
+    parser.add_argument(
+        "--stream-clients-max",
+        type=batch_size,
+        default=stream_clients_max_default,
+        metavar="N",
+        help=f"live streams served at once (default {stream_clients_max_default}); the next is refused 503",
+    )
+    parser.add_argument(
+        "--stream-keepalive",
+        type=positive_seconds,
+        default=keepalive_s_default,
+        metavar="SECONDS",
+        help=f"a comment line on an idle stream this often (default {keepalive_s_default:g})",
+    )
+
+
+def run(args: argparse.Namespace) -> None:
+    # Imported here: the HTTP stack (Litestar, uvicorn) costs every other command's start.
+    from tandem.adapters import serve
+
+    serve.run(args)
