@@ -1,69 +1,51 @@
-"""Trace reader: JSON Lines in, typed inputs out, the whole file checked first.
+"""Trace files: read a trace from disk, and bring the live edge's rules to the
+parser (replay/traces.py, the one parser of trace text: spec section 1).
 
-Spec section 1: blank lines and `//` lines are ignored but counted; a bad
-line (invalid UTF-8, bad JSON, unknown type, missing/mistyped/unknown field,
-`at` going backwards, over 1 MiB) is a schema error. The whole trace is
-validated before anything is applied, so a bad trace writes nothing.
+`read_trace` reads a file and parses it whole; `parse_trace` and
+`parse_single` take a `LiveEdge` (adapters/edge.py: the spool and HTTP) and
+hand the parser its hooks. The types and limits are the parser's.
 """
 
 from __future__ import annotations
 
 import datetime
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
 from tandem.adapters.edge import LiveEdge, decode_live
-from tandem.domain.inputs import Input, decode_input, format_at
-from tandem.replay.engine import Located
+from tandem.domain.inputs import Input, decode_input
+from tandem.replay import traces
+from tandem.replay.traces import SchemaError, Trace, TraceInvalid, TraceLine, line_bytes_max, schema_errors_shown_max
 
-line_bytes_max = 1_048_576  # 1 MiB, spec section 1
-schema_errors_shown_max = 20
-
-
-@dataclass(frozen=True, slots=True)
-class SchemaError:
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
-
-
-class TraceInvalid(Exception):
-    def __init__(self, path: str, errors: list[SchemaError], total: int) -> None:
-        self.path = path
-        self.errors = errors
-        self.total = total
-        super().__init__(f"{path}: {total} bad line(s)")
+__all__ = [
+    "SchemaError",
+    "Trace",
+    "TraceInvalid",
+    "TraceLine",
+    "line_bytes_max",
+    "parse_single",
+    "parse_trace",
+    "read_trace",
+    "schema_errors_shown_max",
+]
 
 
 @dataclass(frozen=True, slots=True)
-class TraceLine:
-    item: Located
-    end_offset: int  # byte offset just past this line
+class _LiveHooks:
+    """A live edge as the parser calls it (`replay.traces.LiveRules`): a line
+    may leave `at` out; the edge admits the sender and places the time. Its
+    refusals (EdgeRefused) pass through."""
 
+    edge: LiveEdge
 
-@dataclass(frozen=True, slots=True)
-class Trace:
-    path: str
-    name: str  # the file identity inputs are keyed by in a store
-    data: bytes
-    lines: list[TraceLine]
+    def decode(self, raw: bytes) -> tuple[Input, bool]:
+        return decode_live(raw, decode_input)
 
-    def digest_until(self, offset: int) -> str:
-        return hashlib.sha256(self.data[:offset]).hexdigest()
+    def admit(self, value: Input, line: int) -> Input:
+        return self.edge.admit(value, line)
 
-
-def _message(error: Exception) -> str:
-    text = str(error)
-    if isinstance(error, msgspec.DecodeError) and text.startswith("JSON is malformed"):
-        return "bad JSON: " + text.removeprefix("JSON is malformed: ")
-    if "Invalid value" in text and "$.type" in text:
-        return "unknown type " + text.split("Invalid value ", 1)[1].split(" - at", 1)[0]
-    return text
+    def place(self, value: Input, line: int, stamped: bool, previous: datetime.datetime | None) -> Input:
+        return self.edge.place(value, line, stamped, previous)
 
 
 def parse_trace(
@@ -75,93 +57,22 @@ def parse_trace(
 ) -> Trace:
     """Validate every line; raise TraceInvalid listing up to 20 bad lines.
 
-    With `live` (the spool), a line may leave `at` out (it is stamped), and
-    the edge's rules apply (adapters/edge.py): a refusal raises EdgeRefused."""
-    name = name if name is not None else Path(path).name
-    errors: list[SchemaError] = []
-    total_errors = 0
-    lines: list[TraceLine] = []
-    # A live edge checks the first line against the store itself (at_before_head).
-    previous_at = None if live is not None else not_before
-    offset = 0
-    number = 0
-    size = len(data)
-    while offset < size:
-        newline = data.find(b"\n", offset)
-        end = size if newline < 0 else newline + 1
-        raw = data[offset : end if newline < 0 else newline]
-        number += 1
-        offset = end
-        read = _read_line(raw, number, previous_at, live)
-        if read is None:
-            continue
-        if isinstance(read, str):
-            total_errors += 1
-            if len(errors) < schema_errors_shown_max:
-                errors.append(SchemaError(number, read))
-            continue
-        previous_at = read.at
-        lines.append(TraceLine(Located(read, name, number), end))
-    if errors:
-        raise TraceInvalid(path, errors, total_errors)
-    return Trace(path=path, name=name, data=data, lines=lines)
-
-
-def _read_line(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveEdge | None) -> Input | str | None:
-    """One line: its input, what is wrong with it, or None (blank, comment)."""
-    if len(raw) > line_bytes_max:
-        return f"line is {len(raw)} bytes, over the {line_bytes_max}-byte limit"
-    raw = raw.rstrip(b"\r")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return f"invalid UTF-8 at byte {error.start}"
-    stripped = text.strip()
-    if not stripped or stripped.startswith("//"):
-        return None
-    return _decode(raw, number, previous_at, live)
-
-
-def _decode(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveEdge | None) -> Input | str:
-    """Decode one input and check its time: the input, or what is wrong.
-    `previous_at`: the previous line's `at` (for a trace, at the first line,
-    the time it must not precede); live rules raise EdgeRefused."""
-    try:
-        if live is None:
-            value, stamped = decode_input(raw), False
-        else:
-            value, stamped = decode_live(raw, decode_input)
-    except (msgspec.ValidationError, msgspec.DecodeError) as error:
-        return _message(error)
-    if live is not None:
-        value = live.admit(value, number)
-    if not stamped and previous_at is not None and value.at < previous_at:
-        return f"`at` {format_at(value.at)} is earlier than the previous input's ({format_at(previous_at)})"
-    if live is not None:
-        value = live.place(value, number, stamped, previous_at)
-    return value
+    With `live` (the spool, HTTP), a line may leave `at` out (it is stamped),
+    and the edge's rules apply (adapters/edge.py): a refusal raises EdgeRefused."""
+    return traces.parse_trace(data, path, name, not_before, _LiveHooks(live) if live is not None else None)
 
 
 def parse_single(data: bytes, name: str, live: LiveEdge) -> Trace:
     """One live input, a body of its own (pretty-printed JSON is fine): line 1.
     Raises TraceInvalid or EdgeRefused."""
-    if len(data) > line_bytes_max:
-        problem: Input | str = f"input is {len(data)} bytes, over the {line_bytes_max}-byte limit"
-    else:
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as error:
-            problem = f"invalid UTF-8 at byte {error.start}"
-        else:
-            problem = _decode(data, 1, None, live)
-    if isinstance(problem, str):
-        raise TraceInvalid(name, [SchemaError(1, problem)], 1)
-    return Trace(path=name, name=name, data=data, lines=[TraceLine(Located(problem, name, 1), len(data))])
+    return traces.parse_single(data, name, _LiveHooks(live))
 
 
 def read_trace(
     path: str, name: str | None = None, not_before: datetime.datetime | None = None, live: LiveEdge | None = None
 ) -> Trace:
+    """The trace in the file at `path`, parsed whole (FileNotFoundError if it
+    cannot be read)."""
     try:
         data = Path(path).read_bytes()
     except OSError as error:

@@ -1,0 +1,182 @@
+"""The trace parser: trace bytes in, typed inputs out, the whole text checked first.
+
+The one function that turns trace text into inputs (`parse_trace`); the
+adapters read the files and bring the live edge's rules (adapters/trace.py),
+the proving tools replay the traces they wrote (replay/proving/traces.py).
+
+Spec section 1: blank lines and `//` lines are ignored but counted; a bad
+line (invalid UTF-8, bad JSON, unknown type, missing/mistyped/unknown field,
+`at` going backwards, over 1 MiB) is a schema error. The whole trace is
+validated before anything is applied, so a bad trace writes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import msgspec
+
+from tandem.domain.inputs import Input, decode_input, format_at
+from tandem.replay.engine import Located
+
+line_bytes_max = 1_048_576  # 1 MiB, spec section 1
+schema_errors_shown_max = 20
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaError:
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+class TraceInvalid(Exception):
+    def __init__(self, path: str, errors: list[SchemaError], total: int) -> None:
+        self.path = path
+        self.errors = errors
+        self.total = total
+        super().__init__(f"{path}: {total} bad line(s)")
+
+
+@dataclass(frozen=True, slots=True)
+class TraceLine:
+    item: Located
+    end_offset: int  # byte offset just past this line
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    path: str
+    name: str  # the file identity inputs are keyed by in a store
+    data: bytes
+    lines: list[TraceLine]
+
+    @property
+    def items(self) -> list[Located]:
+        """The inputs, each with its file name and line."""
+        return [line.item for line in self.lines]
+
+    def digest_until(self, offset: int) -> str:
+        return hashlib.sha256(self.data[:offset]).hexdigest()
+
+
+class LiveRules(Protocol):
+    """What a live edge (inputs that arrive as they happen: adapters/edge.py)
+    adds to parsing: a line may leave `at` out, the sender is checked, the
+    time is checked or stamped. Each may raise the edge's own refusal."""
+
+    def decode(self, raw: bytes) -> tuple[Input, bool]:
+        """The input, and whether its `at` was left out (to be stamped)."""
+        ...
+
+    def admit(self, value: Input, line: int) -> Input: ...
+
+    def place(self, value: Input, line: int, stamped: bool, previous: datetime.datetime | None) -> Input: ...
+
+
+def _message(error: Exception) -> str:
+    text = str(error)
+    if isinstance(error, msgspec.DecodeError) and text.startswith("JSON is malformed"):
+        return "bad JSON: " + text.removeprefix("JSON is malformed: ")
+    if "Invalid value" in text and "$.type" in text:
+        return "unknown type " + text.split("Invalid value ", 1)[1].split(" - at", 1)[0]
+    return text
+
+
+def parse_trace(
+    data: bytes,
+    path: str,
+    name: str | None = None,
+    not_before: datetime.datetime | None = None,
+    live: LiveRules | None = None,
+) -> Trace:
+    """Validate every line; raise TraceInvalid listing up to 20 bad lines.
+
+    `not_before`: the time the first input must not precede. With `live`,
+    a line may leave `at` out (it is stamped) and the edge's rules apply."""
+    name = name if name is not None else Path(path).name
+    errors: list[SchemaError] = []
+    total_errors = 0
+    lines: list[TraceLine] = []
+    # A live edge checks the first line against the store itself (at_before_head).
+    previous_at = None if live is not None else not_before
+    offset = 0
+    number = 0
+    size = len(data)
+    while offset < size:
+        newline = data.find(b"\n", offset)
+        end = size if newline < 0 else newline + 1
+        raw = data[offset : end if newline < 0 else newline]
+        number += 1
+        offset = end
+        read = _read_line(raw, number, previous_at, live)
+        if read is None:
+            continue
+        if isinstance(read, str):
+            total_errors += 1
+            if len(errors) < schema_errors_shown_max:
+                errors.append(SchemaError(number, read))
+            continue
+        previous_at = read.at
+        lines.append(TraceLine(Located(read, name, number), end))
+    if errors:
+        raise TraceInvalid(path, errors, total_errors)
+    return Trace(path=path, name=name, data=data, lines=lines)
+
+
+def _read_line(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveRules | None) -> Input | str | None:
+    """One line: its input, what is wrong with it, or None (blank, comment)."""
+    if len(raw) > line_bytes_max:
+        return f"line is {len(raw)} bytes, over the {line_bytes_max}-byte limit"
+    raw = raw.rstrip(b"\r")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"invalid UTF-8 at byte {error.start}"
+    stripped = text.strip()
+    if not stripped or stripped.startswith("//"):
+        return None
+    return _decode(raw, number, previous_at, live)
+
+
+def _decode(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveRules | None) -> Input | str:
+    """Decode one input and check its time: the input, or what is wrong.
+    `previous_at`: the previous line's `at` (for a trace, at the first line,
+    the time it must not precede)."""
+    try:
+        if live is None:
+            value, stamped = decode_input(raw), False
+        else:
+            value, stamped = live.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError) as error:
+        return _message(error)
+    if live is not None:
+        value = live.admit(value, number)
+    if not stamped and previous_at is not None and value.at < previous_at:
+        return f"`at` {format_at(value.at)} is earlier than the previous input's ({format_at(previous_at)})"
+    if live is not None:
+        value = live.place(value, number, stamped, previous_at)
+    return value
+
+
+def parse_single(data: bytes, name: str, live: LiveRules) -> Trace:
+    """One live input, a body of its own (pretty-printed JSON is fine): line 1.
+    Raises TraceInvalid, or what the edge's rules raise."""
+    if len(data) > line_bytes_max:
+        problem: Input | str = f"input is {len(data)} bytes, over the {line_bytes_max}-byte limit"
+    else:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            problem = f"invalid UTF-8 at byte {error.start}"
+        else:
+            problem = _decode(data, 1, None, live)
+    if isinstance(problem, str):
+        raise TraceInvalid(name, [SchemaError(1, problem)], 1)
+    return Trace(path=name, name=name, data=data, lines=[TraceLine(Located(problem, name, 1), len(data))])
