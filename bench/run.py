@@ -56,7 +56,7 @@ from tandem.adapters.trace import parse_trace  # noqa: E402
 from tandem.domain.events import decode_event  # noqa: E402
 from tandem.replay.engine import Engine, Located  # noqa: E402
 from tandem.replay.snapshot import Written  # noqa: E402
-from tandem.replay.workload import observation_trace, synthetic_trace  # noqa: E402
+from bench.workload import observation_trace, synthetic_trace  # noqa: E402
 from tandem.projections.inbox import InboxView  # noqa: E402
 
 raw_row_bytes = 200  # the body size of a baseline row: about one stored event
@@ -260,7 +260,7 @@ def build_replay_store(directory: str, events_min: int) -> tuple[str, int]:
     url = _sqlite_url(directory)
     engine = Engine(open_store(url), snapshot_every=0)  # measurement 3 is a full replay: no snapshot
     try:
-        ingest(engine, parse_trace(synthetic_trace(actions), "tandem.replay.jsonl"))
+        ingest(engine, parse_trace(synthetic_trace(actions), "replay.jsonl"))
         events = engine.store.head()  # type: ignore[union-attr]
     finally:
         engine.store.close()  # type: ignore[union-attr]

@@ -51,7 +51,7 @@ from tandem.adapters.store import open_store  # noqa: E402
 from tandem.adapters.tokens import ACTORS, new_token, write_tokens_file  # noqa: E402
 from tandem.adapters.trace import parse_trace  # noqa: E402
 from tandem.replay.engine import Engine  # noqa: E402
-from tandem.replay.workload import observation_trace, synthetic_trace  # noqa: E402
+from bench.workload import observation_trace, synthetic_trace  # noqa: E402
 
 GOALS = {"single": 0.6, "batch": 0.8}
 stream_clients = 50

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tandem.replay.workload import synthetic_trace
+from bench.workload import synthetic_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

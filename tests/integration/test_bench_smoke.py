@@ -32,7 +32,7 @@ def positive(value: float) -> bool:
 
 def test_each_path_gives_a_positive_rate(bench: ModuleType, tmp_path: Path) -> None:
     from tandem.adapters.trace import parse_trace
-    from tandem.replay.workload import synthetic_trace
+    from bench.workload import synthetic_trace
 
     def fresh(name: str) -> str:
         path = tmp_path / name
@@ -52,7 +52,7 @@ def test_each_path_gives_a_positive_rate(bench: ModuleType, tmp_path: Path) -> N
     assert positive(bench.engine_replay(url))
     assert positive(bench.raw_scan_decode(str(Path(directory) / "events.db")))
 
-    from tandem.replay.workload import observation_trace
+    from bench.workload import observation_trace
 
     assert positive(bench.inbox_bytes(observation_trace(40, 4)))
 

@@ -16,7 +16,7 @@ from tandem.adapters.store import open_store
 from tandem.adapters.trace import parse_trace, read_trace
 from tandem.replay.engine import Engine
 from tandem.replay.verify import verify
-from tandem.replay.workload import observation_inputs
+from bench.workload import observation_inputs
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"

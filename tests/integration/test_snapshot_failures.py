@@ -16,7 +16,7 @@ from tandem.adapters.store import open_store
 from tandem.adapters.trace import TraceLine, parse_trace
 from tandem.replay.engine import Engine
 from tandem.replay.port import EventStore
-from tandem.replay.workload import observation_trace
+from bench.workload import observation_trace
 
 FAILURES = [
     RecursionError("maximum recursion depth exceeded while pickling an object"),

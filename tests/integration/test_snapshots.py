@@ -20,7 +20,7 @@ from tandem.adapters.trace import parse_trace, read_trace
 from tandem.replay.engine import Engine, project
 from tandem.replay.port import EventStore, StoreError
 from tandem.replay.verify import verify
-from tandem.replay.workload import observation_inputs, observation_trace
+from bench.workload import observation_inputs, observation_trace
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"
@@ -264,7 +264,7 @@ def test_the_snapshot_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_a_state_that_grows_with_every_event_stops_getting_snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tandem.replay.workload import synthetic_trace
+    from bench.workload import synthetic_trace
 
     # Every action of the synthetic workload stays in the state (~100 bytes
     # of snapshot per event); the observations' state stays the same size.
