@@ -52,7 +52,9 @@ snapshot_bytes_per_event = 16
 
 log = logging.getLogger("tandem.snapshots")
 
-Step = Callable[[State, Input, int, "str | None", "int | None", Callable[[ev.Event], None]], None]
+# The decision step: applies one input to the state, emitting its events
+# (`domain.dispatch.step`, or a variant under test).
+DecisionStep = Callable[[State, Input, int, "str | None", "int | None", Callable[[ev.Event], None]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +124,7 @@ class Engine:
         store: EventStore | None = None,
         *,
         with_views: bool = True,
-        step: Step = step,
+        step: DecisionStep = step,
         snapshot_every: int = snapshot_every_events_default,
         use_snapshots: bool = True,
     ) -> None:

@@ -33,7 +33,7 @@ from tandem.domain.dispatch import step as default_step
 from tandem.domain.state import evolve
 from tandem.projections import Views
 from tandem.replay import snapshot as snapshots
-from tandem.replay.engine import Engine, Located, Step, collector_paused
+from tandem.replay.engine import DecisionStep, Engine, Located, collector_paused
 from tandem.replay.port import EventStore
 
 differences_max = 12  # differing fields listed per divergence
@@ -156,7 +156,7 @@ def _input_ref(event: ev.InputAccepted | ev.InputRejected, position: int) -> Inp
 # ------------------------------------------------------------------- verify
 
 
-def verify(store: EventStore, step: Step = default_step) -> Report:
+def verify(store: EventStore, step: DecisionStep = default_step) -> Report:
     """Re-derive `store`'s events and snapshots with the rules `step`; the
     report names the first divergence, if any."""
     report = Report(url=getattr(store, "url", repr(store)))

@@ -23,7 +23,7 @@ EXIT_VIOLATION = 1
 
 
 def _depth(text: str) -> int:
-    from tandem.replay.proving.check import depth_max
+    from tandem.replay.proving import depth_max
 
     try:
         value = int(text)
@@ -48,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     from tandem.adapters.commands.common import EXIT_USAGE, CliError
     from tandem.domain import dispatch
-    from tandem.replay.proving.check import ScenarioError, check, load_scenario
+    from tandem.replay.proving import ScenarioError, check, load_scenario
 
     try:
         scenario = load_scenario(args.scenario)
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> None:
         except OSError as error:
             raise CliError(f"cannot write the counterexample to {out}: {error.strerror}") from error
     if args.json:
-        sys.stdout.write(json.dumps(result.as_json(), indent=2) + "\n")
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:
         sys.stdout.write(_text(result, len(scenario.setup), len(scenario.moves)))
     if found is not None:

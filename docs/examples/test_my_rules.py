@@ -4,7 +4,7 @@ Run: python -m pytest docs/examples/test_my_rules.py -q
 """
 
 from tandem.domain import events as ev
-from tandem.replay import catalog, check, event_invariant, machine, machine_settings, state_invariant
+from tandem.replay.proving import catalog, check, event_invariant, machine, machine_settings, state_invariant
 
 
 @state_invariant
@@ -17,12 +17,12 @@ def success_needs_an_accepted_attempt(world):
 
 
 @event_invariant
-def unattended_claims_record_a_fresh_heartbeat(before, event, step):
+def unattended_claims_record_a_fresh_heartbeat(before, event, applying):
     """Facts before effects: an unattended claim records the heartbeat it relied on, and it was fresh."""
     if isinstance(event, ev.ActionClaimed) and before.actions[event.operation_id].unattended:
         seen = event.facts.heartbeat_at
-        if seen is None or (step.at - seen).total_seconds() > before.config.watchdog_max_age_s:
-            return f"{event.attempt_id} claimed unattended on heartbeat {seen}, at {step.at}"
+        if seen is None or (applying.at - seen).total_seconds() > before.config.watchdog_max_age_s:
+            return f"{event.attempt_id} claimed unattended on heartbeat {seen}, at {applying.at}"
     return None
 
 

@@ -1,7 +1,7 @@
 """Hypothesis strategies: random, WELL-FORMED input traces for the engine.
 
-The input generators and `traces()` live in `replay/proving/fuzz.py` (the public
-fuzzing API, shared with the stateful fuzzer); they are re-exported here.
+The input generators and `traces()` live in `replay/proving/generators/` (the
+public fuzzing API, shared with the stateful fuzzer); they are re-exported here.
 `traces()` draws a list of input dicts (trace lines, as spec/TRACE.md section
 1 writes them): every dict decodes with `domain.inputs.decode_input` and `at`
 never goes backwards, so nothing is a schema error; what the domain does with
@@ -22,19 +22,9 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from tandem.replay.proving.fuzz import (  # noqa: F401  (re-exported for the property tests)
-    CONSUMERS,
-    KINDS,
-    T0,
-    Builder,
-    Draw,
-    _often,
-    decode,
-    observation_fields,
-    preamble,
-    traces,
-    triage_classify,
-)
+from tandem.replay.proving.generators.kinds import KINDS, traces  # noqa: F401  (re-exported for the property tests)
+from tandem.replay.proving.generators.sources import CONSUMERS, observation_fields, triage_classify  # noqa: F401
+from tandem.replay.proving.generators.universe import T0, Builder, Draw, decode, often, preamble  # noqa: F401
 
 # ===================================================== change-log-heavy traces
 
@@ -87,7 +77,7 @@ class ConsumerBuilder(Builder):
 
 
 def _consumer_id(draw: Draw) -> str:
-    return CONSUMERS[0] if _often(draw, 8) else CONSUMERS[1]
+    return CONSUMERS[0] if often(draw, 8) else CONSUMERS[1]
 
 
 def _cursor(b: Builder, consumer_id: str, epoch: int) -> int:
@@ -136,7 +126,7 @@ def cl_reconcile(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> dict[str, 
     consumer = b.state.consumers.get(consumer_id)
     issued = consumer.reconciliations if consumer is not None else 0
     open_id = consumer.reconciliation_id if consumer is not None else None
-    if open_id is not None and _often(draw, 8):
+    if open_id is not None and often(draw, 8):
         reconciliation_id = open_id
     else:  # a stale one: already committed, never issued, or another consumer's
         reconciliation_id = draw(st.sampled_from(
@@ -147,9 +137,9 @@ def cl_reconcile(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> dict[str, 
     if head and draw(st.integers(0, 9)) == 0:
         head = draw(st.integers(0, head))  # a lagging view of the log
     cursor = _cursor(b, consumer_id, log.epoch)
-    chosen = [seq for seq in seqs if seq > cursor] if _often(draw, 7) else seqs
+    chosen = [seq for seq in seqs if seq > cursor] if often(draw, 7) else seqs
     facts = [log.retained[log.epoch][seq] for seq in chosen[:5]]
-    if _often(draw, 2):
+    if often(draw, 2):
         facts.append(observation_fields(draw))  # an observation the log no longer orders
     return b.line("log.reconcile", "source", consumer_id=consumer_id, reconciliation_id=reconciliation_id,
                   epoch=log.epoch, retained_head=head, facts=facts)  # fmt: skip
@@ -160,9 +150,9 @@ def cl_epoch(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> None:
     `rollback` — sometimes back to an earlier one it still holds."""
     log = b.logs[consumer_id]
     earlier = [e for e in log.ever if e < log.epoch]
-    if b.rollback and earlier and _often(draw, 4):
+    if b.rollback and earlier and often(draw, 4):
         log.epoch = draw(st.sampled_from(earlier))
-        if _often(draw, 5):  # restored from a backup: the tail written since is gone
+        if often(draw, 5):  # restored from a backup: the tail written since is gone
             seqs = log.retained_seqs()
             cut = draw(st.sampled_from([0, 0, *seqs[: len(seqs) // 2]]))
             log.retained[log.epoch] = {seq: o for seq, o in log.retained.get(log.epoch, {}).items() if seq <= cut}
@@ -170,7 +160,7 @@ def cl_epoch(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> None:
             log.ever[log.epoch] = {seq for seq in log.ever.get(log.epoch, ()) if seq <= cut}
     else:
         log.epoch = max([log.epoch, *log.ever]) + 1
-        if _often(draw, 3):  # a new epoch may number on from an offset
+        if often(draw, 3):  # a new epoch may number on from an offset
             log.head[log.epoch] = draw(st.sampled_from([0, 5, 20]))
 
 
@@ -212,9 +202,9 @@ def consumer_traces(draw: Draw, max_steps: int = 40, rollback: bool = False) -> 
         consumer_id = _consumer_id(draw)
         consumer = b.state.consumers.get(consumer_id)
         reconciling = consumer is not None and consumer.reconciliation_id is not None
-        if kind == "log.reconcile" and not reconciling and _often(draw, 7):
+        if kind == "log.reconcile" and not reconciling and often(draw, 7):
             kind = "log.batch"  # mostly reconcile what is open; a stale one now and then
-        elif kind == "log.batch" and reconciling and _often(draw, 4):
+        elif kind == "log.batch" and reconciling and often(draw, 4):
             kind = "log.reconcile"
         line = CONSUMER_KINDS[kind][0](draw, b, consumer_id)
         if line is not None:

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from tandem.adapters.cli import main
-from tandem.replay import check, register, state_invariant, unregister
-from tandem.replay.proving.check import check_trace, load_scenario, read_trace
+from tandem.adapters.trace import read_trace
+from tandem.replay.proving import check, check_trace, load_scenario, register, state_invariant, unregister
 from tests.property import broken
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
@@ -76,7 +76,7 @@ def test_the_checker_finds_a_broken_engine_with_the_shortest_counterexample(
     assert again is not None and again.invariant.name == invariant
     assert check_trace(out) is None
     setup = len(load_scenario(scenario).setup)
-    assert len(read_trace(out)) == setup + len(moves)
+    assert len(read_trace(str(out)).lines) == setup + len(moves)
     assert main(["replay", str(out), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert [row["operation_id"] for row in document["actions"]] == ["op-build"]
@@ -127,7 +127,7 @@ def test_a_violation_in_the_setup_is_a_counterexample_of_no_moves(tmp_path: Path
     result = check(_scenario([_move("a")]), 3, invariants=[no_policy_ever], out=tmp_path / "x.jsonl")
     assert result.counterexample is not None and result.counterexample.moves == []
     assert result.counterexample.invariant == "no_policy_ever"
-    assert len(read_trace(tmp_path / "x.jsonl")) == 1
+    assert len(read_trace(str(tmp_path / "x.jsonl")).lines) == 1
 
 
 def test_a_registered_invariant_is_checked_by_default() -> None:

@@ -69,7 +69,7 @@ from tandem.domain.events import decode_event, encode_event
 from tandem.domain.state import State, evolve
 from tandem.projections import Views
 from tandem.replay.engine import Engine, Located
-from tandem.replay.proving.invariants import Monitor
+from tandem.replay.proving import Monitor
 from tests.unit import helpers as h
 
 FUZZ_EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "50"))

@@ -27,17 +27,16 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
 from tandem.adapters.store import open_store, table_name_default
-from tandem.domain.events import Event
-from tandem.replay.proving.check import InjectedCrash, LogStore, check_trace, read_trace
-from tandem.replay.proving.fuzz import FuzzFailure, TandemMachine, machine, machine_settings
+from tandem.adapters.trace import read_trace
 from tandem.replay.port import EventStore
+from tandem.replay.proving import FuzzFailure, ProvingStore, TandemMachine, check_trace, machine, machine_settings
 from tests.property import broken
 
 EVENTS_TABLE = table_name_default  # the events table of a store URL without ?table=
@@ -55,7 +54,7 @@ class SQLiteMachine(TandemMachine):
         store.close()
         return open_store(f"sqlite:///{self.path}")
 
-    def crash_mid_batch(self, store: EventStore, expected_head: int, size: int) -> Callable[[], None] | None:
+    def crash_mid_batch(self, store: ProvingStore, expected_head: int, size: int) -> Callable[[], None] | None:
         # The insert of a row past the first aborts: the earlier rows of the
         # batch are already in the (uncommitted) transaction.
         row = expected_head + max(2, (size + 1) // 2 + 1)
@@ -112,7 +111,7 @@ def test_the_fuzzer_finds_a_broken_engine_and_writes_a_trace_that_reproduces_it(
     again = check_trace(failure.trace, step=rules)
     assert again is not None and again.invariant.name == invariant, again
     assert check_trace(failure.trace) is None  # the real engine: nothing violated
-    assert len(read_trace(failure.trace)) < 15  # minimized to what it needs
+    assert len(read_trace(str(failure.trace)).lines) < 15  # minimized to what it needs
 
 
 def test_the_fuzzer_reports_an_engine_that_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,36 +132,19 @@ def test_the_fuzzer_reports_an_engine_that_raises(tmp_path: Path, monkeypatch: p
 # ------------------------------------------ the restart and crash checks can fail
 
 
-class ForgetfulStore(LogStore):
-    """Reopened, it has lost its last event."""
-
-
 class ForgetfulMachine(TandemMachine):
+    """Reopened, the store has lost its last event."""
+
     def reopen_store(self, store: EventStore) -> EventStore:
-        assert isinstance(store, LogStore)
-        return ForgetfulStore(store.events[:-1])
-
-
-class HalfWritingStore(LogStore):
-    """An append made to fail writes its first event, then raises: not atomic."""
-
-    half = False
-
-    def append(self, events: Sequence[Event], expected_head: int) -> int:
-        if self.half:
-            self.half = False
-            self.events.extend(events[:1])
-            raise InjectedCrash("injected crash after a partial write")
-        return super().append(events, expected_head)
+        assert isinstance(store, ProvingStore)
+        return ProvingStore(store.events[:-1])
 
 
 class HalfWritingMachine(TandemMachine):
-    def open_store(self) -> EventStore:
-        return HalfWritingStore()
+    """An append made to fail writes its first event, then raises: not atomic."""
 
-    def crash_mid_batch(self, store: EventStore, expected_head: int, size: int) -> Callable[[], None] | None:
-        assert isinstance(store, HalfWritingStore)
-        store.half = True
+    def crash_mid_batch(self, store: ProvingStore, expected_head: int, size: int) -> Callable[[], None] | None:
+        store.crash_next_append(written=1)
         return lambda: None
 
 
@@ -195,7 +177,7 @@ def test_a_crash_in_the_middle_of_a_sqlite_transaction_writes_nothing(tmp_path: 
             engine.submit(Located(h.decode({**line, "at": h.at(n)})))
         head = store.head()
         batch = [Located(h.decode({**h.receipt("op-1", "op-1/a1", "refused"), "at": h.at(20)}))]
-        size = len(Engine(LogStore(e for page in store.read_pages() for e in page)).decide(batch[0]))
+        size = len(Engine(ProvingStore(e for page in store.read_pages() for e in page)).decide(batch[0]))
         assert size >= 3  # record, AttemptUpdated, ActionClaimed...
         undo = probe.crash_mid_batch(store, head, size)
         with pytest.raises(Exception) as caught:

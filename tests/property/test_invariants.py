@@ -4,7 +4,7 @@ input of random traces.
 The traces come from `tests.property.strategies.traces()` (well-formed inputs
 over a small universe of ids, mostly referring to what exists, with current
 revisions most of the time). Each trace is applied input by input to a fresh
-in-memory `Engine`, watched by a `replay.invariants.Monitor` running the whole
+in-memory `Engine`, watched by a `tandem.replay.proving.Monitor` running the whole
 catalog (docs/invariants.md): every event is checked against the state it is
 applied to (no claim while blocked or under stale authority, no retry of an
 `unknown` attempt, terminal actions never change, grants inside the policy,
@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tandem.domain.events import encode_event
 from tandem.replay.engine import Engine, Located
-from tandem.replay.proving.invariants import Monitor
+from tandem.replay.proving import Monitor
 from tests.property.strategies import decode, traces
 
 FUZZ_EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "60"))

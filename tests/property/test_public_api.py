@@ -1,8 +1,13 @@
-"""The public API (`replay`) and its documented example.
+"""The public APIs (`tandem.replay`, `tandem.replay.proving`) and the
+documented example.
 
-- `import replay` and its engine, invariants and checker names work without
-  Hypothesis; the fuzzing names import it when asked for;
-- `from replay import check` is the function, however replay.check was imported;
+- `import tandem.replay` (the runtime: engine, store port, trace parser) works
+  without Hypothesis, and exports none of the proving tools;
+- `tandem.replay.proving`'s invariants and checker names work without
+  Hypothesis (what `tandem check` runs); the fuzzing names import it when
+  asked for;
+- `from tandem.replay.proving import check` is the function, however the
+  check module was imported;
 - docs/fuzzing.md shows docs/examples/test_my_rules.py verbatim, and that file
   passes as shown (`python -m pytest docs/examples/test_my_rules.py -q`).
 """
@@ -19,20 +24,30 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_replay_without_hypothesis() -> None:
     code = (
         "import sys\n"
-        "import tandem.replay.proving.check\n"
         "import tandem.replay as replay\n"
-        "from tandem.replay import check, catalog, Engine, Located, Monitor, write_trace\n"
+        "from tandem.replay import Engine, Located, parse_trace\n"
+        "assert 'tandem.replay.proving' not in sys.modules, 'the runtime imported the proving tools'\n"
+        "for name in ('check', 'catalog', 'Monitor', 'TandemMachine', 'nothing'):\n"
+        "    try:\n"
+        "        getattr(replay, name)\n"
+        "    except AttributeError:\n"
+        "        pass\n"
+        "    else:\n"
+        "        raise SystemExit(f'tandem.replay.{name} exists')\n"
+        "import tandem.replay.proving.check\n"
+        "import tandem.replay.proving as proving\n"
+        "from tandem.replay.proving import check, catalog, Monitor, write_trace, state_invariant, ProvingStore\n"
         "assert callable(check) and check.__module__ == 'tandem.replay.proving.check', check\n"
         "assert len(catalog()) >= 20\n"
-        "assert 'hypothesis' not in sys.modules, 'replay imported hypothesis'\n"
-        "from tandem.replay import TandemMachine\n"
+        "assert 'hypothesis' not in sys.modules, 'the runtime or the checker imported hypothesis'\n"
+        "from tandem.replay.proving import TandemMachine, machine, traces\n"
         "assert 'hypothesis' in sys.modules\n"
         "try:\n"
-        "    replay.nothing\n"
+        "    proving.nothing\n"
         "except AttributeError:\n"
         "    pass\n"
         "else:\n"
-        "    raise SystemExit('replay.nothing exists')\n"
+        "    raise SystemExit('tandem.replay.proving.nothing exists')\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

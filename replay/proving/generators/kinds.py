@@ -1,0 +1,179 @@
+"""The whole input language, weighted: `KINDS` maps every input kind (and the
+machine's own kinds) to its generator and weight; `applicable` says whether a
+kind has something to act on now; `traces()` draws whole well-formed traces."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tandem.replay.proving.generators.conversations import (
+    alert_resolve,
+    alert_seen,
+    approval_required,
+    approval_resolved,
+    card_propose,
+    context_reset,
+    conversation_open,
+    daemon_start,
+    daemon_stop,
+    engine_configure,
+    health_incident,
+    health_recovered,
+    hold_failure,
+    hold_release,
+    holding_question,
+    lost_ack,
+    provider_receipt,
+    provider_reconcile,
+    queue_edit,
+    turn_ended,
+)
+from tandem.replay.proving.generators.sources import log_batch, log_pruned, log_reconcile, observe, triage_classify
+from tandem.replay.proving.generators.universe import IN_FLIGHT, INPUT_IDS, Builder, Draw, often, preamble
+from tandem.replay.proving.generators.work import (
+    action_cancel,
+    action_propose,
+    action_revalidate,
+    background_bind,
+    executor_outcome,
+    executor_receipt,
+    executor_reconcile,
+    grant_revise,
+    heartbeat,
+    human_message,
+    intent_synced,
+    policy_set,
+    question_answer,
+    question_raise,
+    repeat,
+    rule_set,
+    scope_pause,
+    scope_resume,
+    task_cancel,
+    task_complete,
+    task_delegate,
+    task_revise,
+    tick,
+    usage_report,
+)
+
+# name -> (generator, weight)
+KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
+    "task.delegate": (task_delegate, 3),
+    "task.revise": (task_revise, 1),
+    "grant.revise": (grant_revise, 1),
+    "task.cancel": (task_cancel, 1),
+    "task.complete": (task_complete, 2),
+    "question.raise": (question_raise, 2),
+    "question.answer": (question_answer, 2),
+    "rule.set": (rule_set, 1),
+    "action.propose": (action_propose, 8),
+    "action.revalidate": (action_revalidate, 2),
+    "action.cancel": (action_cancel, 1),
+    "executor.receipt": (executor_receipt, 6),
+    "executor.reconcile": (executor_reconcile, 3),
+    "executor.outcome": (executor_outcome, 5),
+    "usage.report": (usage_report, 2),
+    "watchdog.heartbeat": (heartbeat, 5),
+    "scope.pause": (scope_pause, 1),
+    "scope.resume": (scope_resume, 1),
+    "human.message": (human_message, 1),
+    "intent.synced": (intent_synced, 2),
+    "background.bind": (background_bind, 1),
+    "policy.set": (policy_set, 1),
+    "tick": (tick, 1),
+    "repeat": (repeat, 1),
+    "observe": (observe, 3),
+    "triage.classify": (triage_classify, 2),
+    "log.batch": (log_batch, 2),
+    "log.pruned": (log_pruned, 1),
+    "log.reconcile": (log_reconcile, 2),
+    "human.queue_edit": (queue_edit, 1),
+    "provider.receipt": (provider_receipt, 2),
+    "provider.reconcile": (provider_reconcile, 1),
+    "turn.ended": (turn_ended, 2),
+    "context.reset": (context_reset, 1),
+    "approval.required": (approval_required, 1),
+    "approval.resolved": (approval_resolved, 1),
+    "hold.failure": (hold_failure, 1),
+    "hold.release": (hold_release, 1),
+    "health.incident": (health_incident, 1),
+    "health.recovered": (health_recovered, 1),
+    "daemon.stop": (daemon_stop, 1),
+    "daemon.start": (daemon_start, 1),
+    "card.propose": (card_propose, 1),
+    "alert.seen": (alert_seen, 1),
+    "alert.resolve": (alert_resolve, 1),
+    "conversation.open": (conversation_open, 1),
+    "engine.configure": (engine_configure, 1),
+    "lost_ack": (lost_ack, 0),  # (kinds of the machine's own rules: not drawn by traces())
+    "holding_question": (holding_question, 0),
+}
+WEIGHTED = [name for name, (_, weight) in KINDS.items() for _ in range(weight)]
+
+# Seconds between inputs: mostly short (the watchdog stays fresh), sometimes
+# past watchdog_max_age_s (120 s) so unattended dispatch is held.
+_GAPS = st.sampled_from([0, 0, 0, 1, 1, 2, 2, 5, 5, 10, 30, 60, 121, 300])
+
+
+def applicable(kind: str, b: Builder) -> bool:
+    """Is there something for this kind to act on? (Else it would be rejected
+    as unknown or stale, which a few inputs may be, but not most.)"""
+    actions = b.state.actions.values()
+    if kind in ("action.cancel", "usage.report"):
+        return bool(b.state.actions)
+    if kind == "action.revalidate":
+        return any(a.state == "fenced" for a in actions)
+    if kind == "executor.receipt":
+        return any(a.attempts and a.attempts[-1].state in ("submitting", "queued") for a in actions)
+    if kind == "executor.reconcile":
+        return any(a.attempts and a.attempts[-1].state == "unknown" for a in actions)
+    if kind == "executor.outcome":
+        return any(a.state in IN_FLIGHT for a in actions)
+    if kind == "question.answer":
+        return any(q.state == "open" for q in b.state.questions.values())
+    if kind == "triage.classify":
+        return bool(b.state.updates)
+    if kind == "log.reconcile":
+        return any(c.state == "reconciliation_required" for c in b.state.consumers.values())
+    if kind == "provider.receipt":
+        return any(d.attempt_state == "submitting" for c in b.state.conversations.values() for d in c.deliveries.values())
+    if kind == "provider.reconcile":
+        return any(d.attempt_state == "unknown" for c in b.state.conversations.values() for d in c.deliveries.values())
+    if kind == "turn.ended":
+        return any(c.running_turn is not None for c in b.state.conversations.values())
+    if kind in ("action.propose", "task.complete", "task.revise", "task.cancel", "question.raise"):
+        return any(t.state == "active" for t in b.state.tasks.values())
+    return True
+
+
+@st.composite
+def traces(draw: Draw, max_steps: int = 40) -> list[dict[str, Any]]:
+    """A well-formed trace: the preamble, then up to `max_steps` random inputs."""
+    b = Builder()
+    for line in preamble():
+        b.add(line)
+    if b.crashed:
+        return b.lines
+    # Some tasks up front so that actions have somewhere to live.
+    for _ in range(draw(st.integers(1, 3))):
+        b.add(task_delegate(draw, b))
+        if b.crashed:
+            return b.lines
+    steps = draw(st.integers(0, max_steps))
+    for _ in range(steps):
+        b.now += datetime.timedelta(seconds=draw(_GAPS))
+        kind = draw(st.sampled_from(WEIGHTED))
+        if not applicable(kind, b) and often(draw, 8):
+            kind = "action.propose" if applicable("action.propose", b) else "task.delegate"
+        line = KINDS[kind][0](draw, b)
+        if kind != "repeat" and draw(st.integers(0, 19)) == 0:
+            line["id"] = draw(st.sampled_from(INPUT_IDS))
+        b.add(line)
+        if b.crashed:
+            break
+    return b.lines

@@ -1,0 +1,118 @@
+"""Generators of what sources say (spec 3.4): observations, triage of the
+updates they make, and a change log's batches, prunings and reconciliations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tandem.replay.proving.generators.universe import CAUSES, Builder, Draw, often, revision_near
+
+SOURCES = ("ci-1", "ci-2", "c-1", "c-2")  # "c-*" are comment sources
+SCOPES = ("https://scm/pr/1", "https://scm/pr/2")
+FINGERPRINTS = ("f1", "f2", "f3")
+SOURCE_VERSIONS = tuple(f"v{n}" for n in range(1, 7))
+CONSUMERS = ("scm", "ci-log")
+DISPOSITIONS = ("routine", "actionable", "urgent", "needs_input")
+
+
+def observation_fields(draw: Draw, causes: tuple[str, ...] = (), p_cause: int = 6) -> dict[str, Any]:
+    """The observe fields (spec 3.4) over a small universe, so that repeats
+    (same version, same latest fingerprint) happen often."""
+    source = draw(st.sampled_from(SOURCES))
+    fields: dict[str, Any] = {
+        "source_id": source,
+        "kind": "comment" if source.startswith("c-") else "ci",
+        "scope": draw(st.sampled_from(SCOPES)),
+        "fingerprint": draw(st.sampled_from(FINGERPRINTS)),
+        "complete": often(draw, 8),
+    }
+    if causes and often(draw, p_cause):
+        fields["cause_key"] = draw(st.sampled_from(causes))
+    if often(draw, 5):
+        fields["source_version"] = draw(st.sampled_from(SOURCE_VERSIONS))
+    if draw(st.integers(0, 14)) == 0:
+        fields["deleted"] = True
+    origin = draw(st.integers(0, 14))
+    if origin == 0:
+        fields["origin_conversation"] = "bg"  # a background's own activity
+    elif origin == 1:
+        fields["origin_conversation"] = "fg"
+    if often(draw, 3):
+        fields["text"] = draw(st.sampled_from(["build failed", "all green", "nit: rename"]))
+    if often(draw, 2):
+        fields["tokens"] = draw(st.sampled_from([0, 12, 300]))
+    return fields
+
+
+def observe(draw: Draw, b: Builder) -> dict[str, Any]:
+    line = b.line("observe", "source")  # (not **fields: an observation has a `kind` field)
+    line.update(observation_fields(draw, CAUSES))
+    return line
+
+
+def triage_classify(draw: Draw, b: Builder, conversation: str = "bg") -> dict[str, Any]:
+    updates = b.state.updates
+    if updates and often(draw):
+        cause_key = draw(st.sampled_from(sorted(updates)))
+        revision = revision_near(draw, updates[cause_key].revision)
+    else:
+        cause_key, revision = draw(st.sampled_from(CAUSES)), 1
+    return b.line(
+        "triage.classify",
+        "background",
+        conversation_id=conversation,
+        generation=b.generation() if often(draw) else b.generation() - 1,
+        cause_key=cause_key,
+        update_revision=revision,
+        disposition=draw(st.sampled_from(DISPOSITIONS)),
+        action_priority=draw(st.integers(0, 3)),
+        notification_priority=draw(st.integers(0, 3)),
+    )
+
+
+def _consumer(b: Builder, consumer_id: str):
+    return b.state.consumers.get(consumer_id)
+
+
+def log_batch(draw: Draw, b: Builder) -> dict[str, Any]:
+    """A batch around the cursor (some entries at or below it), in its epoch
+    mostly, in another one sometimes."""
+    consumer = _consumer(b, "scm")
+    cursor = consumer.seq if consumer is not None else 0
+    epoch = consumer.epoch if consumer is not None and often(draw, 8) else draw(st.integers(1, 2))
+    start = max(cursor + 1 - draw(st.sampled_from([0, 0, 0, 1, 2])), 1)
+    seqs = sorted(set(draw(st.lists(st.integers(start, start + 5), max_size=3))))
+    entries = [{"seq": seq, "observation": observation_fields(draw, CAUSES)} for seq in seqs]
+    return b.line("log.batch", "source", consumer_id="scm", epoch=epoch, entries=entries)
+
+
+def log_pruned(draw: Draw, b: Builder) -> dict[str, Any]:
+    consumer = _consumer(b, "scm")
+    cursor = consumer.seq if consumer is not None else 0
+    epoch = consumer.epoch if consumer is not None and often(draw, 8) else draw(st.integers(1, 2))
+    deleted = max(cursor + draw(st.sampled_from([-2, -1, 0, 0, 1, 3])), 0)
+    return b.line("log.pruned", "source", consumer_id="scm", epoch=epoch, max_deleted_seq=deleted)
+
+
+def log_reconcile(draw: Draw, b: Builder) -> dict[str, Any]:
+    consumer = _consumer(b, "scm")
+    open_id = consumer.reconciliation_id if consumer is not None else None
+    if open_id is not None and often(draw, 8):
+        reconciliation_id = open_id
+    else:
+        issued = consumer.reconciliations if consumer is not None else 0
+        reconciliation_id = f"scm/r{draw(st.integers(max(issued - 1, 1), issued + 1))}"
+    cursor = consumer.seq if consumer is not None else 0
+    epoch = consumer.epoch if consumer is not None else 1
+    facts = [observation_fields(draw, CAUSES) for _ in range(draw(st.integers(0, 2)))]
+    return b.line(
+        "log.reconcile",
+        "source",
+        consumer_id="scm",
+        reconciliation_id=reconciliation_id,
+        epoch=epoch if often(draw, 7) else draw(st.integers(1, 2)),
+        retained_head=max(cursor + draw(st.sampled_from([-3, 0, 0, 2, 4])), 0),
+        facts=facts,
+    )

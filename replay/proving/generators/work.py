@@ -1,0 +1,360 @@
+"""Generators of the work's inputs: tasks, grants, questions, automation
+rules, actions, executor receipts and outcomes, usage, heartbeats, scopes,
+policy; and `repeat` (an earlier input again)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tandem.domain.inputs import format_at
+from tandem.replay.proving.generators.universe import (
+    ARTIFACTS,
+    CAUSES,
+    GRANT_ROOTS,
+    IN_FLIGHT,
+    OPERATION_IDS,
+    OPERATIONS,
+    POLICY_ROOTS,
+    QUESTION_KEYS,
+    RESOURCES,
+    RULE_GRANT,
+    RULE_ID,
+    TASKS,
+    WRITE_PATHS,
+    Builder,
+    Draw,
+    grant_request,
+    often,
+    pick,
+    revision_near,
+    subset,
+)
+
+
+def task_delegate(draw: Draw, b: Builder) -> dict[str, Any]:
+    free = [t for t in TASKS if t not in b.state.tasks]
+    task_id = draw(st.sampled_from(free)) if free and often(draw) else draw(st.sampled_from(TASKS))
+    fields: dict[str, Any] = {
+        "task_id": task_id,
+        "conversation_id": "fg" if draw(st.integers(0, 19)) else "nowhere",
+        "message_refs": [],
+        "goal": f"goal of {task_id}",
+        "done_when": ["tests pass"],
+        "grant": grant_request(draw, f"g-{task_id}" if often(draw) else draw(st.sampled_from(["g-t1", RULE_GRANT]))),
+    }
+    existing = [t for t in b.state.tasks if t != task_id]
+    if existing and often(draw, 5):
+        fields["depends_on"] = subset(draw, existing, 1)
+    return b.line("task.delegate", **fields)
+
+
+def task_revise(draw: Draw, b: Builder) -> dict[str, Any]:
+    task_id = pick(draw, list(b.state.tasks), TASKS)
+    task = b.state.tasks.get(task_id)
+    fields: dict[str, Any] = {"task_id": task_id, "expected_revision": revision_near(draw, task.revision if task else 1)}
+    which = draw(st.sampled_from(["goal", "done_when", "constraints", "fallback_decisions"]))
+    fields[which] = {
+        "goal": "a revised goal",
+        "done_when": ["it works"],
+        "constraints": {"push": False},
+        "fallback_decisions": {"db": "sqlite"},
+    }[which]
+    return b.line("task.revise", **fields)
+
+
+def grant_revise(draw: Draw, b: Builder) -> dict[str, Any]:
+    grant_id = pick(draw, list(b.state.grants), tuple(f"g-{t}" for t in TASKS))
+    grant = b.state.grants.get(grant_id)
+    fields: dict[str, Any] = {"grant_id": grant_id, "expected_revision": revision_near(draw, grant.revision if grant else 1)}
+    changes = subset(draw, ("allowed_operations", "write_roots", "max_attempts", "token_limit"), 1)
+    for change in changes:
+        if change == "allowed_operations":
+            fields[change] = subset(draw, OPERATIONS, 1)
+        elif change == "write_roots":
+            fields[change] = subset(draw, GRANT_ROOTS, 1)
+        elif change == "max_attempts":
+            fields[change] = draw(st.integers(1, 4))
+        else:
+            fields[change] = draw(st.sampled_from([50, 200, 1000, 100000]))
+    return b.line("grant.revise", **fields)
+
+
+def task_cancel(draw: Draw, b: Builder) -> dict[str, Any]:
+    return b.line("task.cancel", task_id=pick(draw, list(b.state.tasks), TASKS))
+
+
+def task_complete(draw: Draw, b: Builder) -> dict[str, Any]:
+    state = b.state
+    done = [
+        t for t, task in state.tasks.items()
+        if task.state == "active" and task.actions and all(state.actions[op].terminal for op in task.actions)
+    ]  # fmt: skip
+    return b.line(
+        "task.complete",
+        draw(st.sampled_from(["background", "human"])),
+        task_id=draw(st.sampled_from(done)) if done and often(draw, 8) else pick(draw, list(state.tasks), TASKS),
+        evidence_refs=["ev/tests"],
+    )
+
+
+def question_raise(draw: Draw, b: Builder) -> dict[str, Any]:
+    task_id = pick(draw, list(b.state.tasks), TASKS)
+    key = draw(st.sampled_from(QUESTION_KEYS))
+    existing = b.state.questions.get((task_id, key))
+    kind = draw(st.sampled_from(["ops", "ops", "task", "unknown"]))
+    if kind == "ops":
+        # Listed operations need not exist yet (spec 3.2): now and then one does not.
+        future = [op for op in OPERATION_IDS if op not in b.state.actions][:1] if often(draw, 2) else []
+        affected: Any = subset(draw, list(b.state.actions) + future, 1) if b.state.actions or future else "task"
+    else:
+        affected = kind
+    evidence = existing.evidence_revision if existing else 0
+    evidence += 1 if often(draw, 8) else 0
+    return b.line(
+        "question.raise",
+        draw(st.sampled_from(["background", "foreground"])),
+        task_id=task_id,
+        question_key=key,
+        recipient="human",
+        blocking_reason="which database?",
+        affected=affected,
+        evidence_revision=evidence,
+    )
+
+
+def question_answer(draw: Draw, b: Builder) -> dict[str, Any]:
+    open_keys = [k for k, q in b.state.questions.items() if q.state == "open"]
+    if open_keys and often(draw, 8):
+        task_id, key = draw(st.sampled_from(open_keys))
+    else:
+        task_id, key = pick(draw, list(b.state.tasks), TASKS), draw(st.sampled_from(QUESTION_KEYS))
+    return b.line("question.answer", task_id=task_id, question_key=key, answer="use sqlite")
+
+
+def rule_set(draw: Draw, b: Builder) -> dict[str, Any]:
+    return b.line("rule.set", rule_id=RULE_ID, grant=grant_request(draw, RULE_GRANT))
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    return any(root == "/" or path == root or path.startswith(root + "/") for root in roots)
+
+
+def _cause(draw: Draw, b: Builder) -> str:
+    """Mostly a cause with no live action; sometimes any (shared) cause."""
+    state = b.state
+    free = [
+        c for c in CAUSES
+        if all(state.actions[op].terminal for op in state.actions_by_cause.get(c, ()))
+    ]  # fmt: skip
+    if free and often(draw, 7):
+        return draw(st.sampled_from(free))
+    return draw(st.sampled_from(CAUSES))
+
+
+def _prerequisites(draw: Draw, b: Builder) -> list[dict[str, Any]]:
+    existing = list(b.state.actions)
+    if not existing or not often(draw, 4):
+        return []
+    chosen = subset(draw, existing[-4:], 1)[:2]
+    out = []
+    for operation_id in chosen:
+        prerequisite: dict[str, Any] = {"operation_id": operation_id, "outcome": "succeeded"}
+        if often(draw, 3):
+            prerequisite["artifact_revision"] = draw(st.sampled_from(ARTIFACTS))
+        out.append(prerequisite)
+    return out
+
+
+def action_propose(draw: Draw, b: Builder) -> dict[str, Any]:
+    state = b.state
+    free = [op for op in OPERATION_IDS if op not in state.actions]
+    operation_id = draw(st.sampled_from(free)) if free and often(draw) else draw(st.sampled_from(OPERATION_IDS))
+    fields: dict[str, Any] = {
+        "operation_id": operation_id,
+        "cause_key": _cause(draw, b),
+        "target": "somewhere",
+        "resource": draw(st.sampled_from(RESOURCES)),
+    }
+    rule = RULE_ID in state.rules and often(draw, 2)
+    if rule:
+        actor = "daemon"
+        grant = state.grants[RULE_GRANT]
+        fields["rule_id"] = RULE_ID
+        fields["grant_id"] = RULE_GRANT if often(draw) else "g-t1"
+        revisions: dict[str, Any] = {"grant": revision_near(draw, grant.revision)}
+    else:
+        actor = draw(st.sampled_from(["background", "background", "background", "human", "daemon"]))
+        active = [t for t, task in state.tasks.items() if task.state == "active"]
+        task_id = pick(draw, active or list(state.tasks), TASKS)
+        task = state.tasks.get(task_id)
+        fields["task_id"] = task_id
+        fields["grant_id"] = task.grant_id if task is not None and often(draw) else draw(st.sampled_from(["g-t1", "g-t2", RULE_GRANT]))
+        grant = state.grants.get(fields["grant_id"])
+        revisions = {"grant": revision_near(draw, grant.revision if grant else 1)}
+        if task is not None and often(draw, 6):
+            revisions["task"] = revision_near(draw, task.revision)
+        if often(draw, 5):
+            revisions["intent"] = revision_near(draw, b.intent())
+    if actor == "background" or often(draw, 1):
+        fields["generation"] = b.generation() if often(draw) else b.generation() - 1
+    allowed = sorted(grant.operations) if grant is not None and grant.operations else list(OPERATIONS)
+    fields["operation"] = draw(st.sampled_from(allowed)) if often(draw) else draw(st.sampled_from(OPERATIONS))
+    if often(draw, 6):
+        roots = list(grant.roots) if grant is not None else []
+        policy_roots = list(state.policy.roots)
+        inside = [p for p in WRITE_PATHS if _inside(p, roots) and _inside(p, policy_roots)]
+        fields["write_paths"] = (
+            subset(draw, inside, 1)[:2] if inside and often(draw, 8) else [draw(st.sampled_from(WRITE_PATHS))]
+        )
+    prerequisites = _prerequisites(draw, b)
+    if prerequisites:
+        fields["prerequisites"] = prerequisites
+    fields["input_revisions"] = revisions
+    if often(draw, 2):
+        fields["unattended"] = draw(st.booleans())
+    return b.line("action.propose", actor, **fields)
+
+
+def action_revalidate(draw: Draw, b: Builder) -> dict[str, Any]:
+    state = b.state
+    fenced = [op for op, a in state.actions.items() if a.state == "fenced"]
+    operation_id = draw(st.sampled_from(fenced)) if fenced and often(draw, 8) else pick(draw, list(state.actions), OPERATION_IDS)
+    action = state.actions.get(operation_id)
+    grant = state.grants.get(action.grant_id) if action else None
+    revisions: dict[str, Any] = {"grant": revision_near(draw, grant.revision if grant else 1)}
+    if action is not None and action.task_id is not None and often(draw, 6):
+        revisions["task"] = revision_near(draw, state.tasks[action.task_id].revision)
+    if often(draw, 3):
+        revisions["intent"] = revision_near(draw, b.intent())
+    actor = draw(st.sampled_from(["background", "human"]))
+    fields: dict[str, Any] = {"operation_id": operation_id, "input_revisions": revisions}
+    if actor == "background":
+        fields["generation"] = b.generation() if often(draw) else b.generation() - 1
+    return b.line("action.revalidate", actor, **fields)
+
+
+def action_cancel(draw: Draw, b: Builder) -> dict[str, Any]:
+    return b.line("action.cancel", operation_id=pick(draw, list(b.state.actions), OPERATION_IDS))
+
+
+def _attempt_target(draw: Draw, b: Builder, states: tuple[str, ...]) -> tuple[str, str]:
+    """(operation_id, attempt_id): mostly the latest attempt of an action whose
+    latest attempt is in `states`; sometimes a stale or made-up attempt."""
+    actions = b.state.actions
+    fitting = [op for op, a in actions.items() if a.attempts and a.attempts[-1].state in states]
+    with_attempts = [op for op, a in actions.items() if a.attempts]
+    if fitting and often(draw, 8):
+        operation_id = draw(st.sampled_from(fitting))
+    elif with_attempts:
+        operation_id = draw(st.sampled_from(with_attempts))
+    else:
+        operation_id = pick(draw, list(actions), OPERATION_IDS)
+    action = actions.get(operation_id)
+    n = len(action.attempts) if action else 0
+    if n and often(draw, 8):
+        return operation_id, action.attempts[-1].attempt_id
+    return operation_id, f"{operation_id}/a{draw(st.integers(1, max(n + 1, 1)))}"
+
+
+def executor_receipt(draw: Draw, b: Builder) -> dict[str, Any]:
+    operation_id, attempt_id = _attempt_target(draw, b, ("submitting", "queued"))
+    result = draw(st.sampled_from(["queued", "accepted", "refused", "unknown"]))
+    return b.line("executor.receipt", "executor", operation_id=operation_id, attempt_id=attempt_id, result=result)
+
+
+def executor_reconcile(draw: Draw, b: Builder) -> dict[str, Any]:
+    operation_id, attempt_id = _attempt_target(draw, b, ("unknown",))
+    return b.line(
+        "executor.reconcile",
+        draw(st.sampled_from(["executor", "daemon"])),
+        operation_id=operation_id,
+        attempt_id=attempt_id,
+        observed=draw(st.sampled_from(["accepted", "not_received"])),
+    )
+
+
+def executor_outcome(draw: Draw, b: Builder) -> dict[str, Any]:
+    actions = b.state.actions
+    live = [op for op, a in actions.items() if a.state in IN_FLIGHT]
+    operation_id = draw(st.sampled_from(live)) if live and often(draw, 8) else pick(draw, list(actions), OPERATION_IDS)
+    fields: dict[str, Any] = {
+        "operation_id": operation_id,
+        "outcome": draw(st.sampled_from(["succeeded", "succeeded", "failed", "cancelled"])),
+    }
+    if often(draw, 6):
+        fields["artifact_revision"] = draw(st.sampled_from(ARTIFACTS))
+    if often(draw, 5):
+        fields["evidence_ref"] = "ev/run"
+    return b.line("executor.outcome", "executor", **fields)
+
+
+def usage_report(draw: Draw, b: Builder) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if b.state.actions and often(draw, 7):
+        fields["operation_id"] = pick(draw, list(b.state.actions), OPERATION_IDS)
+    else:
+        fields["conversation_id"] = draw(st.sampled_from(["fg", "bg"]))
+    for name in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "context_tokens"):
+        if often(draw, 5):
+            fields[name] = draw(st.sampled_from([0, 10, 60, 400]))
+    return b.line("usage.report", draw(st.sampled_from(["daemon", "executor"])), **fields)
+
+
+def heartbeat(draw: Draw, b: Builder) -> dict[str, Any]:
+    current = b.state.heartbeat_generation or 1
+    generation = draw(st.sampled_from([current, current, current, current + 1, max(current - 1, 0)]))
+    return b.line("watchdog.heartbeat", "watchdog", generation=generation)
+
+
+def scope_pause(draw: Draw, b: Builder) -> dict[str, Any]:
+    scope = "*" if often(draw, 3) else pick(draw, list(b.state.tasks), TASKS)
+    return b.line("scope.pause", scope=scope)
+
+
+def scope_resume(draw: Draw, b: Builder) -> dict[str, Any]:
+    paused = sorted(b.state.paused)
+    scope = draw(st.sampled_from(paused)) if paused and often(draw, 8) else draw(st.sampled_from(["*", *TASKS]))
+    return b.line("scope.resume", scope=scope)
+
+
+def human_message(draw: Draw, b: Builder) -> dict[str, Any]:
+    b.messages += 1
+    message_id = f"m{b.messages}" if often(draw) else "m1"
+    return b.line("human.message", conversation_id="fg", message_id=message_id, text="please also do X")
+
+
+def intent_synced(draw: Draw, b: Builder) -> dict[str, Any]:
+    return b.line(
+        "intent.synced",
+        "background",
+        conversation_id="fg",
+        intent_revision=revision_near(draw, b.intent()),
+        generation=b.generation() if often(draw) else b.generation() - 1,
+    )
+
+
+def background_bind(draw: Draw, b: Builder) -> dict[str, Any]:
+    generation = b.generation() + 1 if often(draw, 7) else b.generation()
+    return b.line("background.bind", "daemon", conversation_id="bg", foreground_id="fg", generation=generation)
+
+
+def policy_set(draw: Draw, b: Builder) -> dict[str, Any]:
+    if often(draw, 5):  # back to the wide policy
+        operations, roots = list(OPERATIONS), ["/repo", "/srv"]
+    else:
+        operations, roots = subset(draw, OPERATIONS, 1), subset(draw, POLICY_ROOTS, 1)
+    return b.line("policy.set", draw(st.sampled_from(["daemon", "human"])), allowed_operations=operations, write_roots=roots)
+
+
+def tick(draw: Draw, b: Builder) -> dict[str, Any]:
+    return b.line("tick", "daemon")
+
+
+def repeat(draw: Draw, b: Builder) -> dict[str, Any]:
+    """An earlier input sent again (later `at`): duplicate_input or, if it
+    had no id, the same command twice."""
+    earlier = dict(draw(st.sampled_from(b.lines)))
+    earlier["at"] = format_at(b.now)
+    return earlier

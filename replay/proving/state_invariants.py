@@ -1,0 +1,117 @@
+"""The catalog's state invariants: each looks at the engine after an input
+(its live state and views, and the same folded again from the stored events).
+docs/invariants.md lists them all."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from tandem.domain.state import State
+from tandem.projections import VIEW_NAMES
+from tandem.replay.proving.model import World, state_invariant
+from tandem.replay.proving.restated import PASS_SCRATCH, TERMINAL, section_4_codes
+
+@state_invariant
+def one_live_action_per_cause(world: World) -> str | None:
+    """At most one live action per cause (`duplicate_cause`): "lifecycle +
+    background same fix -> one accepted managed operation"; "reconcile existing
+    ownership before accepting a successor for the same cause"."""
+    live: dict[str, list[str]] = {}
+    for action in world.state.actions.values():
+        if action.state not in TERMINAL:
+            live.setdefault(action.cause_key, []).append(action.operation_id)
+    for cause_key, operation_ids in live.items():
+        if len(operation_ids) > 1:
+            return f"cause {cause_key!r} has {len(operation_ids)} live actions: {operation_ids}"
+    return None
+
+
+@state_invariant
+def blocked_by_is_section_4(world: World) -> str | None:
+    """Blockers are visible and exact: "unclear blockers: show which task needs
+    your answer, why"; authorised work is not left waiting. A pending action's
+    `blocked_by` is exactly the section 4 codes that apply (so a pending action
+    with none would have been claimed); every other action's is empty; the
+    actions view agrees with the state."""
+    state = world.state
+    at = world.applying.at
+    rows = {row["operation_id"]: row for row in world.document["actions"]} if world.document is not None else None
+    for operation_id, action in state.actions.items():
+        if action.state == "pending":
+            codes = section_4_codes(state, action, at)
+            if list(action.blocked_by) != codes:
+                hint = " (nothing blocks it: it should have been claimed)" if not codes else ""
+                return f"pending {operation_id}: blocked_by {list(action.blocked_by)}, section 4 says {codes}{hint}"
+        elif action.blocked_by:
+            return f"{operation_id} is {action.state} but blocked_by is {list(action.blocked_by)}"
+        if rows is not None:
+            row = rows.get(operation_id)
+            if row is None or row["state"] != action.state or row["blocked_by"] != list(action.blocked_by):
+                return f"actions view row {row} disagrees with the state ({action.state}, {list(action.blocked_by)})"
+    return None
+
+
+@state_invariant
+def human_messages_kept(world: World) -> str | None:
+    """No human message lost: "keep human messages durable and the UI
+    available"; "human races wake claim -> human not starved". Every queued
+    message is in its queue exactly once, every dispatched one in the running
+    turn, none withdrawn or handled is queued; an idle foreground that nothing
+    holds has no message waiting."""
+    for conversation in world.state.conversations.values():
+        queue = conversation.queue
+        if len(queue) != len(set(queue)):
+            return f"{conversation.conversation_id} queue has duplicates: {queue}"
+        running = conversation.running_turn
+        in_turn = set(running.messages) if running is not None else set()
+        for message_id, message in conversation.messages.items():
+            queued = message_id in queue
+            if (message.state == "queued") != queued:
+                return f"{message_id} is {message.state} but {'in' if queued else 'not in'} the queue {queue}"
+            if message.state == "dispatched" and message_id not in in_turn:
+                return f"{message_id} is dispatched but not in a running turn"
+        for message_id in queue:
+            if message_id not in conversation.messages:
+                return f"{conversation.conversation_id} queues {message_id}, which was never accepted"
+        if conversation.role != "foreground" or not queue or running is not None:
+            continue
+        reseed = conversation.deliveries.get(conversation.reseed_id) if conversation.reseed_id else None
+        held = (
+            conversation.approvals
+            or conversation.failure_held
+            or conversation.recovery is not None
+            or conversation.reseed_due
+            or (reseed is not None and reseed.attempt_state != "accepted")
+        )
+        if not held:
+            return f"{conversation.conversation_id} is idle and dispatchable with {queue} queued: no human turn started"
+    return None
+
+
+@state_invariant
+def restart_is_replay(world: World) -> str | None:
+    """Restart is replay: "save the plan, worker results and unfinished tasks
+    outside the model conversation"; a restarted engine folds the stored
+    events into exactly the live decision state and views (spec 7's eleven
+    views)."""
+    state, replayed = world.state, world.replayed
+    for f in fields(State):
+        if f.name in PASS_SCRATCH:
+            continue
+        live_value, replay_value = getattr(state, f.name), getattr(replayed, f.name)
+        if live_value != replay_value:
+            return f"replayed state.{f.name} differs:\n live   {live_value}\n replay {replay_value}"
+    document = world.document
+    if document is not None:
+        if tuple(document) != VIEW_NAMES:
+            return f"document keys {list(document)} are not spec section 7's {list(VIEW_NAMES)}"
+        if document != world.replayed_document:
+            for name in VIEW_NAMES:
+                if document[name] != world.replayed_document[name]:
+                    return f"replayed view {name} differs:\n live   {document[name]}\n replay {world.replayed_document[name]}"
+    return None
+
+
+# The invariant reported when an event does not survive its own codec.
+RESTART_IS_REPLAY = restart_is_replay
+
