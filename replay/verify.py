@@ -157,26 +157,33 @@ def _input_ref(event: ev.InputAccepted | ev.InputRejected, position: int) -> Inp
 
 
 def verify(store: EventStore, step: DecisionStep = default_step) -> Report:
-    """Re-derive `store`'s events and snapshots with the rules `step`; the
-    report names the first divergence, if any."""
-    report = Report(url=getattr(store, "url", repr(store)))
-    head = report.head = store.head()
-    engine = Engine(None, with_views=False, step=step, snapshot_every=0)
-    views = Views()
-    apply_view = views.apply
-    fingerprint = snapshots.code_fingerprint()
-    listed = store.list_snapshots()
-    report.snapshots_skipped = sum(1 for info in listed if info.fingerprint != fingerprint)
-    checkpoints = sorted(info.position for info in listed if info.fingerprint == fingerprint)
-    beyond = [position for position in checkpoints if position > head]
-    pending_checks = deque(position for position in checkpoints if position <= head)
+    """Re-derive `store`'s events and snapshots with the decision step `step`;
+    the report names the first divergence, if any."""
+    return _Verification(store, step).run()
 
-    expected: deque[ev.Event] = deque()  # re-derived events not yet compared
-    current: InputRef | None = None
-    decode = ev.decode_event
-    encode = ev.encode_event
+
+class _Verification:
+    """One run of `verify`: the engine re-deciding the stored inputs, the views
+    folded from what it re-derives, the re-derived events not yet compared,
+    and the snapshots still to check."""
+
+    def __init__(self, store: EventStore, step: DecisionStep) -> None:
+        self.store = store
+        self.report = report = Report(url=getattr(store, "url", repr(store)))
+        self.head = report.head = store.head()
+        self.engine = Engine(None, with_views=False, step=step, snapshot_every=0)
+        self.views = Views()
+        self.fingerprint = fingerprint = snapshots.code_fingerprint()
+        listed = store.list_snapshots()
+        report.snapshots_skipped = sum(1 for info in listed if info.fingerprint != fingerprint)
+        checkpoints = sorted(info.position for info in listed if info.fingerprint == fingerprint)
+        self.beyond = [position for position in checkpoints if position > self.head]
+        self.pending_checks = deque(position for position in checkpoints if position <= self.head)
+        self.expected: deque[ev.Event] = deque()  # re-derived events not yet compared
+        self.current: InputRef | None = None
 
     def diverge(
+        self,
         position: int,
         kind: str,
         message: str,
@@ -184,98 +191,117 @@ def verify(store: EventStore, step: DecisionStep = default_step) -> Report:
         rederived: str | None = None,
         differences: list[str] | None = None,
     ) -> Report:
-        report.divergence = Divergence(position, kind, message, current, stored, rederived, differences or [])
-        return report
+        self.report.divergence = Divergence(position, kind, message, self.current, stored, rederived, differences or [])
+        return self.report
 
-    with collector_paused():
-        for position, data in store.read_encoded(until=head):
-            if not expected:
-                # A new input's events begin here (or ingest's bookkeeping).
-                try:
-                    stored_event = decode(data)
-                except (msgspec.DecodeError, msgspec.ValidationError) as error:
-                    return diverge(
-                        position, "undecodable", f"the stored bytes do not decode as an event ({error})", stored=_text(data), rederived=None
-                    )
-                kind = type(stored_event)
-                if kind is ev.InputAccepted or kind is ev.InputRejected:
-                    current = _input_ref(stored_event, position)  # type: ignore[arg-type]
-                    report.inputs += 1
-                    try:
-                        derived = engine.decide(Located(stored_event.input, stored_event.file, stored_event.line))  # type: ignore[union-attr]
-                    except Exception as error:  # the rules crashed on a recorded input
-                        return diverge(
-                            position,
-                            "error",
-                            f"re-deciding the input raised {type(error).__name__}: {error}",
-                            stored=_text(data),
-                            rederived=None,
-                        )
-                    for event in derived:
-                        apply_view(event)
-                    expected.extend(derived)
-                elif kind is ev.SourceProgressed:
-                    evolve(engine.state, stored_event)  # bookkeeping: taken as recorded
-                    apply_view(stored_event)
-                    report.progress_markers += 1
-                    report.events_checked += 1
-                    if pending_checks and pending_checks[0] == position:
-                        pending_checks.popleft()
-                        if (problem := _check_snapshot(store, position, fingerprint, data, engine, views)) is not None:
-                            return diverge(position, "snapshot", *problem)
-                        report.snapshots_checked += 1
-                    continue
-                else:
-                    return diverge(
-                        position,
-                        "extra",
-                        f"the store holds a {kind.__name__} that no input re-derives here"
-                        + ("" if current is None else " (the re-derived events of the input before ended at the position before)"),
-                        stored=_text(data),
-                        rederived=None,
-                    )
-            derived_event = expected.popleft()
-            derived_data = encode(derived_event)
-            if derived_data != data:
-                return diverge(
-                    position,
-                    "event",
-                    f"the stored event differs from the re-derived {type(derived_event).__name__}",
-                    stored=_text(data),
-                    rederived=_text(derived_data),
-                    differences=json_differences(data, derived_data),
-                )
-            report.events_checked += 1
-            if pending_checks and pending_checks[0] == position:
-                pending_checks.popleft()
-                if expected:
-                    return diverge(
-                        position,
-                        "snapshot",
-                        "a snapshot is stored at this position, inside the events of one input "
-                        "(snapshots are taken between transactions)",
-                        stored=None,
-                        rederived=None,
-                    )
-                if (problem := _check_snapshot(store, position, fingerprint, data, engine, views)) is not None:
-                    return diverge(position, "snapshot", *problem)
-                report.snapshots_checked += 1
-        if expected:
-            missing = expected[0]
-            return diverge(
+    def run(self) -> Report:
+        with collector_paused():
+            for position, data in self.store.read_encoded(until=self.head):
+                if not self.expected:
+                    # A new input's events begin here (or ingest's bookkeeping).
+                    stored_event = self._decode(position, data)
+                    if isinstance(stored_event, Report):
+                        return stored_event
+                    kind = type(stored_event)
+                    if kind is ev.InputAccepted or kind is ev.InputRejected:
+                        if (diverged := self._redecide(position, data, stored_event)) is not None:  # type: ignore[arg-type]
+                            return diverged
+                    elif kind is ev.SourceProgressed:
+                        if (diverged := self._bookkeeping(position, data, stored_event)) is not None:
+                            return diverged
+                        continue
+                    else:
+                        return self._extra(position, data, kind)
+                if (diverged := self._compare(position, data)) is not None:
+                    return diverged
+            if (diverged := self._end()) is not None:
+                return diverged
+        if self.beyond:
+            self.current = None
+            return self.diverge(self.beyond[0], "snapshot", f"a snapshot is stored past the log's head ({self.head})")
+        return self.report
+
+    def _decode(self, position: int, data: bytes) -> ev.Event | Report:
+        try:
+            return ev.decode_event(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            return self.diverge(position, "undecodable", f"the stored bytes do not decode as an event ({error})", stored=_text(data))
+
+    def _redecide(self, position: int, data: bytes, stored_event: ev.InputAccepted | ev.InputRejected) -> Report | None:
+        """Decide the recorded input again: its events are what the store must hold next."""
+        self.current = _input_ref(stored_event, position)
+        self.report.inputs += 1
+        try:
+            derived = self.engine.decide(Located(stored_event.input, stored_event.file, stored_event.line))
+        except Exception as error:  # the rules crashed on a recorded input
+            return self.diverge(position, "error", f"re-deciding the input raised {type(error).__name__}: {error}", stored=_text(data))
+        apply_view = self.views.apply
+        for event in derived:
+            apply_view(event)
+        self.expected.extend(derived)
+        return None
+
+    def _bookkeeping(self, position: int, data: bytes, stored_event: ev.Event) -> Report | None:
+        """Ingest's progress marker: taken as recorded."""
+        evolve(self.engine.state, stored_event)
+        self.views.apply(stored_event)
+        self.report.progress_markers += 1
+        self.report.events_checked += 1
+        return self._snapshot_check(position, data)
+
+    def _extra(self, position: int, data: bytes, kind: type) -> Report:
+        after = "" if self.current is None else " (the re-derived events of the input before ended at the position before)"
+        message = f"the store holds a {kind.__name__} that no input re-derives here" + after
+        return self.diverge(position, "extra", message, stored=_text(data))
+
+    def _compare(self, position: int, data: bytes) -> Report | None:
+        derived_event = self.expected.popleft()
+        derived_data = ev.encode_event(derived_event)
+        if derived_data != data:
+            return self.diverge(
+                position,
+                "event",
+                f"the stored event differs from the re-derived {type(derived_event).__name__}",
+                stored=_text(data),
+                rederived=_text(derived_data),
+                differences=json_differences(data, derived_data),
+            )
+        self.report.events_checked += 1
+        if self.pending_checks and self.pending_checks[0] == position and self.expected:
+            self.pending_checks.popleft()
+            return self.diverge(
+                position,
+                "snapshot",
+                "a snapshot is stored at this position, inside the events of one input "
+                "(snapshots are taken between transactions)",
+            )
+        return self._snapshot_check(position, data)
+
+    def _snapshot_check(self, position: int, data: bytes) -> Report | None:
+        """Check the snapshot stored at `position`, if one is due there."""
+        if not (self.pending_checks and self.pending_checks[0] == position):
+            return None
+        self.pending_checks.popleft()
+        if (problem := _check_snapshot(self.store, position, self.fingerprint, data, self.engine, self.views)) is not None:
+            return self.diverge(position, "snapshot", *problem)
+        self.report.snapshots_checked += 1
+        return None
+
+    def _end(self) -> Report | None:
+        """At the end of the log: nothing may still be expected, nothing unread."""
+        head = self.head
+        if self.expected:
+            missing = self.expected[0]
+            return self.diverge(
                 head + 1,
                 "missing",
-                f"the log ends at {head}, but the input re-derives {len(expected)} more event(s), "
+                f"the log ends at {head}, but the input re-derives {len(self.expected)} more event(s), "
                 f"the first a {type(missing).__name__}",
-                stored=None,
-                rederived=_text(encode(missing)),
+                rederived=_text(ev.encode_event(missing)),
             )
-        if report.events_checked != head:
-            return diverge(report.events_checked + 1, "missing", f"the store read {report.events_checked} event(s) of {head}", stored=None, rederived=None)
-    if beyond:
-        current = None
-        return diverge(beyond[0], "snapshot", f"a snapshot is stored past the log's head ({head})", stored=None, rederived=None)
-    return report
+        if self.report.events_checked != head:
+            return self.diverge(self.report.events_checked + 1, "missing", f"the store read {self.report.events_checked} event(s) of {head}")
+        return None
 
 
 def _check_snapshot(
