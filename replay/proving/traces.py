@@ -20,8 +20,9 @@ import msgspec
 from tandem.domain.dispatch import step as default_step
 from tandem.domain.inputs import Input
 from tandem.replay.engine import DecisionStep, Engine, Located
-from tandem.replay.proving.invariants import Invariant, catalog
-from tandem.replay.proving.monitor import InvariantViolation, Monitor
+from tandem.replay.proving.invariants import catalog
+from tandem.replay.proving.model import Invariant, InvariantViolation
+from tandem.replay.proving.monitor import Monitor
 from tandem.replay.traces import parse_trace
 
 
