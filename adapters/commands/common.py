@@ -82,15 +82,26 @@ def _nothing() -> Iterator[None]:
 # ----------------------------------------------------------------- options
 
 
-def batch_size(text: str) -> int:
-    """An argparse type: a batch of 1 or more."""
+def integer_at_least(text: str, minimum: int, what: str, too_small: str) -> int:
+    """For argparse types: `text` as an integer of `minimum` or more; else
+    "not WHAT: TEXT" or `too_small`."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("the batch size is at least 1")
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(too_small)
     return value
+
+
+def batch_size(text: str) -> int:
+    """An argparse type: a batch of 1 or more."""
+    return integer_at_least(text, 1, "a number", "the batch size is at least 1")
+
+
+def positive_count(text: str) -> int:
+    """An argparse type: a count of 1 or more (of clients, say)."""
+    return integer_at_least(text, 1, "a number", "must be at least 1")
 
 
 def positive_seconds(text: str) -> float:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from tandem.adapters.commands.common import ingest_files, open_or_fail, print_views, trace_options, view_name
+from tandem.adapters.commands.common import (
+    ingest_files,
+    integer_at_least,
+    open_or_fail,
+    print_views,
+    trace_options,
+    view_name,
+)
 from tandem.projections import VIEW_NAMES
 from tandem.replay.engine import Engine
 
@@ -19,13 +26,7 @@ EPILOG = None
 
 
 def line_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a line number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("lines count from 1")
-    return value
+    return integer_at_least(text, 1, "a line number", "lines count from 1")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tandem.adapters.commands.common import batch_size, positive_seconds, store_url_default
+from tandem.adapters.commands.common import positive_count, positive_seconds, store_url_default
 from tandem.adapters.commands.daemon import runtime_options
 from tandem.adapters.stream import keepalive_s_default, stream_clients_max_default
 
@@ -62,7 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--stream-clients-max",
-        type=batch_size,
+        type=positive_count,
         default=stream_clients_max_default,
         metavar="N",
         help=f"live streams served at once (default {stream_clients_max_default}); the next is refused 503",

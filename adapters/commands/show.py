@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tandem.adapters.commands.common import EXIT_USAGE, CliError, open_or_fail, print_views, store_url_default, view_name
+from tandem.adapters.commands.common import (
+    EXIT_USAGE,
+    CliError,
+    integer_at_least,
+    open_or_fail,
+    print_views,
+    store_url_default,
+    view_name,
+)
 from tandem.projections import VIEW_NAMES
 from tandem.replay.engine import input_boundary, project
 
@@ -17,13 +25,7 @@ EPILOG = None
 
 
 def position(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a position: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("a position is 0 or more")
-    return value
+    return integer_at_least(text, 0, "a position", "a position is 0 or more")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
