@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import msgspec
@@ -45,7 +45,7 @@ class CliError(Exception):
 
 
 @contextmanager
-def writer_lock(url: str) -> Iterator[WriterLock]:
+def writer_lock_or_fail(url: str) -> Iterator[WriterLock]:
     """The store's writer lock (adapters/writer_lock.py) for the block;
     refused at once (CliError, exit 1) while another writer holds it."""
     try:
@@ -61,7 +61,7 @@ def open_or_fail(url: str, *, writing: bool = False) -> Iterator[EventStore]:
     """The store at `url`, open for the block and closed after it; with
     `writing`, under its writer lock (taken first, released last). A
     StoreError opening it, locking it or in the block is a CliError (exit 1)."""
-    with writer_lock(url) if writing else _nothing():
+    with writer_lock_or_fail(url) if writing else nullcontext():
         try:
             store = open_store(url)
         except StoreError as error:
@@ -72,11 +72,6 @@ def open_or_fail(url: str, *, writing: bool = False) -> Iterator[EventStore]:
             raise CliError(str(error)) from error
         finally:
             store.close()
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield None
 
 
 # ----------------------------------------------------------------- options

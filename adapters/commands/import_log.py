@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from tandem.adapters.commands.common import EXIT_USAGE, CliError, batch_size, open_or_fail, writer_lock
+from tandem.adapters.commands.common import EXIT_USAGE, CliError, batch_size, open_or_fail, writer_lock_or_fail
 from tandem.adapters.store import store_url_help
 from tandem.domain.events import decode_foreign_event
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
@@ -115,7 +115,7 @@ def validate(handle: BinaryIO) -> tuple[int, list[str], int]:
 
 
 def run(args: argparse.Namespace) -> None:
-    with writer_lock(args.store):  # before the (perhaps long) validation: a second writer is refused at once
+    with writer_lock_or_fail(args.store):  # before the (perhaps long) validation: a second writer is refused at once
         try:
             handle = open(args.file, "rb")  # noqa: SIM115 - read twice, closed below
         except OSError as error:
