@@ -1,4 +1,5 @@
-"""Section 6: alerts, delivery obligations, health and the time rules.
+"""Alerts (spec 6): alerts, delivery obligations, health (heartbeats,
+incidents, daemon starts and stops) and the time rules.
 
 An alert has an identity per cause (`{kind}:{key}`) and its condition is
 either on (`open`) or off. It is raised when its condition starts, never
@@ -12,19 +13,21 @@ started, an approval opened, a budget reached, an incident, an obligation
 falling due) raises or resolves an alert in the same transaction, with the
 same cause. `REACTIONS` maps each such event type to its rule; `react` runs
 after every event is applied, so a rule reads the state that event made. The
-rest are decided by the pass: the time rules (`run_time_rules`), the urgent
-rule and compaction (domain/conversation.py).
+rest are decided by the pass: the time rules (`run_time_rules`, first in
+every pass), the urgent rule (`urgent_rule`, after each foreground) and
+compaction (the delivery area's wake).
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from typing import Any
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
+from tandem.domain.lifecycles import ALERT, OBLIGATION
 from tandem.domain.reasons import Rejected
+from tandem.domain.records import Alert, Obligation
 from tandem.domain.state import State
 
 Emit = Callable[[ev.Event], None]
@@ -334,7 +337,7 @@ def _on_turn_ended(state: State, event: ev.TurnEnded) -> list[ev.Event]:
                         delivery_id=delivery_id,
                     )
                 )
-            elif state.obligations[operation_id].state == "open":
+            elif OBLIGATION.allows(state.obligations[operation_id].state, "fall_due"):
                 events.append(
                     ev.ObligationDue(
                         cause=event.cause,
@@ -380,39 +383,6 @@ def _on_obligation_met(state: State, event: ev.ObligationMet) -> list[ev.Event]:
     )
 
 
-REACTIONS: dict[type, Callable[[State, Any], list[ev.Event]]] = {
-    ev.ReconciliationStarted: _on_reconciliation_started,
-    ev.ReconciliationCommitted: _on_reconciliation_committed,
-    ev.CardProposed: _on_card,
-    ev.ApprovalOpened: _on_approval_opened,
-    ev.ApprovalResolved: _on_approval_resolved,
-    ev.BudgetExhausted: _on_budget_exhausted,
-    ev.GrantRevised: _on_grant_revised,
-    ev.IncidentOpened: _on_incident,
-    ev.IncidentRecovered: _on_recovered,
-    ev.QuestionAnswered: _on_question_answered,
-    ev.QuestionResurfaced: _on_question_resurfaced,
-    ev.ActionBlocked: _on_action_blocked,
-    ev.DeliveryReceipted: _on_delivery_receipted,
-    ev.ContextReset: _on_context_reset,
-    ev.ActionOutcomeReported: _on_outcome,
-    ev.TurnEnded: _on_turn_ended,
-    ev.ObligationDue: _on_obligation_due,
-    ev.ObligationMet: _on_obligation_met,
-}
-
-
-def reacting(state: State, emit: Emit) -> Emit:
-    """`emit`, followed by the reactions to what was emitted (recursively)."""
-
-    def emit_and_react(event: ev.Event) -> None:
-        emit(event)
-        rule = REACTIONS.get(type(event))
-        if rule is not None:
-            for follow in rule(state, event):
-                emit_and_react(follow)
-
-    return emit_and_react
 
 
 # =============================================================== time rules
@@ -436,7 +406,7 @@ def run_time_rules(state: State, cause: int, at: datetime.datetime, emit: Emit) 
             detail = f"heartbeat generation {state.heartbeat_generation} is fresh"
             for event in resolve_alert(state, cause, WATCHDOG_ALERT, detail=detail, facts=facts):
                 emit(event)
-    obligations, questions = state.obligation_timers, state.timers
+    obligations, questions = state.obligation_timers, state.timers.entries
     while True:
         # Each event below removes its timer (evolve), so this loop ends; an
         # obligation goes first when both fall due at the same time.
@@ -525,7 +495,7 @@ def decide_daemon_start(state: State, value: inp.StartDaemon, seq: int) -> list[
     return events
 
 
-def _alert(state: State, alert_id: str):
+def _alert(state: State, alert_id: str) -> Alert:
     alert = state.alerts.get(alert_id)
     if alert is None:
         raise Rejected("unknown_alert", f"no alert {alert_id!r}")
@@ -534,9 +504,142 @@ def _alert(state: State, alert_id: str):
 
 def decide_alert_seen(state: State, value: inp.SeeAlert, seq: int) -> list[ev.Event]:
     alert = _alert(state, value.alert_id)
-    return [ev.AlertSeen(cause=seq, alert_id=alert.alert_id)] if alert.state == "raised" else []
+    return [ev.AlertSeen(cause=seq, alert_id=alert.alert_id)] if ALERT.allows(alert.state, "see") else []
 
 
 def decide_alert_resolve(state: State, value: inp.ResolveAlert, seq: int) -> list[ev.Event]:
     alert = _alert(state, value.alert_id)
-    return [ev.AlertResolved(cause=seq, alert_id=alert.alert_id, by="human")] if alert.state != "resolved" else []
+    if not ALERT.allows(alert.state, "resolve"):
+        return []  # resolved already (the engine may still resolve it when it sees the end)
+    return [ev.AlertResolved(cause=seq, alert_id=alert.alert_id, by="human")]
+
+
+def decide_heartbeat(state: State, value: inp.Heartbeat, seq: int) -> list[ev.Event]:
+    if state.heartbeat_generation is not None and value.generation < state.heartbeat_generation:
+        raise Rejected("stale_generation", f"generation {value.generation} is below {state.heartbeat_generation}")
+    return [ev.HeartbeatRecorded(cause=seq, generation=value.generation, at=value.at)]
+
+
+def decide_tick(state: State, value: inp.Tick, seq: int) -> list[ev.Event]:
+    return []  # time passes: the time rules run in the pass
+
+
+# ----------------------------------------------------------------- evolvers
+
+
+def _alert_raised(state: State, event: ev.AlertRaised) -> None:
+    raised = ALERT.after[ev.AlertRaised]
+    alert = state.alerts.get(event.alert_id)
+    if alert is None:
+        state.alerts[event.alert_id] = Alert(
+            event.alert_id, event.kind, event.at, event.at, state=raised, cause_key=event.cause_key, revision=event.revision
+        )
+        return
+    alert.count += 1
+    alert.last_raised_at = event.at
+    alert.state = raised
+    alert.open = True
+    alert.cause_key = event.cause_key
+    alert.revision = event.revision
+
+
+def _alert_seen(state: State, event: ev.AlertSeen) -> None:
+    state.alerts[event.alert_id].state = ALERT.after[ev.AlertSeen]
+
+
+def _alert_resolved(state: State, event: ev.AlertResolved) -> None:
+    alert = state.alerts[event.alert_id]
+    alert.state = ALERT.after[ev.AlertResolved]
+    if event.by == "engine":
+        alert.open = False
+
+
+def _incident_opened(state: State, event: ev.IncidentOpened) -> None:
+    state.incidents[event.incident_id] = True
+    if event.kind == "daemon_crash":
+        state.crashes += 1
+
+
+def _incident_recovered(state: State, event: ev.IncidentRecovered) -> None:
+    state.incidents[event.incident_id] = False
+
+
+def _daemon_stopped(state: State, event: ev.DaemonStopped) -> None:
+    state.daemon_last = "expected_stop" if event.expected else "unexpected_stop"
+
+
+def _daemon_started(state: State, event: ev.DaemonStarted) -> None:
+    state.daemon_last = "start"
+
+
+def _heartbeat_recorded(state: State, event: ev.HeartbeatRecorded) -> None:
+    state.heartbeat_generation = event.generation
+    state.heartbeat_at = event.at
+
+
+def _obligation_opened(state: State, event: ev.ObligationOpened) -> None:
+    state.obligations[event.operation_id] = Obligation(
+        event.operation_id, event.cause_key, event.conversation_id, event.due_at, state=OBLIGATION.after[ev.ObligationOpened]
+    )
+    state.obligations_by_cause[event.cause_key] = event.operation_id
+    timers = state.obligation_timers
+    assert not timers or event.due_at >= next(reversed(timers.values())), "obligations fall due in order"
+    timers[event.operation_id] = event.due_at
+
+
+def _obligation_met(state: State, event: ev.ObligationMet) -> None:
+    obligation = state.obligations[event.operation_id]
+    obligation.state = OBLIGATION.after[ev.ObligationMet]
+    state.obligation_timers.pop(event.operation_id, None)
+    del state.obligations_by_cause[obligation.cause_key]
+
+
+def _obligation_due(state: State, event: ev.ObligationDue) -> None:
+    obligation = state.obligations[event.operation_id]
+    obligation.state = OBLIGATION.after[ev.ObligationDue]
+    state.obligation_timers.pop(event.operation_id, None)
+
+
+DECIDERS = {
+    inp.RaiseIncident: decide_incident,
+    inp.RecoverIncident: decide_recovered,
+    inp.StopDaemon: decide_daemon_stop,
+    inp.StartDaemon: decide_daemon_start,
+    inp.SeeAlert: decide_alert_seen,
+    inp.ResolveAlert: decide_alert_resolve,
+    inp.Heartbeat: decide_heartbeat,
+    inp.Tick: decide_tick,
+}
+EVOLVERS = {
+    ev.AlertRaised: _alert_raised,
+    ev.AlertSeen: _alert_seen,
+    ev.AlertResolved: _alert_resolved,
+    ev.IncidentOpened: _incident_opened,
+    ev.IncidentRecovered: _incident_recovered,
+    ev.DaemonStopped: _daemon_stopped,
+    ev.DaemonStarted: _daemon_started,
+    ev.HeartbeatRecorded: _heartbeat_recorded,
+    ev.ObligationOpened: _obligation_opened,
+    ev.ObligationMet: _obligation_met,
+    ev.ObligationDue: _obligation_due,
+}
+REACTIONS = {
+    ev.ReconciliationStarted: _on_reconciliation_started,
+    ev.ReconciliationCommitted: _on_reconciliation_committed,
+    ev.CardProposed: _on_card,
+    ev.ApprovalOpened: _on_approval_opened,
+    ev.ApprovalResolved: _on_approval_resolved,
+    ev.BudgetExhausted: _on_budget_exhausted,
+    ev.GrantRevised: _on_grant_revised,
+    ev.IncidentOpened: _on_incident,
+    ev.IncidentRecovered: _on_recovered,
+    ev.QuestionAnswered: _on_question_answered,
+    ev.QuestionResurfaced: _on_question_resurfaced,
+    ev.ActionBlocked: _on_action_blocked,
+    ev.DeliveryReceipted: _on_delivery_receipted,
+    ev.ContextReset: _on_context_reset,
+    ev.ActionOutcomeReported: _on_outcome,
+    ev.TurnEnded: _on_turn_ended,
+    ev.ObligationDue: _on_obligation_due,
+    ev.ObligationMet: _on_obligation_met,
+}

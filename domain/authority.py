@@ -1,9 +1,13 @@
-"""Narrowing authority: what a grant may do, as the intersection of what the
-human asked for and what the policy allows (spec 3.1, 3.2).
+"""Authority (spec 3.1, 3.2): engine.configure, the policy, grants and rules.
 
-Model prose never reaches here: only human-sent grant requests and the
-policy do. A root or path is normalised (`.` and `..` collapsed) before it is
-compared, so `/repo/../etc` is `/etc` and a relative path is never inside.
+What a grant may do is the intersection of what the human asked for and what
+the policy allows. Model prose never reaches here: only human-sent grant
+requests and the policy do. A root or path is normalised (`.` and `..`
+collapsed) before it is compared, so `/repo/../etc` is `/etc` and a relative
+path is never inside. A change of authority fences the pending actions it no
+longer allows (and re-stamps the rest); the actions area asks `check_authority`
+of a proposal and `allows` of a refused attempt going back to pending, and the
+tasks area `issue_grant` for a delegation.
 """
 
 from __future__ import annotations
@@ -11,6 +15,18 @@ from __future__ import annotations
 import functools
 import posixpath
 from collections.abc import Iterable, Sequence
+from typing import Any
+
+from msgspec import UNSET
+from msgspec.structs import replace
+
+from tandem.domain import events as ev
+from tandem.domain import inputs as inp
+from tandem.domain.lifecycles import ACTION, GRANT
+from tandem.domain.lookups import known_grant
+from tandem.domain.reasons import Rejected
+from tandem.domain.records import Action, Config, Grant, Policy
+from tandem.domain.state import State
 
 normalised_paths_cached_max = 65_536
 
@@ -66,3 +82,273 @@ def path_allowed(path: str, grant_roots: Sequence[str], policy_roots: Sequence[s
     inside the current policy's (the effective authority is their intersection)."""
     normalised = normalise_path(path)
     return normalised is not None and inside_any(normalised, grant_roots) and inside_any(normalised, policy_roots)
+
+
+# ------------------------------------------------------------ what is allowed
+
+
+def disallowed(
+    action: Action,
+    operations: tuple[str, ...] | frozenset[str],
+    roots: tuple[str, ...],
+    policy_operations: frozenset[str],
+    policy_roots: tuple[str, ...],
+) -> str | None:
+    """Why the effective authority (grant ∩ policy) no longer allows this
+    action, or None if it does (recorded with a fence, spec section 8)."""
+    if action.operation not in operations:
+        return f"operation {action.operation} is not granted"
+    if action.operation not in policy_operations:
+        return f"operation {action.operation} is not allowed by the policy"
+    for path in action.write_paths:
+        if not path_allowed(path, roots, policy_roots):
+            return f"write path {path} is outside the write roots"
+    return None
+
+
+def allows(state: State, action: Action, operations: tuple[str, ...], roots: tuple[str, ...]) -> bool:
+    """Does the effective authority (grant ∩ policy) still allow this action?"""
+    return disallowed(action, operations, roots, state.policy.operations, state.policy.roots) is None
+
+
+def check_authority(state: State, operation: str, write_paths: list[str], grant: Grant) -> None:
+    """A proposal's authority: `operation_not_granted`, then `write_outside_roots`."""
+    if operation not in grant.operations or operation not in state.policy.operations:
+        raise Rejected("operation_not_granted", f"grant {grant.grant_id!r} does not allow {operation!r}")
+    for path in write_paths:
+        if not path_allowed(path, grant.roots, state.policy.roots):
+            raise Rejected("write_outside_roots", f"{path!r} is outside the roots of grant {grant.grant_id!r}")
+
+
+def _narrow(state: State, request_ops: list[str], request_roots: list[str]):
+    operations, dropped_operations = narrow_operations(request_ops, state.policy.operations)
+    roots, dropped_roots = narrow_roots(request_roots, state.policy.roots)
+    if not operations or not roots:
+        missing = "operation" if not operations else "write root"
+        raise Rejected("grant_outside_policy", f"no requested {missing} survives the policy (revision {state.policy.revision})")
+    return operations, roots, dropped_operations, dropped_roots
+
+
+def _sort_out(
+    state: State, operation_ids: Iterable[str], operations: Any, roots: Any, policy_ops: Any, policy_roots: Any
+) -> tuple[list[str], list[str], dict[str, str]]:
+    """(fenced, restamped, why each fenced one is): the actions, in the given
+    order, that the new authority no longer allows, and those it still does."""
+    fenced: list[str] = []
+    restamped: list[str] = []
+    because: dict[str, str] = {}
+    for operation_id in operation_ids:
+        action = state.actions[operation_id]
+        if operations is None:  # each under its own grant
+            grant = state.grants[action.grant_id]
+            reason = disallowed(action, grant.operations, grant.roots, policy_ops, policy_roots)
+        else:
+            reason = disallowed(action, operations, roots, policy_ops, policy_roots)
+        if reason is None:
+            restamped.append(operation_id)
+        else:
+            fenced.append(operation_id)
+            because[operation_id] = reason
+    return fenced, restamped, because
+
+
+# ----------------------------------------------------------------- deciders
+
+
+def decide_configure(state: State, value: inp.ConfigureEngine, seq: int) -> list[ev.Event]:
+    if not state.configurable:
+        raise Rejected("too_late", "engine.configure is accepted only before any other input")
+    settings = {
+        name: getattr(state.config, name) if getattr(value, name) is UNSET else getattr(value, name)
+        for name in ("watchdog_max_age_s", "fallback_after_s", "question_resurface_s", "wake_batch_max")
+    }
+    return [ev.EngineConfigured(cause=seq, **settings)]
+
+
+def decide_policy(state: State, value: inp.SetPolicy, seq: int) -> list[ev.Event]:
+    operations = list(dict.fromkeys(value.allowed_operations))
+    roots: list[str] = []
+    for root in value.write_roots:
+        normalised = normalise_path(root)
+        if normalised is not None and normalised not in roots:
+            roots.append(normalised)
+    live = sorted(state.pending | state.fenced, key=lambda op: state.actions[op].order)
+    fenced, restamped, because = _sort_out(state, live, None, None, frozenset(operations), tuple(roots))
+    fenced = [op for op in fenced if state.actions[op].state == "pending"]  # a fenced one stays fenced
+    return [
+        ev.PolicySet(
+            cause=seq,
+            revision=state.policy.revision + 1,
+            allowed_operations=operations,
+            write_roots=roots,
+            fenced=fenced,
+            restamped=restamped,
+            fenced_because={op: because[op] for op in fenced},
+        )
+    ]
+
+
+def issue_grant(
+    state: State, seq: int, request: inp.GrantRequest, task_id: str | None, rule_id: str | None
+) -> ev.GrantIssued:
+    """A new grant, narrowed to the policy in force (for task.delegate and rule.set)."""
+    operations, roots, dropped_operations, dropped_roots = _narrow(state, request.allowed_operations, request.write_roots)
+    return ev.GrantIssued(
+        cause=seq,
+        grant_id=request.grant_id,
+        revision=1,
+        task_id=task_id,
+        rule_id=rule_id,
+        allowed_operations=operations,
+        write_roots=roots,
+        max_attempts=request.max_attempts,
+        token_limit=request.token_limit,
+        policy_revision=state.policy.revision,
+        dropped_operations=dropped_operations,
+        dropped_roots=dropped_roots,
+    )
+
+
+def _revise_grant_events(
+    state: State,
+    seq: int,
+    grant: Grant,
+    operations_request: list[str],
+    roots_request: list[str],
+    max_attempts: int,
+    token_limit: int | None,
+) -> list[ev.Event]:
+    # "Narrowed like delegation": the whole grant, named parts and kept ones,
+    # is narrowed to the policy in force, which the event records.
+    operations, roots, dropped_operations, dropped_roots = _narrow(state, operations_request, roots_request)
+    policy = state.policy
+    fenced, restamped, because = _sort_out(
+        state, state.pending_of_grant(grant.grant_id), tuple(operations), tuple(roots), policy.operations, policy.roots
+    )
+    return [
+        ev.GrantRevised(
+            cause=seq,
+            grant_id=grant.grant_id,
+            revision=grant.revision + 1,
+            allowed_operations=operations,
+            write_roots=roots,
+            max_attempts=max_attempts,
+            token_limit=token_limit,
+            policy_revision=state.policy.revision,
+            dropped_operations=dropped_operations,
+            dropped_roots=dropped_roots,
+            fenced=fenced,
+            restamped=restamped,
+            fenced_because=because,
+        )
+    ]
+
+
+def decide_rule(state: State, value: inp.SetRule, seq: int) -> list[ev.Event]:
+    request = value.grant
+    current = state.rules.get(value.rule_id)
+    if current is None:
+        if request.grant_id in state.grants:
+            raise Rejected("already_exists", f"grant {request.grant_id!r} already exists")
+        grant_event = issue_grant(state, seq, request, None, value.rule_id)
+        return [grant_event, ev.RuleSet(cause=seq, rule_id=value.rule_id, grant_id=request.grant_id)]
+    if current != request.grant_id:
+        raise Rejected("already_exists", f"rule {value.rule_id!r} already holds grant {current!r}")
+    grant = state.grants[current]
+    return _revise_grant_events(
+        state, seq, grant, request.allowed_operations, request.write_roots, request.max_attempts, request.token_limit
+    )
+
+
+def decide_grant_revision(state: State, value: inp.ReviseGrant, seq: int) -> list[ev.Event]:
+    grant = known_grant(state, value.grant_id)
+    if value.expected_revision != grant.revision:
+        raise Rejected("stale_revision", f"grant {grant.grant_id!r} is at revision {grant.revision}, not {value.expected_revision}")
+    if not GRANT.allows(grant.state, "revise"):
+        raise Rejected("task_not_active", f"grant {grant.grant_id!r} was revoked with its task")
+    return _revise_grant_events(
+        state,
+        seq,
+        grant,
+        value.allowed_operations if value.allowed_operations is not UNSET else list(grant.operations),
+        value.write_roots if value.write_roots is not UNSET else list(grant.roots),
+        value.max_attempts if value.max_attempts is not UNSET else grant.max_attempts,
+        value.token_limit if value.token_limit is not UNSET else grant.token_limit,
+    )
+
+
+# ----------------------------------------------------------------- evolvers
+
+
+def fence(state: State, operation_ids: list[str], event: ev.Event) -> None:
+    """The actions an authority change lists in `fenced` (PolicySet,
+    GrantRevised, TaskRevised) are fenced (`ACTION.after`)."""
+    fenced = ACTION.after[type(event)]
+    for operation_id in operation_ids:
+        state.move_action(state.actions[operation_id], fenced)
+
+
+def _engine_configured(state: State, event: ev.EngineConfigured) -> None:
+    state.config = Config(
+        event.watchdog_max_age_s, event.fallback_after_s, event.question_resurface_s, event.wake_batch_max
+    )
+
+
+def _policy_set(state: State, event: ev.PolicySet) -> None:
+    state.policy = Policy(event.revision, frozenset(event.allowed_operations), tuple(event.write_roots))
+    fence(state, event.fenced, event)
+
+
+def _grant_issued(state: State, event: ev.GrantIssued) -> None:
+    state.grants[event.grant_id] = Grant(
+        grant_id=event.grant_id,
+        revision=event.revision,
+        task_id=event.task_id,
+        rule_id=event.rule_id,
+        operations=tuple(event.allowed_operations),
+        roots=tuple(event.write_roots),
+        max_attempts=event.max_attempts,
+        token_limit=event.token_limit,
+        state=GRANT.after[ev.GrantIssued],
+    )
+
+
+def _grant_revised(state: State, event: ev.GrantRevised) -> None:
+    grant = state.grants[event.grant_id]
+    was_exhausted = grant.budget_exhausted
+    grant.revision = event.revision
+    grant.operations = tuple(event.allowed_operations)
+    grant.roots = tuple(event.write_roots)
+    grant.max_attempts = event.max_attempts
+    grant.token_limit = event.token_limit
+    fence(state, event.fenced, event)
+    for operation_id in event.restamped:
+        action = state.actions[operation_id]
+        action.revisions = replace(action.revisions, grant=event.revision)
+    if grant.budget_exhausted != was_exhausted:
+        state.touch_grant(grant.grant_id)
+
+
+def _grant_revoked(state: State, event: ev.GrantRevoked) -> None:
+    state.grants[event.grant_id].state = GRANT.after[ev.GrantRevoked]
+
+
+def _rule_set(state: State, event: ev.RuleSet) -> None:
+    state.rules[event.rule_id] = event.grant_id
+
+
+DECIDERS = {
+    inp.ConfigureEngine: decide_configure,
+    inp.SetPolicy: decide_policy,
+    inp.SetRule: decide_rule,
+    inp.ReviseGrant: decide_grant_revision,
+}
+EVOLVERS = {
+    ev.EngineConfigured: _engine_configured,
+    ev.PolicySet: _policy_set,
+    ev.GrantIssued: _grant_issued,
+    ev.GrantRevised: _grant_revised,
+    ev.GrantRevoked: _grant_revoked,
+    ev.RuleSet: _rule_set,
+}
+REACTIONS: dict[type, Any] = {}

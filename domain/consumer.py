@@ -14,12 +14,15 @@ counts a visible gap.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
+from tandem.domain.inbox import Draft, observation_events
 from tandem.domain.lifecycles import CONSUMER
 from tandem.domain.reasons import Rejected
-from tandem.domain.state import Consumer, State
-from tandem.domain.update import Draft, observation_events
+from tandem.domain.records import Consumer
+from tandem.domain.state import State
 
 
 def _start_reconciliation(
@@ -118,3 +121,53 @@ def decide_reconcile(state: State, value: inp.LogReconcile, seq: int) -> list[ev
         )
     )
     return events
+
+
+# ----------------------------------------------------------------- evolvers
+
+
+def _consumer_created(state: State, event: ev.ConsumerCreated) -> None:
+    state.consumers[event.consumer_id] = Consumer(event.consumer_id, event.epoch, state=CONSUMER.after[ev.ConsumerCreated])
+
+
+def _cursor_moved(state: State, event: ev.CursorMoved) -> None:
+    consumer = state.consumers[event.consumer_id]
+    consumer.epoch = event.epoch
+    consumer.seq = event.seq
+    consumer.reached[event.epoch] = max(consumer.reached.get(event.epoch, 0), event.seq)
+
+
+def _watermark_raised(state: State, event: ev.WatermarkRaised) -> None:
+    state.consumers[event.consumer_id].watermarks[event.epoch] = event.max_deleted_seq
+
+
+def _reconciliation_started(state: State, event: ev.ReconciliationStarted) -> None:
+    consumer = state.consumers[event.consumer_id]
+    consumer.state = CONSUMER.after[ev.ReconciliationStarted]
+    consumer.reconciliation_id = event.reconciliation_id
+    consumer.reconciliations += 1
+
+
+def _reconciliation_committed(state: State, event: ev.ReconciliationCommitted) -> None:
+    consumer = state.consumers[event.consumer_id]
+    consumer.state = CONSUMER.after[ev.ReconciliationCommitted]
+    consumer.reconciliation_id = None
+    consumer.epoch = event.epoch
+    consumer.seq = event.seq
+    consumer.reached[event.epoch] = max(consumer.reached.get(event.epoch, 0), event.seq)
+    consumer.gaps = event.gaps
+
+
+DECIDERS = {
+    inp.LogBatch: decide_batch,
+    inp.LogPruned: decide_pruned,
+    inp.LogReconcile: decide_reconcile,
+}
+EVOLVERS = {
+    ev.ConsumerCreated: _consumer_created,
+    ev.CursorMoved: _cursor_moved,
+    ev.WatermarkRaised: _watermark_raised,
+    ev.ReconciliationStarted: _reconciliation_started,
+    ev.ReconciliationCommitted: _reconciliation_committed,
+}
+REACTIONS: dict[type, Any] = {}

@@ -1,10 +1,12 @@
-"""The dispatch pass (spec section 4): what the engine decides by itself.
+"""One input, completely (`handle_input`), and the dispatch pass (spec
+section 4): what the engine decides by itself.
 
 After every input (a rejected one too: time still passes), in the same
-transaction, the pass runs the time rules (spec 6, domain/alerts.py), then
+transaction, the pass runs the time rules (spec 6, the alerts area), then
 claims pending actions that nothing blocks, in proposal order, then records
-every change of `blocked_by` and of task `holds`, then runs the foreground
-pass (domain/conversation.py).
+every change of `blocked_by` and of task `holds` (with the facts behind them:
+domain/provenance.py), then runs the foreground pass (the delivery area). It
+orchestrates the areas; the claims and the blockers are its own.
 
 Work is proportional to what the input touched: evolve marks the actions and
 tasks whose blocking inputs changed (`State.dirty_*`, via the indexes by
@@ -20,21 +22,22 @@ import datetime
 from collections.abc import Callable
 
 from tandem.domain import events as ev
-from tandem.domain.alerts import reacting, run_time_rules
-from tandem.domain.conversation import run_foreground_pass
-from tandem.domain.decide import record
+from tandem.domain.alerts import run_time_rules
+from tandem.domain.delivery import run_foreground_pass
 from tandem.domain.inputs import Input
 from tandem.domain.provenance import block_facts, hold_facts, prerequisite_facts
-from tandem.domain.state import Action, State, reachable
+from tandem.domain.records import Action
+from tandem.domain.rules import reacting, record
+from tandem.domain.state import State, reachable
 
 Emit = Callable[[ev.Event], None]
 
 
-def step(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+def handle_input(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
     """One input, completely: its record and the domain's events (`record`),
     then the pass; every event is followed by the alert and obligation rules
-    it triggers (`domain.alerts.REACTIONS`). `emit` applies and records one
-    event; all of them carry `seq` as their cause."""
+    it triggers (`rules.REACTIONS`). `emit` applies and records one event
+    (evolve); all of them carry `seq` as their cause."""
     emit = reacting(state, emit)
     for event in record(state, value, seq, file, line):
         emit(event)
@@ -207,3 +210,7 @@ def task_holds(state: State, task_id: str) -> tuple[str, ...]:
     if any(state.tasks[dependency].state != "completed" for dependency in task.depends_on):
         holds.append("task_held")
     return tuple(holds)
+
+
+# Until replay/proving/ and tests/property/ import `handle_input` (another change is moving them).
+step = handle_input

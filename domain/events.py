@@ -7,17 +7,13 @@ input's sequence number in `cause` (spec section 8) and carries the resulting
 states it sets, so a projection is a plain fold that re-decides nothing.
 
 Provenance (spec section 8): an event the engine decides by itself also
-records the facts it relied on, so that `tandem explain` (replay/explain.py)
-walks recorded links and re-decides nothing. A fact names what it relied on by
-its key (an operation, a question `(task_id, question_key)`, a task, grant or
-policy revision, a heartbeat's generation and time, a binding generation), and
-the key leads to the event, and so the input, that established it. Facts are
-computed only when their event is emitted: the hot path pays nothing for them.
+records the facts it relied on (the Structs of domain/facts.py), so that
+`tandem explain` walks recorded links and re-decides nothing. Which ids each
+event concerns is declared once, in domain/keys.py.
 
 Encoding: the tagged union is written as JSON with its tag in `"event"`. New
 fields get defaults; existing field types never change (msgspec's rule). The
-encoding is deterministic: the same trace gives the same bytes. Fact structs
-omit their defaults, so an absent fact costs no bytes.
+encoding is deterministic: the same trace gives the same bytes.
 """
 
 from __future__ import annotations
@@ -28,7 +24,23 @@ from typing import Any, Union
 import msgspec
 from msgspec import Struct
 
-from tandem.domain.inputs import AnyInput, nesting_depth_max, too_deep
+from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is facts.BlockFact
+    AlertFacts,
+    ApprovalRef,
+    BlockFact,
+    CandidateUpdate,
+    ClaimFacts,
+    DeliveryBudget,
+    Envelope,
+    PrerequisiteFact,
+    PrerequisiteSpec,
+    QuestionRef,
+    RefusalFacts,
+    Revisions,
+    TaskStateFact,
+)
+from tandem.domain.inputs import AnyInput
+from tandem.domain.nesting import nesting_depth_max, too_deep
 
 
 class Event(Struct, frozen=True, tag_field="event", kw_only=True, omit_defaults=False):
@@ -191,18 +203,6 @@ class TaskHoldsChanged(Decision, frozen=True, kw_only=True):
 # ------------------------------------------------------------------ actions
 
 
-class Revisions(Struct, frozen=True, kw_only=True):
-    task: int | None
-    grant: int
-    intent: int | None
-
-
-class PrerequisiteSpec(Struct, frozen=True, kw_only=True):
-    operation_id: str
-    outcome: str
-    artifact_revision: str | None
-
-
 class ActionProposed(Decision, frozen=True, kw_only=True):
     operation_id: str
     cause_key: str
@@ -235,42 +235,6 @@ class ActionCancelRequested(Decision, frozen=True, kw_only=True):
     reason: str  # "human", "task_cancelled" or "budget_exhausted"
 
 
-class Envelope(Struct, frozen=True, kw_only=True):
-    """What an attempt was validated under, frozen before any transport."""
-
-    operation: str
-    target: str
-    resource: str
-    write_paths: list[str]
-    task_revision: int | None
-    grant_revision: int
-    policy_revision: int
-    intent_revision: int | None
-
-
-class PrerequisiteFact(Struct, frozen=True, kw_only=True):
-    """A prerequisite as it was when relied on: its state and artifact (its
-    outcome event, `ActionOutcomeReported` of `operation_id`, says when), and
-    the artifact revision the dependent action requires, if any."""
-
-    operation_id: str
-    state: str
-    artifact_revision: str | None
-    required_artifact_revision: str | None = None
-
-
-class ClaimFacts(Struct, frozen=True, kw_only=True):
-    """What a claim relied on beyond its envelope. (Kept small: a claim is the
-    most frequent decision. The freshness rule and the synced intent revision
-    it met are the latest `EngineConfigured` and `IntentSynced` before it in
-    the log.)"""
-
-    heartbeat_generation: int | None
-    heartbeat_at: datetime.datetime | None
-    binding_generation: int | None
-    prerequisites: list[PrerequisiteFact]
-
-
 class ActionClaimed(Decision, frozen=True, kw_only=True):
     operation_id: str
     attempt_id: str
@@ -301,78 +265,6 @@ class ActionOutcomeReported(Decision, frozen=True, kw_only=True):
     attempt_id: str | None
     attempt_state: str | None
     action_state: str
-
-
-class RefusalFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """What the engine decided after a refused or not received attempt, and why:
-    `reason` is "retry" (back to pending), "max_attempts" (exhausted),
-    "task_revised" or "authority_narrowed" (fenced: revalidate to go on)."""
-
-    reason: str
-    attempts: int
-    max_attempts: int
-    task_revision: int | None = None  # the task's revision now
-    validated_task_revision: int | None = None  # the one the action was validated under
-    grant_revision: int | None = None
-    policy_revision: int | None = None
-
-
-class QuestionRef(Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """An open question that holds something. `via`: "operation" (it lists the
-    action), "prerequisite" (it lists `through`, a prerequisite, transitively),
-    "task" (affected "task" on the action's task), "depends_on" (affected
-    "task" on `through`, a task depended on, transitively), "unknown"
-    (affected "unknown": wider_hold)."""
-
-    task_id: str
-    question_key: str
-    via: str
-    through: str | None = None
-
-
-class TaskStateFact(Struct, frozen=True, kw_only=True):
-    task_id: str
-    state: str
-
-
-class ApprovalRef(Struct, frozen=True, kw_only=True):
-    conversation_id: str
-    request_id: str
-
-
-class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """Why one code of `blocked_by` (or of a task's `holds`) applies, as of
-    the event that records it. Only the fields of its code are set:
-
-    - prerequisite_pending / prerequisite_failed: `prerequisites` concerned;
-    - question_hold / wider_hold: `questions` that hold it;
-    - scope_paused: `scope` ("*" or the task id);
-    - task_held: `tasks` it depends on that are not completed;
-    - intent_unsynced: `conversation_id`, `intent_revision`, `synced_intent_revision`;
-    - watchdog_unavailable: the last heartbeat (`heartbeat_generation`,
-      `heartbeat_at`, None if never seen) and `watchdog_max_age_s`;
-    - resource_busy: `resource` and the in-flight `operations` holding it;
-    - approval_pending: the open `approvals`;
-    - budget_exhausted: `grant_id`, `usage`, `token_limit`.
-    """
-
-    code: str
-    prerequisites: list[PrerequisiteFact] | None = None
-    questions: list[QuestionRef] | None = None
-    scope: str | None = None
-    tasks: list[TaskStateFact] | None = None
-    conversation_id: str | None = None
-    intent_revision: int | None = None
-    synced_intent_revision: int | None = None
-    heartbeat_generation: int | None = None
-    heartbeat_at: datetime.datetime | None = None
-    watchdog_max_age_s: int | None = None
-    resource: str | None = None
-    operations: list[str] | None = None
-    approvals: list[ApprovalRef] | None = None
-    grant_id: str | None = None
-    usage: int | None = None
-    token_limit: int | None = None
 
 
 class ActionBlocked(Decision, frozen=True, kw_only=True):
@@ -413,6 +305,9 @@ class UsageReported(Decision, frozen=True, kw_only=True):
     output_tokens: int | None
     context_tokens: int | None
     grant_usage: int | None
+
+
+USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")  # summed by role
 
 
 class BudgetExhausted(Decision, frozen=True, kw_only=True):
@@ -577,36 +472,6 @@ class TurnStarted(Decision, frozen=True, kw_only=True):
     rule: str = ""  # the spec 5.3 rule that applied: "human_turn" (3) or "wake" (4)
 
 
-class DeliveryBudget(Struct, frozen=True, kw_only=True):
-    """The context budget a delivery was fitted into (spec 5.3): it fits when
-    `context_tokens + tokens + reserve <= context_limit`; `room` is
-    `context_limit - reserve - context_tokens` before it."""
-
-    context_limit: int
-    reserve: int
-    context_tokens: int
-    room: int
-    message_tokens: int
-    control_tokens: int
-    update_tokens: int
-
-
-class CandidateUpdate(Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A ranked update a delivery considered, in rank order (urgent first, then
-    notification_priority descending, null last, then first_seen_at, then
-    cause_key). `verdict`: "included", "does_not_fit" (skipped: it would not
-    fit) or "over_wake_batch_max" (a wake was full). `optional`: routine,
-    riding along in a human turn."""
-
-    cause_key: str
-    revision: int
-    disposition: str | None
-    notification_priority: int | None = None
-    tokens: int
-    verdict: str
-    optional: bool = False
-
-
 class DeliveryCreated(Decision, frozen=True, kw_only=True):
     """A manifest frozen before any provider I/O: exactly which messages and
     (cause, revision) pairs the delivery holds, in which epoch."""
@@ -684,41 +549,6 @@ class FailureHoldChanged(Decision, frozen=True, kw_only=True):
 
 
 # --------------------------------------- section 6: alerts, obligations, health
-
-
-class AlertFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """What an alert's raise (or the engine's resolution) relied on; only the
-    fields of its kind are set. `reason`: urgent "not_dispatchable" or
-    "running_turn"; fallback_delivery "left_out" or "overdue";
-    reconciliation_required "epoch_changed" or "history_deleted"; for a
-    resolution, the observed end ("accepted_delivery", "fresh_heartbeat",
-    "answered", "limit_lifted", "reset", "wake_fits", "approval_resolved",
-    "obligation_met", "recovered", "reconciled")."""
-
-    reason: str | None = None
-    operation_id: str | None = None
-    conversation_id: str | None = None
-    request_id: str | None = None
-    incident_id: str | None = None
-    consumer_id: str | None = None
-    reconciliation_id: str | None = None
-    grant_id: str | None = None
-    usage: int | None = None
-    token_limit: int | None = None
-    task_id: str | None = None
-    question_key: str | None = None
-    k: int | None = None
-    first_seen_at: datetime.datetime | None = None
-    heartbeat_generation: int | None = None
-    heartbeat_at: datetime.datetime | None = None
-    watchdog_max_age_s: int | None = None
-    room: int | None = None
-    smallest_tokens: int | None = None
-    candidates: int | None = None
-    turn_id: str | None = None
-    delivery_id: str | None = None
-    due_at: datetime.datetime | None = None
-    card_id: str | None = None
 
 
 class AlertRaised(Decision, frozen=True, kw_only=True):

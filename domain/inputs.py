@@ -13,23 +13,24 @@ from zero (a usage field left out is unknown, not 0).
 from __future__ import annotations
 
 import datetime
-import re
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
 import msgspec.inspect
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from tandem.domain.nesting import (
+    nesting_depth_max,
+    opening_brackets,
+    too_deep_error,
+    too_deep_in_json,
+    too_deep_in_value,
+)
+
 # Bounds (principle 7: a limit on everything, units last in the name).
 identifier_chars_max = 512
 text_chars_max = 262_144
 list_items_max = 4_096
-# Free-form JSON (`dict[str, Any]`) is the only place a line can nest without
-# a schema's bound. msgspec decodes and pickle encodes recursively: ~1,000
-# levels crash the decoder, ~500 the snapshot writer. Levels count containers
-# from the input object itself (level 1).
-nesting_depth_max = 64
-nesting_path_levels_shown = 4  # a refusal names this much of the path, then "…"
 
 Identifier = Annotated[str, Meta(min_length=1, max_length=identifier_chars_max)]
 Text = Annotated[str, Meta(max_length=text_chars_max)]
@@ -561,104 +562,6 @@ def _free_form_fields() -> dict[type, tuple[str, ...]]:
 
 _FREE_FORM_FIELDS = _free_form_fields()
 
-PathPart = Union[str, int, None]  # a key, an index, or a key not worth showing
-_path_key_chars_shown_max = 32  # a longer key is shown as msgspec shows dict keys: `[...]`
-
-
-def _too_deep(path: list[PathPart], limit: int = nesting_depth_max) -> msgspec.ValidationError:
-    text = "$"
-    for part in path[:nesting_path_levels_shown]:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif part is not None and part.isidentifier() and len(part) <= _path_key_chars_shown_max:
-            text += f".{part}"
-        else:
-            text += "[...]"  # msgspec's mark for a dict key; a long or odd key would drown the message
-    if len(path) > nesting_path_levels_shown:
-        text += "…"
-    return msgspec.ValidationError(f"nested deeper than {limit} levels - at `{text}`")
-
-
-def _opening_brackets(line: bytes | str) -> int:
-    if isinstance(line, str):
-        return line.count("[") + line.count("{")
-    return line.count(b"[") + line.count(b"{")
-
-
-def _too_deep_in_value(value: Any, name: str) -> list[PathPart] | None:
-    """The path to the first container (in document order) nested deeper than
-    the limit inside a decoded field value (level 2: the input object is level 1), or None.
-    Iterative: the value may be as deep as the decoder allowed."""
-    pending: list[tuple[Any, int, tuple[PathPart, ...]]] = [(value, 2, (name,))]
-    while pending:
-        node, level, path = pending.pop()
-        if not isinstance(node, (dict, list, Struct)):
-            continue
-        if level > nesting_depth_max:
-            return list(path)
-        if isinstance(node, dict):
-            children: list[tuple[PathPart, Any]] = list(node.items())
-        elif isinstance(node, list):
-            children = list(enumerate(node))
-        else:
-            children = [(f, getattr(node, f)) for f in node.__struct_fields__]
-        # Only the shown part of a path is kept (+1 to know it was cut).
-        short = len(path) > nesting_path_levels_shown
-        for key, child in reversed(children):  # popped in document order: the first deep place is named
-            if isinstance(child, (dict, list, Struct)):
-                pending.append((child, level + 1, path if short else path + (key,)))
-    return None
-
-
-_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},]')
-
-
-def _too_deep_in_json(raw: bytes, limit: int = nesting_depth_max) -> list[PathPart] | None:
-    """The path to the first container nested deeper than `limit` in raw
-    JSON, or None: a scan of its brackets, for input too deep to decode."""
-    frames: list[list[Any]] = []  # per open container: [is_object, key or index, expecting a key]
-    for match in _JSON_TOKEN.finditer(raw):
-        token = match.group()
-        if token in (b"{", b"["):
-            if len(frames) >= limit:
-                return [frame[1] for frame in frames]  # the new container's path
-            frames.append([True, None, True] if token == b"{" else [False, 0, False])
-        elif token in (b"}", b"]"):
-            if frames:
-                frames.pop()
-        elif not frames:
-            continue
-        elif token == b",":
-            top = frames[-1]
-            if top[0]:
-                top[2] = True
-            else:
-                top[1] += 1
-        elif frames[-1][2]:  # a key
-            frames[-1][1] = _json_key(token) if len(frames) <= nesting_path_levels_shown + 1 else None
-            frames[-1][2] = False
-    return None
-
-
-def too_deep(raw: bytes, limit: int = nesting_depth_max) -> msgspec.ValidationError | None:
-    """The schema error for raw JSON nested deeper than `limit` levels (where,
-    as decode_input names it), or None. For JSON from outside that is not an
-    input (an imported event): checked before decoding, so a decoder never
-    answers with RecursionError. Iterative; most lines pass the count."""
-    if _opening_brackets(raw) <= limit:
-        return None
-    path = _too_deep_in_json(raw, limit)
-    return None if path is None else _too_deep(path, limit)
-
-
-def _json_key(token: bytes) -> str | None:
-    try:
-        key = msgspec.json.decode(token)
-    except msgspec.DecodeError:
-        return None
-    return key if isinstance(key, str) else None
-
-
 _UTC = datetime.timedelta(0)
 
 
@@ -679,18 +582,18 @@ def decode_input(line: bytes | str) -> AnyInput:
         value = INPUT_DECODER.decode(line)
     except RecursionError:
         # Deeper than the interpreter's stack allows: find where, iteratively.
-        path = _too_deep_in_json(line.encode() if isinstance(line, str) else line)
+        path = too_deep_in_json(line.encode() if isinstance(line, str) else line)
         if path is None:
             raise  # not deep input: the caller's stack was already nearly full
-        raise _too_deep(path) from None
+        raise too_deep_error(path) from None
     fields = _FREE_FORM_FIELDS.get(type(value))
     # Only free-form fields can nest beyond the schema, and no deeper than the
     # line has opening brackets (C-speed counts: most lines skip the walk).
-    if fields is not None and _opening_brackets(line) > nesting_depth_max:
+    if fields is not None and opening_brackets(line) > nesting_depth_max:
         for name in fields:
-            path = _too_deep_in_value(getattr(value, name), name)
+            path = too_deep_in_value(getattr(value, name), name)
             if path is not None:
-                raise _too_deep(path)
+                raise too_deep_error(path)
     if value.at.utcoffset() != _UTC:
         raise msgspec.ValidationError("`at` must be an RFC 3339 time in UTC (ending in Z or +00:00) - at `$.at`")
     return value

@@ -1,18 +1,37 @@
-"""Lifecycles: one python-statemachine class per aggregate, the single definition
-of its allowed transitions (DESIGN principle 4).
+"""Lifecycles: one python-statemachine class per thing with states, the single
+definition of its allowed transitions (DESIGN principle 4), and of what each
+recorded event leaves it in.
 
 The machines are never run while deciding or replaying: building one costs
 ~100 µs and `send()` ~80 µs, and replayed events are facts, not requests.
-Instead `Lifecycle` derives a `{(state, event): target}` table from each class
-once, at import, and `decide` asks the table (a dict lookup). The same classes
-draw the diagrams in docs/ (`python -m domain.lifecycles`).
+Instead `Lifecycle` derives, once, at import:
 
-Event names are verbs that match input kinds; states are nouns or adjectives.
+- `table`: `{(state, transition): target}` from the class; `decide` asks it
+  (`allows`, `target`: a dict lookup);
+- `after`: `{event type: resulting state}` from the transitions each event
+  type records, declared beside the machine; evolve and the views ask it
+  instead of naming states themselves ("ActionClaimed leaves the action
+  submitting" is written here only). An event type whose effect depends on one
+  of its fields (a turn's `outcome`) is keyed `(event type, value)`, and the
+  field is named in `by`. An event that records the state it sets
+  (`AttemptUpdated.action_state`) is not in `after`: the event says;
+- `in_flight`: the states in which the thing is out with someone else (an
+  action's attempt with the executor, a delivery with the provider).
+
+The same classes draw docs/lifecycles.md (`python -m tandem.domain.lifecycles`).
+Transitions are verbs that match input kinds; states are nouns or adjectives.
+(replay/proving/invariants.py restates some of these facts on purpose: an
+invariant that asked the machine would check the machine against itself.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from statemachine import State, StateMachine
+
+from tandem.domain import events as ev
 
 
 class ActionMachine(StateMachine):
@@ -153,10 +172,84 @@ class ConsumerMachine(StateMachine):
     reconcile = reconciliation_required.to(consuming)
 
 
-class Lifecycle:
-    """The transition table of one StateMachine class, derived once."""
+class MessageMachine(StateMachine):
+    """A human message in a foreground's queue (spec 5.1): it leaves the queue
+    only in a delivery, and comes back to its front if the turn does not
+    complete, so no human message is ever lost."""
 
-    def __init__(self, machine: type[StateMachine]) -> None:
+    queued = State(initial=True)
+    dispatched = State()
+    handled = State(final=True)
+    withdrawn = State(final=True)
+
+    edit = queued.to.itself()
+    withdraw = queued.to(withdrawn)
+    dispatch = queued.to(dispatched)
+    complete = dispatched.to(handled)
+    requeue = dispatched.to(queued)
+
+
+class TurnMachine(StateMachine):
+    """A turn of a foreground conversation, `{conversation_id}/t{n}` (spec 5.3)."""
+
+    running = State(initial=True)
+    completed = State(final=True)
+    failed = State(final=True)
+    interrupted = State(final=True)
+
+    complete = running.to(completed)
+    fail = running.to(failed)
+    interrupt = running.to(interrupted)
+
+
+class AlertMachine(StateMachine):
+    """An alert's view state (spec 6). Whether its condition is still on is
+    another matter (`Alert.open`): a human's resolution leaves it on, and the
+    engine resolves it again when it sees the condition end (`end`, from any
+    state); a new occurrence raises it again, resolved or not."""
+
+    raised = State(initial=True)
+    seen = State()
+    resolved = State()
+
+    raise_again = raised.to.itself() | seen.to(raised) | resolved.to(raised)
+    see = raised.to(seen)
+    resolve = raised.to(resolved) | seen.to(resolved)
+    end = raised.to(resolved) | seen.to(resolved) | resolved.to.itself()
+
+
+class ObligationMachine(StateMachine):
+    """A delivery obligation (spec 6): a task action's outcome must reach its
+    conversation; `due` once its fallback alert is raised, until it is met."""
+
+    open = State(initial=True)
+    due = State()
+    met = State(final=True)
+
+    fall_due = open.to(due)
+    meet = open.to(met) | due.to(met)
+
+
+INITIAL = "(created)"  # in an `after` declaration: the event creates the thing, in its initial state
+
+AfterKey = type | tuple[type, Any]
+
+
+class Lifecycle:
+    """The tables of one StateMachine class, derived once (see the module doc).
+
+    `after` declares, per event type (or `(event type, value of its field named
+    in by)`), the transition it records, or INITIAL; `self.after` is the state
+    that leaves, derived from the machine (a declared transition must have a
+    single target)."""
+
+    def __init__(
+        self,
+        machine: type[StateMachine],
+        after: Mapping[AfterKey, str],
+        in_flight: Iterable[str] = (),
+        by: Mapping[type, str] | None = None,
+    ) -> None:
         self.machine = machine
         self.name = machine.__name__.removesuffix("Machine").lower()
         self.initial: str = next(s.id for s in machine.states if s.initial)
@@ -171,6 +264,21 @@ class Lifecycle:
                     table[key] = transition.target.id
         self.table = table
         self.events: tuple[str, ...] = tuple(sorted({event for _, event in table}))
+        self.in_flight: frozenset[str] = frozenset(in_flight)
+        assert self.in_flight <= set(self.states) - self.terminal, f"{self.name}: in flight must be live states"
+        self.by: dict[type, str] = dict(by or {})
+        self.after_transitions: dict[AfterKey, str] = dict(after)
+        self.after: dict[AfterKey, str] = {key: self._result(key, name) for key, name in after.items()}
+
+    def _result(self, key: AfterKey, transition: str) -> str:
+        kind = key[0] if isinstance(key, tuple) else key
+        assert isinstance(kind, type) and issubclass(kind, ev.Event), f"{self.name}: {key!r} is no event type"
+        assert isinstance(key, tuple) == (kind in self.by), f"{self.name}: {key!r}: key by a field iff `by` names one"
+        if transition == INITIAL:
+            return self.initial
+        targets = {target for (_, event), target in self.table.items() if event == transition}
+        assert len(targets) == 1, f"{self.name}: {transition} leads to {sorted(targets)}: the event must say which"
+        return targets.pop()
 
     def target(self, state: str, event: str) -> str | None:
         """Where `event` takes `state`, or None if the lifecycle forbids it."""
@@ -179,6 +287,12 @@ class Lifecycle:
     def allows(self, state: str, event: str) -> bool:
         return (state, event) in self.table
 
+    def state_after(self, event: ev.Event) -> str | None:
+        """The state `event` leaves the thing in, if its type declares one."""
+        kind = type(event)
+        field = self.by.get(kind)
+        return self.after.get((kind, getattr(event, field)) if field is not None else kind)
+
     def mermaid(self) -> str:
         lines = ["stateDiagram-v2", f"    [*] --> {self.initial}"]
         for (source, event), target in sorted(self.table.items()):
@@ -186,31 +300,134 @@ class Lifecycle:
         lines.extend(f"    {state} --> [*]" for state in sorted(self.terminal))
         return "\n".join(lines)
 
+    def after_markdown(self) -> str:
+        """The `after` declaration as a table, and the in-flight group."""
+        rows = ["| event | records | leaves it |", "| --- | --- | --- |"]
+        for key, transition in self.after_transitions.items():
+            if isinstance(key, tuple):
+                name = f"`{key[0].__name__}` ({self.by[key[0]]} `{key[1]}`)"
+            else:
+                name = f"`{key.__name__}`"
+            records = "created" if transition == INITIAL else f"`{transition}`"
+            rows.append(f"| {name} | {records} | `{self.after[key]}` |")
+        flight = ", ".join(f"`{state}`" for state in self.states if state in self.in_flight) or "none"
+        return "\n".join(rows) + f"\n\nIn flight: {flight}.\n"
 
-ACTION = Lifecycle(ActionMachine)
-ATTEMPT = Lifecycle(AttemptMachine)
-TASK = Lifecycle(TaskMachine)
-GRANT = Lifecycle(GrantMachine)
-QUESTION = Lifecycle(QuestionMachine)
-DELIVERY = Lifecycle(DeliveryMachine)
-UPDATE = Lifecycle(UpdateMachine)
-CONSUMER = Lifecycle(ConsumerMachine)
-LIFECYCLES = (ACTION, ATTEMPT, TASK, GRANT, QUESTION, DELIVERY, UPDATE, CONSUMER)
+
+ACTION = Lifecycle(
+    ActionMachine,
+    after={
+        ev.ActionProposed: INITIAL,
+        ev.ActionRevalidated: "revalidate",
+        ev.ActionCancelled: "cancel",
+        ev.ActionCancelRequested: "request_cancel",
+        ev.ActionClaimed: "claim",
+        # For the actions each lists in `fenced`:
+        ev.PolicySet: "fence",
+        ev.GrantRevised: "fence",
+        ev.TaskRevised: "fence",
+        # AttemptUpdated and ActionOutcomeReported record `action_state`.
+    },
+    # An attempt is out with the executor (the spec's "in flight").
+    in_flight=("submitting", "queued", "accepted", "unknown", "cancel_requested"),
+)
+ATTEMPT = Lifecycle(
+    AttemptMachine,
+    after={ev.ActionClaimed: INITIAL},  # AttemptUpdated and ActionOutcomeReported record `attempt_state`
+    in_flight=("submitting", "queued", "unknown"),
+)
+TASK = Lifecycle(
+    TaskMachine,
+    after={
+        ev.TaskDelegated: INITIAL,
+        ev.TaskRevised: "revise",
+        ev.TaskCompleted: "complete",
+        ev.TaskCancelled: "cancel",
+    },
+)
+GRANT = Lifecycle(
+    GrantMachine, after={ev.GrantIssued: INITIAL, ev.GrantRevised: "revise", ev.GrantRevoked: "revoke"}
+)
+QUESTION = Lifecycle(
+    QuestionMachine,
+    # Raised first, raised again or reopened, it is open.
+    after={ev.QuestionRaised: INITIAL, ev.QuestionAnswered: "answer"},
+)
+DELIVERY = Lifecycle(
+    DeliveryMachine,
+    after={ev.DeliveryCreated: INITIAL},  # DeliveryReceipted records `attempt_state`
+    # With the provider, not settled: it keeps holding what it holds.
+    in_flight=("submitting", "unknown"),
+)
+UPDATE = Lifecycle(
+    UpdateMachine,
+    after={
+        ev.ObservationRecorded: "revise",  # one that revises the update (`update_revision` set)
+        ev.UpdateRevised: "revise",
+        ev.UpdateTriaged: "classify",
+    },
+)
+CONSUMER = Lifecycle(
+    ConsumerMachine,
+    after={
+        ev.ConsumerCreated: INITIAL,
+        ev.CursorMoved: "batch",
+        ev.ReconciliationStarted: "require_reconciliation",
+        ev.ReconciliationCommitted: "reconcile",
+    },
+)
+MESSAGE = Lifecycle(
+    MessageMachine,
+    after={
+        ev.MessageQueued: INITIAL,
+        (ev.QueueEdited, "edit"): "edit",
+        (ev.QueueEdited, "withdraw"): "withdraw",
+        ev.DeliveryCreated: "dispatch",  # the messages it lists
+        (ev.TurnEnded, "completed"): "complete",  # the turn's messages
+        (ev.TurnEnded, "failed"): "requeue",
+        (ev.TurnEnded, "interrupted"): "requeue",
+    },
+    by={ev.QueueEdited: "op", ev.TurnEnded: "outcome"},
+    in_flight=("dispatched",),
+)
+TURN = Lifecycle(
+    TurnMachine,
+    after={
+        ev.TurnStarted: INITIAL,
+        (ev.TurnEnded, "completed"): "complete",
+        (ev.TurnEnded, "failed"): "fail",
+        (ev.TurnEnded, "interrupted"): "interrupt",
+    },
+    by={ev.TurnEnded: "outcome"},
+    in_flight=("running",),
+)
+ALERT = Lifecycle(
+    AlertMachine,
+    # A first AlertRaised creates it raised; a later one raises it again.
+    after={ev.AlertRaised: "raise_again", ev.AlertSeen: "see", ev.AlertResolved: "end"},
+)
+OBLIGATION = Lifecycle(
+    ObligationMachine, after={ev.ObligationOpened: INITIAL, ev.ObligationDue: "fall_due", ev.ObligationMet: "meet"}
+)
+LIFECYCLES = (ACTION, ATTEMPT, TASK, GRANT, QUESTION, DELIVERY, UPDATE, CONSUMER, MESSAGE, TURN, ALERT, OBLIGATION)
 
 # The action states the spec calls in flight (an attempt is out with the executor).
-IN_FLIGHT = frozenset({"submitting", "queued", "accepted", "unknown", "cancel_requested"})
+IN_FLIGHT = ACTION.in_flight
 
 
 def diagrams_markdown() -> str:
     """docs/lifecycles.md, drawn from the classes (a test keeps it current)."""
     parts = [
         "# Lifecycles\n\n"
-        "Generated by `python -m domain.lifecycles > docs/lifecycles.md` from the\n"
+        "Generated by `python -m tandem.domain.lifecycles > docs/lifecycles.md` from the\n"
         "python-statemachine classes in `domain/lifecycles.py`, the single definition of\n"
-        "each lifecycle's allowed transitions. Terminal states end in `[*]`.\n"
+        "each lifecycle's allowed transitions and of the state each recorded event leaves\n"
+        "it in. Terminal states end in `[*]`.\n"
     ]
     for lifecycle in LIFECYCLES:
-        parts.append(f"## {lifecycle.name}\n\n```mermaid\n{lifecycle.mermaid()}\n```\n")
+        parts.append(
+            f"## {lifecycle.name}\n\n```mermaid\n{lifecycle.mermaid()}\n```\n\n{lifecycle.after_markdown()}"
+        )
     return "\n".join(parts)
 
 

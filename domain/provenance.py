@@ -1,9 +1,10 @@
 """Provenance (spec section 8): the facts behind a block or a hold.
 
-`domain/dispatch.py` decides *whether* a code applies (`blockers`, on every
-pass for the actions an input touched: the hot path). When the codes of an
-action or the holds of a task change, and only then, the pass asks this module
-*why* each code applies, and records the answer in the event
+The pass decides these codes, so their facts are the pass's: a module of
+its own beside domain/dispatch.py, which decides *whether* a code applies
+(`blockers`, on every pass for the actions an input touched: the hot path).
+When the codes of an action or the holds of a task change, and only then, the
+pass asks this module *why* each code applies, and records the answer in the event
 (`ActionBlocked.facts`, `TaskHoldsChanged.facts`). The answer names what it
 relied on by key — prerequisite operations, questions `(task_id,
 question_key)`, the paused scope, the tasks depended on, the intent revisions,
@@ -18,7 +19,8 @@ and iterates sets in a sorted order: the same trace gives the same facts.
 from __future__ import annotations
 
 from tandem.domain import events as ev
-from tandem.domain.state import Action, State, reachable
+from tandem.domain.records import Action
+from tandem.domain.state import State, reachable
 
 _FAILED = ("failed", "cancelled", "exhausted")
 

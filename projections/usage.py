@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from tandem.domain import events as ev
-from tandem.domain.state import USAGE_FIELDS
 from tandem.projections.base import View
 
 ROLES = ("foreground", "background", "workers")
@@ -17,12 +16,12 @@ class UsageView(View):
     def __init__(self) -> None:
         super().__init__()
         self.totals: dict[str, dict[str, int | None]] = {
-            role: {**{name: None for name in USAGE_FIELDS}, "reports": 0} for role in ROLES
+            role: {**{name: None for name in ev.USAGE_FIELDS}, "reports": 0} for role in ROLES
         }
 
     def _reported(self, event: ev.UsageReported) -> None:
         totals = self.totals[event.role]
-        for name in USAGE_FIELDS:
+        for name in ev.USAGE_FIELDS:
             value = getattr(event, name)
             if value is not None:
                 totals[name] = (totals[name] or 0) + value

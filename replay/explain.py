@@ -39,7 +39,7 @@ import msgspec
 from msgspec import Struct
 
 from tandem.domain import events as ev
-from tandem.domain.conversation import numbered_owner
+from tandem.domain.lookups import numbered_owner
 from tandem.projections.base import rfc3339
 from tandem.replay.port import EventStore
 

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_docs_lifecycles_is_drawn_from_the_classes() -> None:
     assert (ROOT / "docs" / "lifecycles.md").read_text() == diagrams_markdown(), (
-        "docs/lifecycles.md is stale: run python -m domain.lifecycles > docs/lifecycles.md"
+        "docs/lifecycles.md is stale: run python -m tandem.domain.lifecycles > docs/lifecycles.md"
     )
 
 

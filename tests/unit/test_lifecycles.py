@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 from statemachine import StateMachine
 
-from tandem.domain import decide as decide_module
 from tandem.domain import dispatch as dispatch_module
-from tandem.domain import lifecycles
+from tandem.domain import lifecycles, rules
 from tandem.domain.lifecycles import ACTION, ATTEMPT, GRANT, LIFECYCLES, QUESTION, TASK, Lifecycle
 from tests.unit.helpers import (
     answer,
@@ -90,7 +89,7 @@ def test_the_lifecycle_tables_are_plain_dicts_not_machines():
     for lifecycle in LIFECYCLES:
         assert not isinstance(lifecycle, StateMachine)
         assert all(isinstance(key, tuple) and isinstance(value, str) for key, value in lifecycle.table.items())
-    for module in (decide_module, dispatch_module, lifecycles):
+    for module in (rules, *rules.AREAS, dispatch_module, lifecycles):
         assert not any(isinstance(value, StateMachine) for value in vars(module).values())
 
 

@@ -1,4 +1,5 @@
-"""Observations and the inbox's pending updates (spec 3.4, the outcome part of 3.3).
+"""The inbox (spec 3.4, the outcome part of 3.3): observations, the pending
+updates they revise, their triage by the bound background, and cards.
 
 An observation is captured exactly: a source's repeat (same `source_version`
 already recorded, or without one the source's latest fingerprint) is counted
@@ -12,7 +13,8 @@ observation's text and tokens and counters, so a burst of observations costs
 the inbox work and memory per cause, not per observation (the observations
 themselves are events in the log). A source remembers its latest fingerprint
 and the set of `source_version`s it has seen (needed to recognise a repeat on
-any path: live, change log or reconciliation).
+any path: live, change log or reconciliation). The consumer area applies a
+change-log batch's observations through `observation_events` and a `Draft`.
 """
 
 from __future__ import annotations
@@ -21,12 +23,17 @@ from dataclasses import dataclass, field
 
 from msgspec import UNSET
 
+import datetime
+from typing import Any
+
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import UPDATE
+from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
-from tandem.domain.state import Action, State
+from tandem.domain.records import Action, Conversation, Source, Update
+from tandem.domain.state import State
 
 
 def default_cause_key(fields: inp.ObservationFields | inp.Observe) -> str:
@@ -73,7 +80,7 @@ class Draft:
 
 
 def observation_events(
-    state: State, draft: Draft, fields: inp.ObservationFields | inp.Observe, seq: int, at, via: str
+    state: State, draft: Draft, fields: inp.ObservationFields | inp.Observe, seq: int, at: datetime.datetime, via: str
 ) -> ev.Event:
     """The one event an observation causes (recorded, or a counted repeat)."""
     source_id = fields.source_id
@@ -131,7 +138,7 @@ def decide_observe(state: State, value: inp.Observe, seq: int) -> list[ev.Event]
     return [observation_events(state, Draft(state), value, seq, value.at, "live")]
 
 
-def outcome_update_events(state: State, action: Action, outcome: str, seq: int, at) -> list[ev.Event]:
+def outcome_update_events(state: State, action: Action, outcome: str, seq: int, at: datetime.datetime) -> list[ev.Event]:
     """An executor outcome creates or revises `outcome:{operation_id}`, triaged
     by the engine: actionable for a task's action (it belongs to the task's
     conversation), routine for a rule's."""
@@ -157,11 +164,9 @@ def outcome_update_events(state: State, action: Action, outcome: str, seq: int, 
     ]
 
 
-def _bound_foreground(state: State, background_id: str, generation: int):
+def _bound_foreground(state: State, background_id: str, generation: int) -> Conversation:
     """The foreground a background is bound to at `generation`, or fenced."""
-    background = state.conversations.get(background_id)
-    if background is None or background.role != "background":
-        raise Rejected("unknown_conversation", f"no background conversation {background_id!r}")
+    background = known_conversation(state, background_id, "background")
     foreground = state.conversations.get(background.foreground_id or "")
     if foreground is None or foreground.background_id != background_id or foreground.generation != generation:
         bound = foreground.generation if foreground is not None and foreground.background_id == background_id else None
@@ -206,12 +211,93 @@ def decide_card(state: State, value: inp.ProposeCard, seq: int) -> list[ev.Event
     return [ev.CardProposed(cause=seq, card_id=value.card_id, cause_key=value.cause_key, summary=value.summary)]
 
 
-__all__ = [
-    "Draft",
-    "decide_card",
-    "decide_observe",
-    "decide_triage",
-    "default_cause_key",
-    "observation_events",
-    "outcome_update_events",
-]
+
+# ----------------------------------------------------------------- evolvers
+
+_RECORDED = UPDATE.after[ev.ObservationRecorded]
+_REVISED = UPDATE.after[ev.UpdateRevised]
+_TRIAGED = UPDATE.after[ev.UpdateTriaged]
+
+
+def _observation_recorded(state: State, event: ev.ObservationRecorded) -> None:
+    source = state.sources.get(event.source_id)
+    if source is None:
+        source = state.sources[event.source_id] = Source()
+    source.count = event.local_revision
+    if event.update_revision is None:
+        # A background's own activity: recorded, no update (no feedback loop),
+        # and not what later observations of the source are compared with.
+        return
+    source.latest_fingerprint = event.fingerprint
+    if event.source_version is not None:
+        source.versions.add(event.source_version)
+    _revise_update(state, event, event.update_revision, not event.complete, event.tokens, _RECORDED)
+
+
+def _revise_update(
+    state: State,
+    event: ev.ObservationRecorded | ev.UpdateRevised,
+    revision: int,
+    partial: bool,
+    tokens: int | None,
+    triage_state: str,
+) -> None:
+    """A cause's update gets a new revision, untriaged (created on its first)."""
+    cause_key, at = event.cause_key, event.at
+    update = state.updates.get(cause_key)
+    if update is None:
+        update = state.updates[cause_key] = Update(cause_key, event.kind, revision, at, at, at)
+    state.drop_candidate(update)
+    update.held_by = None  # holds are per revision
+    update.partial = partial
+    update.text = event.text
+    update.tokens = tokens
+    update.kind = event.kind
+    update.revision = revision
+    update.revised_at = at
+    update.last_seen_at = at
+    update.triage_state = triage_state
+    update.disposition = None
+    update.action_priority = None
+    update.notification_priority = None
+
+
+def _observation_repeated(state: State, event: ev.ObservationRepeated) -> None:
+    if event.counted:
+        update = state.updates[event.cause_key]
+        update.repeats += 1
+        update.last_seen_at = event.at
+
+
+def _update_revised(state: State, event: ev.UpdateRevised) -> None:
+    _revise_update(state, event, event.revision, False, None, _REVISED)
+
+
+def _update_triaged(state: State, event: ev.UpdateTriaged) -> None:
+    update = state.updates[event.cause_key]
+    update.triage_state = _TRIAGED
+    update.disposition = event.disposition
+    update.action_priority = event.action_priority
+    update.notification_priority = event.notification_priority
+    state.drop_candidate(update)
+    update.foreground_id = event.foreground_id
+    state.refresh_candidate(update)
+
+
+def _card_proposed(state: State, event: ev.CardProposed) -> None:
+    state.cards[event.card_id] = event.cause_key
+
+
+DECIDERS = {
+    inp.Observe: decide_observe,
+    inp.ClassifyTriage: decide_triage,
+    inp.ProposeCard: decide_card,
+}
+EVOLVERS = {
+    ev.ObservationRecorded: _observation_recorded,
+    ev.ObservationRepeated: _observation_repeated,
+    ev.UpdateRevised: _update_revised,
+    ev.UpdateTriaged: _update_triaged,
+    ev.CardProposed: _card_proposed,
+}
+REACTIONS: dict[type, Any] = {}

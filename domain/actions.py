@@ -1,0 +1,472 @@
+"""Managed actions (spec 3.3, 4): proposals, revalidation, cancellation, the
+executor's receipts, reconciles and outcomes on an action's attempts, usage
+and budgets, and the pause of a scope.
+
+An action is proposed under a grant (task or rule), checked in the spec's
+order (scope, generation, task state, authority, revisions, duplicate cause),
+and then waits, pending, for the dispatch pass to claim it (domain/dispatch.py).
+A claimed attempt's receipts and reconciles move the attempt and the action
+along their lifecycles; a refusal goes back to pending only under current
+authority (else it is fenced), and never past `max_attempts`. An outcome
+revises the inbox update `outcome:{operation_id}` (the inbox area's rule).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from tandem.domain import events as ev
+from tandem.domain import inputs as inp
+from tandem.domain.authority import allows, check_authority
+from tandem.domain.inbox import outcome_update_events
+from tandem.domain.inputs import given
+from tandem.domain.lifecycles import ACTION, ATTEMPT, IN_FLIGHT
+from tandem.domain.lookups import known_action, known_conversation, known_grant, known_task
+from tandem.domain.reasons import Rejected
+from tandem.domain.records import Action, Attempt, Grant
+from tandem.domain.state import State
+
+# ------------------------------------------------------------ proposal checks
+
+
+def _check_generation(state: State, value: Any, task_id: str | None) -> None:
+    if value.sender != "background":
+        return
+    conversation = state.conversations[state.tasks[task_id].conversation_id] if task_id else None
+    bound = conversation.generation if conversation is not None else None
+    if bound is None or value.generation != bound:
+        raise Rejected("generation_fenced", f"generation {value.generation} is not the bound generation ({bound})")
+
+
+def _check_revisions(state: State, revisions: inp.InputRevisions, grant: Grant, task_id: str | None) -> None:
+    if revisions.grant != grant.revision:
+        raise Rejected("stale_revision", f"grant {grant.grant_id!r} is at revision {grant.revision}, not {revisions.grant}")
+    if task_id is None:
+        return
+    task = state.tasks[task_id]
+    if revisions.task is not UNSET and revisions.task != task.revision:
+        raise Rejected("stale_revision", f"task {task_id!r} is at revision {task.revision}, not {revisions.task}")
+    if revisions.intent is not UNSET:
+        intent = state.conversations[task.conversation_id].intent_revision
+        if revisions.intent != intent:
+            raise Rejected("stale_revision", f"intent is at revision {intent}, not {revisions.intent}")
+
+
+def _revisions(state: State, revisions: inp.InputRevisions, grant: Grant, task_id: str | None) -> ev.Revisions:
+    """What the action was validated under (given or not, the current ones)."""
+    if task_id is None:
+        return ev.Revisions(task=None, grant=grant.revision, intent=None)
+    task = state.tasks[task_id]
+    return ev.Revisions(
+        task=task.revision, grant=grant.revision, intent=state.conversations[task.conversation_id].intent_revision
+    )
+
+
+def _check_scope(value: inp.ProposeAction, grant: Grant, task_id: str | None, rule_id: str | None) -> None:
+    """grant_scope: task grants serve their own task; a rule grant serves only
+    its rule's proposals from the daemon (models cannot claim that exception)."""
+    if rule_id is not None:
+        if value.sender != "daemon" or grant.rule_id != rule_id:
+            raise Rejected("grant_scope", f"grant {grant.grant_id!r} does not serve rule {rule_id!r} from {value.sender}")
+    elif grant.task_id != task_id:
+        raise Rejected("grant_scope", f"grant {grant.grant_id!r} is not scoped to task {task_id!r}")
+
+
+def _check_duplicate_cause(state: State, cause_key: str) -> None:
+    for operation_id in state.actions_by_cause.get(cause_key, ()):
+        other = state.actions[operation_id]
+        if not other.terminal:
+            raise Rejected("duplicate_cause", f"{operation_id!r} is {other.state} for cause {cause_key!r}")
+        if other.state == "succeeded" and state.update_revision(cause_key) <= other.cause_revision:
+            raise Rejected("duplicate_cause", f"{operation_id!r} already succeeded for this revision of {cause_key!r}")
+
+
+# ----------------------------------------------------------------- deciders
+
+
+def decide_proposal(state: State, value: inp.ProposeAction, seq: int) -> list[ev.Event]:
+    task_id = given(value.task_id)
+    rule_id = given(value.rule_id)
+    task = known_task(state, task_id) if task_id is not None else None
+    grant = known_grant(state, value.grant_id)
+    for prerequisite in value.prerequisites:
+        known_action(state, prerequisite.operation_id)
+    if value.operation_id in state.actions:
+        raise Rejected("already_exists", f"operation {value.operation_id!r} already exists")
+    _check_scope(value, grant, task_id, rule_id)
+    _check_generation(state, value, task_id)
+    if task is not None and task.state != "active":
+        raise Rejected("task_not_active", f"task {task.task_id!r} is {task.state}")
+    check_authority(state, value.operation, value.write_paths, grant)
+    _check_revisions(state, value.input_revisions, grant, task_id)
+    _check_duplicate_cause(state, value.cause_key)
+    return [
+        ev.ActionProposed(
+            cause=seq,
+            operation_id=value.operation_id,
+            cause_key=value.cause_key,
+            operation=value.operation,
+            target=value.target,
+            resource=value.resource,
+            write_paths=list(value.write_paths),
+            task_id=task_id,
+            rule_id=rule_id,
+            grant_id=grant.grant_id,
+            prerequisites=[
+                ev.PrerequisiteSpec(
+                    operation_id=p.operation_id, outcome=p.outcome, artifact_revision=given(p.artifact_revision)
+                )
+                for p in value.prerequisites
+            ],
+            input_revisions=_revisions(state, value.input_revisions, grant, task_id),
+            unattended=value.unattended,
+            proposed_by=value.sender,
+            generation=given(value.generation),
+            cause_revision=state.update_revision(value.cause_key),
+        )
+    ]
+
+
+def decide_revalidation(state: State, value: inp.RevalidateAction, seq: int) -> list[ev.Event]:
+    action = known_action(state, value.operation_id)
+    if not ACTION.allows(action.state, "revalidate"):
+        raise Rejected("not_fenced", f"{action.operation_id!r} is {action.state}")
+    if value.sender == "background" and action.task_id is None:
+        raise Rejected("grant_scope", f"{action.operation_id!r} is a rule action: only the daemon's rule may use its grant")
+    _check_generation(state, value, action.task_id)
+    if action.task_id is not None and state.tasks[action.task_id].state != "active":
+        raise Rejected("task_not_active", f"task {action.task_id!r} is {state.tasks[action.task_id].state}")
+    grant = state.grants[action.grant_id]
+    check_authority(state, action.operation, action.write_paths, grant)
+    _check_revisions(state, value.input_revisions, grant, action.task_id)
+    return [
+        ev.ActionRevalidated(
+            cause=seq,
+            operation_id=action.operation_id,
+            input_revisions=_revisions(state, value.input_revisions, grant, action.task_id),
+        )
+    ]
+
+
+def decide_action_cancel(state: State, value: inp.CancelAction, seq: int) -> list[ev.Event]:
+    action = known_action(state, value.operation_id)
+    if ACTION.allows(action.state, "cancel"):
+        return [ev.ActionCancelled(cause=seq, operation_id=action.operation_id)]
+    if ACTION.allows(action.state, "request_cancel"):
+        return [ev.ActionCancelRequested(cause=seq, operation_id=action.operation_id, reason="human")]
+    raise Rejected("not_cancellable", f"{action.operation_id!r} is {action.state}")
+
+
+def _latest_attempt(action: Action, attempt_id: str) -> Attempt:
+    if not action.attempts or action.attempts[-1].attempt_id != attempt_id:
+        raise Rejected("stale_attempt", f"{attempt_id!r} is not the latest attempt of {action.operation_id!r}")
+    return action.attempts[-1]
+
+
+# attempt event -> action event, for each receipt/reconcile result
+_RECEIPT_EVENTS = {
+    "queued": ("receipt_queued", "queue"),
+    "accepted": ("receipt_accepted", "accept"),
+    "unknown": ("receipt_unknown", "lose_track"),
+    "refused": ("receipt_refused", "refuse"),
+}
+_RECONCILE_EVENTS = {
+    "accepted": ("reconcile_accepted", "accept"),
+    "not_received": ("reconcile_not_received", "refuse"),
+}
+
+
+def _attempt_transition(
+    state: State, seq: int, action: Action, attempt_id: str, attempt_event: str, action_event: str
+) -> list[ev.Event]:
+    attempt = _latest_attempt(action, attempt_id)
+    attempt_state = ATTEMPT.target(attempt.state, attempt_event)
+    if attempt_state is None:
+        raise Rejected("stale_attempt", f"{attempt_id!r} is {attempt.state}")
+    restamped = None
+    refusal = None
+    if action_event == "refuse" and action.state != "cancel_requested":
+        if len(action.attempts) >= state.grants[action.grant_id].max_attempts:
+            action_event, reason = "exhaust", "max_attempts"
+        else:
+            action_event, restamped, reason = _back_to_pending(state, action)
+        refusal = _refusal_facts(state, action, reason)
+    action_state = ACTION.target(action.state, action_event)
+    assert action_state is not None, (action.state, action_event)
+    return [
+        ev.AttemptUpdated(
+            cause=seq,
+            operation_id=action.operation_id,
+            attempt_id=attempt_id,
+            attempt_state=attempt_state,
+            action_state=action_state,
+            restamped=restamped,
+            refusal=refusal,
+        )
+    ]
+
+
+def _back_to_pending(state: State, action: Action) -> tuple[str, ev.Revisions | None, str]:
+    """A refused action goes back to pending only under current authority: if
+    its task was revised, or its grant or the policy no longer allows it,
+    while the attempt was out, it is fenced (revalidate to go on)."""
+    grant = state.grants[action.grant_id]
+    if action.task_id is not None and action.revisions.task != state.tasks[action.task_id].revision:
+        return "refuse_stale", None, "task_revised"
+    if not allows(state, action, grant.operations, grant.roots):
+        return "refuse_stale", None, "authority_narrowed"
+    if action.revisions.grant != grant.revision:
+        return "refuse", msgspec.structs.replace(action.revisions, grant=grant.revision), "retry"
+    return "refuse", None, "retry"
+
+
+def _refusal_facts(state: State, action: Action, reason: str) -> ev.RefusalFacts:
+    task = state.tasks[action.task_id] if action.task_id is not None else None
+    grant = state.grants[action.grant_id]
+    return ev.RefusalFacts(
+        reason=reason,
+        attempts=len(action.attempts),
+        max_attempts=grant.max_attempts,
+        task_revision=task.revision if task is not None else None,
+        validated_task_revision=action.revisions.task,
+        grant_revision=grant.revision,
+        policy_revision=state.policy.revision,
+    )
+
+
+def decide_receipt(state: State, value: inp.ExecutorReceipt, seq: int) -> list[ev.Event]:
+    action = known_action(state, value.operation_id)
+    attempt_event, action_event = _RECEIPT_EVENTS[value.result]
+    return _attempt_transition(state, seq, action, value.attempt_id, attempt_event, action_event)
+
+
+def decide_reconcile(state: State, value: inp.ExecutorReconcile, seq: int) -> list[ev.Event]:
+    action = known_action(state, value.operation_id)
+    attempt_event, action_event = _RECONCILE_EVENTS[value.observed]
+    return _attempt_transition(state, seq, action, value.attempt_id, attempt_event, action_event)
+
+
+_OUTCOME_EVENTS = {"succeeded": "succeed", "failed": "fail", "cancelled": "confirm_cancel"}
+
+
+def decide_outcome(state: State, value: inp.ExecutorOutcome, seq: int) -> list[ev.Event]:
+    action = known_action(state, value.operation_id)
+    action_state = ACTION.target(action.state, _OUTCOME_EVENTS[value.outcome])
+    if action_state is None:
+        raise Rejected("stale_attempt", f"{action.operation_id!r} is {action.state}: no outcome {value.outcome!r} expected")
+    attempt = action.attempts[-1] if action.attempts else None
+    attempt_state = None
+    if attempt is not None:
+        attempt_state = ATTEMPT.target(attempt.state, "observe_outcome") or attempt.state
+    return [
+        ev.ActionOutcomeReported(
+            cause=seq,
+            operation_id=action.operation_id,
+            outcome=value.outcome,
+            artifact_revision=given(value.artifact_revision),
+            evidence_ref=given(value.evidence_ref),
+            attempt_id=attempt.attempt_id if attempt else None,
+            attempt_state=attempt_state,
+            action_state=action_state,
+        ),
+        *outcome_update_events(state, action, value.outcome, seq, value.at),
+    ]
+
+
+def _worker_usage(state: State, value: inp.ReportUsage, seq: int, action: Action) -> tuple[int, list[ev.Event]]:
+    """The grant's usage after a worker's report, and the budget it reached, if it did."""
+    grant = state.grants[action.grant_id]
+    grant_usage = grant.usage + (given(value.input_tokens) or 0) + (given(value.output_tokens) or 0)
+    events: list[ev.Event] = []
+    if grant.token_limit is not None and grant.usage < grant.token_limit <= grant_usage:
+        events.append(
+            ev.BudgetExhausted(
+                cause=seq,
+                grant_id=grant.grant_id,
+                usage=grant_usage,
+                token_limit=grant.token_limit,
+                operation_id=action.operation_id,
+            )
+        )
+        if action.state in IN_FLIGHT and ACTION.allows(action.state, "request_cancel"):
+            events.append(ev.ActionCancelRequested(cause=seq, operation_id=action.operation_id, reason="budget_exhausted"))
+    return grant_usage, events
+
+
+def decide_usage(state: State, value: inp.ReportUsage, seq: int) -> list[ev.Event]:
+    grant_id = None
+    grant_usage = None
+    events: list[ev.Event] = []
+    if value.operation_id is not UNSET:
+        action = known_action(state, value.operation_id)
+        role, conversation_id, operation_id = "workers", None, action.operation_id
+        grant_id = action.grant_id
+        grant_usage, events = _worker_usage(state, value, seq, action)
+    else:
+        conversation = known_conversation(state, value.conversation_id)
+        role, conversation_id, operation_id = conversation.role, conversation.conversation_id, None
+    report = ev.UsageReported(
+        cause=seq,
+        role=role,
+        conversation_id=conversation_id,
+        operation_id=operation_id,
+        grant_id=grant_id,
+        context_tokens=given(value.context_tokens),
+        grant_usage=grant_usage,
+        **{name: given(getattr(value, name)) for name in ev.USAGE_FIELDS},
+    )
+    return [report, *events]
+
+
+def _scope_target(state: State, scope: str) -> None:
+    if scope != "*":
+        known_task(state, scope)
+
+
+def decide_pause(state: State, value: inp.PauseScope, seq: int) -> list[ev.Event]:
+    _scope_target(state, value.scope)
+    return [] if value.scope in state.paused else [ev.ScopePaused(cause=seq, scope=value.scope)]
+
+
+def decide_resume(state: State, value: inp.ResumeScope, seq: int) -> list[ev.Event]:
+    _scope_target(state, value.scope)
+    return [ev.ScopeResumed(cause=seq, scope=value.scope)] if value.scope in state.paused else []
+
+
+# ----------------------------------------------------------------- evolvers
+
+_PROPOSED = ACTION.after[ev.ActionProposed]
+_REVALIDATED = ACTION.after[ev.ActionRevalidated]
+_CANCELLED = ACTION.after[ev.ActionCancelled]
+_CANCEL_REQUESTED = ACTION.after[ev.ActionCancelRequested]
+_CLAIMED = ACTION.after[ev.ActionClaimed]
+_ATTEMPT_CLAIMED = ATTEMPT.after[ev.ActionClaimed]
+
+
+def _action_proposed(state: State, event: ev.ActionProposed) -> None:
+    action = Action(
+        operation_id=event.operation_id,
+        order=len(state.actions),
+        cause_key=event.cause_key,
+        operation=event.operation,
+        target=event.target,
+        resource=event.resource,
+        write_paths=list(event.write_paths),
+        task_id=event.task_id,
+        rule_id=event.rule_id,
+        grant_id=event.grant_id,
+        prerequisites=list(event.prerequisites),
+        revisions=event.input_revisions,
+        unattended=event.unattended,
+        proposed_by=event.proposed_by,
+        generation=event.generation,
+        cause_revision=event.cause_revision,
+        state=_PROPOSED,
+    )
+    for prerequisite in event.prerequisites:
+        state.actions[prerequisite.operation_id].dependents.append(event.operation_id)
+    if event.task_id is not None:
+        state.tasks[event.task_id].actions.append(event.operation_id)
+    state.grants[event.grant_id].actions.append(event.operation_id)
+    state.actions_by_cause.setdefault(event.cause_key, []).append(event.operation_id)
+    state.add_action(action)
+
+
+def _action_revalidated(state: State, event: ev.ActionRevalidated) -> None:
+    action = state.actions[event.operation_id]
+    action.revisions = event.input_revisions
+    state.move_action(action, _REVALIDATED)
+
+
+def _action_cancelled(state: State, event: ev.ActionCancelled) -> None:
+    state.move_action(state.actions[event.operation_id], _CANCELLED)
+
+
+def _action_cancel_requested(state: State, event: ev.ActionCancelRequested) -> None:
+    state.move_action(state.actions[event.operation_id], _CANCEL_REQUESTED)
+
+
+def _action_claimed(state: State, event: ev.ActionClaimed) -> None:
+    action = state.actions[event.operation_id]
+    action.attempts.append(Attempt(event.attempt_id, _ATTEMPT_CLAIMED, event.envelope))
+    state.move_action(action, _CLAIMED)
+
+
+def _attempt_updated(state: State, event: ev.AttemptUpdated) -> None:
+    action = state.actions[event.operation_id]
+    action.attempts[-1].state = event.attempt_state
+    if event.restamped is not None:
+        action.revisions = event.restamped
+    state.move_action(action, event.action_state)
+
+
+def _action_outcome_reported(state: State, event: ev.ActionOutcomeReported) -> None:
+    action = state.actions[event.operation_id]
+    action.outcome = event.outcome
+    action.artifact_revision = event.artifact_revision
+    action.evidence_ref = event.evidence_ref
+    if event.attempt_state is not None:
+        action.attempts[-1].state = event.attempt_state
+    state.move_action(action, event.action_state)
+
+
+def _action_blocked(state: State, event: ev.ActionBlocked) -> None:
+    state.actions[event.operation_id].blocked_by = tuple(event.blocked_by)
+
+
+def _scope_changed(state: State, event: ev.ScopePaused | ev.ScopeResumed) -> None:
+    if type(event) is ev.ScopePaused:
+        state.paused.add(event.scope)
+    else:
+        state.paused.discard(event.scope)
+    if event.scope == "*":
+        state.touch_all_tasks()
+    else:
+        state.touch_task(event.scope)
+
+
+def _usage_reported(state: State, event: ev.UsageReported) -> None:
+    # Role totals are the usage view's; decisions need the context and budgets.
+    if event.conversation_id is not None and event.context_tokens is not None:
+        state.conversations[event.conversation_id].context_tokens = event.context_tokens
+    if event.grant_id is not None and event.grant_usage is not None:
+        grant = state.grants[event.grant_id]
+        was_exhausted = grant.budget_exhausted
+        grant.usage = event.grant_usage
+        if grant.budget_exhausted != was_exhausted:
+            state.touch_grant(grant.grant_id)
+
+
+def _budget_exhausted(state: State, event: ev.BudgetExhausted) -> None:
+    state.touch_grant(event.grant_id)
+
+
+DECIDERS = {
+    inp.ProposeAction: decide_proposal,
+    inp.RevalidateAction: decide_revalidation,
+    inp.CancelAction: decide_action_cancel,
+    inp.ExecutorReceipt: decide_receipt,
+    inp.ExecutorReconcile: decide_reconcile,
+    inp.ExecutorOutcome: decide_outcome,
+    inp.ReportUsage: decide_usage,
+    inp.PauseScope: decide_pause,
+    inp.ResumeScope: decide_resume,
+}
+EVOLVERS = {
+    ev.ActionProposed: _action_proposed,
+    ev.ActionRevalidated: _action_revalidated,
+    ev.ActionCancelled: _action_cancelled,
+    ev.ActionCancelRequested: _action_cancel_requested,
+    ev.ActionClaimed: _action_claimed,
+    ev.AttemptUpdated: _attempt_updated,
+    ev.ActionOutcomeReported: _action_outcome_reported,
+    ev.ActionBlocked: _action_blocked,
+    ev.ScopePaused: _scope_changed,
+    ev.ScopeResumed: _scope_changed,
+    ev.UsageReported: _usage_reported,
+    ev.BudgetExhausted: _budget_exhausted,
+}
+REACTIONS: dict[type, Any] = {}

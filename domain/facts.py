@@ -1,0 +1,208 @@
+"""The Structs events carry inside them: what a decision was validated under
+(`Revisions`, `PrerequisiteSpec`, an attempt's `Envelope`) and, for the
+decisions the engine takes by itself, the facts it relied on (spec section 8:
+`ClaimFacts`, `BlockFact`, `RefusalFacts`, `AlertFacts`, a delivery's budget
+and candidates). domain/events.py holds the events themselves; `ev.BlockFact`
+and the like are these classes, which it imports for its field types.
+
+A fact names what it relied on by its key (an operation, a question
+`(task_id, question_key)`, a task, grant or policy revision, a heartbeat's
+generation and time, a binding generation), and the key leads to the event,
+and so the input, that established it (domain/keys.py). Facts are computed
+only when their event is emitted: the hot path pays nothing for them.
+
+Encoding: fields never change type; fact structs omit their defaults, so an
+absent fact costs no bytes (the events' bytes are the same wherever these
+classes live: msgspec writes field names, not class paths).
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from msgspec import Struct
+
+
+class Revisions(Struct, frozen=True, kw_only=True):
+    task: int | None
+    grant: int
+    intent: int | None
+
+
+class PrerequisiteSpec(Struct, frozen=True, kw_only=True):
+    operation_id: str
+    outcome: str
+    artifact_revision: str | None
+
+
+class Envelope(Struct, frozen=True, kw_only=True):
+    """What an attempt was validated under, frozen before any transport."""
+
+    operation: str
+    target: str
+    resource: str
+    write_paths: list[str]
+    task_revision: int | None
+    grant_revision: int
+    policy_revision: int
+    intent_revision: int | None
+
+
+class PrerequisiteFact(Struct, frozen=True, kw_only=True):
+    """A prerequisite as it was when relied on: its state and artifact (its
+    outcome event, `ActionOutcomeReported` of `operation_id`, says when), and
+    the artifact revision the dependent action requires, if any."""
+
+    operation_id: str
+    state: str
+    artifact_revision: str | None
+    required_artifact_revision: str | None = None
+
+
+class ClaimFacts(Struct, frozen=True, kw_only=True):
+    """What a claim relied on beyond its envelope. (Kept small: a claim is the
+    most frequent decision. The freshness rule and the synced intent revision
+    it met are the latest `EngineConfigured` and `IntentSynced` before it in
+    the log.)"""
+
+    heartbeat_generation: int | None
+    heartbeat_at: datetime.datetime | None
+    binding_generation: int | None
+    prerequisites: list[PrerequisiteFact]
+
+
+class RefusalFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What the engine decided after a refused or not received attempt, and why:
+    `reason` is "retry" (back to pending), "max_attempts" (exhausted),
+    "task_revised" or "authority_narrowed" (fenced: revalidate to go on)."""
+
+    reason: str
+    attempts: int
+    max_attempts: int
+    task_revision: int | None = None  # the task's revision now
+    validated_task_revision: int | None = None  # the one the action was validated under
+    grant_revision: int | None = None
+    policy_revision: int | None = None
+
+
+class QuestionRef(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """An open question that holds something. `via`: "operation" (it lists the
+    action), "prerequisite" (it lists `through`, a prerequisite, transitively),
+    "task" (affected "task" on the action's task), "depends_on" (affected
+    "task" on `through`, a task depended on, transitively), "unknown"
+    (affected "unknown": wider_hold)."""
+
+    task_id: str
+    question_key: str
+    via: str
+    through: str | None = None
+
+
+class TaskStateFact(Struct, frozen=True, kw_only=True):
+    task_id: str
+    state: str
+
+
+class ApprovalRef(Struct, frozen=True, kw_only=True):
+    conversation_id: str
+    request_id: str
+
+
+class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Why one code of `blocked_by` (or of a task's `holds`) applies, as of
+    the event that records it. Only the fields of its code are set:
+
+    - prerequisite_pending / prerequisite_failed: `prerequisites` concerned;
+    - question_hold / wider_hold: `questions` that hold it;
+    - scope_paused: `scope` ("*" or the task id);
+    - task_held: `tasks` it depends on that are not completed;
+    - intent_unsynced: `conversation_id`, `intent_revision`, `synced_intent_revision`;
+    - watchdog_unavailable: the last heartbeat (`heartbeat_generation`,
+      `heartbeat_at`, None if never seen) and `watchdog_max_age_s`;
+    - resource_busy: `resource` and the in-flight `operations` holding it;
+    - approval_pending: the open `approvals`;
+    - budget_exhausted: `grant_id`, `usage`, `token_limit`.
+    """
+
+    code: str
+    prerequisites: list[PrerequisiteFact] | None = None
+    questions: list[QuestionRef] | None = None
+    scope: str | None = None
+    tasks: list[TaskStateFact] | None = None
+    conversation_id: str | None = None
+    intent_revision: int | None = None
+    synced_intent_revision: int | None = None
+    heartbeat_generation: int | None = None
+    heartbeat_at: datetime.datetime | None = None
+    watchdog_max_age_s: int | None = None
+    resource: str | None = None
+    operations: list[str] | None = None
+    approvals: list[ApprovalRef] | None = None
+    grant_id: str | None = None
+    usage: int | None = None
+    token_limit: int | None = None
+
+
+class DeliveryBudget(Struct, frozen=True, kw_only=True):
+    """The context budget a delivery was fitted into (spec 5.3): it fits when
+    `context_tokens + tokens + reserve <= context_limit`; `room` is
+    `context_limit - reserve - context_tokens` before it."""
+
+    context_limit: int
+    reserve: int
+    context_tokens: int
+    room: int
+    message_tokens: int
+    control_tokens: int
+    update_tokens: int
+
+
+class CandidateUpdate(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A ranked update a delivery considered, in rank order (urgent first, then
+    notification_priority descending, null last, then first_seen_at, then
+    cause_key). `verdict`: "included", "does_not_fit" (skipped: it would not
+    fit) or "over_wake_batch_max" (a wake was full). `optional`: routine,
+    riding along in a human turn."""
+
+    cause_key: str
+    revision: int
+    disposition: str | None
+    notification_priority: int | None = None
+    tokens: int
+    verdict: str
+    optional: bool = False
+
+
+class AlertFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What an alert's raise (or the engine's resolution) relied on; only the
+    fields of its kind are set. `reason`: urgent "not_dispatchable" or
+    "running_turn"; fallback_delivery "left_out" or "overdue";
+    reconciliation_required "epoch_changed" or "history_deleted"; for a
+    resolution, the observed end ("accepted_delivery", "fresh_heartbeat",
+    "answered", "limit_lifted", "reset", "wake_fits", "approval_resolved",
+    "obligation_met", "recovered", "reconciled")."""
+
+    reason: str | None = None
+    operation_id: str | None = None
+    conversation_id: str | None = None
+    request_id: str | None = None
+    incident_id: str | None = None
+    consumer_id: str | None = None
+    reconciliation_id: str | None = None
+    grant_id: str | None = None
+    usage: int | None = None
+    token_limit: int | None = None
+    task_id: str | None = None
+    question_key: str | None = None
+    k: int | None = None
+    first_seen_at: datetime.datetime | None = None
+    heartbeat_generation: int | None = None
+    heartbeat_at: datetime.datetime | None = None
+    watchdog_max_age_s: int | None = None
+    room: int | None = None
+    smallest_tokens: int | None = None
+    candidates: int | None = None
+    turn_id: str | None = None
+    delivery_id: str | None = None
+    due_at: datetime.datetime | None = None
+    card_id: str | None = None

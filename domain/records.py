@@ -1,0 +1,314 @@
+"""The entity records the decision state holds: one mutable dataclass per
+thing (a grant, a task, an action and its attempts, a conversation and its
+messages, turns and deliveries, an inbox update, a consumer, an alert, an
+obligation), filled by the areas' evolvers.
+
+A record's `state` starts where its lifecycle starts (domain/lifecycles.py:
+`TASK.initial`, ...) and moves only as its events say (`after`). Records are
+plain data: the indexes over them are the State's (domain/state.py). They are
+pickled in snapshots, so their module is part of the snapshot fingerprint.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+
+from tandem.domain.facts import Envelope, PrerequisiteSpec, Revisions
+from tandem.domain.lifecycles import (
+    ACTION,
+    ALERT,
+    CONSUMER,
+    DELIVERY,
+    GRANT,
+    MESSAGE,
+    OBLIGATION,
+    QUESTION,
+    TASK,
+    TURN,
+    UPDATE,
+)
+
+Seconds = int
+
+
+@dataclass(slots=True)
+class Config:
+    watchdog_max_age_s: Seconds = 120
+    fallback_after_s: Seconds = 600
+    question_resurface_s: Seconds = 86_400
+    wake_batch_max: int = 20
+
+
+@dataclass(slots=True)
+class Policy:
+    revision: int = 0
+    operations: frozenset[str] = frozenset()
+    roots: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Grant:
+    grant_id: str
+    revision: int
+    task_id: str | None
+    rule_id: str | None
+    operations: tuple[str, ...]  # its own authority, as narrowed (in request order)
+    roots: tuple[str, ...]
+    max_attempts: int
+    token_limit: int | None
+    state: str = GRANT.initial
+    usage: int = 0
+    actions: list[str] = field(default_factory=list)
+
+    @property
+    def budget_exhausted(self) -> bool:
+        return self.token_limit is not None and self.usage >= self.token_limit
+
+
+@dataclass(slots=True)
+class Task:
+    task_id: str
+    conversation_id: str
+    message_refs: list[str]
+    goal: str
+    done_when: list[str]
+    constraints: dict[str, Any]
+    fallback_decisions: dict[str, str]
+    depends_on: list[str]
+    grant_id: str
+    revision: int = 1
+    state: str = TASK.initial
+    holds: tuple[str, ...] = ()
+    actions: list[str] = field(default_factory=list)
+    dependents: list[str] = field(default_factory=list)  # tasks whose depends_on names this one
+    open_questions: int = 0
+
+
+@dataclass(slots=True)
+class Question:
+    task_id: str
+    question_key: str
+    recipient: str
+    blocking_reason: str
+    affected: list[str] | str
+    evidence_revision: int
+    first_seen_at: datetime.datetime
+    times_raised: int = 1
+    state: str = QUESTION.initial
+    answer: str | None = None
+    resurfaced: int = 0  # the greatest k for which it resurfaced (question_stale)
+
+
+@dataclass(slots=True)
+class Attempt:
+    attempt_id: str
+    state: str
+    envelope: Envelope
+
+
+@dataclass(slots=True)
+class Action:
+    operation_id: str
+    order: int  # proposal order: the pass claims in this order
+    cause_key: str
+    operation: str
+    target: str
+    resource: str
+    write_paths: list[str]
+    task_id: str | None
+    rule_id: str | None
+    grant_id: str
+    prerequisites: list[PrerequisiteSpec]
+    revisions: Revisions
+    unattended: bool
+    proposed_by: str
+    generation: int | None
+    cause_revision: int
+    state: str = ACTION.initial
+    attempts: list[Attempt] = field(default_factory=list)
+    outcome: str | None = None
+    artifact_revision: str | None = None
+    evidence_ref: str | None = None
+    blocked_by: tuple[str, ...] = ()
+    dependents: list[str] = field(default_factory=list)  # actions listing this one as a prerequisite
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in ACTION.terminal
+
+
+@dataclass(slots=True)
+class Message:
+    message_id: str
+    text: str
+    tokens: int | None
+    state: str = MESSAGE.initial
+
+
+@dataclass(slots=True)
+class Delivery:
+    """A context manifest: what one turn, steer or reseed payload held."""
+
+    delivery_id: str
+    turn_id: str | None
+    epoch: int
+    kind: str
+    included: list[tuple[str, int]]
+    messages: list[str]
+    tokens: int
+    attempt_state: str = DELIVERY.initial
+    released: bool = False  # its turn failed or was interrupted: it holds nothing now
+    orphaned: bool = False  # its turn failed while it was unknown: released once reconciled
+
+
+@dataclass(slots=True)
+class Turn:
+    turn_id: str
+    epoch: int
+    kind: str
+    messages: list[str] = field(default_factory=list)
+    deliveries: list[str] = field(default_factory=list)
+    state: str = TURN.initial
+
+
+@dataclass(slots=True)
+class Conversation:
+    conversation_id: str
+    role: str
+    context_limit: int
+    reserve: int
+    steer: bool
+    foreground_id: str | None
+    epoch: int = 1
+    generation: int | None = None  # the bound background's generation (foreground only)
+    background_id: str | None = None
+    intent_revision: int = 0
+    synced_intent_revision: int = 0
+    queue: list[str] = field(default_factory=list)
+    messages: dict[str, Message] = field(default_factory=dict)
+    context_tokens: int = 0
+    tasks: list[str] = field(default_factory=list)
+    turns: int = 0  # turn ids issued: {conversation_id}/t{n}, never reused
+    deliveries: dict[str, Delivery] = field(default_factory=dict)  # by n: {conversation_id}/d{n}
+    running_turn: Turn | None = None
+    approvals: dict[str, str] = field(default_factory=dict)  # open request_id -> detail
+    failure_held: bool = False
+    recovery: str | None = None  # "message" or "reseed": context_recovery_required
+    reseed_id: str | None = None  # this epoch's reseed delivery, once made
+    reseed_due: bool = False  # a reset asked for a reseed not yet made
+    not_steered: set[tuple[str, int]] = field(default_factory=set)  # refused steers, this turn
+    last_turn: Turn | None = None  # the turn that ended last (what its end settles)
+    # Updates belonging to this foreground whose current revision is not held:
+    deliverable: set[str] = field(default_factory=set)  # actionable, urgent, needs_input
+    optional: set[str] = field(default_factory=set)  # routine: ride along in a human turn
+    urgent: set[str] = field(default_factory=set)  # the deliverable ones triaged urgent
+
+    @property
+    def intent_unsynced(self) -> bool:
+        return self.intent_revision > self.synced_intent_revision
+
+    @property
+    def view_state(self) -> str:
+        if self.recovery is not None:
+            return "context_recovery_required"
+        if self.failure_held:
+            return "failure_held"
+        return "running" if self.running_turn is not None else "idle"
+
+
+@dataclass(slots=True)
+class Source:
+    """What the engine remembers of an observation source, for repeats."""
+
+    count: int = 0  # non-repeat observations: the last local revision
+    latest_fingerprint: str | None = None
+    versions: set[str] = field(default_factory=set)  # every source_version recorded, on any path
+
+
+@dataclass(slots=True)
+class Update:
+    """A pending update of the inbox: one per cause, revised per new observation.
+
+    Its size does not grow with the number of observations of its cause: it
+    keeps the latest observation's text and tokens and counts the rest."""
+
+    cause_key: str
+    kind: str
+    revision: int
+    first_seen_at: datetime.datetime
+    last_seen_at: datetime.datetime
+    revised_at: datetime.datetime  # when it got its current revision
+    triage_state: str = UPDATE.initial
+    disposition: str | None = None
+    action_priority: int | None = None
+    notification_priority: int | None = None
+    partial: bool = False
+    repeats: int = 0
+    text: str | None = None
+    tokens: int | None = None
+    foreground_id: str | None = None  # the conversation it belongs to, once triaged
+    held_by: str | None = None  # the current-epoch delivery holding its current revision
+
+
+# The triage dispositions a foreground must be told about (the rest ride along
+# in a human turn: "routine").
+DELIVERABLE_DISPOSITIONS = frozenset({"actionable", "urgent", "needs_input"})
+
+
+@dataclass(slots=True)
+class Consumer:
+    """A change-log consumer: its durable cursor, deletion watermarks and gaps."""
+
+    consumer_id: str
+    epoch: int
+    seq: int = 0
+    watermarks: dict[int, int] = field(default_factory=dict)  # epoch -> max_deleted_seq seen
+    reached: dict[int, int] = field(default_factory=dict)  # epoch -> highest seq the cursor reached in it
+    state: str = CONSUMER.initial
+    reconciliation_id: str | None = None  # the open one
+    reconciliations: int = 0  # ids issued: {consumer_id}/r{n}
+    gaps: int = 0
+
+    def watermark(self, epoch: int | None = None) -> int:
+        return self.watermarks.get(self.epoch if epoch is None else epoch, 0)
+
+
+@dataclass(slots=True)
+class Alert:
+    """An alert (spec 6): its view state, and whether its condition is still
+    on (`open`): a continuing condition is not raised again; the engine closes
+    it when it observes the end. `revision`: the update revision an `urgent`
+    alert is about."""
+
+    alert_id: str
+    kind: str
+    first_raised_at: datetime.datetime
+    last_raised_at: datetime.datetime
+    count: int = 1
+    state: str = ALERT.initial  # its view state; `open`: whether its condition is on
+    open: bool = True
+    cause_key: str | None = None
+    revision: int | None = None
+
+
+@dataclass(slots=True)
+class Obligation:
+    """A delivery obligation: tell the task's conversation about an outcome."""
+
+    operation_id: str
+    cause_key: str
+    conversation_id: str
+    due_at: datetime.datetime
+    state: str = OBLIGATION.initial  # due: its fallback alert is raised
+
+
+
+
+@dataclass(slots=True)
+class TraceProgress:
+    line: int
+    offset: int
+    digest: str
+
