@@ -1,10 +1,14 @@
-"""The `actions` view: each managed action, its attempts and what blocks it."""
+"""The `actions` view: each managed action, its attempts and what blocks it.
+
+The states each event leaves an action and an attempt in are the lifecycles' (`ACTION.after`, `ATTEMPT.after`); events that record their state say it.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tandem.domain import events as ev
+from tandem.domain.lifecycles import ACTION, ATTEMPT
 from tandem.projections.base import View, sorted_rows
 
 
@@ -29,7 +33,7 @@ class ActionsView(View):
             "cause_key": event.cause_key,
             "operation": event.operation,
             "resource": event.resource,
-            "state": "pending",
+            "state": ACTION.after[ev.ActionProposed],
             "blocked_by": [],
             "attempts": [],
             "outcome": None,
@@ -38,21 +42,23 @@ class ActionsView(View):
         }
 
     def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> None:
+        fenced = ACTION.after[type(event)]
         for operation_id in event.fenced:
-            self._set_state(operation_id, "fenced")
+            self._set_state(operation_id, fenced)
 
     def _revalidated(self, event: ev.ActionRevalidated) -> None:
-        self._set_state(event.operation_id, "pending")
+        self._set_state(event.operation_id, ACTION.after[ev.ActionRevalidated])
 
     def _cancelled(self, event: ev.ActionCancelled) -> None:
-        self._set_state(event.operation_id, "cancelled")
+        self._set_state(event.operation_id, ACTION.after[ev.ActionCancelled])
 
     def _cancel_requested(self, event: ev.ActionCancelRequested) -> None:
-        self._set_state(event.operation_id, "cancel_requested")
+        self._set_state(event.operation_id, ACTION.after[ev.ActionCancelRequested])
 
     def _claimed(self, event: ev.ActionClaimed) -> None:
-        self.rows[event.operation_id]["attempts"].append({"attempt_id": event.attempt_id, "state": "submitting"})
-        self._set_state(event.operation_id, "submitting")
+        attempt = {"attempt_id": event.attempt_id, "state": ATTEMPT.after[ev.ActionClaimed]}
+        self.rows[event.operation_id]["attempts"].append(attempt)
+        self._set_state(event.operation_id, ACTION.after[ev.ActionClaimed])
 
     def _attempt(self, event: ev.AttemptUpdated) -> None:
         self.rows[event.operation_id]["attempts"][-1]["state"] = event.attempt_state

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tandem.domain import events as ev
+from tandem.domain.lifecycles import ALERT
 from tandem.projections.base import View, rfc3339, sorted_rows
 
 
@@ -21,19 +22,19 @@ class AlertsView(View):
             self.rows[event.alert_id] = {
                 "alert_id": event.alert_id,
                 "kind": event.kind,
-                "state": "raised",
+                "state": ALERT.after[ev.AlertRaised],
                 "first_raised_at": event.at,
                 "last_raised_at": event.at,
                 "count": 1,
             }
             return
-        row.update(state="raised", last_raised_at=event.at, count=row["count"] + 1)
+        row.update(state=ALERT.after[ev.AlertRaised], last_raised_at=event.at, count=row["count"] + 1)
 
     def _seen(self, event: ev.AlertSeen) -> None:
-        self.rows[event.alert_id]["state"] = "seen"
+        self.rows[event.alert_id]["state"] = ALERT.after[ev.AlertSeen]
 
     def _resolved(self, event: ev.AlertResolved) -> None:
-        self.rows[event.alert_id]["state"] = "resolved"
+        self.rows[event.alert_id]["state"] = ALERT.after[ev.AlertResolved]
 
     handlers = {ev.AlertRaised: _raised, ev.AlertSeen: _seen, ev.AlertResolved: _resolved}
 

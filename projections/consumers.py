@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tandem.domain import events as ev
+from tandem.domain.lifecycles import CONSUMER
 from tandem.projections.base import View, sorted_rows
 
 
@@ -22,7 +23,7 @@ class ConsumersView(View):
             "epoch": event.epoch,
             "seq": 0,
             "max_deleted_seq": 0,
-            "state": "consuming",
+            "state": CONSUMER.after[ev.ConsumerCreated],
             "gaps": 0,
         }
 
@@ -38,11 +39,11 @@ class ConsumersView(View):
             row["max_deleted_seq"] = event.max_deleted_seq
 
     def _started(self, event: ev.ReconciliationStarted) -> None:
-        self.rows[event.consumer_id]["state"] = "reconciliation_required"
+        self.rows[event.consumer_id]["state"] = CONSUMER.after[ev.ReconciliationStarted]
 
     def _committed(self, event: ev.ReconciliationCommitted) -> None:
         row = self.rows[event.consumer_id]
-        row.update(epoch=event.epoch, seq=event.seq, state="consuming", gaps=event.gaps)
+        row.update(epoch=event.epoch, seq=event.seq, state=CONSUMER.after[ev.ReconciliationCommitted], gaps=event.gaps)
         row["max_deleted_seq"] = self.watermarks.get((event.consumer_id, event.epoch), 0)
 
     handlers = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tandem.domain import events as ev
+from tandem.domain.lifecycles import DELIVERY
 from tandem.projections.base import View, sorted_rows
 
 
@@ -65,7 +66,7 @@ class ConversationsView(View):
                 "included": [[cause_key, revision] for cause_key, revision in event.included],
                 "messages": list(event.messages),
                 "tokens": event.tokens,
-                "attempt_state": "submitting",
+                "attempt_state": DELIVERY.after[ev.DeliveryCreated],
             }
         )
         self.delivery_rows[event.delivery_id] = delivery

@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from tandem.domain import events as ev
+from tandem.domain.lifecycles import DELIVERY, UPDATE
+from tandem.domain.records import DELIVERABLE_DISPOSITIONS
 from tandem.projections.base import View, rfc3339, sorted_rows
-
-DELIVERABLE = frozenset({"actionable", "urgent", "needs_input"})
-
 
 class InboxView(View):
     name = "inbox"
@@ -30,14 +29,15 @@ class InboxView(View):
         self.alerted: dict[str, set[str]] = {}  # cause -> raised alerts naming it
         self.alert_causes: dict[str, str] = {}  # alert -> the cause it names
 
-    def _revised(self, cause_key: str, kind: str, revision: int, at: Any, partial: bool) -> None:
+    def _revised(self, event: ev.ObservationRecorded | ev.UpdateRevised, revision: int, partial: bool) -> None:
+        cause_key, kind, at = event.cause_key, event.kind, event.at
         row = self.rows.get(cause_key)
         if row is None:
             row = self.rows[cause_key] = {
                 "cause_key": cause_key,
                 "revision": revision,
                 "kind": kind,
-                "triage_state": "untriaged",
+                "triage_state": UPDATE.initial,
                 "disposition": None,
                 "action_priority": None,
                 "notification_priority": None,
@@ -52,7 +52,7 @@ class InboxView(View):
         row.update(
             revision=revision,
             kind=kind,
-            triage_state="untriaged",
+            triage_state=UPDATE.after[type(event)],
             disposition=None,
             action_priority=None,
             notification_priority=None,
@@ -62,7 +62,7 @@ class InboxView(View):
 
     def _recorded(self, event: ev.ObservationRecorded) -> None:
         if event.update_revision is not None:
-            self._revised(event.cause_key, event.kind, event.update_revision, event.at, not event.complete)
+            self._revised(event, event.update_revision, not event.complete)
 
     def _repeated(self, event: ev.ObservationRepeated) -> None:
         if event.counted:
@@ -71,11 +71,11 @@ class InboxView(View):
             row["last_seen_at"] = event.at
 
     def _engine_revised(self, event: ev.UpdateRevised) -> None:
-        self._revised(event.cause_key, event.kind, event.revision, event.at, False)
+        self._revised(event, event.revision, False)
 
     def _triaged(self, event: ev.UpdateTriaged) -> None:
         self.rows[event.cause_key].update(
-            triage_state="triaged",
+            triage_state=UPDATE.after[ev.UpdateTriaged],
             disposition=event.disposition,
             action_priority=event.action_priority,
             notification_priority=event.notification_priority,
@@ -84,7 +84,7 @@ class InboxView(View):
     def _delivery(self, event: ev.DeliveryCreated) -> None:
         included = [(cause_key, revision) for cause_key, revision in event.included]
         self.deliveries[event.delivery_id] = (event.conversation_id, event.epoch, included)
-        self.delivery_states[event.delivery_id] = "submitting"
+        self.delivery_states[event.delivery_id] = DELIVERY.after[ev.DeliveryCreated]
         for cause_key, revision in included:
             if self.rows[cause_key]["revision"] == revision:
                 self.holder[cause_key] = event.delivery_id
@@ -160,11 +160,11 @@ class InboxView(View):
         ]
         for row in rows:
             holder = self.holder.get(row["cause_key"])
-            deliverable = row["disposition"] in DELIVERABLE and holder is None
-            in_flight = holder is not None and self.delivery_states[holder] in ("submitting", "unknown")
+            deliverable = row["disposition"] in DELIVERABLE_DISPOSITIONS and holder is None
+            in_flight = holder is not None and self.delivery_states[holder] in DELIVERY.in_flight
             cause_key = row["cause_key"]
             row["retained"] = (
-                row["triage_state"] == "untriaged"
+                row["triage_state"] == UPDATE.initial
                 or deliverable
                 or in_flight
                 or cause_key in self.obligated

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tandem.domain import events as ev
+from tandem.domain.lifecycles import QUESTION
 from tandem.projections.base import View, rfc3339
 
 
@@ -19,7 +20,7 @@ class QuestionsView(View):
         self.rows[(event.task_id, event.question_key)] = {
             "task_id": event.task_id,
             "question_key": event.question_key,
-            "state": "open",
+            "state": QUESTION.after[ev.QuestionRaised],
             "recipient": event.recipient,
             "blocking_reason": event.blocking_reason,
             "affected": event.affected,
@@ -28,7 +29,7 @@ class QuestionsView(View):
         }
 
     def _answered(self, event: ev.QuestionAnswered) -> None:
-        self.rows[(event.task_id, event.question_key)]["state"] = "answered"
+        self.rows[(event.task_id, event.question_key)]["state"] = QUESTION.after[ev.QuestionAnswered]
 
     handlers = {ev.QuestionRaised: _raised, ev.QuestionAnswered: _answered}
 

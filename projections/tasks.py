@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tandem.domain import events as ev
+from tandem.domain.lifecycles import TASK
 from tandem.projections.base import View, sorted_rows
 
 
@@ -21,7 +22,7 @@ class TasksView(View):
         self.rows[event.task_id] = {
             "task_id": event.task_id,
             "revision": 1,
-            "state": "active",
+            "state": TASK.after[ev.TaskDelegated],
             "goal": event.goal,
             "grant_id": event.grant_id,
             "grant_revision": self.grant_revisions[event.grant_id],
@@ -43,10 +44,10 @@ class TasksView(View):
         row["goal"] = event.goal
 
     def _completed(self, event: ev.TaskCompleted) -> None:
-        self.rows[event.task_id]["state"] = "completed"
+        self.rows[event.task_id]["state"] = TASK.after[ev.TaskCompleted]
 
     def _cancelled(self, event: ev.TaskCancelled) -> None:
-        self.rows[event.task_id]["state"] = "cancelled"
+        self.rows[event.task_id]["state"] = TASK.after[ev.TaskCancelled]
 
     def _holds(self, event: ev.TaskHoldsChanged) -> None:
         self.rows[event.task_id]["holds"] = list(event.holds)
