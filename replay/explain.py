@@ -39,6 +39,7 @@ import msgspec
 from msgspec import Struct
 
 from tandem.domain import events as ev
+from tandem.domain.keys import KEY_EXTRACTORS, event_keys  # event_keys: also explain's public name
 from tandem.domain.lookups import numbered_owner
 from tandem.projections.base import rfc3339
 from tandem.replay.port import EventStore
@@ -192,100 +193,9 @@ def _question_id(task_id: str, question_key: str) -> str:
     return f"{task_id}/{question_key}"
 
 
-def _fence_keys(event: Any) -> list[tuple[str, str]]:
-    keys = [("action", op) for op in event.fenced]
-    keys.extend(("action", op) for op in getattr(event, "restamped", ()) if op not in event.fenced)
-    return keys
-
-
-def _holds_keys(facts: list[ev.BlockFact]) -> list[tuple[str, str]]:
-    return [
-        ("holds", _question_id(question.task_id, question.question_key))
-        for fact in facts
-        for question in fact.questions or ()
-    ]
-
-
-def _alert_fact_keys(event: ev.AlertRaised | ev.AlertResolved) -> list[tuple[str, str]]:
-    keys = [("alert", event.alert_id)]
-    if event.facts is not None and event.facts.delivery_id is not None:
-        keys.append(("delivery", event.facts.delivery_id))
-    return keys
-
-
-# The keys of each event: what it concerns. Explaining looks things up by key.
-_KEYS: dict[type, Callable[[Any], Iterable[tuple]]] = {
-    ev.EngineConfigured: lambda e: [("config",)],
-    ev.PolicySet: lambda e: [("policy",), *_fence_keys(e)],
-    ev.GrantIssued: lambda e: [("grant", e.grant_id), *([("task", e.task_id)] if e.task_id else [])],
-    ev.GrantRevised: lambda e: [("grant", e.grant_id), *_fence_keys(e)],
-    ev.GrantRevoked: lambda e: [("grant", e.grant_id)],
-    ev.TaskDelegated: lambda e: [("task", e.task_id)],
-    ev.TaskRevised: lambda e: [("task", e.task_id), *_fence_keys(e)],
-    ev.TaskCompleted: lambda e: [("task", e.task_id)],
-    ev.TaskCancelled: lambda e: [("task", e.task_id)],
-    ev.QuestionRaised: lambda e: [("question", _question_id(e.task_id, e.question_key)), ("task", e.task_id)],
-    ev.QuestionAnswered: lambda e: [("question", _question_id(e.task_id, e.question_key)), ("task", e.task_id)],
-    ev.QuestionResurfaced: lambda e: [("question", _question_id(e.task_id, e.question_key))],
-    ev.TaskHoldsChanged: lambda e: [("task", e.task_id), *_holds_keys(e.facts)],
-    ev.ActionProposed: lambda e: [
-        ("action", e.operation_id),
-        ("update", e.cause_key),
-        *([("task_action", e.task_id)] if e.task_id else []),
-    ],
-    ev.ActionRevalidated: lambda e: [("action", e.operation_id)],
-    ev.ActionCancelled: lambda e: [("action", e.operation_id)],
-    ev.ActionCancelRequested: lambda e: [("action", e.operation_id)],
-    ev.ActionClaimed: lambda e: [("action", e.operation_id), ("attempt", e.attempt_id)],
-    ev.AttemptUpdated: lambda e: [("action", e.operation_id), ("attempt", e.attempt_id)],
-    ev.ActionOutcomeReported: lambda e: [
-        ("action", e.operation_id),
-        *([("attempt", e.attempt_id)] if e.attempt_id else []),
-    ],
-    ev.ActionBlocked: lambda e: [("action", e.operation_id), *_holds_keys(e.facts)],
-    ev.HeartbeatRecorded: lambda e: [("heartbeat",)],
-    ev.ScopePaused: lambda e: [("scope", e.scope), *([("task", e.scope)] if e.scope != "*" else [])],
-    ev.ScopeResumed: lambda e: [("scope", e.scope), *([("task", e.scope)] if e.scope != "*" else [])],
-    ev.BudgetExhausted: lambda e: [("grant", e.grant_id)],
-    ev.BackgroundBound: lambda e: [("binding", e.foreground_id)],
-    ev.MessageQueued: lambda e: [("intent", e.conversation_id)],
-    ev.QueueEdited: lambda e: [("intent", e.conversation_id)],
-    ev.IntentSynced: lambda e: [("intent", e.conversation_id)],
-    ev.ObservationRecorded: lambda e: [("update", e.cause_key)],
-    ev.ObservationRepeated: lambda e: [("update", e.cause_key)],
-    ev.UpdateRevised: lambda e: [("update", e.cause_key)],
-    ev.UpdateTriaged: lambda e: [("update", e.cause_key)],
-    ev.ReconciliationStarted: lambda e: [("reconciliation", e.reconciliation_id)],
-    ev.ReconciliationCommitted: lambda e: [("reconciliation", e.reconciliation_id)],
-    ev.CardProposed: lambda e: [("update", e.cause_key)],
-    ev.TurnStarted: lambda e: [("turn", e.turn_id)],
-    ev.DeliveryCreated: lambda e: [
-        ("delivery", e.delivery_id),
-        *([("turn", e.turn_id)] if e.turn_id else []),
-        *(("update", cause_key) for cause_key, _ in e.included),
-    ],
-    ev.DeliveryReceipted: lambda e: [("delivery", e.delivery_id)],
-    ev.TurnEnded: lambda e: [
-        ("turn", e.turn_id),
-        *(("delivery", d) for d in e.released),
-        *([("delivery", e.delivery_id)] if e.delivery_id else []),
-    ],
-    ev.ContextReset: lambda e: [("conversation", e.conversation_id)],
-    ev.ApprovalOpened: lambda e: [("approval", f"{e.conversation_id}/{e.request_id}")],
-    ev.ApprovalResolved: lambda e: [("approval", f"{e.conversation_id}/{e.request_id}")],
-    ev.AlertRaised: lambda e: [*_alert_fact_keys(e), *([("update", e.cause_key)] if e.cause_key else [])],
-    ev.AlertSeen: lambda e: [("alert", e.alert_id)],
-    ev.AlertResolved: _alert_fact_keys,
-    ev.IncidentOpened: lambda e: [("incident", e.incident_id)],
-    ev.IncidentRecovered: lambda e: [("incident", e.incident_id)],
-    ev.ObligationOpened: lambda e: [("obligation", e.operation_id)],
-    ev.ObligationMet: lambda e: [("obligation", e.operation_id), ("turn", e.turn_id), ("delivery", e.delivery_id)],
-    ev.ObligationDue: lambda e: [
-        ("obligation", e.operation_id),
-        *([("turn", e.turn_id)] if e.turn_id else []),
-        *([("delivery", e.delivery_id)] if e.delivery_id else []),
-    ],
-}
+# The keys of each event: what it concerns (declared once, in domain/keys.py).
+# Explaining looks things up by key.
+_KEYS = KEY_EXTRACTORS
 
 # The events that can have a key of each kind (`_KEYS`, read the other way;
 # tests check every key an event has is listed here). A read decodes only
@@ -349,12 +259,6 @@ _DEFINED_BY = {
 
 
 _RECORD_FILE = re.compile(rb'\{"event":"Input(?:Accepted|Rejected)","seq":\d+,"file":("(?:[^"\\]|\\.)*")')
-
-
-def event_keys(event: Any) -> Iterable[tuple]:
-    """What an event concerns, as lookup keys (`("action", op)`, …)."""
-    keys = _KEYS.get(type(event))
-    return keys(event) if keys is not None else ()
 
 
 # Filtering before decoding: most events concern nothing explain looks for,
