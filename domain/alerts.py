@@ -11,9 +11,11 @@ condition starting again after the engine saw it end. `alert.seen` and
 Most alerts are *reactions*: a fact the engine recorded (a reconciliation
 started, an approval opened, a budget reached, an incident, an obligation
 falling due) raises or resolves an alert in the same transaction, with the
-same cause. `REACTIONS` maps each such event type to its rule; `react` runs
-after every event is applied, so a rule reads the state that event made. The
-rest are decided by the pass: the time rules (`run_time_rules`, first in
+same cause. `REACTIONS` maps each such event type to its rule (the only
+area with reactions; a task action's outcome opening its delivery obligation,
+and a completed turn meeting it, are reactions too); `rules.reacting` runs
+them after every event is applied, so a rule reads the state that event made.
+The rest are decided by the pass: the time rules (`run_time_rules`, first in
 every pass), the urgent rule (`urgent_rule`, after each foreground) and
 compaction (the delivery area's wake).
 """

@@ -210,7 +210,3 @@ def task_holds(state: State, task_id: str) -> tuple[str, ...]:
     if any(state.tasks[dependency].state != "completed" for dependency in task.depends_on):
         holds.append("task_held")
     return tuple(holds)
-
-
-# Until replay/proving/ and tests/property/ import `handle_input` (another change is moving them).
-step = handle_input

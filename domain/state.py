@@ -342,12 +342,3 @@ def _index_remove(index: dict[str, set[str]], key: str | None, operation_id: str
         if not members:
             del index[key]  # type: ignore[arg-type]
 
-
-def __getattr__(name: str) -> Any:
-    # Until replay/ and the proving tools import these from domain.rules (other
-    # changes are moving those files); imported late: rules imports the areas.
-    if name in ("evolve", "EVOLVERS"):
-        from tandem.domain import rules
-
-        return getattr(rules, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

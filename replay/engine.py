@@ -40,9 +40,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tandem.domain import events as ev
-from tandem.domain.dispatch import step
+from tandem.domain.dispatch import handle_input
 from tandem.domain.inputs import Input
-from tandem.domain.state import EVOLVERS, State, evolve
+from tandem.domain.rules import EVOLVERS, evolve
+from tandem.domain.state import State
 from tandem.projections import Views
 from tandem.replay import snapshot as snapshots
 from tandem.replay.port import EventStore
@@ -53,7 +54,7 @@ snapshot_bytes_per_event = 16
 log = logging.getLogger("tandem.snapshots")
 
 # The decision step: applies one input to the state, emitting its events
-# (`domain.dispatch.step`, or a variant under test).
+# (`domain.dispatch.handle_input`, or a variant under test).
 DecisionStep = Callable[[State, Input, int, "str | None", "int | None", Callable[[ev.Event], None]], None]
 
 
@@ -124,7 +125,7 @@ class Engine:
         store: EventStore | None = None,
         *,
         with_views: bool = True,
-        step: DecisionStep = step,
+        step: DecisionStep = handle_input,
         snapshot_every: int = snapshot_every_events_default,
         use_snapshots: bool = True,
     ) -> None:

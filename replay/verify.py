@@ -29,8 +29,8 @@ from typing import Any
 import msgspec
 
 from tandem.domain import events as ev
-from tandem.domain.dispatch import step as default_step
-from tandem.domain.state import evolve
+from tandem.domain.dispatch import handle_input as default_step
+from tandem.domain.rules import evolve
 from tandem.projections import Views
 from tandem.replay import snapshot as snapshots
 from tandem.replay.engine import DecisionStep, Engine, Located, collector_paused

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> None:
     path = Path(args.scenario)
     out = Path(args.out) if args.out else path.with_name(path.name.removesuffix(".json") + ".counterexample.jsonl")
     # The decision rules are looked up now, not bound at import: tests swap in broken ones.
-    result = check(scenario, args.depth, step=dispatch.step)
+    result = check(scenario, args.depth, step=dispatch.handle_input)
     found = result.counterexample
     if found is not None:
         try:

@@ -34,7 +34,7 @@ from typing import Any
 
 import msgspec
 
-from tandem.domain.dispatch import step as default_step
+from tandem.domain.dispatch import handle_input as default_step
 from tandem.domain.events import Event
 from tandem.domain.inputs import Input, format_at
 from tandem.domain.state import State

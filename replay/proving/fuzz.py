@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RULE_MARKER, RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from tandem.domain.dispatch import step as default_step
+from tandem.domain.dispatch import handle_input as default_step
 from tandem.domain.events import Event
 from tandem.domain.inputs import format_at
 from tandem.replay.engine import DecisionStep, Engine, Located
@@ -74,7 +74,7 @@ class TandemMachine(RuleBasedStateMachine):
     restarts and crashes, and the invariants catalog after every input.
 
     Override to change what it runs on:
-    - `decision_step` (a staticmethod): the decision step (`domain.dispatch.step`);
+    - `decision_step` (a staticmethod): the decision step (`domain.dispatch.handle_input`);
     - `checked_invariants`: the list checked (None: `catalog()`);
     - `open_store()` / `reopen_store(store)`: the store (default: an in-process
       `ProvingStore`, which outlives the engines opened on it); a subclass opens

@@ -9,7 +9,8 @@ from typing import Any
 from tandem.domain import events as ev
 from tandem.domain.events import Event, decode_event, encode_event
 from tandem.domain.inputs import Input
-from tandem.domain.state import State, evolve
+from tandem.domain.rules import evolve
+from tandem.domain.state import State
 from tandem.projections import Views
 from tandem.replay.proving.invariants import catalog
 from tandem.replay.proving.model import Applying, Invariant, InvariantViolation, World

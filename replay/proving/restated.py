@@ -14,7 +14,8 @@ import posixpath
 from collections.abc import Callable, Iterable
 
 from tandem.domain import events as ev
-from tandem.domain.state import Action, State
+from tandem.domain.records import Action
+from tandem.domain.state import State
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "exhausted"})
 BUSY = frozenset({"submitting", "queued", "accepted", "unknown", "cancel_requested"})

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from tandem.domain.dispatch import step as default_step
+from tandem.domain.dispatch import handle_input as default_step
 from tandem.domain.inputs import Input
 from tandem.replay.engine import DecisionStep, Engine, Located
 from tandem.replay.proving.invariants import catalog

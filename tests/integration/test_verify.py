@@ -18,7 +18,7 @@ from tandem.adapters.ingest import ingest
 from tandem.adapters.store import open_store
 from tandem.adapters.trace import read_trace
 from tandem.domain import events as ev
-from tandem.domain.dispatch import step as real_step
+from tandem.domain.dispatch import handle_input as real_step
 from tandem.domain.inputs import Input
 from tandem.domain.state import State
 from tandem.replay.engine import Engine

@@ -1,5 +1,5 @@
 """Deliberately broken decision rules (test only), for the fuzzer and the
-bounded checker to find: each is `domain.dispatch.step` plus one wrong
+bounded checker to find: each is `domain.dispatch.handle_input` plus one wrong
 decision, passed as `Engine(step=...)`.
 
 - `retry_unknown`: after the real pass, claims again every action whose
@@ -12,20 +12,20 @@ decision, passed as `Engine(step=...)`.
 from __future__ import annotations
 
 from tandem.domain import dispatch
-from tandem.domain.dispatch import Emit, step
+from tandem.domain.dispatch import Emit, handle_input
 from tandem.domain.inputs import Input
 from tandem.domain.state import State
 
 
 def retry_unknown(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
-    step(state, value, seq, file, line, emit)
+    handle_input(state, value, seq, file, line, emit)
     for action in sorted(state.actions.values(), key=lambda a: a.order):
         if action.state == "unknown" and action.attempts and action.attempts[-1].state == "unknown":
             dispatch._claim(state, seq, action, emit)
 
 
 def ignore_question_hold(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
-    step(state, value, seq, file, line, emit)
+    handle_input(state, value, seq, file, line, emit)
     for operation_id in sorted(state.pending, key=lambda op: state.actions[op].order):
         action = state.actions[operation_id]
         if action.state == "pending" and dispatch.blockers(state, action) == ("question_hold",):

@@ -167,7 +167,7 @@ def test_cli_violation_writes_the_counterexample_next_to_the_scenario(
 ) -> None:
     scenario = tmp_path / "race.json"
     shutil.copy(SCENARIOS / "receipts_cancel_question.json", scenario)
-    monkeypatch.setattr("tandem.domain.dispatch.step", broken.retry_unknown)
+    monkeypatch.setattr("tandem.domain.dispatch.handle_input", broken.retry_unknown)
     assert main(["check", str(scenario), "--depth", "3"]) == 1
     captured = capsys.readouterr()
     expected = tmp_path / "race.counterexample.jsonl"

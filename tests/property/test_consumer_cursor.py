@@ -54,7 +54,8 @@ from hypothesis import HealthCheck, example, given, settings
 
 from tandem.domain import events as ev
 from tandem.domain.events import decode_event, encode_event
-from tandem.domain.state import State, evolve
+from tandem.domain.rules import evolve
+from tandem.domain.state import State
 from tandem.projections import Views
 from tandem.replay.engine import Engine, Located
 from tandem.replay.proving import Monitor

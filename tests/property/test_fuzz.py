@@ -115,12 +115,12 @@ def test_the_fuzzer_finds_a_broken_engine_and_writes_a_trace_that_reproduces_it(
 
 
 def test_the_fuzzer_reports_an_engine_that_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tandem.domain.dispatch import step
+    from tandem.domain.dispatch import handle_input
 
     def crashing(state, value, seq, file, line, emit):
         if value.input_type == "executor.outcome":
             raise RuntimeError("boom")
-        step(state, value, seq, file, line, emit)
+        handle_input(state, value, seq, file, line, emit)
 
     monkeypatch.setenv("TANDEM_FUZZ_OUT", str(tmp_path))
     with pytest.raises(FuzzFailure) as caught:
