@@ -7,7 +7,7 @@ not exported, and deleting it loses nothing), and never wrong for the code
 that reads it:
 
 - **Fingerprint.** Each snapshot is keyed by a fingerprint: SHA-256 of the
-  snapshot format version, the Python and sortedcontainers versions (pickle
+  snapshot format version, the Python version and pickle protocol (pickle
   layouts) and the source text of every module that defines what is folded
   (`domain/*.py`, `projections/*.py`). Any change of that code gives a new
   fingerprint, so old snapshots are simply not found: a full replay, never a
@@ -88,12 +88,10 @@ def folded_sources() -> list[Path]:
 def code_fingerprint() -> str:
     """The running code's fingerprint (computed once per process)."""
     if not _fingerprint:
-        import sortedcontainers
-
         digest = hashlib.sha256()
         digest.update(
             f"tandem-snapshot/{snapshot_format}/python {platform.python_version_tuple()[:2]}"
-            f"/pickle {pickle_protocol}/sortedcontainers {sortedcontainers.__version__}\n".encode()
+            f"/pickle {pickle_protocol}\n".encode()
         )
         for path in folded_sources():
             digest.update(f"{path.parent.name}/{path.name}\n".encode())
