@@ -1,4 +1,4 @@
-"""The shapes of the HTTP API's bodies (API.md), as msgspec Structs: what the
+"""The shapes of the HTTP API's bodies (docs/api.md), as msgspec Structs: what the
 handlers return and what `/openapi.json` describes; and the parts of that
 document Litestar cannot derive from the handlers, which read their query
 and body themselves (`documented`, `INPUT_SCHEMAS`)."""
@@ -80,7 +80,7 @@ def results_of(commit: Commit) -> list[InputResult]:
 
 
 class ViewsDocument(Struct, frozen=True):
-    """The document `tandem replay --json` prints (TRACE.md section 7), plus the position."""
+    """The document `tandem replay --json` prints (docs/contract.md section 7), plus the position."""
 
     position: int
     tasks: list[dict[str, Any]]
@@ -160,7 +160,7 @@ def input_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schemas (OpenAPI components) of one input as POST /v1/inputs
     takes it, made from the input Structs the edge decodes with: `Input` (one
     of the kinds, told apart by `type`) and one per kind and shared part. As a
-    trace line (TRACE.md section 3), but `at` may be left out, and the kinds
+    trace line (docs/contract.md section 3), but `at` may be left out, and the kinds
     only the runtime records (`daemon.start`, `daemon.stop`) are not there."""
     (root,), components = msgspec.json.schema_components([AnyInput], ref_template="#/components/schemas/{name}")
     reserved = {

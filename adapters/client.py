@@ -1,4 +1,4 @@
-"""A Python client for `tandem serve` (API.md): what an orchestrator imports.
+"""A Python client for `tandem serve` (docs/api.md): what an orchestrator imports.
 
 One kept-alive connection per client: requests are written on a plain
 socket and answers parsed by httptools (the HTTP parser uvicorn uses), about
@@ -34,7 +34,7 @@ answer_bytes_max = 256 * 1_048_576  # a bigger answer is refused, not buffered
 
 
 class ApiError(Exception):
-    """An error response: `status`, `code` (API.md), `message`, and for 400
+    """An error response: `status`, `code` (docs/api.md), `message`, and for 400
     the bad lines (`errors`: [{line, message}])."""
 
     def __init__(self, status: int, code: str, message: str, errors: list[dict[str, Any]] | None = None) -> None:

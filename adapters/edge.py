@@ -17,7 +17,7 @@ alone, and its `at` is the server's to give or to check:
   `watchdog/`), are refused (`reserved`): a spool file or a client that could
   write them could erase a crash or fence the real watchdog.
 
-A refusal raises `EdgeRefused` (an HTTP status, a code of API.md, a message
+A refusal raises `EdgeRefused` (an HTTP status, a code of docs/api.md, a message
 naming the line); the caller writes nothing.
 """
 

@@ -1,4 +1,4 @@
-"""The HTTP API of `tandem serve` (../shared/spec/API.md) on Litestar.
+"""The HTTP API of `tandem serve` (docs/api.md) on Litestar.
 
 One engine in this process is the store's single writer (adapters/runtime.py).
 Every use of it — a POST, a read of the live views, the runtime's rounds —
@@ -110,7 +110,7 @@ VIEW_NAME = Parameter(
     name="name",
     param_in="path",
     required=True,
-    description="a view of TRACE.md section 7; another name is 404 `unknown_view`",
+    description="a view of docs/contract.md section 7; another name is 404 `unknown_view`",
     schema=Schema(type=OpenAPIType.STRING, enum=list(VIEW_NAMES)),
 )
 KIND = _query("kind", "only a thing of this kind", Schema(type=OpenAPIType.STRING, enum=list(KINDS)))
@@ -128,7 +128,7 @@ LAST_EVENT_ID = Parameter(
 INPUTS_BODY = RequestBody(
     required=True,
     description=f"One input (`{JSON}`, at most {single_body_bytes_max} bytes) or a batch (`{NDJSON}`, at most "
-    f"{batch_body_bytes_max} bytes): the inputs of a trace (TRACE.md section 3), `at` and `actor` optional.",
+    f"{batch_body_bytes_max} bytes): the inputs of a trace (docs/contract.md section 3), `at` and `actor` optional.",
     content={
         JSON: OpenAPIMediaType(schema=Reference(ref=f"#/components/schemas/{INPUT_SCHEMA_NAME}")),
         # As OpenAPI 3.1 has no schema for a sequence of JSON texts: the items,
@@ -245,7 +245,7 @@ def authenticate(request: Request) -> str:
     "/v1/inputs",
     status_code=200,
     summary="Submit one input (application/json) or a batch (application/x-ndjson)",
-    description="The same inputs as a trace (TRACE.md section 3), checked, decided and committed in one "
+    description="The same inputs as a trace (docs/contract.md section 3), checked, decided and committed in one "
     "transaction. The bearer token is the actor. `at` may be left out (the server stamps it). "
     "(Served by the fast path of adapters/http_inputs.py; this handler describes it and serves the same.)",
     responses=ERRORS_WRITE,
@@ -396,7 +396,7 @@ async def get_health(request: Request) -> Response[Health]:
     service = service_of(request)
     engine = service.runtime.engine
     if engine is None or engine.stale:
-        # An error body, as every error is (API.md): the client reads its code.
+        # An error body, as every error is (docs/api.md): the client reads its code.
         committed = f" (the last committed position: {engine.committed})" if engine is not None else ""
         raise ApiError(503, "store_unavailable", f"the store cannot be read now; it is folded again at the next request{committed}")
     body = Health(status="ok", position=engine.committed, writer=True)
@@ -486,7 +486,7 @@ def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] 
         openapi_config=OpenAPIConfig(
             title="Tandem",
             version="1.0.0",
-            description="The engine as a service (API.md): authenticated inputs, views, events, explain, live changes.",
+            description="The engine as a service (docs/api.md): authenticated inputs, views, events, explain, live changes.",
             path="/openapi.json",  # the one document, nowhere else (the console has `/`)
             render_plugins=[JsonRenderPlugin(path="/")],
             components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),

@@ -1,4 +1,4 @@
-"""Live changes: one Server-Sent Events message per commit (API.md, "Live
+"""Live changes: one Server-Sent Events message per commit (docs/api.md, "Live
 changes (SSE)").
 
 The hub keeps the last `resume_messages_max` commits (rebuilt from the log

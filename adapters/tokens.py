@@ -1,4 +1,4 @@
-"""Bearer tokens: who sends an input is proved by a credential (API.md).
+"""Bearer tokens: who sends an input is proved by a credential (docs/api.md).
 
 The tokens file maps each token to the actor it speaks for:
 

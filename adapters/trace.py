@@ -1,5 +1,5 @@
 """Trace files: read a trace from disk, and bring the live edge's rules to the
-parser (replay/traces.py, the one parser of trace text: spec section 1).
+parser (replay/traces.py, the one parser of trace text: contract section 1).
 
 `read_trace` reads a file and parses it whole; `parse_trace` and
 `parse_single` take a `LiveEdge` (adapters/edge.py: the spool and HTTP) and

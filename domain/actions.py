@@ -1,8 +1,8 @@
-"""Managed actions (spec 3.3, 4): proposals, revalidation, cancellation, the
+"""Managed actions (contract section 3.3, 4): proposals, revalidation, cancellation, the
 executor's receipts, reconciles and outcomes on an action's attempts, usage
 and budgets, and the pause of a scope.
 
-An action is proposed under a grant (task or rule), checked in the spec's
+An action is proposed under a grant (task or rule), checked in the contract's
 order (scope, generation, task state, authority, revisions, duplicate cause),
 and then waits, pending, for the dispatch pass to claim it (domain/dispatch.py).
 A claimed attempt's receipts and reconciles move the attempt and the action

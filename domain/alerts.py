@@ -1,4 +1,4 @@
-"""Alerts (spec 6): alerts, delivery obligations, health (heartbeats,
+"""Alerts (contract section 6): alerts, delivery obligations, health (heartbeats,
 incidents, daemon starts and stops) and the time rules.
 
 An alert has an identity per cause (`{kind}:{key}`) and its condition is
@@ -55,7 +55,7 @@ def raise_alert(
 ) -> list[ev.Event]:
     """Raise `alert_id` unless its condition is already on (a continuing
     condition raises nothing); `new_occurrence` raises it regardless.
-    `detail` is for a human, `facts` for tools (spec section 8)."""
+    `detail` is for a human, `facts` for tools (contract section 8)."""
     alert = state.alerts.get(alert_id)
     if alert is not None and alert.open and not new_occurrence:
         return []

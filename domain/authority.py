@@ -1,4 +1,4 @@
-"""Authority (spec 3.1, 3.2): engine.configure, the policy, grants and rules.
+"""Authority (contract section 3.1, 3.2): engine.configure, the policy, grants and rules.
 
 What a grant may do is the intersection of what the human asked for and what
 the policy allows. Model prose never reaches here: only human-sent grant
@@ -95,7 +95,7 @@ def disallowed(
     policy_roots: tuple[str, ...],
 ) -> str | None:
     """Why the effective authority (grant ∩ policy) no longer allows this
-    action, or None if it does (recorded with a fence, spec section 8)."""
+    action, or None if it does (recorded with a fence, contract section 8)."""
     if action.operation not in operations:
         return f"operation {action.operation} is not granted"
     if action.operation not in policy_operations:

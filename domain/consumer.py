@@ -1,4 +1,4 @@
-"""Change-log consumers (spec 3.4): a durable cursor that moves in the same
+"""Change-log consumers (contract section 3.4): a durable cursor that moves in the same
 transaction as the inbox changes it causes, a deletion watermark per epoch,
 and reconciliation when history may have been lost.
 

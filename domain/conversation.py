@@ -1,4 +1,4 @@
-"""Conversations (spec section 5): opening and binding them, the human's
+"""Conversations (contract section 5): opening and binding them, the human's
 queue and intent, context resets, approvals and failure holds.
 
 A foreground's intent revision moves with every message queued or edited;

@@ -1,4 +1,4 @@
-"""Deliveries (spec 5): the foreground pass that decides human turns,
+"""Deliveries (contract section 5): the foreground pass that decides human turns,
 coalesced wakes, steers and reseeds, the provider's receipts and reconciles
 of what it delivered, and the ends of turns.
 
@@ -33,7 +33,7 @@ from tandem.domain.state import State
 
 Emit = Callable[[ev.Event], None]
 
-# Context cost of the control state in a reseed, per item (spec 5.2).
+# Context cost of the control state in a reseed, per item (contract section 5.2).
 reseed_task_tokens = 40
 reseed_grant_tokens = 20
 reseed_question_tokens = 30
@@ -118,12 +118,12 @@ def _settle_from(state: State, delivery_id: str, delivery_event: str, expected: 
 
 
 def decide_provider_receipt(state: State, value: inp.ProviderReceipt, seq: int) -> list[ev.Event]:
-    """Only while the delivery is submitting (spec 5.1)."""
+    """Only while the delivery is submitting (contract section 5.1)."""
     return _settle_from(state, value.delivery_id, f"receipt_{value.result}", "submitting", seq)
 
 
 def decide_provider_reconcile(state: State, value: inp.ProviderReconcile, seq: int) -> list[ev.Event]:
-    """Only while the delivery is unknown (spec 5.1)."""
+    """Only while the delivery is unknown (contract section 5.1)."""
     return _settle_from(state, value.delivery_id, f"reconcile_{value.observed}", "unknown", seq)
 
 
@@ -166,7 +166,7 @@ def _ranked(state: State, causes: set[str]) -> list[Update]:
 
 class Fitted:
     """What `_fit` took, and the candidates it considered with their verdicts
-    (the provenance of a delivery, spec section 8)."""
+    (the provenance of a delivery, contract section 8)."""
 
     __slots__ = ("ranked", "chosen", "used", "considered")
 
@@ -269,7 +269,7 @@ def _deliver(
     message_tokens_total: int = 0,
     control_tokens: int = 0,
 ) -> None:
-    """Record a delivery's manifest, and why (spec section 8): the rule that
+    """Record a delivery's manifest, and why (contract section 8): the rule that
     applied, the budget, and the ranked candidates with their verdicts."""
     updates = [update for part, _ in fitted for update in part.chosen]
     update_tokens_total = sum(part.used for part, _ in fitted)
@@ -322,7 +322,7 @@ def _start_turn(conversation: Conversation, cause: int, emit: Emit, kind: str, r
 
 
 def _conversation_pass(state: State, conversation: Conversation, cause: int, at: datetime.datetime, emit: Emit) -> None:
-    """The first rule of spec 5.3 that applies to one foreground."""
+    """The first rule of contract section 5.3 that applies to one foreground."""
     # 1. Not dispatchable: keep the queue and the updates.
     if conversation.approvals or conversation.failure_held:
         return

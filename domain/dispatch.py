@@ -2,7 +2,7 @@
 section 4): what the engine decides by itself.
 
 After every input (a rejected one too: time still passes), in the same
-transaction, the pass runs the time rules (spec 6, the alerts area), then
+transaction, the pass runs the time rules (contract section 6, the alerts area), then
 claims pending actions that nothing blocks, in proposal order, then records
 every change of `blocked_by` and of task `holds` (with the facts behind them:
 domain/provenance.py), then runs the foreground pass (the delivery area). It
@@ -46,7 +46,7 @@ def handle_input(state: State, value: Input, seq: int, file: str | None, line: i
 
 def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> None:
     """Decide the engine's own events: time rules, then actions in proposal
-    order, then foreground delivery (spec 4)."""
+    order, then foreground delivery (contract section 4)."""
     run_time_rules(state, cause, at, emit)
     if state.dirty_actions or state.dirty_tasks:
         _actions_pass(state, cause, emit)

@@ -3,10 +3,10 @@
 Every transaction starts with the input that caused it (`InputAccepted` or
 `InputRejected`, carrying the decoded input itself), so any store can be
 re-derived from its own inputs and verified. Every other event names that
-input's sequence number in `cause` (spec section 8) and carries the resulting
+input's sequence number in `cause` (contract section 8) and carries the resulting
 states it sets, so a projection is a plain fold that re-decides nothing.
 
-Provenance (spec section 8): an event the engine decides by itself also
+Provenance (contract section 8): an event the engine decides by itself also
 records the facts it relied on (the Structs of domain/facts.py), so that
 `tandem explain` walks recorded links and re-decides nothing. Which ids each
 event concerns is declared once, in domain/keys.py.
@@ -268,7 +268,7 @@ class ActionOutcomeReported(Decision, frozen=True, kw_only=True):
 
 
 class ActionBlocked(Decision, frozen=True, kw_only=True):
-    """The codes holding a pending action changed (spec section 4 order).
+    """The codes holding a pending action changed (contract section 4 order).
     `facts`: one per code, in the same order, as of this change (computed only
     when the codes change, so a fact that moves while the codes stay the same
     is not recorded again)."""
@@ -469,7 +469,7 @@ class TurnStarted(Decision, frozen=True, kw_only=True):
     turn_id: str
     epoch: int
     kind: str  # "human" or "wake"
-    rule: str = ""  # the spec 5.3 rule that applied: "human_turn" (3) or "wake" (4)
+    rule: str = ""  # the contract section 5.3 rule that applied: "human_turn" (3) or "wake" (4)
 
 
 class DeliveryCreated(Decision, frozen=True, kw_only=True):
@@ -485,7 +485,7 @@ class DeliveryCreated(Decision, frozen=True, kw_only=True):
     messages: list[str]
     tokens: int
     control_tokens: int  # a reseed's required part (0 otherwise)
-    # Why (spec 5.3): the rule that applied ("human_turn", "wake", "steer",
+    # Why (contract section 5.3): the rule that applied ("human_turn", "wake", "steer",
     # "reseed"), the budget, and the ranked updates considered (at most
     # `candidates_recorded_max`; `candidates_total` counts them all).
     rule: str = ""

@@ -1,6 +1,6 @@
 """The Structs events carry inside them: what a decision was validated under
 (`Revisions`, `PrerequisiteSpec`, an attempt's `Envelope`) and, for the
-decisions the engine takes by itself, the facts it relied on (spec section 8:
+decisions the engine takes by itself, the facts it relied on (contract section 8:
 `ClaimFacts`, `BlockFact`, `RefusalFacts`, `AlertFacts`, a delivery's budget
 and candidates). domain/events.py holds the events themselves; `ev.BlockFact`
 and the like are these classes, which it imports for its field types.
@@ -144,7 +144,7 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 
 class DeliveryBudget(Struct, frozen=True, kw_only=True):
-    """The context budget a delivery was fitted into (spec 5.3): it fits when
+    """The context budget a delivery was fitted into (contract section 5.3): it fits when
     `context_tokens + tokens + reserve <= context_limit`; `room` is
     `context_limit - reserve - context_tokens` before it."""
 

@@ -1,4 +1,4 @@
-"""The inbox (spec 3.4, the outcome part of 3.3): observations, the pending
+"""The inbox (contract section 3.4, the outcome part of 3.3): observations, the pending
 updates they revise, their triage by the bound background, and cards.
 
 An observation is captured exactly: a source's repeat (same `source_version`
@@ -147,7 +147,7 @@ def outcome_update_events(state: State, action: Action, outcome: str, seq: int, 
     task = state.tasks.get(action.task_id) if action.task_id is not None else None
     return [
         ev.UpdateRevised(
-            # No observation behind it: no text, so it costs 0 tokens (spec 5.2).
+            # No observation behind it: no text, so it costs 0 tokens (contract section 5.2).
             cause=seq, cause_key=cause_key, kind="outcome", revision=revision, text=None, at=at
         ),
         ev.UpdateTriaged(

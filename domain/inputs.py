@@ -1,4 +1,4 @@
-"""Inputs: the commands of spec/TRACE.md section 3, one tagged msgspec Struct per kind.
+"""Inputs: the commands of docs/contract.md section 3, one tagged msgspec Struct per kind.
 
 A trace line is decoded once, at the edge, into one of these Structs by
 `INPUT_DECODER`; past that point nothing re-parses JSON. A decode failure is a
@@ -6,7 +6,7 @@ schema error (the whole trace is refused); a well-formed input the domain
 refuses is a rejection (recorded, processing goes on).
 
 Evolution rule (msgspec's): new fields get defaults, existing field types never
-change. `UNSET` marks "not given", which the spec distinguishes from `null` and
+change. `UNSET` marks "not given", which the contract distinguishes from `null` and
 from zero (a usage field left out is unknown, not 0).
 """
 
@@ -42,7 +42,7 @@ Tokens = Annotated[int, Meta(ge=0)]
 Actor = Literal["human", "foreground", "background", "daemon", "executor", "source", "watchdog"]
 
 # The actors each kind accepts; the first is the default. A kind not listed
-# accepts only `human` (spec section 1).
+# accepts only `human` (contract section 1).
 ACTORS: dict[str, tuple[str, ...]] = {
     "engine.configure": ("daemon",),
     "policy.set": ("daemon", "human"),
@@ -89,7 +89,7 @@ def accepted_actors(kind: str) -> tuple[str, ...]:
 
 
 class Input(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", kw_only=True):
-    """Fields every input carries (spec section 1)."""
+    """Fields every input carries (contract section 1)."""
 
     at: Annotated[datetime.datetime, Meta(tz=True)]
     actor: Actor | None = None

@@ -35,7 +35,7 @@ from tandem.domain import events as ev
 
 
 class ActionMachine(StateMachine):
-    """A managed action: one dispatch authority's unit of work (spec 3.3, 4)."""
+    """A managed action: one dispatch authority's unit of work (contract section 3.3, 4)."""
 
     pending = State(initial=True)
     fenced = State()
@@ -136,7 +136,7 @@ class QuestionMachine(StateMachine):
 
 
 class DeliveryMachine(StateMachine):
-    """A context delivery's attempt (spec 5.2): only `accepted` counts as delivered."""
+    """A context delivery's attempt (contract section 5.2): only `accepted` counts as delivered."""
 
     submitting = State(initial=True)
     accepted = State(final=True)
@@ -152,7 +152,7 @@ class DeliveryMachine(StateMachine):
 
 
 class UpdateMachine(StateMachine):
-    """A pending update's triage (spec 3.4): each new revision is untriaged again."""
+    """A pending update's triage (contract section 3.4): each new revision is untriaged again."""
 
     untriaged = State(initial=True)
     triaged = State()
@@ -162,7 +162,7 @@ class UpdateMachine(StateMachine):
 
 
 class ConsumerMachine(StateMachine):
-    """A change-log consumer (spec 3.4)."""
+    """A change-log consumer (contract section 3.4)."""
 
     consuming = State(initial=True)
     reconciliation_required = State()
@@ -173,7 +173,7 @@ class ConsumerMachine(StateMachine):
 
 
 class MessageMachine(StateMachine):
-    """A human message in a foreground's queue (spec 5.1): it leaves the queue
+    """A human message in a foreground's queue (contract section 5.1): it leaves the queue
     only in a delivery, and comes back to its front if the turn does not
     complete, so no human message is ever lost."""
 
@@ -190,7 +190,7 @@ class MessageMachine(StateMachine):
 
 
 class TurnMachine(StateMachine):
-    """A turn of a foreground conversation, `{conversation_id}/t{n}` (spec 5.3)."""
+    """A turn of a foreground conversation, `{conversation_id}/t{n}` (contract section 5.3)."""
 
     running = State(initial=True)
     completed = State(final=True)
@@ -203,7 +203,7 @@ class TurnMachine(StateMachine):
 
 
 class AlertMachine(StateMachine):
-    """An alert's view state (spec 6). Whether its condition is still on is
+    """An alert's view state (contract section 6). Whether its condition is still on is
     another matter (`Alert.open`): a human's resolution leaves it on, and the
     engine resolves it again when it sees the condition end (`end`, from any
     state); a new occurrence raises it again, resolved or not."""
@@ -219,7 +219,7 @@ class AlertMachine(StateMachine):
 
 
 class ObligationMachine(StateMachine):
-    """A delivery obligation (spec 6): a task action's outcome must reach its
+    """A delivery obligation (contract section 6): a task action's outcome must reach its
     conversation; `due` once its fallback alert is raised, until it is met."""
 
     open = State(initial=True)
@@ -328,7 +328,7 @@ ACTION = Lifecycle(
         ev.TaskRevised: "fence",
         # AttemptUpdated and ActionOutcomeReported record `action_state`.
     },
-    # An attempt is out with the executor (the spec's "in flight").
+    # An attempt is out with the executor (the contract's "in flight").
     in_flight=("submitting", "queued", "accepted", "unknown", "cancel_requested"),
 )
 ATTEMPT = Lifecycle(
@@ -411,7 +411,7 @@ OBLIGATION = Lifecycle(
 )
 LIFECYCLES = (ACTION, ATTEMPT, TASK, GRANT, QUESTION, DELIVERY, UPDATE, CONSUMER, MESSAGE, TURN, ALERT, OBLIGATION)
 
-# The action states the spec calls in flight (an attempt is out with the executor).
+# The action states the contract calls in flight (an attempt is out with the executor).
 IN_FLIGHT = ACTION.in_flight
 
 

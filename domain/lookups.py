@@ -1,5 +1,5 @@
 """Lookups every area shares: the records an input names, or the `unknown_*`
-rejection that says it names nothing (spec section 3: checked in the order a
+rejection that says it names nothing (contract section 3: checked in the order a
 kind's checks list them, so each decider calls these where its turn comes).
 
 Also the one reading of numbered ids (`{conversation_id}/t{n}`, `/d{n}`):

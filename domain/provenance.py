@@ -1,4 +1,4 @@
-"""Provenance (spec section 8): the facts behind a block or a hold.
+"""Provenance (contract section 8): the facts behind a block or a hold.
 
 The pass decides these codes, so their facts are the pass's: a module of
 its own beside domain/dispatch.py, which decides *whether* a code applies

@@ -1,7 +1,7 @@
-"""Reason codes: exactly the spec's (spec/TRACE.md sections 1, 3, 5, 6).
+"""Reason codes: exactly the contract's (docs/contract.md sections 1, 3, 5, 6).
 
 Rejection reasons name why an input was refused; blocking codes name why a
-pending action is not claimed, in the order of the spec's section 4 table.
+pending action is not claimed, in the order of the contract's section 4 table.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ TASK_HOLD_CODES: tuple[str, ...] = ("question_hold", "wider_hold", "scope_paused
 class Rejected(Exception):
     """A well-formed input the domain refuses; `reason` is a spec reason code.
 
-    A rejection changes nothing, with one exception the spec makes: a change-log
+    A rejection changes nothing, with one exception the contract makes: a change-log
     batch in another epoch is refused *and* enters reconciliation. Such
     `consequences` are recorded after the rejection, in the same transaction.
     """

@@ -277,7 +277,7 @@ class Consumer:
 
 @dataclass(slots=True)
 class Alert:
-    """An alert (spec 6): its view state, and whether its condition is still
+    """An alert (contract section 6): its view state, and whether its condition is still
     on (`open`): a continuing condition is not raised again; the engine closes
     it when it observes the end. `revision`: the update revision an `urgent`
     alert is about."""

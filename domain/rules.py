@@ -1,7 +1,7 @@
 """The registry: every area's DECIDERS, EVOLVERS and REACTIONS merged into
 one map each, and the record of an input (`record`, `decide`, `evolve`).
 
-An input's path: `decide` checks idempotency and the actor (spec section 1),
+An input's path: `decide` checks idempotency and the actor (contract section 1),
 then calls the decider of its kind, which lives in its area (authority, tasks,
 actions, inbox, consumer, conversation, delivery, alerts). Each event it
 causes is applied by `evolve`, one dict lookup to its area's evolver, and
@@ -54,8 +54,8 @@ def record(state: State, value: inp.Input, seq: int, file: str | None, line: int
 
 def decide(state: State, value: inp.Input, seq: int) -> list[ev.Event]:
     """Pure: no I/O, no clock (time is the input's `at`), no mutation of the
-    state. Checks run in the spec's order (section 1): idempotency,
-    `not_authorized`, then the kind's checks in the order spec/TRACE.md lists
+    state. Checks run in the contract's order (section 1): idempotency,
+    `not_authorized`, then the kind's checks in the order docs/contract.md lists
     them; the first that fails is the reason. A rejection raises `Rejected`
     before any event is made, so a refused input changes nothing."""
     if value.id is not None:

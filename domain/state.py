@@ -94,7 +94,7 @@ class State:
     daemon_last: str | None = None  # the latest daemon.stop/start: start, expected_stop, unexpected_stop
     obligations: dict[str, Obligation] = field(default_factory=dict)  # by operation_id
     obligations_by_cause: dict[str, str] = field(default_factory=dict)  # cause_key -> operation_id
-    # Time rules (spec 6): (due_at, kind, key, key) in time order, checked on every
+    # Time rules (contract section 6): (due_at, kind, key, key) in time order, checked on every
     # input's `at`. Only evolve adds and removes entries, so every entry applies.
     timers: Timers = field(default_factory=Timers)  # questions: (due_at, "question", task_id, key)
     # Open obligations by due time. Due = outcome `at` + a fixed fallback_after_s and

@@ -1,4 +1,4 @@
-"""Tasks and questions (spec 3.2): delegation, revision, cancellation and
+"""Tasks and questions (contract section 3.2): delegation, revision, cancellation and
 completion of a task, and the clarifications raised on it.
 
 A task is delegated with its own grant (narrowed by the authority area);

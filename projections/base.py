@@ -1,7 +1,7 @@
 """What every view shares: a fold over events with its tracked position.
 
 A view applies the events it cares about (`handlers`, by event class) and
-ignores the rest; `render()` gives its part of the document of spec section 7.
+ignores the rest; `render()` gives its part of the document of contract section 7.
 Views re-decide nothing: events carry the states they set.
 
 A handler may return False to say that what `render()` gives is as it was
@@ -41,5 +41,5 @@ class View:
 
 
 def sorted_rows(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Lists are sorted by their first key, in plain string order (spec 7)."""
+    """Lists are sorted by their first key, in plain string order (contract section 7)."""
     return [rows[key] for key in sorted(rows)]

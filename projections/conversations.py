@@ -118,7 +118,7 @@ class ConversationsView(View):
         rows = sorted_rows(self.rows)
         for row in rows:
             conversation_id = row["conversation_id"]
-            # The first that applies (spec 7).
+            # The first that applies (contract section 7).
             if self.recovery.get(conversation_id):
                 row["state"] = "context_recovery_required"
             elif self.failure_held.get(conversation_id):

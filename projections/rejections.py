@@ -30,6 +30,6 @@ class RejectionsView(View):
     handlers = {ev.InputAccepted: _accepted, ev.InputRejected: _rejected}
 
     def render(self) -> list[dict[str, Any]]:
-        # `file` only when the store holds several traces (spec 1, 7).
+        # `file` only when the store holds several traces (contract section 1, 7).
         several = len(self.files) > 1
         return [row if several else {k: v for k, v in row.items() if k != "file"} for row in self.rows]

@@ -23,7 +23,7 @@ import msgspec
 from tandem.domain.inputs import Input, decode_input, format_at
 from tandem.replay.engine import Located
 
-line_bytes_max = 1_048_576  # 1 MiB, spec section 1
+line_bytes_max = 1_048_576  # 1 MiB, contract section 1
 schema_errors_shown_max = 20
 
 

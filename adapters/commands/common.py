@@ -165,7 +165,7 @@ def ingest_files(
 
 
 def view_name(text: str) -> str:
-    """An argparse type: one of the views of spec section 7."""
+    """An argparse type: one of the views of contract section 7."""
     if text not in VIEW_NAMES:
         raise argparse.ArgumentTypeError(f"unknown view {text!r}; views: {', '.join(VIEW_NAMES)}")
     return text

@@ -15,7 +15,7 @@ NAME = "demo"
 ORDER = 13
 HELP = "run the bundled email-signup example on SQLite"
 DESCRIPTION = (
-    "Ingest fixtures/gates/02_prerequisite_user_away.jsonl (spec section 9) into the store and print the views. "
+    "Ingest fixtures/gates/02_prerequisite_user_away.jsonl (contract section 9) into the store and print the views. "
     "Running it again resumes: nothing is applied twice."
 )
 EPILOG = None
@@ -25,7 +25,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "gates" / "02_prere
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", default=store_url_default, metavar="URL", help=f"default {store_url_default}")
-    parser.add_argument("--json", action="store_true", help="print JSON (spec section 7)")
+    parser.add_argument("--json", action="store_true", help="print JSON (contract section 7)")
     parser.add_argument(
         "--serve",
         action="store_true",

@@ -38,7 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="LINE",
         help="time travel: apply only the inputs on lines 1..LINE (the whole trace is still validated)",
     )
-    parser.add_argument("--json", action="store_true", help="print the views as JSON (spec section 7)")
+    parser.add_argument("--json", action="store_true", help="print the views as JSON (contract section 7)")
     parser.add_argument("--view", type=view_name, metavar="NAME", help=f"print one view only: {', '.join(VIEW_NAMES)}")
     trace_options(parser)
 

@@ -14,14 +14,14 @@ NAME = "serve"
 ORDER = 15
 HELP = "serve the engine over HTTP: authenticated inputs, views, events, explain, live changes"
 DESCRIPTION = (
-    "The runtime of `tandem daemon` with the HTTP API of API.md in front (docs/api.md): POST "
+    "The runtime of `tandem daemon` with the HTTP API in front (docs/api.md): POST "
     "/v1/inputs (the token is the actor), GET /v1/views, /v1/views/NAME, /v1/events, /v1/explain/ID, "
     "/v1/health, /v1/stream (Server-Sent Events), /openapi.json. Takes the store's writer lock; with --spool "
     "it also applies spooled traces. On SIGTERM or SIGINT it stops accepting, ends the streams, finishes "
     "the requests in flight, records daemon.stop (expected) and exits 0."
 )
 EPILOG = (
-    "API: ../shared/spec/API.md and docs/api.md. Exit codes: 0 stopped by SIGTERM or SIGINT; 1 the tokens, the "
+    "API: docs/api.md. Exit codes: 0 stopped by SIGTERM or SIGINT; 1 the tokens, the "
     "store (locked by another writer, unreachable) or the spool could not be used; 2 bad usage."
 )
 

@@ -31,7 +31,7 @@ def position(text: str) -> int:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("view", nargs="?", type=view_name, metavar="VIEW", help=f"one of: {', '.join(VIEW_NAMES)}")
     parser.add_argument("--store", default=store_url_default, metavar="URL", help=f"default {store_url_default}")
-    parser.add_argument("--json", action="store_true", help="print JSON (spec section 7)")
+    parser.add_argument("--json", action="store_true", help="print JSON (contract section 7)")
     parser.add_argument(
         "--at",
         type=position,

@@ -16,7 +16,7 @@ from tandem.replay.proving.restated import ACTION_EVENTS, HOLDING, TERMINAL, ins
 
 @event_invariant
 def terminal_actions_never_change(before: State, event: Event, applying: Applying) -> str | None:
-    """Terminal actions never change again (spec 3.3): "suppression, exhausted
+    """Terminal actions never change again (contract section 3.3): "suppression, exhausted
     retry budget, accepted delivery and resolved work are distinct outcomes" —
     a succeeded, failed, cancelled or exhausted operation is never revived,
     fenced, re-stamped or claimed."""
@@ -103,7 +103,7 @@ def attempts_follow_receipts(before: State, event: Event, applying: Applying) ->
 
 @event_invariant
 def claims_respect_blockers(before: State, event: Event, applying: Applying) -> str | None:
-    """No claim while a blocking code applies (spec 4): "approval / failure hold
+    """No claim while a blocking code applies (contract section 4): "approval / failure hold
     / pause -> no automation bypass"; "hold only the affected task and
     dependents"; a fresh watchdog heartbeat "before each new unattended
     dispatch"; prerequisites verified "before atomically claiming"; conflicting

@@ -92,7 +92,7 @@ def human_messages_kept(world: World) -> str | None:
 def restart_is_replay(world: World) -> str | None:
     """Restart is replay: "save the plan, worker results and unfinished tasks
     outside the model conversation"; a restarted engine folds the stored
-    events into exactly the live decision state and views (spec 7's eleven
+    events into exactly the live decision state and views (contract section 7's eleven
     views)."""
     state, replayed = world.state, world.replayed
     for f in fields(State):
@@ -104,7 +104,7 @@ def restart_is_replay(world: World) -> str | None:
     document = world.document
     if document is not None:
         if tuple(document) != VIEW_NAMES:
-            return f"document keys {list(document)} are not spec section 7's {list(VIEW_NAMES)}"
+            return f"document keys {list(document)} are not contract section 7's {list(VIEW_NAMES)}"
         if document != world.replayed_document:
             for name in VIEW_NAMES:
                 if document[name] != world.replayed_document[name]:

@@ -7,8 +7,8 @@ interesting ones. `kinds.KINDS` maps every kind to its generator and weight;
 - universe.py: the ids, the preambles, the `Builder`, the shared draws;
 - work.py: tasks, grants, questions, rules, actions, executor receipts and
   outcomes, usage, heartbeats, scopes, policy;
-- sources.py: observations, triage, the change log (spec 3.4);
+- sources.py: observations, triage, the change log (contract section 3.4);
 - conversations.py: conversations, deliveries, turns, approvals, holds,
-  health, alerts (spec 5 and 6);
+  health, alerts (contract section 5 and 6);
 - kinds.py: the weighted table and `traces()`.
 """

@@ -1,4 +1,4 @@
-"""Generators of the conversations' inputs and the runtime's health (spec 5
+"""Generators of the conversations' inputs and the runtime's health (contract section 5
 and 6): queue edits, provider receipts, turns, resets, approvals, holds,
 incidents, daemon stops and starts, cards, alerts; and the machine's own
 kinds (a lost acknowledgement, a question that holds work, a big message)."""

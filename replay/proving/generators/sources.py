@@ -1,4 +1,4 @@
-"""Generators of what sources say (spec 3.4): observations, triage of the
+"""Generators of what sources say (contract section 3.4): observations, triage of the
 updates they make, and a change log's batches, prunings and reconciliations."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ DISPOSITIONS = ("routine", "actionable", "urgent", "needs_input")
 
 
 def observation_fields(draw: Draw, causes: tuple[str, ...] = (), p_cause: int = 6) -> dict[str, Any]:
-    """The observe fields (spec 3.4) over a small universe, so that repeats
+    """The observe fields (contract section 3.4) over a small universe, so that repeats
     (same version, same latest fingerprint) happen often."""
     source = draw(st.sampled_from(SOURCES))
     fields: dict[str, Any] = {

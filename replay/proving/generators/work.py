@@ -105,7 +105,7 @@ def question_raise(draw: Draw, b: Builder) -> dict[str, Any]:
     existing = b.state.questions.get((task_id, key))
     kind = draw(st.sampled_from(["ops", "ops", "task", "unknown"]))
     if kind == "ops":
-        # Listed operations need not exist yet (spec 3.2): now and then one does not.
+        # Listed operations need not exist yet (contract section 3.2): now and then one does not.
         future = [op for op in OPERATION_IDS if op not in b.state.actions][:1] if often(draw, 2) else []
         affected: Any = subset(draw, list(b.state.actions) + future, 1) if b.state.actions or future else "task"
     else:
