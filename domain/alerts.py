@@ -28,6 +28,7 @@ from collections.abc import Callable
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.lifecycles import ALERT, OBLIGATION
+from tandem.domain.lookups import known_alert
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Alert, Obligation
 from tandem.domain.state import State
@@ -497,20 +498,13 @@ def decide_daemon_start(state: State, value: inp.StartDaemon, seq: int) -> list[
     return events
 
 
-def _alert(state: State, alert_id: str) -> Alert:
-    alert = state.alerts.get(alert_id)
-    if alert is None:
-        raise Rejected("unknown_alert", f"no alert {alert_id!r}")
-    return alert
-
-
 def decide_alert_seen(state: State, value: inp.SeeAlert, seq: int) -> list[ev.Event]:
-    alert = _alert(state, value.alert_id)
+    alert = known_alert(state, value.alert_id)
     return [ev.AlertSeen(cause=seq, alert_id=alert.alert_id)] if ALERT.allows(alert.state, "see") else []
 
 
 def decide_alert_resolve(state: State, value: inp.ResolveAlert, seq: int) -> list[ev.Event]:
-    alert = _alert(state, value.alert_id)
+    alert = known_alert(state, value.alert_id)
     if not ALERT.allows(alert.state, "resolve"):
         return []  # resolved already (the engine may still resolve it when it sees the end)
     return [ev.AlertResolved(cause=seq, alert_id=alert.alert_id, by="human")]

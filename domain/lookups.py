@@ -9,7 +9,7 @@ whose they are.
 from __future__ import annotations
 
 from tandem.domain.reasons import Rejected
-from tandem.domain.records import Action, Conversation, Grant, Task
+from tandem.domain.records import Action, Alert, Conversation, Grant, Task
 from tandem.domain.state import State
 
 
@@ -18,6 +18,13 @@ def known_task(state: State, task_id: str) -> Task:
     if task is None:
         raise Rejected("unknown_task", f"no task {task_id!r}")
     return task
+
+
+def known_alert(state: State, alert_id: str) -> Alert:
+    alert = state.alerts.get(alert_id)
+    if alert is None:
+        raise Rejected("unknown_alert", f"no alert {alert_id!r}")
+    return alert
 
 
 def known_grant(state: State, grant_id: str) -> Grant:
