@@ -9,7 +9,7 @@ The engine (engine.py): `Engine(store, with_views=..., step=...)`,
 `parse_trace(data, path)` -> `Trace`, `TraceInvalid`.
 
 Also here, imported by their modules: snapshots (snapshot.py), `verify`
-(verify.py), `explain` (explain.py). The proving tools — invariants, bounded
+(verify.py), `explain` (the explain/ package). The proving tools — invariants, bounded
 checking, fuzzing — are `tandem.replay.proving` (docs/fuzzing.md); importing
 this package imports neither them nor Hypothesis.
 """

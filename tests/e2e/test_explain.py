@@ -1,4 +1,4 @@
-"""`tandem explain` (replay/explain.py): the causal chain of a thing, walked
+"""`tandem explain` (replay/explain/): the causal chain of a thing, walked
 over the provenance its events record (spec section 8).
 
 The bundled example (fixtures/gates/02_prerequisite_user_away.jsonl) checks
@@ -465,10 +465,10 @@ def test_the_outputs_shown_in_docs_explain_md_are_what_explain_prints(tmp_path: 
 @pytest.mark.parametrize("trace", FIXTURES[::3], ids=[f"{p.parent.name}/{p.stem}" for p in FIXTURES[::3]])
 def test_every_key_an_event_has_is_one_the_read_filter_lets_through(trace: Path) -> None:
     """explain decodes only the event types that can have the wanted keys
-    (`_KIND_TAGS`): each key an event has must be of a kind its type is listed for."""
-    from tandem.replay.explain import _KIND_TAGS
+    (`KIND_TAGS`): each key an event has must be of a kind its type is listed for."""
+    from tandem.replay.explain.keys import KIND_TAGS
 
     store, _ = stored(trace)
     for _, event in store.read():
         for key in event_keys(event):
-            assert type(event).__name__.encode() in _KIND_TAGS[key[0]], (type(event).__name__, key)
+            assert type(event).__name__.encode() in KIND_TAGS[key[0]], (type(event).__name__, key)

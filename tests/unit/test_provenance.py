@@ -3,7 +3,7 @@
 A block change names, per code, what makes it apply; a claim, the revisions,
 prerequisite outcomes, heartbeat and binding it relied on; a fence, why; a
 delivery, the rule, the budget and the ranked candidates; an alert, its facts.
-`tandem explain` (replay/explain.py) walks exactly these.
+`tandem explain` (replay/explain/) walks exactly these.
 """
 
 from __future__ import annotations

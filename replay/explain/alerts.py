@@ -1,0 +1,181 @@
+"""Alerts, and the delivery obligations whose fallback alert they raise."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tandem.domain import events as ev
+from tandem.domain.lifecycles import ALERT, OBLIGATION
+from tandem.projections.base import rfc3339
+from tandem.replay.explain.chain import Chain, Rendered, said
+from tandem.replay.explain.facts import heartbeat_fact, obligation_fact, operation_fact, question_id
+from tandem.replay.explain.keys import Key
+from tandem.replay.explain.log import Entry, Resolver, at_of, of_type, source
+from tandem.replay.explain.model import Fact, Source
+from tandem.replay.explain.now import created_by, question_now
+from tandem.replay.explain.operations import outcome_summary
+
+FALLBACK = "fallback_delivery"  # the alert of an obligation not met in time: `fallback_delivery:{operation_id}`
+
+
+def _watched(resolver: Resolver, f: ev.AlertFacts, position: int, decided_at: str | None) -> Iterator[Fact]:
+    """What the alert is about: its operation (or obligation), heartbeat, question or approval."""
+    if f.operation_id is not None:
+        about = obligation_fact if f.reason == "obligation_met" else operation_fact
+        yield about(resolver, f.operation_id, position)
+    if f.heartbeat_at is not None or f.watchdog_max_age_s is not None:
+        generation, fresh = f.heartbeat_generation, f.reason == "fresh_heartbeat"
+        yield heartbeat_fact(resolver, generation, f.heartbeat_at, f.watchdog_max_age_s, position, fresh, decided_at)
+    if f.task_id is not None and f.question_key is not None:
+        named = question_id(f.task_id, f.question_key)
+        text = f"question {named}" + (f" open since {rfc3339(f.first_seen_at)}, k = {f.k}" if f.k else "")
+        raised = resolver.source(("question", named), position, of_type(ev.QuestionRaised))
+        yield Fact(name="question", text=text, value=named, source=raised, now=question_now(resolver, named))
+    if f.request_id is not None and f.conversation_id is not None:
+        key = ("approval", f"{f.conversation_id}/{f.request_id}")
+        opened = resolver.source(key, position, of_type(ev.ApprovalOpened))
+        value = {"conversation_id": f.conversation_id, "request_id": f.request_id}
+        yield Fact(name="approval", text=f"approval {f.request_id} on {f.conversation_id}", value=value, source=opened)
+
+
+def _measured(resolver: Resolver, f: ev.AlertFacts, position: int) -> Iterator[Fact]:
+    """What it measured: a grant's usage, an incident, a reconciliation, room, a delivery or turn, a due time."""
+    if f.grant_id is not None:
+        text = f"grant {f.grant_id}: usage {f.usage}, token_limit {f.token_limit}"
+        value = {"grant_id": f.grant_id, "usage": f.usage, "token_limit": f.token_limit}
+        yield Fact(name="grant_budget", text=text, value=value, source=resolver.source(("grant", f.grant_id), position))
+    if f.incident_id is not None:
+        opened = resolver.source(("incident", f.incident_id), position)
+        yield Fact(name="incident", text=f"incident {f.incident_id}", value=f.incident_id, source=opened)
+    if f.reconciliation_id is not None:
+        text = f"reconciliation {f.reconciliation_id} of {f.consumer_id}"
+        started = resolver.source(("reconciliation", f.reconciliation_id), position)
+        yield Fact(name="reconciliation", text=text, value=f.reconciliation_id, source=started)
+    if f.room is not None:
+        smallest = f", smallest candidate {f.smallest_tokens} tokens of {f.candidates}"
+        smallest = smallest if f.smallest_tokens is not None else ""
+        yield Fact(name="room", text=f"room {f.room} tokens{smallest}", value=f.room)
+    if f.delivery_id is not None:
+        text = f"delivery {f.delivery_id}" + (f" of turn {f.turn_id}" if f.turn_id else "")
+        created = resolver.source(("delivery", f.delivery_id), position, of_type(ev.DeliveryCreated))
+        yield Fact(name="delivery", text=text, value=f.delivery_id, source=created)
+    elif f.turn_id is not None:
+        started = resolver.source(("turn", f.turn_id), position)
+        yield Fact(name="turn", text=f"turn {f.turn_id}", value=f.turn_id, source=started)
+    if f.due_at is not None:
+        yield Fact(name="due_at", text=f"due at {rfc3339(f.due_at)}", value=rfc3339(f.due_at))
+
+
+def alert_facts(resolver: Resolver, facts: ev.AlertFacts | None, entry: Entry) -> list[Fact]:
+    """The facts an alert's AlertFacts name, in the order they are shown."""
+    if facts is None:
+        return []
+    return [*_watched(resolver, facts, entry[0], at_of(entry)), *_measured(resolver, facts, entry[0])]
+
+
+class Alert(Chain):
+    kind, key, lifecycle = "alert", "alert", ALERT
+    defined_by = (ev.AlertRaised,)  # its first occurrence makes it
+    raised: ev.AlertRaised  # the latest occurrence
+    last_raised: Entry | None = None
+    count = 0
+
+    def occurred(self, entry: Entry, event: ev.AlertRaised) -> Rendered:
+        self.raised, self.last_raised = event, entry
+        self.count += 1
+        about = ""
+        if event.cause_key:
+            about = f" about {event.cause_key}" + (f" revision {event.revision}" if event.revision is not None else "")
+        summary = f"raised (occurrence {self.count}){about}" + (f": {event.detail}" if event.detail else "")
+        facts = alert_facts(self.resolver, event.facts, entry)
+        if event.kind == FALLBACK:
+            facts.insert(0, obligation_fact(self.resolver, self.identifier.partition(":")[2], entry[0]))
+        return summary, facts
+
+    def resolved(self, entry: Entry, event: ev.AlertResolved) -> Rendered:
+        if event.by != "engine":
+            return "resolved by the human (the condition may go on; raised again only on a new occurrence)", []
+        summary = "resolved by the engine" + (f": {event.detail}" if event.detail else "")
+        return summary, alert_facts(self.resolver, event.facts, entry)
+
+    renderers = {ev.AlertRaised: occurred, ev.AlertSeen: said("seen by the human"), ev.AlertResolved: resolved}
+
+    def summary(self) -> str:
+        return f"{self.raised.kind} alert, raised {self.count} time(s)"
+
+    _resolves = (
+        "the engine resolves it when it sees its condition end (spec 6); alert.seen and alert.resolve are the human's"
+    )
+    waits = {"raised": ("alert.resolve", _resolves), "seen": ("alert.resolve", _resolves)}
+
+    def since(self) -> Source | None:
+        return source(self.last_raised)
+
+    def related(self) -> list[str]:
+        raised, facts = self.raised, self.raised.facts
+        related = []
+        if raised.kind == FALLBACK:
+            related.append(f"obligation {raised.alert_id.partition(':')[2]}")
+        elif facts is not None and facts.operation_id:
+            related.append(f"operation {facts.operation_id}")
+        if raised.cause_key:
+            related.append(f"cause {raised.cause_key}")
+        if facts is not None and facts.task_id and facts.question_key:
+            related.append(f"question {facts.task_id}/{facts.question_key}")
+        if facts is not None and facts.reconciliation_id:
+            related.append(f"reconciliation {facts.reconciliation_id}")
+        return related
+
+
+class Obligation(Chain):
+    kind, key, lifecycle = "obligation", "obligation", OBLIGATION
+    defined_by = created_by(OBLIGATION)
+    opened: ev.ObligationOpened
+
+    @classmethod
+    def keys(cls, identifier: str) -> list[Key]:
+        return [("obligation", identifier), ("alert", f"{FALLBACK}:{identifier}")]
+
+    def opening(self, entry: Entry, event: ev.ObligationOpened) -> Rendered:
+        self.opened = event
+        summary = (
+            f"opened: {event.conversation_id} must be told about {event.cause_key}; "
+            f"due at {rfc3339(event.due_at)} (the outcome's time + fallback_after_s)"
+        )
+        outcome = self.resolver.find(("action", self.identifier), entry[0], of_type(ev.ActionOutcomeReported))
+        if outcome is None:
+            return summary, []
+        text, value = outcome_summary(outcome[1]), outcome[1].outcome
+        return summary, [Fact(name="outcome", text=text, value=value, source=source(outcome))]
+
+    def due(self, entry: Entry, event: ev.ObligationDue) -> Rendered:
+        if event.reason == "left_out":
+            held = f"turn {event.turn_id} completed holding it ({event.delivery_id})"
+            return f"due: {held} but did not list it in delivered", []
+        opened = getattr(self, "opened", None)
+        return f"due: fallback_after_s passed (due at {rfc3339(opened.due_at) if opened else '?'})", []
+
+    renderers = {
+        ev.ObligationOpened: opening,
+        ev.ObligationMet: said(
+            "met: turn {e.turn_id} completed with {e.delivery_id} accepted, holding {e.cause_key}"
+        ),
+        ev.ObligationDue: due,
+        ev.AlertRaised: said("alert {e.alert_id} raised: {e.detail}"),
+        ev.AlertResolved: said("alert {e.alert_id} resolved by {e.by}"),
+    }
+
+    def summary(self) -> str:
+        return f"tell {self.opened.conversation_id} about {self.opened.cause_key}"
+
+    _told = (
+        "waits for a completed turn of {c.opened.conversation_id} whose accepted delivery holds "
+        "{c.opened.cause_key} (and lists it in delivered, when given)"
+    )
+    waits = {"open": ("turn.ended", _told), "due": ("turn.ended", _told)}
+
+    def related(self) -> list[str]:
+        alerted = any(link.event == "AlertRaised" for link in self.links)
+        return [f"operation {self.identifier}", f"cause {self.opened.cause_key}"] + (
+            [f"alert {FALLBACK}:{self.identifier}"] if alerted else []
+        )

@@ -1,0 +1,190 @@
+"""Blocking codes (an action's `blocked_by`, a task's holds): the facts the
+engine recorded for each (a `BlockFact`), and since when each code holds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from tandem.domain import events as ev
+from tandem.replay.explain.log import Entry, Resolver, at_of, of_type, source
+from tandem.replay.explain.model import Fact, Waiting
+from tandem.replay.explain.facts import heartbeat_fact, intent_facts, prerequisite_fact, question_fact
+from tandem.replay.explain.now import action_at, switch_now, task_now
+
+WAITING_TEXT = {
+    "prerequisite_pending": "a prerequisite has no outcome yet",
+    "prerequisite_failed": "a prerequisite failed, was cancelled or exhausted, or lacks the required artifact",
+    "question_hold": "an open question holds it",
+    "wider_hold": 'an open question with affected "unknown" holds everything',
+    "scope_paused": "its scope is paused",
+    "task_held": "a task its task depends on is not completed",
+    "intent_unsynced": "the conversation's intent is ahead of what the background synced",
+    "watchdog_unavailable": "unattended, and the watchdog is not fresh",
+    "resource_busy": "another action holds its resource",
+    "approval_pending": "an approval is open on its conversation or background",
+    "budget_exhausted": "its grant's usage reached token_limit",
+}
+
+BlockFacts = Callable[[Resolver, ev.BlockFact, int, "str | None"], list[Fact]]
+
+
+def _prerequisites(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    return [prerequisite_fact(resolver, p, position) for p in fact.prerequisites or ()]
+
+
+def _questions(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    return [question_fact(resolver, q, position) for q in fact.questions or ()]
+
+
+def _scope(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    scope = fact.scope or "*"
+    key = ("scope", scope)
+    paused = resolver.source(key, position, of_type(ev.ScopePaused))
+    now = switch_now(resolver, key)
+    return [Fact(name="scope", text=f"scope {scope} paused", value={"scope": scope}, source=paused, now=now)]
+
+
+def _tasks(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    return [
+        Fact(
+            name="depends_on",
+            text=f"task {task.task_id} is {task.state}, not completed",
+            value=msgspec.to_builtins(task),
+            source=resolver.source(("task", task.task_id), position, of_type(ev.TaskDelegated)),
+            now=task_now(resolver, task.task_id),
+        )
+        for task in fact.tasks or ()
+    ]
+
+
+def _intent(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    return intent_facts(resolver, fact.conversation_id, fact.intent_revision, fact.synced_intent_revision, position)
+
+
+def _watchdog(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    generation, at, max_age = fact.heartbeat_generation, fact.heartbeat_at, fact.watchdog_max_age_s
+    return [heartbeat_fact(resolver, generation, at, max_age, position, False, decided_at)]
+
+
+def _resource(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    return [
+        Fact(
+            name="resource_holder",
+            text=f"{operation_id} holds resource {fact.resource}",
+            value={"resource": fact.resource, "operation_id": operation_id},
+            source=resolver.source(("action", operation_id), position, of_type(ev.ActionClaimed)),
+            now=action_at(resolver, operation_id),
+        )
+        for operation_id in fact.operations or ()
+    ]
+
+
+def _approvals(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    facts = []
+    for approval in fact.approvals or ():
+        key = ("approval", f"{approval.conversation_id}/{approval.request_id}")
+        now = switch_now(resolver, key)
+        facts.append(
+            Fact(
+                name="approval",
+                text=f"approval {approval.request_id} open on {approval.conversation_id}",
+                value=msgspec.to_builtins(approval),
+                source=resolver.source(key, position, of_type(ev.ApprovalOpened)),
+                now=now,
+            )
+        )
+    return facts
+
+
+def _budget(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    return [
+        Fact(
+            name="grant_budget",
+            text=f"grant {fact.grant_id} used {fact.usage} of its token_limit {fact.token_limit}",
+            value={"grant_id": fact.grant_id, "usage": fact.usage, "token_limit": fact.token_limit},
+            source=resolver.source(("grant", fact.grant_id or ""), position, of_type(ev.BudgetExhausted)),
+        )
+    ]
+
+
+# Per blocking code, the facts its BlockFact names (any other code: the BlockFact itself).
+BLOCK_FACTS: dict[str, BlockFacts] = {
+    "prerequisite_pending": _prerequisites,
+    "prerequisite_failed": _prerequisites,
+    "question_hold": _questions,
+    "wider_hold": _questions,
+    "scope_paused": _scope,
+    "task_held": _tasks,
+    "intent_unsynced": _intent,
+    "watchdog_unavailable": _watchdog,
+    "resource_busy": _resource,
+    "approval_pending": _approvals,
+    "budget_exhausted": _budget,
+}
+
+
+def block_fact_facts(
+    resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None = None
+) -> list[Fact]:
+    """The facts behind one blocking code (or task hold), with their sources."""
+    facts = BLOCK_FACTS.get(fact.code)
+    if facts is None:
+        return [Fact(name=fact.code, text=fact.code, value=msgspec.to_builtins(fact))]
+    return facts(resolver, fact, position, decided_at)
+
+
+def coded_facts(resolver: Resolver, entry: Entry, facts: list[ev.BlockFact]) -> list[Fact]:
+    """Every code's facts, each prefixed with its code (the lines of a blocking link)."""
+    return [
+        msgspec.structs.replace(detail, text=f"{fact.code}: {detail.text}")
+        for fact in facts
+        for detail in block_fact_facts(resolver, fact, entry[0], at_of(entry))
+    ]
+
+
+def block_summary(codes: list[str]) -> str:
+    return f"blocked_by [{', '.join(codes)}]" if codes else "blocked_by [] (nothing blocks it)"
+
+
+# code -> (the entry since which it holds for the same things, its latest facts, their entry)
+Runs = dict[str, tuple[Entry, "ev.BlockFact | None", Entry]]
+
+
+def _identity(fact: ev.BlockFact | None) -> Any:
+    """What a code's facts name (a prerequisite moving from submitting to
+    accepted is still the same prerequisite pending: no change)."""
+    if fact is None:
+        return None
+    if fact.prerequisites is not None:
+        return (fact.code, tuple(p.operation_id for p in fact.prerequisites))
+    if fact.tasks is not None:
+        return (fact.code, tuple(t.task_id for t in fact.tasks))
+    return fact
+
+
+def track_runs(runs: Runs, entry: Entry, codes: list[str], facts: list[ev.BlockFact]) -> None:
+    """Since when each code holds for the same things (the event, and so the
+    input, that last changed it); the facts kept are the latest recorded."""
+    by_code = {fact.code: fact for fact in facts}
+    for code in list(runs):
+        if code not in codes:
+            del runs[code]
+    for code in codes:
+        fact = by_code.get(code)
+        previous = runs.get(code)
+        if previous is None or _identity(previous[1]) != _identity(fact):
+            runs[code] = (entry, fact, entry)
+        else:
+            runs[code] = (previous[0], fact, entry)
+
+
+def waiting_from_blocks(resolver: Resolver, runs: Runs, codes: list[str]) -> list[Waiting]:
+    waiting = []
+    for code in codes:
+        since, fact, recorded = runs[code]
+        facts = block_fact_facts(resolver, fact, recorded[0], at_of(recorded)) if fact is not None else []
+        waiting.append(Waiting(code=code, text=WAITING_TEXT.get(code, code), facts=facts, since=source(since)))
+    return waiting

@@ -1,0 +1,133 @@
+"""Cause keys (the inbox updates they make) and change-log reconciliations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from tandem.domain import events as ev
+from tandem.domain.lifecycles import UPDATE
+from tandem.replay.explain.chain import Chain, Rendered, said
+from tandem.replay.explain.log import Entry
+from tandem.replay.explain.model import Source, Waiting
+
+
+class Cause(Chain):
+    kind, key = "cause", "update"
+    # Observed, revised, proposed for or carded: a cause (with an inbox update or not).
+    defined_by = (ev.ObservationRecorded, ev.ObservationRepeated, ev.UpdateRevised, ev.ActionProposed, ev.CardProposed)
+    revision = 0
+    triage = "none"  # the update's lifecycle state (untriaged, triaged), once it has one
+    disposition: str | None = None
+
+    def __init__(self, resolver: Any, identifier: str) -> None:
+        super().__init__(resolver, identifier)
+        self.state = "no inbox update"
+        self.related_ids: list[str] = []
+
+    def _update(self, event: Any, revision: int, disposition: str | None = None) -> None:
+        self.revision, self.disposition = revision, disposition
+        self.triage = UPDATE.after[type(event)]
+        if revision:
+            self.state = f"revision {revision}, {self.triage}" + (f" {disposition}" if disposition else "")
+
+    def observed(self, entry: Entry, event: ev.ObservationRecorded) -> Rendered:
+        if event.update_revision is None:
+            summary = f"observed by {event.source_id} via {event.via}, from a background's own activity: no revision"
+        else:
+            self._update(event, event.update_revision)
+            partial = " (partial)" if not event.complete else ""
+            summary = f"observed by {event.source_id} via {event.via}: revision {self.revision}{partial}"
+        summary += (f", status {event.status}" if event.status else "") + (", deleted" if event.deleted else "")
+        return summary, []
+
+    def repeated(self, entry: Entry, event: ev.ObservationRepeated) -> Rendered:
+        previous = self.links[-1] if self.links else None
+        if previous is not None and previous.event == "ObservationRepeated":  # fold consecutive repeats
+            summary = f"repeats from {event.source_id}"
+            self.links[-1] = msgspec.structs.replace(previous, count=previous.count + 1, summary=summary)
+            return None
+        return f"repeat from {event.source_id} via {event.via}" + ("" if event.counted else " (not counted)"), []
+
+    def revised(self, entry: Entry, event: ev.UpdateRevised) -> Rendered:
+        self._update(event, event.revision)
+        return f"revision {self.revision} made by the engine ({event.kind})", []
+
+    def triaged(self, entry: Entry, event: ev.UpdateTriaged) -> Rendered:
+        self._update(event, self.revision, event.disposition)
+        by = "the engine" if event.by == "engine" else f"{event.by} (generation {event.generation})"
+        return f"revision {event.revision} triaged {event.disposition} by {by}; belongs to {event.foreground_id}", []
+
+    def delivered(self, entry: Entry, event: ev.DeliveryCreated) -> Rendered:
+        held = [revision for cause_key, revision in event.included if cause_key == self.identifier]
+        self.related_ids.append(f"delivery {event.delivery_id}")
+        return f"revision {held[0] if held else '?'} put into {event.kind} delivery {event.delivery_id}", []
+
+    def alerted(self, entry: Entry, event: ev.AlertRaised) -> Rendered:
+        self.related_ids.append(f"alert {event.alert_id}")
+        return f"alert {event.alert_id} raised: {event.detail}", []
+
+    def proposed(self, entry: Entry, event: ev.ActionProposed) -> Rendered:
+        self.related_ids.append(f"operation {event.operation_id}")
+        return f"action {event.operation_id} proposed for this cause (at update revision {event.cause_revision})", []
+
+    renderers = {
+        ev.ObservationRecorded: observed,
+        ev.ObservationRepeated: repeated,
+        ev.UpdateRevised: revised,
+        ev.UpdateTriaged: triaged,
+        ev.DeliveryCreated: delivered,
+        ev.AlertRaised: alerted,
+        ev.ActionProposed: proposed,
+        ev.CardProposed: said("card {e.card_id} proposed: {e.summary}"),
+    }
+
+    def summary(self) -> str:
+        return f"cause {self.identifier}"
+
+    def waiting(self) -> list[Waiting]:
+        if self.triage != "untriaged":
+            return []
+        text = f"revision {self.revision} is untriaged: waits for triage.classify from the background"
+        return [Waiting(code="triage.classify", text=text)]
+
+    def related(self) -> list[str]:
+        return list(dict.fromkeys(self.related_ids))
+
+
+class Reconciliation(Chain):
+    kind, key = "reconciliation", "reconciliation"
+    defined_by = (ev.ReconciliationStarted,)
+    states = {ev.ReconciliationStarted: "open", ev.ReconciliationCommitted: "committed"}
+    started: ev.ReconciliationStarted
+
+    def state_after(self, event: Any) -> str | None:
+        return self.states.get(type(event))
+
+    def start(self, entry: Entry, event: ev.ReconciliationStarted) -> Rendered:
+        self.started = event
+        if event.reason == "epoch_changed":
+            why = f"the log is in epoch {event.epoch_seen}, the cursor was in {event.cursor_epoch}"
+        else:
+            why = f"history deleted beyond the cursor: max_deleted_seq {event.max_deleted_seq} > seq {event.cursor_seq}"
+        return f"started ({event.reason}): {why}", []
+
+    renderers = {
+        ev.ReconciliationStarted: start,
+        ev.ReconciliationCommitted: said(
+            "committed: cursor at epoch {e.epoch}, seq {e.seq} = max(retained_head {e.retained_head}, "
+            "watermark {e.watermark}, where it had reached); gaps {e.gaps}"
+        ),
+    }
+
+    def summary(self) -> str:
+        return f"reconciliation of {self.started.consumer_id}"
+
+    waits = {"open": ("log.reconcile", "every batch is refused until log.reconcile names {c.identifier}")}
+
+    def since(self) -> Source | None:
+        return None
+
+    def related(self) -> list[str]:
+        return [f"alert reconciliation_required:{self.started.consumer_id}"]

@@ -1,0 +1,202 @@
+"""A conversation's deliveries and turns."""
+
+from __future__ import annotations
+
+import msgspec
+
+from tandem.domain import events as ev
+from tandem.domain.lifecycles import DELIVERY, TURN
+from tandem.domain.lookups import numbered_owner
+from tandem.replay.explain.chain import Chain, Rendered, Renderer, said
+from tandem.replay.explain.keys import Key
+from tandem.replay.explain.log import Entry, Resolver
+from tandem.replay.explain.model import Fact, Waiting
+from tandem.replay.explain.now import created_by
+
+_RULES = {
+    "human_turn": "spec 5.3 rule 3: idle with a human message queued: a human turn",
+    "wake": "spec 5.3 rule 4: idle, something deliverable, no * pause: one coalesced wake",
+    "steer": "spec 5.3 rule 2: running with steer: true: urgent updates steered into the turn",
+    "reseed": "spec 5.3 epochs: a context reset's bounded reseed of the control state",
+}
+_TURN_RULES = {"human_turn": "spec 5.3 rule 3 (a human message queued)", "wake": "spec 5.3 rule 4 (a coalesced wake)"}
+_VERDICTS = {
+    "included": "included",
+    "does_not_fit": "skipped: does not fit",
+    "over_wake_batch_max": "left: the wake was full (wake_batch_max)",
+}
+
+
+def delivery_summary(event: ev.DeliveryCreated) -> str:
+    what = []
+    if event.messages:
+        what.append(f"messages [{', '.join(event.messages)}]")
+    if event.included:
+        what.append("updates [" + ", ".join(f"{cause_key} r{revision}" for cause_key, revision in event.included) + "]")
+    turn = f" of turn {event.turn_id}" if event.turn_id else ""
+    return f"{event.kind} delivery {event.delivery_id}{turn}, epoch {event.epoch}, {event.tokens} tokens: " + (
+        "; ".join(what) or "nothing but its control state"
+    )
+
+
+def _candidate_fact(resolver: Resolver, candidate: ev.CandidateUpdate, position: int) -> Fact:
+    key, revision = ("update", candidate.cause_key), candidate.revision
+    triaged = resolver.source(key, position, lambda e: type(e) is ev.UpdateTriaged and e.revision == revision)
+    priority = candidate.notification_priority
+    ranked = f", notification_priority {priority}" if priority is not None else ""
+    optional = " (routine, optional)" if candidate.optional else ""
+    verdict = _VERDICTS.get(candidate.verdict, candidate.verdict)
+    text = (
+        f"{candidate.cause_key} revision {revision} ({candidate.disposition}{ranked}, {candidate.tokens} tokens)"
+        f"{optional}: {verdict}"
+    )
+    return Fact(name="candidate", text=text, value=msgspec.to_builtins(candidate), source=triaged)
+
+
+def delivery_created(resolver: Resolver, entry: Entry, event: ev.DeliveryCreated) -> Rendered:
+    """A delivery: the rule that made it, its budget, what it holds, the candidates it ranked."""
+    facts: list[Fact] = []
+    if event.rule:
+        facts.append(Fact(name="rule", text=_RULES.get(event.rule, event.rule), value=event.rule))
+    budget = event.budget
+    if budget is not None:
+        text = (
+            f"budget: context {budget.context_tokens} + tokens {event.tokens} + reserve {budget.reserve} "
+            f"<= limit {budget.context_limit} (room {budget.room}: messages {budget.message_tokens}, "
+            f"control {budget.control_tokens}, updates {budget.update_tokens})"
+        )
+        facts.append(Fact(name="budget", text=text, value=msgspec.to_builtins(budget)))
+    if event.messages:
+        facts.append(Fact(name="messages", text=f"messages {', '.join(event.messages)}", value=list(event.messages)))
+    facts.extend(_candidate_fact(resolver, candidate, entry[0]) for candidate in event.candidates)
+    unrecorded = event.candidates_total - len(event.candidates)
+    if unrecorded > 0:
+        text = f"{unrecorded} more ranked candidates (not recorded)"
+        facts.append(Fact(name="candidates_not_recorded", text=text, value=unrecorded))
+    return delivery_summary(event), facts
+
+
+def _once_created(render: Renderer) -> Renderer:
+    """A delivery's renderer of what comes after it was created (what came before is no link)."""
+    return lambda chain, entry, event: render(chain, entry, event) if chain.created is not None else None
+
+
+class Delivery(Chain):
+    kind, key, lifecycle = "delivery", "delivery", DELIVERY
+    defined_by = created_by(DELIVERY)
+    created: ev.DeliveryCreated | None = None
+    settled = False  # released, or its epoch is over: nothing it waits for matters now
+
+    @classmethod
+    def keys(cls, identifier: str) -> list[Key]:
+        conversation_id = numbered_owner(identifier, "d")
+        return [("delivery", identifier), *([("conversation", conversation_id)] if conversation_id else [])]
+
+    def made(self, entry: Entry, event: ev.DeliveryCreated) -> Rendered:
+        self.created = event
+        return delivery_created(self.resolver, entry, event)
+
+    def receipted(self, entry: Entry, event: ev.DeliveryReceipted) -> Rendered:
+        summary = f"provider says {event.attempt_state}; context now {event.context_tokens} tokens"
+        if event.releases:
+            summary += "; it holds its revisions no more"
+            self.settled = True
+        return summary, []
+
+    def turn_ended(self, entry: Entry, event: ev.TurnEnded) -> Rendered:
+        if self.identifier in event.released:
+            self.settled = True
+            return f"turn {event.turn_id} ended {event.outcome}: its revisions are released", []
+        return f"turn {event.turn_id} ended {event.outcome} because this delivery was {self.state}", []
+
+    def reset(self, entry: Entry, event: ev.ContextReset) -> Rendered:
+        assert self.created is not None
+        if event.epoch <= self.created.epoch:
+            return None
+        self.settled = True
+        return f"context reset ({event.reason}): epoch {event.epoch}; this delivery counts for nothing now", []
+
+    renderers = {
+        ev.DeliveryCreated: made,
+        **{
+            event_type: _once_created(render)
+            for event_type, render in {
+                ev.DeliveryReceipted: receipted,
+                ev.TurnEnded: turn_ended,
+                ev.ContextReset: reset,
+                ev.ObligationMet: said("met the obligation of {e.operation_id} (turn {e.turn_id} completed)"),
+                ev.ObligationDue: said(
+                    "turn {e.turn_id} completed without listing {e.operation_id}: its obligation is due"
+                ),
+                ev.AlertResolved: said("resolved {e.alert_id}: {e.detail}"),
+            }.items()
+        },
+    }
+
+    def summary(self) -> str:
+        assert self.created is not None
+        return delivery_summary(self.created)
+
+    waits = {
+        "submitting": ("provider.receipt", "sent for delivery: waits for provider.receipt"),
+        "unknown": ("provider.reconcile", "unknown: holds its revisions until provider.reconcile (no blind resend)"),
+    }
+
+    def waiting(self) -> list[Waiting]:
+        return [] if self.settled else super().waiting()
+
+    def related(self) -> list[str]:
+        assert self.created is not None
+        related = [f"turn {self.created.turn_id}"] if self.created.turn_id else []
+        return related + [f"cause {cause_key}" for cause_key, _ in self.created.included]
+
+
+class Turn(Chain):
+    kind, key, lifecycle = "turn", "turn", TURN
+    defined_by = created_by(TURN)
+    started: ev.TurnStarted
+
+    def __init__(self, resolver: Resolver, identifier: str) -> None:
+        super().__init__(resolver, identifier)
+        self.deliveries: list[str] = []
+
+    def start(self, entry: Entry, event: ev.TurnStarted) -> Rendered:
+        self.started = event
+        rule = _TURN_RULES.get(event.rule, event.rule or event.kind)
+        return f"{event.kind} turn started in epoch {event.epoch}: {rule}", []
+
+    def delivered(self, entry: Entry, event: ev.DeliveryCreated) -> Rendered:
+        self.deliveries.append(event.delivery_id)
+        return delivery_created(self.resolver, entry, event)
+
+    def end(self, entry: Entry, event: ev.TurnEnded) -> Rendered:
+        summary = f"ended {event.outcome}"
+        if event.delivery_id:
+            summary += f" because {event.delivery_id} was refused or not received"
+        if event.requeued:
+            summary += f"; messages back at the front of the queue: {', '.join(event.requeued)}"
+        if event.delivered is None:
+            return summary, []
+        text = f"delivered listed: [{', '.join(event.delivered)}]"
+        return summary, [Fact(name="delivered", text=text, value=event.delivered)]
+
+    renderers = {
+        ev.TurnStarted: start,
+        ev.DeliveryCreated: delivered,
+        ev.TurnEnded: end,
+        ev.ObligationMet: said("met the obligation of {e.operation_id} ({e.delivery_id})"),
+        ev.ObligationDue: said("left {e.operation_id} out of delivered: its obligation is due"),
+    }
+    later = {ev.DeliveryReceipted: said("{e.delivery_id}: provider says {e.attempt_state}")}
+    leads_to = {ev.DeliveryCreated: lambda e, turn: ("delivery", e.delivery_id) if e.turn_id == turn else None}
+
+    def later_keys(self) -> list[Key]:
+        return [("delivery", delivery_id) for delivery_id in self.deliveries]
+
+    def summary(self) -> str:
+        return f"{self.started.kind} turn of {self.started.conversation_id}"
+
+    waits = {"running": ("turn.ended", "running: waits for turn.ended")}
+
+    def related(self) -> list[str]:
+        return [f"delivery {delivery_id}" for delivery_id in self.deliveries]

@@ -1,0 +1,287 @@
+"""Operations (actions) and their attempts."""
+
+from __future__ import annotations
+
+import msgspec
+
+from tandem.domain import events as ev
+from tandem.domain.lifecycles import ACTION, ATTEMPT
+from tandem.replay.explain.blocks import Runs, block_summary, coded_facts, track_runs, waiting_from_blocks
+from tandem.replay.explain.chain import Chain, Rendered, said
+from tandem.replay.explain.facts import (
+    binding_fact,
+    heartbeat_fact,
+    intent_facts,
+    prerequisite_fact,
+    revision_facts,
+    synced_at,
+)
+from tandem.replay.explain.log import Entry, Resolver, at_of, of_type, source
+from tandem.replay.explain.model import Fact, Source, Waiting
+from tandem.replay.explain.now import FENCES, action_at, created_by
+
+_REFUSALS = {
+    "retry": "back to pending: attempt {r.attempts} of at most {r.max_attempts}, under current authority",
+    "max_attempts": "exhausted: {r.attempts} attempts reached max_attempts {r.max_attempts}",
+    "task_revised": (
+        "fenced: the task moved to revision {r.task_revision} "
+        "(validated under {r.validated_task_revision}) while the attempt was out"
+    ),
+    "authority_narrowed": "fenced: the grant or the policy no longer allows it",
+}
+# What an action waits for outside `pending` and `fenced`, by state (`c.attempt`: its latest attempt).
+_EXPECTS = {
+    "submitting": (
+        "executor.receipt",
+        "attempt {c.attempt} was handed over: waits for executor.receipt (or an outcome)",
+    ),
+    "queued": (
+        "executor.receipt",
+        "attempt {c.attempt} is queued: waits for executor.receipt accepted (or an outcome)",
+    ),
+    "accepted": ("executor.outcome", "attempt {c.attempt} was accepted: waits for executor.outcome"),
+    "unknown": (
+        "executor.reconcile",
+        "attempt {c.attempt} is unknown: never retried blindly, waits for executor.reconcile",
+    ),
+    "cancel_requested": (
+        "executor.outcome",
+        "cancel requested: waits for the executor's outcome (cancelled) or a refusal",
+    ),
+}
+
+
+def claimed(resolver: Resolver, entry: Entry, event: ev.ActionClaimed, proposal: ev.ActionProposed | None) -> Rendered:
+    """A claim: its envelope, and every fact the claim relied on."""
+    position = entry[0]
+    envelope, claim = event.envelope, event.facts
+    writes = f", writes {', '.join(envelope.write_paths)}" if envelope.write_paths else ""
+    what = f"{envelope.operation} {envelope.target} on {envelope.resource}{writes}"
+    summary = f"claimed as attempt {event.attempt_id}: {what}"
+    task_id = proposal.task_id if proposal is not None else None
+    grant_id = proposal.grant_id if proposal is not None else ""
+    conversation_id = resolver.task_conversation(task_id)
+    facts = revision_facts(
+        resolver,
+        position,
+        (("task", task_id), envelope.task_revision) if task_id else None,
+        (("grant", grant_id), envelope.grant_revision),
+        (("policy",), envelope.policy_revision),
+    )
+    synced = synced_at(resolver, conversation_id, position)
+    facts.extend(intent_facts(resolver, conversation_id, envelope.intent_revision, synced, position))
+    binding = binding_fact(resolver, conversation_id, claim.binding_generation, position)
+    facts.extend([binding] if binding is not None else [])
+    if (proposal.unattended if proposal is not None else True) or claim.heartbeat_at is not None:
+        heartbeat = heartbeat_fact(
+            resolver, claim.heartbeat_generation, claim.heartbeat_at, None, position, True, at_of(entry)
+        )
+        facts.append(heartbeat)
+    facts.extend(prerequisite_fact(resolver, p, position) for p in claim.prerequisites)
+    return summary, facts
+
+
+def attempt_updated(chain: Chain, entry: Entry, event: ev.AttemptUpdated) -> Rendered:
+    summary = f"attempt {event.attempt_id} {event.attempt_state}; action {event.action_state}"
+    facts: list[Fact] = []
+    refusal = event.refusal
+    if refusal is not None:
+        why = _REFUSALS[refusal.reason].format(r=refusal) if refusal.reason in _REFUSALS else refusal.reason
+        facts.append(Fact(name="refusal", text=why, value=msgspec.to_builtins(refusal)))
+    if event.restamped is not None:
+        text = f"re-stamped with grant revision {event.restamped.grant}"
+        facts.append(Fact(name="restamped", text=text, value=msgspec.to_builtins(event.restamped)))
+    return summary, facts
+
+
+def outcome(chain: Chain, entry: Entry, event: ev.ActionOutcomeReported) -> Rendered:
+    return outcome_summary(event), []
+
+
+def outcome_summary(event: ev.ActionOutcomeReported) -> str:
+    summary = f"outcome {event.outcome}"
+    if event.artifact_revision:
+        summary += f", artifact {event.artifact_revision}"
+    if event.evidence_ref:
+        summary += f", evidence {event.evidence_ref}"
+    if event.attempt_id:
+        summary += f"; attempt {event.attempt_id} {event.attempt_state}"
+    return summary
+
+
+# What a fencing (or re-stamping) event changed, and why it fences when the event does not say.
+_CHANGED = {
+    ev.PolicySet: "policy revision {e.revision}",
+    ev.GrantRevised: "grant {e.grant_id} revision {e.revision}",
+    ev.TaskRevised: "task {e.task_id} revision {e.revision}",
+}
+assert set(_CHANGED) == FENCES, "every event that fences says what it changed"
+_FENCED_BECAUSE = {ev.TaskRevised: "the task was revised: pending actions are fenced (action.revalidate to go on)"}
+
+
+class Operation(Chain):
+    kind, key, lifecycle = "operation", "action", ACTION
+    defined_by = created_by(ACTION)
+
+    def __init__(self, resolver: Resolver, identifier: str) -> None:
+        super().__init__(resolver, identifier)
+        self.runs: Runs = {}
+        self.codes: list[str] = []
+        self.proposal: ev.ActionProposed | None = None
+        self.attempts: list[str] = []
+        self.fence: tuple[Entry, str] | None = None
+
+    def changed(self, entry: Entry) -> None:
+        self.runs, self.codes = {}, []  # a new state: its codes start again
+
+    def proposed(self, entry: Entry, event: ev.ActionProposed) -> Rendered:
+        self.proposal = event
+        position = entry[0]
+        generation = f" generation {event.generation}" if event.generation is not None else ""
+        owner = f"task {event.task_id}" if event.task_id else f"rule {event.rule_id}"
+        summary = (
+            f"proposed by {event.proposed_by}{generation} for {owner}: {event.operation} {event.target} "
+            f"on {event.resource}, cause {event.cause_key}"
+        )
+        if event.cause_revision:
+            summary += f" (at its update revision {event.cause_revision})"
+        if not event.unattended:
+            summary += "; attended"
+        revisions = event.input_revisions
+        facts = revision_facts(
+            self.resolver,
+            position,
+            (("task", event.task_id), revisions.task) if event.task_id else None,
+            (("grant", event.grant_id), revisions.grant),
+        )
+        conversation_id = self.resolver.task_conversation(event.task_id)
+        facts.extend(intent_facts(self.resolver, conversation_id, revisions.intent, None, position))
+        facts.extend(self._requires(prerequisite, position) for prerequisite in event.prerequisites)
+        return summary, facts
+
+    def _requires(self, prerequisite: ev.PrerequisiteSpec, position: int) -> Fact:
+        required = f" with {prerequisite.artifact_revision}" if prerequisite.artifact_revision else ""
+        key = ("action", prerequisite.operation_id)
+        return Fact(
+            name="requires",
+            text=f"requires {prerequisite.operation_id} {prerequisite.outcome}{required}",
+            value=msgspec.to_builtins(prerequisite),
+            source=self.resolver.source(key, position, of_type(ev.ActionProposed)),
+            now=action_at(self.resolver, prerequisite.operation_id),
+        )
+
+    def blocked(self, entry: Entry, event: ev.ActionBlocked) -> Rendered:
+        self.codes = list(event.blocked_by)
+        track_runs(self.runs, entry, self.codes, event.facts)
+        return block_summary(self.codes), coded_facts(self.resolver, entry, event.facts)
+
+    def claimed(self, entry: Entry, event: ev.ActionClaimed) -> Rendered:
+        self.attempts.append(event.attempt_id)
+        return claimed(self.resolver, entry, event, self.proposal)
+
+    def revalidated(self, entry: Entry, event: ev.ActionRevalidated) -> Rendered:
+        revisions, proposal = event.input_revisions, self.proposal
+        task_id = proposal.task_id if proposal else None
+        facts = revision_facts(
+            self.resolver,
+            entry[0],
+            (("task", task_id), revisions.task) if task_id else None,
+            (("grant", proposal.grant_id), revisions.grant) if proposal else None,
+        )
+        return "revalidated: pending again under current authority", facts
+
+    def fenced(self, entry: Entry, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> Rendered:
+        what = _CHANGED[type(event)].format(e=event)
+        if self.identifier not in event.fenced:
+            return f"re-stamped: {what} still allows it", []
+        because = _FENCED_BECAUSE.get(type(event)) or getattr(event, "fenced_because", {}).get(self.identifier)
+        summary = f"fenced by {what}"
+        self.fence = (entry, summary)
+        return summary, [Fact(name="fenced_because", text=because or "no longer allowed", value=because)]
+
+    renderers = {
+        ev.ActionProposed: proposed,
+        ev.ActionBlocked: blocked,
+        ev.ActionClaimed: claimed,
+        ev.AttemptUpdated: attempt_updated,
+        ev.ActionOutcomeReported: outcome,
+        ev.ActionCancelled: said("cancelled"),
+        ev.ActionCancelRequested: said("cancel requested ({e.reason})"),
+        ev.ActionRevalidated: revalidated,
+        **dict.fromkeys(FENCES, fenced),
+    }
+
+    def summary(self) -> str:
+        proposal = self.proposal
+        assert proposal is not None
+        owner = f"task {proposal.task_id}" if proposal.task_id else f"rule {proposal.rule_id}"
+        summary = f"{owner}, cause {proposal.cause_key}: {proposal.operation} {proposal.target} on {proposal.resource}"
+        return summary + (f"; {block_summary(self.codes)}" if self.state == "pending" else "")
+
+    waits = _EXPECTS
+
+    @property
+    def attempt(self) -> str | None:
+        return self.attempts[-1] if self.attempts else None
+
+    def waiting(self) -> list[Waiting]:
+        if self.state == "pending" and self.codes:
+            return waiting_from_blocks(self.resolver, self.runs, self.codes)
+        if self.state == "pending":
+            return [Waiting(code="claim", text="nothing blocks it: the next pass claims it", since=self.since())]
+        if self.state == "fenced":
+            text = "fenced: waits for action.revalidate under current authority (or action.cancel)"
+            facts = [Fact(name="fence", text=self.fence[1])] if self.fence is not None else []
+            since = source(self.fence[0]) if self.fence is not None else self.since()
+            return [Waiting(code="action.revalidate", text=text, facts=facts, since=since)]
+        return super().waiting()
+
+    def related(self) -> list[str]:
+        related = [f"attempt {attempt}" for attempt in self.attempts]
+        if any(link.event == "ActionOutcomeReported" for link in self.links):
+            related.append(f"cause outcome:{self.identifier}")
+            if self.proposal is not None and self.proposal.task_id is not None:
+                related.append(f"obligation {self.identifier}")
+        return related
+
+
+class Attempt(Chain):
+    kind, key, lifecycle = "attempt", "attempt", ATTEMPT
+    defined_by = created_by(ATTEMPT)
+    claim: ev.ActionClaimed
+
+    def claimed(self, entry: Entry, event: ev.ActionClaimed) -> Rendered:
+        self.claim = event
+        proposal = self.resolver.find(("action", event.operation_id), entry[0], of_type(ev.ActionProposed))
+        return claimed(self.resolver, entry, event, proposal[1] if proposal else None)
+
+    renderers = {
+        ev.ActionClaimed: claimed,
+        ev.AttemptUpdated: attempt_updated,
+        ev.ActionOutcomeReported: outcome,
+    }
+
+    def summary(self) -> str:
+        action_now = action_at(self.resolver, self.claim.operation_id)
+        return f"attempt of {self.claim.operation_id}" + (f" (now {action_now.state})" if action_now else "")
+
+    waits = {
+        "submitting": ("executor.receipt", "waits for executor.receipt (or an outcome)"),
+        "queued": ("executor.receipt", "waits for executor.receipt accepted (or an outcome)"),
+        "unknown": ("executor.reconcile", "unknown: never retried blindly, waits for executor.reconcile"),
+    }
+
+    def waiting(self) -> list[Waiting]:
+        """Only the latest attempt waits, and only while its action is not over."""
+        operation_id = self.claim.operation_id
+        latest = self.resolver.find(("action", operation_id), where=of_type(ev.ActionClaimed))
+        if latest is None or latest[1].attempt_id != self.identifier or self.state not in self.waits:
+            return []
+        action_now = action_at(self.resolver, operation_id)
+        return [] if action_now is not None and action_now.state in ACTION.terminal else super().waiting()
+
+    def since(self) -> Source | None:
+        return source(self.latest)
+
+    def related(self) -> list[str]:
+        return [f"operation {self.claim.operation_id}"]

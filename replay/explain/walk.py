@@ -1,0 +1,136 @@
+"""The walk: which kinds an id names, and reading the log until every key
+the explanations' facts name has been read (two or three reads)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from tandem.replay.explain.alerts import Alert, Obligation
+from tandem.replay.explain.causes import Cause, Reconciliation
+from tandem.replay.explain.chain import Chain
+from tandem.replay.explain.conversations import Delivery, Turn
+from tandem.replay.explain.keys import Key
+from tandem.replay.explain.log import Grow, Log, Resolver
+from tandem.replay.explain.model import Document, ExplainError, Explanation
+from tandem.replay.explain.operations import Attempt, Operation
+from tandem.replay.explain.tasks import Question, Task
+from tandem.replay.port import EventStore
+
+# The kinds an id may name, in the order matches are reported.
+CHAINS: dict[str, type[Chain]] = {
+    chain.kind: chain
+    for chain in (Operation, Attempt, Delivery, Turn, Alert, Question, Task, Obligation, Cause, Reconciliation)
+}
+KINDS = tuple(CHAINS)
+
+# Bounded output: the links of one explanation (the latest are kept).
+steps_max = 2_000
+# Reads of the log to resolve facts (the first finds the thing; each later one
+# fetches the events its facts name, until nothing new is asked for).
+resolve_rounds_max = 4
+
+
+def _leads() -> dict[type, list[Any]]:
+    """Per event type, what leads from an event of a thing to more keys (each kind's `leads_to`)."""
+    leads: dict[type, list[Any]] = {}
+    for chain in CHAINS.values():
+        for event_type, lead in chain.leads_to.items():
+            leads.setdefault(event_type, []).append(lead)
+    return leads
+
+
+LEADS = _leads()
+
+
+def _grow(identifier: str) -> Grow:
+    """Keys a thing's own events lead to (its task's grant, its turn's deliveries)."""
+
+    def grow(event: Any, wanted: set[Key]) -> None:
+        for lead in LEADS.get(type(event), ()):
+            key = lead(event, identifier)
+            if key is not None:
+                wanted.add(key)
+
+    return grow
+
+
+def _read(store: EventStore, wanted: set[Key], identifier: str, prefilter: bool, mention: str | None = None) -> Log:
+    log = Log()
+    log.read(store, wanted, _grow(identifier), prefilter, mention)
+    return log
+
+
+def _kinds(log: Log, identifier: str, kind: str | None) -> list[str]:
+    """The kinds `identifier` names (a defining event with its key is in the log), or only `kind`."""
+    kinds = [
+        name
+        for name, chain in CHAINS.items()
+        if any(isinstance(entry[1], chain.defined_by) for entry in log.by_key.get((chain.key, identifier), ()))
+    ]
+    if not kinds:
+        refused = "; ".join(
+            f"input {r.seq} ({r.file}:{r.line} {r.type}) was rejected {r.rejected}"
+            if r.line
+            else f"input {r.seq} ({r.type}) was rejected {r.rejected}"
+            for r in log.rejected
+        )
+        hint = f"; it is named by refused inputs only: {refused}" if refused else ""
+        raise ExplainError(f"nothing in the store is named {identifier!r} (kinds: {', '.join(KINDS)}){hint}")
+    if kind is None:
+        return kinds
+    if kind not in kinds:
+        raise ExplainError(f"{identifier!r} is no {kind} (it is: {', '.join(kinds)})")
+    return [kind]
+
+
+def explain(store: EventStore, identifier: str, *, kind: str | None = None) -> list[Explanation]:
+    """Explain `identifier` from the store's log: one Explanation per kind it
+    names (only `kind`, if given). Raises ExplainError if it names nothing."""
+    return document(store, identifier, kind=kind).matches
+
+
+def document(store: EventStore, identifier: str, *, kind: str | None = None, prefilter: bool = True) -> Document:
+    """`explain`, with the id, the store's head and trace files (the JSON document)."""
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+    wanted: set[Key] = {key for chain in CHAINS.values() for key in chain.keys(identifier)}
+    log = _read(store, wanted, identifier, prefilter, mention=identifier)
+    if log.head == 0:
+        raise ExplainError(f"the store is empty: nothing is named {identifier!r}")
+    kinds = _kinds(log, identifier, kind)
+    for _ in range(resolve_rounds_max):
+        resolver = Resolver(log)
+        explanations = [_bounded(CHAINS[name](resolver, identifier).explain()) for name in kinds]
+        missing = resolver.asked - wanted
+        if not missing:
+            break
+        wanted |= missing
+        log = _read(store, wanted, identifier, prefilter)
+    files = _files_named(explanations)
+    other = bool(log.files_seen - set(files))
+    return Document(id=identifier, position=log.head, files=files, matches=explanations, other_files=other)
+
+
+def _files_named(explanations: list[Explanation]) -> list[str]:
+    """The trace files the explanations' inputs came from (not every file of
+    the store: over HTTP every request is one, `http@P`)."""
+    found: set[str] = set()
+    pending: list[Any] = [msgspec.to_builtins(explanations)]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            if "seq" in value and isinstance(value.get("file"), str):
+                found.add(value["file"])
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return sorted(found)
+
+
+def _bounded(explanation: Explanation) -> Explanation:
+    if len(explanation.steps) <= steps_max:
+        return explanation
+    omitted = len(explanation.steps) - steps_max
+    return msgspec.structs.replace(explanation, steps=explanation.steps[-steps_max:], steps_omitted=omitted)
