@@ -72,7 +72,7 @@ from tandem.adapters.tokens import TokenTable
 from tandem.projections import VIEW_NAMES
 from tandem.replay.commits import events_page, events_page_max, summarize
 from tandem.replay.engine import input_boundary, project
-from tandem.replay.explain import KINDS, ExplainError, document, to_json
+from tandem.replay.explain import KINDS, ExplainError, document, encode_json
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
 
 log = logging.getLogger("tandem.serve")
@@ -384,7 +384,7 @@ async def get_explain(request: Request, id: FromPath[str]) -> Response[dict[str,
 
     def explain() -> bytes:
         try:
-            return to_json(document(service.reader, thing, kind=kind))
+            return encode_json(document(service.reader, thing, kind=kind))
         except ExplainError as error:
             raise ApiError(404, "unknown_id", str(error)) from None
 

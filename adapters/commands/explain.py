@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from tandem.adapters.commands.common import EXIT_USAGE, CliError, open_or_fail, store_url_default
-from tandem.replay.explain import KINDS, ExplainError, document, render_text, to_json
+from tandem.replay.explain import KINDS, ExplainError, document, encode_json, render_text
 
 NAME = "explain"
 ORDER = 20
@@ -41,6 +41,6 @@ def run(args: argparse.Namespace) -> None:
         except ExplainError as error:
             raise CliError(str(error)) from error
     if args.json:
-        sys.stdout.write(to_json(explained).decode() + "\n")
+        sys.stdout.write(encode_json(explained).decode() + "\n")
     else:
         sys.stdout.write(render_text(explained))

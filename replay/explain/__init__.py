@@ -14,7 +14,7 @@ input; and, for a thing that can change, to its latest event in the log
 
     explanations = explain(store, "op-form")            # one per kind that matches
     explanations = explain(store, "op-form", kind="operation")
-    print(render_text(document(store, "op-form")))      # or to_json(...)
+    print(render_text(document(store, "op-form")))      # or encode_json(...), to_json(...)
 
 An id may be an operation, an attempt (`op/a1`), a delivery (`fg/d2`), a
 turn (`fg/t2`), an alert (`urgent:…`), a question (`task_id/question_key`),
@@ -46,11 +46,11 @@ from tandem.replay.explain.model import (
     Explanation,
     Fact,
     InputRef,
+    Link,
     Source,
-    Step,
     Waiting,
 )
-from tandem.replay.explain.render import render_text, to_json
+from tandem.replay.explain.render import encode_json, render_text, to_json
 from tandem.replay.explain.walk import KINDS, document, explain
 
 __all__ = [
@@ -61,11 +61,12 @@ __all__ = [
     "Explanation",
     "Fact",
     "InputRef",
+    "Link",
     "Source",
-    "Step",
     "Waiting",
     "block_fact_facts",
     "document",
+    "encode_json",
     "event_keys",
     "explain",
     "render_text",

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from tandem.domain.lifecycles import Lifecycle
 from tandem.replay.explain.keys import Key
 from tandem.replay.explain.log import Entry, Resolver, source
-from tandem.replay.explain.model import ExplainError, Explanation, Fact, Source, Step, Waiting
+from tandem.replay.explain.model import ExplainError, Explanation, Fact, Link, Source, Waiting
 from tandem.replay.explain.now import state_after
 
 # Bounded output: the facts of one link.
@@ -21,14 +21,14 @@ Rendered = tuple[str, list[Fact]] | None  # a link's summary and facts (None: no
 Renderer = Callable[[Any, Entry, Any], Rendered]  # (the chain, the entry, its event)
 
 
-def link(entry: Entry, summary: str, state: str | None, facts: Iterable[Fact] = ()) -> Step:
+def link(entry: Entry, summary: str, state: str | None, facts: Iterable[Fact] = ()) -> Link:
     position, event, reference = entry
     listed = list(facts)[:facts_per_link_max]
     name = type(event).__name__
-    return Step(position=position, event=name, summary=summary, state=state, input=reference, facts=listed)
+    return Link(position=position, event=name, summary=summary, state=state, input=reference, facts=listed)
 
 
-def state_at(links: list[Step], position: int) -> str | None:
+def state_at(links: list[Link], position: int) -> str | None:
     """The state the links before `position` left (for links folded in later)."""
     current = None
     for earlier in sorted(links, key=lambda link: link.position):
@@ -66,7 +66,7 @@ class Chain:
         self.state = "unknown"
         self.last: Entry | None = None  # the event that last changed the state
         self.latest: Entry | None = None  # the latest event walked
-        self.links: list[Step] = []
+        self.links: list[Link] = []
 
     @classmethod
     def keys(cls, identifier: str) -> list[Key]:

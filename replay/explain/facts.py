@@ -12,13 +12,12 @@ from typing import Any
 import msgspec
 
 from tandem.domain import events as ev
+from tandem.domain.records import Config
 from tandem.projections.base import rfc3339
 from tandem.replay.explain.keys import Key
 from tandem.replay.explain.log import Resolver, of_type, source
 from tandem.replay.explain.model import Fact
 from tandem.replay.explain.now import action_at, obligation_now, question_now
-
-WATCHDOG_MAX_AGE_DEFAULT_S = 120
 
 _revision = attrgetter("revision")
 # Per key kind, the events that make a revision, and which revision each makes.
@@ -104,7 +103,7 @@ def heartbeat_fact(
     Without a recorded max age, the latest EngineConfigured's (or the domain's default)."""
     if max_age_s is None:
         config = resolver.find(("config",), position)
-        max_age_s = config[1].watchdog_max_age_s if config is not None else WATCHDOG_MAX_AGE_DEFAULT_S
+        max_age_s = config[1].watchdog_max_age_s if config is not None else Config().watchdog_max_age_s
     value: dict[str, Any] = {"generation": generation, "at": rfc3339(at), "watchdog_max_age_s": max_age_s}
     if at is None:
         text = f"no watchdog heartbeat ever seen (fresh means within {max_age_s} s)"

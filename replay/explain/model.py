@@ -54,10 +54,11 @@ class Fact(Struct, frozen=True, kw_only=True):
     now: Current | None = None
 
 
-class Step(Struct, frozen=True, kw_only=True):
-    """One recorded event in the chain: where it is in the log, what it
-    decided, the state it left the explained thing in, and why. `count` > 1
-    folds that many consecutive repeats (observations seen again)."""
+class Link(Struct, frozen=True, kw_only=True):
+    """One link of the causal chain (an item of an explanation's `steps`):
+    one recorded event, where it is in the log, what it decided, the state it
+    left the explained thing in, and why. `count` > 1 folds that many
+    consecutive repeats (observations seen again)."""
 
     position: int
     event: str
@@ -84,7 +85,7 @@ class Explanation(Struct, frozen=True, kw_only=True):
     id: str
     state: str
     summary: str
-    steps: list[Step]
+    steps: list[Link]
     waiting: list[Waiting]
     related: list[str]
     steps_omitted: int = 0

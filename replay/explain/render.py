@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from tandem.replay.explain.model import Document, Explanation, Fact, InputRef, Source
 
 
-def to_json(value: Document | Explanation | list[Explanation]) -> bytes:
+def to_json(value: Document | Explanation | list[Explanation]) -> Any:
+    """The JSON value (dicts and lists), as the other `to_json`s return."""
+    return msgspec.to_builtins(value)
+
+
+def encode_json(value: Document | Explanation | list[Explanation]) -> bytes:
+    """The JSON document's bytes, indented (what `--json` and the HTTP API send)."""
     return msgspec.json.format(msgspec.json.encode(value), indent=2)
 
 

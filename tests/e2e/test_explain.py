@@ -20,7 +20,7 @@ from tandem.adapters.ingest import ingest
 from tandem.adapters.store import open_store
 from tandem.adapters.trace import read_trace
 from tandem.replay.engine import Engine
-from tandem.replay.explain import KINDS, ExplainError, Explanation, Fact, document, event_keys, explain, render_text, to_json
+from tandem.replay.explain import KINDS, ExplainError, Explanation, Fact, document, encode_json, event_keys, explain, render_text
 from tandem.replay.port import EventStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -336,14 +336,14 @@ def test_explain_walks_to_the_state_the_views_show_for_every_id(trace: Path) -> 
                     ), identifier
             explained = document(store, identifier)
             # Filtering stored bytes before decoding them changes nothing.
-            assert to_json(explained) == to_json(document(store, identifier, prefilter=False)), identifier
+            assert encode_json(explained) == encode_json(document(store, identifier, prefilter=False)), identifier
 
 
 # ------------------------------------------------------------ the JSON shape
 
 
 def test_the_json_document_has_its_documented_shape(held: EventStore) -> None:
-    value = json.loads(to_json(document(held, "op-migrate")))
+    value = json.loads(encode_json(document(held, "op-migrate")))
     assert list(value) == ["id", "position", "files", "matches", "other_files"]
     assert value["id"] == "op-migrate" and value["position"] == held.head() and value["files"] == ["held_action.jsonl"]
     assert value["other_files"] is False

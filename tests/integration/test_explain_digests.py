@@ -28,7 +28,7 @@ from tandem.adapters.store import open_store
 from tandem.adapters.trace import read_trace
 from tandem.domain.keys import event_keys
 from tandem.replay.engine import Engine, project
-from tandem.replay.explain import ExplainError, document, render_text, to_json
+from tandem.replay.explain import ExplainError, document, encode_json, render_text
 from tandem.replay.port import EventStore
 from tests.integration.test_event_digests import name, traces
 
@@ -83,7 +83,7 @@ def digests(path: Path) -> dict[str, Any]:
             as_json.update(refused)
             as_text.update(refused)
             continue
-        as_json.update(to_json(explained) + b"\n")
+        as_json.update(encode_json(explained) + b"\n")
         as_text.update(render_text(explained).encode())
     return {"ids": len(named), "json": as_json.hexdigest(), "text": as_text.hexdigest()}
 
