@@ -104,7 +104,8 @@ class Alert(Chain):
         return f"{self.raised.kind} alert, raised {self.count} time(s)"
 
     _resolves = (
-        "the engine resolves it when it sees its condition end (spec 6); alert.seen and alert.resolve are the human's"
+        "the engine resolves it when it sees its condition end (contract section 6); "
+        "alert.seen and alert.resolve are the human's"
     )
     waits = {"raised": ("alert.resolve", _resolves), "seen": ("alert.resolve", _resolves)}
 

@@ -13,13 +13,17 @@ from tandem.replay.explain.log import Entry, Resolver
 from tandem.replay.explain.model import Fact, Waiting
 from tandem.replay.explain.now import created_by
 
+# The rules of the foreground pass (docs/contract.md section 5.3, the same numbers).
 _RULES = {
-    "human_turn": "spec 5.3 rule 3: idle with a human message queued: a human turn",
-    "wake": "spec 5.3 rule 4: idle, something deliverable, no * pause: one coalesced wake",
-    "steer": "spec 5.3 rule 2: running with steer: true: urgent updates steered into the turn",
-    "reseed": "spec 5.3 epochs: a context reset's bounded reseed of the control state",
+    "human_turn": "contract section 5.3 rule 3: idle with a human message queued: a human turn",
+    "wake": "contract section 5.3 rule 4: idle, something deliverable, no * pause: one coalesced wake",
+    "steer": "contract section 5.3 rule 2: running with steer: true: urgent updates steered into the turn",
+    "reseed": "contract section 5.3 epochs: a context reset's bounded reseed of the control state",
 }
-_TURN_RULES = {"human_turn": "spec 5.3 rule 3 (a human message queued)", "wake": "spec 5.3 rule 4 (a coalesced wake)"}
+_TURN_RULES = {
+    "human_turn": "contract section 5.3 rule 3 (a human message queued)",
+    "wake": "contract section 5.3 rule 4 (a coalesced wake)",
+}
 _VERDICTS = {
     "included": "included",
     "does_not_fit": "skipped: does not fit",
