@@ -12,7 +12,7 @@ from tandem.replay.explain.facts import heartbeat_fact, obligation_fact, operati
 from tandem.replay.explain.keys import Key
 from tandem.replay.explain.log import Entry, Resolver, at_of, of_type, source
 from tandem.replay.explain.model import Fact, Source
-from tandem.replay.explain.now import created_by, question_now
+from tandem.replay.explain.now import question_now
 from tandem.replay.explain.operations import outcome_summary
 
 FALLBACK = "fallback_delivery"  # the alert of an obligation not met in time: `fallback_delivery:{operation_id}`
@@ -130,7 +130,6 @@ class Alert(Chain):
 
 class Obligation(Chain):
     kind, key, lifecycle = "obligation", "obligation", OBLIGATION
-    defined_by = created_by(OBLIGATION)
     opened: ev.ObligationOpened
 
     @classmethod

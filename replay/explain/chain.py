@@ -12,7 +12,7 @@ from tandem.domain.lifecycles import Lifecycle
 from tandem.replay.explain.keys import Key
 from tandem.replay.explain.log import Entry, Resolver, source
 from tandem.replay.explain.model import ExplainError, Explanation, Fact, Link, Source, Waiting
-from tandem.replay.explain.now import state_after
+from tandem.replay.explain.now import created_by, state_after
 
 # Bounded output: the facts of one link.
 facts_per_link_max = 64
@@ -44,9 +44,9 @@ def said(template: str) -> Renderer:
 
 
 class Chain:
-    """One explanation being walked. A kind declares its key kind, the
-    events that make such a thing (`defined_by`), its lifecycle, its
-    renderers, and, for links folded in from other keys after the walk,
+    """One explanation being walked. A kind declares its key kind, its
+    lifecycle, the events that make such a thing (`defined_by`, by default
+    those its lifecycle creates it with), its renderers, and, for links folded in from other keys after the walk,
     `later` renderers and `later_keys`."""
 
     kind: ClassVar[str]
@@ -59,6 +59,11 @@ class Chain:
     later: ClassVar[dict[type, Renderer]] = {}
     # Keys an event of the thing leads to, read in the same pass (its task's grant, its turn's deliveries).
     leads_to: ClassVar[dict[type, Callable[[Any, str], "Key | None"]]] = {}
+
+    def __init_subclass__(cls) -> None:
+        # A thing with a lifecycle is made by the events its lifecycle declares INITIAL.
+        if "defined_by" not in cls.__dict__ and cls.lifecycle is not None:
+            cls.defined_by = created_by(cls.lifecycle)
 
     def __init__(self, resolver: Resolver, identifier: str) -> None:
         self.resolver = resolver

@@ -11,7 +11,6 @@ from tandem.replay.explain.chain import Chain, Rendered, Renderer, said
 from tandem.replay.explain.keys import Key
 from tandem.replay.explain.log import Entry, Resolver
 from tandem.replay.explain.model import Fact, Waiting
-from tandem.replay.explain.now import created_by
 
 # The rules of the foreground pass (docs/contract.md section 5.3, the same numbers).
 _RULES = {
@@ -87,7 +86,6 @@ def _once_created(render: Renderer) -> Renderer:
 
 class Delivery(Chain):
     kind, key, lifecycle = "delivery", "delivery", DELIVERY
-    defined_by = created_by(DELIVERY)
     created: ev.DeliveryCreated | None = None
     settled = False  # released, or its epoch is over: nothing it waits for matters now
 
@@ -157,7 +155,6 @@ class Delivery(Chain):
 
 class Turn(Chain):
     kind, key, lifecycle = "turn", "turn", TURN
-    defined_by = created_by(TURN)
     started: ev.TurnStarted
 
     def __init__(self, resolver: Resolver, identifier: str) -> None:

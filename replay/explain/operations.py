@@ -18,7 +18,7 @@ from tandem.replay.explain.facts import (
 )
 from tandem.replay.explain.log import Entry, Resolver, at_of, of_type, source
 from tandem.replay.explain.model import Fact, Source, Waiting
-from tandem.replay.explain.now import FENCES, action_at, created_by
+from tandem.replay.explain.now import FENCES, action_at
 
 _REFUSALS = {
     "retry": "back to pending: attempt {r.attempts} of at most {r.max_attempts}, under current authority",
@@ -121,7 +121,6 @@ _FENCED_BECAUSE = {ev.TaskRevised: "the task was revised: pending actions are fe
 
 class Operation(Chain):
     kind, key, lifecycle = "operation", "action", ACTION
-    defined_by = created_by(ACTION)
 
     def __init__(self, resolver: Resolver, identifier: str) -> None:
         super().__init__(resolver, identifier)
@@ -247,7 +246,6 @@ class Operation(Chain):
 
 class Attempt(Chain):
     kind, key, lifecycle = "attempt", "attempt", ATTEMPT
-    defined_by = created_by(ATTEMPT)
     claim: ev.ActionClaimed
 
     def claimed(self, entry: Entry, event: ev.ActionClaimed) -> Rendered:

@@ -10,12 +10,10 @@ from tandem.replay.explain.facts import question_fact, question_id, revision_fac
 from tandem.replay.explain.keys import Key
 from tandem.replay.explain.log import Entry, Resolver, of_type, source
 from tandem.replay.explain.model import Fact, Waiting
-from tandem.replay.explain.now import created_by
 
 
 class Question(Chain):
     kind, key, lifecycle = "question", "question", QUESTION
-    defined_by = created_by(QUESTION)
     raised: ev.QuestionRaised
 
     def __init__(self, resolver: Resolver, identifier: str) -> None:
@@ -86,7 +84,6 @@ def _authority(operations: list[str], roots: list[str]) -> str:
 
 class Task(Chain):
     kind, key, lifecycle = "task", "task", TASK
-    defined_by = created_by(TASK)
     delegated: ev.TaskDelegated
     revision = 0
 
