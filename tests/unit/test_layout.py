@@ -1,0 +1,122 @@
+"""The house rules, checked: sizes (no file over `file_lines_max`, no
+function over `function_lines_max`) and the layering of DESIGN.md (adapters
+-> replay -> projections -> domain; domain areas import no other area's
+private names; the proving tools are imported only by tests and the `check`
+command)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("domain", "projections", "replay", "adapters")
+file_lines_max = 700
+function_lines_max = 60
+# Allowed above the function limit, each with why (a generated table or a
+# literal declaration that reads best whole). Keep this empty if you can.
+FUNCTION_ALLOWANCES: dict[str, str] = {}
+LAYER_MAY_IMPORT = {
+    "domain": {"domain"},
+    "projections": {"projections", "domain"},
+    "replay": {"replay", "projections", "domain"},
+    "adapters": {"adapters", "replay", "projections", "domain"},
+}
+
+
+def sources(*folders: str) -> list[Path]:
+    return sorted(path for folder in folders for path in (ROOT / folder).rglob("*.py") if "__pycache__" not in path.parts)
+
+
+def imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, imported names) for every `import`/`from … import` in `path`."""
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.module, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            found.extend((alias.name, []) for alias in node.names)
+    return found
+
+
+def test_no_file_over_the_limit() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in sources(*PACKAGES, "bench") if (n := len(p.read_text().splitlines())) > file_lines_max}
+    assert not long, long
+
+
+def test_no_function_over_the_limit() -> None:
+    long: dict[str, int] = {}
+    for path in sources(*PACKAGES, "bench"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                name = f"{path.relative_to(ROOT)}:{node.name}"
+                if lines > function_lines_max and name not in FUNCTION_ALLOWANCES:
+                    long[name] = lines
+    assert not long, long
+
+
+def test_dependencies_point_one_way() -> None:
+    wrong: list[str] = []
+    for layer, allowed in LAYER_MAY_IMPORT.items():
+        for path in sources(layer):
+            for module, _ in imports(path):
+                parts = module.split(".")
+                if parts[0] == "tandem" and len(parts) > 1 and parts[1] in PACKAGES and parts[1] not in allowed:
+                    wrong.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert not wrong, wrong
+
+
+def test_the_domain_imports_only_the_standard_library_msgspec_and_statemachine() -> None:
+    third_party = {"msgspec", "statemachine"}
+    import sys
+
+    wrong = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in sources("domain")
+        for module, _ in imports(path)
+        if module.split(".")[0] not in sys.stdlib_module_names | third_party | {"tandem", "__future__"}
+    ]
+    assert not wrong, wrong
+
+
+def test_proving_is_imported_only_by_tests_and_the_check_command() -> None:
+    wrong = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in sources(*PACKAGES, "bench")
+        if "proving" not in path.parts and path.name != "check.py"
+        for module, _ in imports(path)
+        if module.startswith("tandem.replay.proving") or module == "hypothesis" or module.startswith("hypothesis.")
+    ]
+    assert not wrong, wrong
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    wrong = [
+        f"{path.relative_to(ROOT)} imports {module}.{name}"
+        for path in sources(*PACKAGES)
+        for module, names in imports(path)
+        if module.startswith("tandem.")
+        for name in names
+        if name.startswith("_") and not name.startswith("__")
+    ]
+    assert not wrong, wrong
+
+
+def test_the_readme_names_the_module_of_every_input_kind() -> None:
+    """README's "Layout" table says where each input kind is decided; it must
+    be what domain/rules.py holds."""
+    import fnmatch
+    import inspect
+    import re
+
+    from tandem.domain import rules
+
+    table: dict[str, str] = {}
+    for kinds, module in re.findall(r"^\| ((?:`[^`]+`[, ]*)+)[^|]*\| `domain/(\w+)\.py` \|$", (ROOT / "README.md").read_text(), re.M):
+        for pattern in re.findall(r"`([^`]+)`", kinds):
+            table[pattern] = module
+    for kind, decider in rules.DECIDERS.items():
+        tag = kind.__struct_config__.tag
+        named = [module for pattern, module in table.items() if fnmatch.fnmatchcase(tag, pattern)]
+        assert named == [inspect.getmodule(decider).__name__.rsplit(".", 1)[-1]], (tag, named)  # type: ignore[union-attr]
