@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -34,6 +35,21 @@ def store_head(url: str) -> int:
         return store.head()
     finally:
         store.close()
+
+
+def stored_inputs(database: Path) -> int:
+    """How many inputs an SQLite store holds (each input's record is one
+    event), read with plain sqlite3 while another process writes it."""
+    if not database.exists():
+        return 0
+    with sqlite3.connect(database, timeout=30) as connection:
+        try:
+            (count,) = connection.execute(
+                "SELECT count(*) FROM tandem_events WHERE topic IN ('InputAccepted', 'InputRejected')"
+            ).fetchone()
+        except sqlite3.OperationalError:  # table not created yet
+            return 0
+    return count
 
 
 def tandem(*arguments: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:

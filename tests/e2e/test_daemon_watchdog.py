@@ -33,6 +33,7 @@ import pytest
 from tandem.adapters.cli import build_parser
 from tandem.adapters.store import open_store
 from tandem.domain import events as ev
+from tests.e2e.serving import stored_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 60.0
@@ -136,19 +137,6 @@ def running(path: Path, pid: int) -> Callable[[], dict[str, Any] | None]:
     return probe
 
 
-def stored_input_count(database: Path) -> int:
-    if not database.exists():
-        return 0
-    with sqlite3.connect(database, timeout=30) as connection:
-        try:
-            (count,) = connection.execute(
-                "SELECT count(*) FROM tandem_events WHERE topic IN ('InputAccepted', 'InputRejected')"
-            ).fetchone()
-        except sqlite3.OperationalError:
-            return 0
-    return count
-
-
 def recorded(url: str) -> list[ev.InputAccepted | ev.InputRejected]:
     """Every input record in the store, in order (read in this process)."""
     store = open_store(url)
@@ -247,9 +235,9 @@ def test_spool_exactly_once_in_name_order_across_kill_9(tmp_path: Path, processe
 
     first = Process(tmp_path / "daemon-1.log", *arguments)
     processes.append(first)
-    wait_for("a third of the backlog", lambda: stored_input_count(database) >= total // 3, first)
+    wait_for("a third of the backlog", lambda: stored_inputs(database) >= total // 3, first)
     assert first.signal(signal.SIGKILL) == -signal.SIGKILL
-    partial = stored_input_count(database)
+    partial = stored_inputs(database)
     assert 0 < partial < total, f"killed at {partial} of {total} inputs: not mid-way"
 
     second = Process(tmp_path / "daemon-2.log", *arguments)

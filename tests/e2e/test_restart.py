@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from bench.workload import synthetic_trace
+from tests.e2e.serving import stored_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,20 +24,6 @@ def tandem(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     if check and result.returncode != 0:
         raise AssertionError(f"tandem {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
     return result
-
-
-def stored_inputs(database: Path) -> int:
-    """How many inputs the store holds (each input's record is one event)."""
-    if not database.exists():
-        return 0
-    with sqlite3.connect(database, timeout=30) as connection:
-        try:
-            (count,) = connection.execute(
-                "SELECT count(*) FROM tandem_events WHERE topic IN ('InputAccepted', 'InputRejected')"
-            ).fetchone()
-        except sqlite3.OperationalError:  # table not created yet
-            return 0
-    return count
 
 
 def test_killed_ingest_resumes_to_the_same_views(tmp_path: Path) -> None:
