@@ -12,7 +12,7 @@ snapshot whose fingerprint is not the running code's is never used.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple, Protocol
 
 from tandem.domain.events import Event
@@ -61,6 +61,14 @@ class EventStore(Protocol):
 
     def read_encoded(self, after: int = 0, until: int | None = None) -> Iterator[tuple[int, bytes]]:
         """The same events as stored bytes (for export, verify and benchmarks)."""
+        ...
+
+    def read_positions(self, positions: Iterable[int]) -> list[tuple[int, bytes]]:
+        """The events at the given positions (in any order, repeats allowed),
+        as stored bytes, in position order, each once; a position that holds
+        no event (below 1, past the head) is left out. For reads that know
+        where their events are (replay/index.py), a few queries per call
+        whatever the log's length."""
         ...
 
     def append_encoded(self, data: Sequence[bytes], expected_head: int) -> int:

@@ -21,6 +21,16 @@ class MemoryStore(RecorderStore):
         stored = self._recorder.select_events(log_stream_id, gt=after, lte=until, limit=limit)
         return [(s.originator_version, s.state) for s in stored]
 
+    def _select_positions(self, positions: list[int]) -> list[tuple[int, bytes]]:
+        # The POPO recorder's own index (eventsourcing 9.5: position -> row),
+        # read under its lock: its public `select_events` walks the stream
+        # from its start for every call.
+        recorder = self._recorder
+        with recorder._database_lock:
+            rows = recorder._stored_events_index.get(log_stream_id, {})
+            stored = recorder._stored_events
+            return [(position, stored[rows[position]].state) for position in positions if position in rows]
+
     def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:
         self._snapshots[(fingerprint, position)] = body
 

@@ -17,7 +17,7 @@ from tandem.replay.port import StoreError
 
 
 class PostgresStore(SqlStore):
-    dialect = SqlDialect(placeholder="%s", integer="bigint", blob="bytea")
+    dialect = SqlDialect(placeholder="%s", integer="bigint", blob="bytea", one_of="= ANY(%s)")
 
     def __init__(self, url: str, table: str, connect: dict[str, Any]) -> None:
         # Probe first: the pool would retry in the background and report a
@@ -52,6 +52,10 @@ class PostgresStore(SqlStore):
         # page at 700k events).
         upper = after + limit if until is None else min(until, after + limit)
         rows = self._query("window", log_stream_id, after, upper, limit)
+        return [(position, state if isinstance(state, bytes) else bytes(state)) for position, state in rows]
+
+    def _select_positions(self, positions: list[int]) -> list[tuple[int, bytes]]:
+        rows = self._query("positions", log_stream_id, positions)  # a list is sent as an array
         return [(position, state if isinstance(state, bytes) else bytes(state)) for position, state in rows]
 
     def _execute(self, name: str, *parameters: Any) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
@@ -29,6 +29,8 @@ from tandem.replay.port import ConcurrencyError, SnapshotInfo, StoreError
 # connection released, then decoded and yielded: the store never holds a
 # connection while the caller works.
 read_page_events_max = 10_000
+# Positions asked of one query by `read_positions` (a longer list takes several).
+read_positions_query_max = 500
 
 # One stream holds the whole log. Text ids work on all three recorders.
 log_stream_id = "tandem-log"
@@ -113,6 +115,11 @@ class RecorderStore:
     def _select_page(self, after: int, until: int | None, limit: int) -> list[tuple[int, bytes]]:
         raise NotImplementedError
 
+    def _select_positions(self, positions: list[int]) -> list[tuple[int, bytes]]:
+        """The events at `positions` (ascending, distinct, at most
+        `read_positions_query_max`), in position order."""
+        raise NotImplementedError
+
     # -- port
     def head(self) -> int:
         self._head_known = self._guarded(self._select_head)
@@ -174,6 +181,13 @@ class RecorderStore:
             if len(page) < read_page_events_max:
                 return
             after = page[-1][0]
+
+    def read_positions(self, positions: Iterable[int]) -> list[tuple[int, bytes]]:
+        wanted = sorted({position for position in positions if position >= 1})
+        found: list[tuple[int, bytes]] = []
+        for start in range(0, len(wanted), read_positions_query_max):
+            found.extend(self._guarded(self._select_positions, wanted[start : start + read_positions_query_max]))
+        return found
 
     def read(self, after: int = 0, until: int | None = None) -> Iterator[tuple[int, Event]]:
         for position, data in self.read_encoded(after, until):

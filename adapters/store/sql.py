@@ -12,6 +12,7 @@ log, never part of it.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,9 @@ class SqlDialect:
     placeholder: str  # a parameter: "?" or "%s"
     integer: str  # the type of a position
     blob: str  # the type of a snapshot's body
+    # "the position is one of a list", the list being one parameter (a JSON
+    # array for SQLite, an array for PostgreSQL): one statement for any length.
+    one_of: str
 
 
 def statement_templates(dialect: SqlDialect) -> dict[str, str]:
@@ -43,6 +47,8 @@ def statement_templates(dialect: SqlDialect) -> dict[str, str]:
         "window": f"SELECT originator_version, state FROM {{events}}"
         f" WHERE originator_id={p} AND originator_version>{p} AND originator_version<={p}"
         f" ORDER BY originator_version LIMIT {p}",
+        "positions": f"SELECT originator_version, state FROM {{events}}"
+        f" WHERE originator_id={p} AND originator_version {dialect.one_of} ORDER BY originator_version",
         "snapshots_create": f"CREATE TABLE IF NOT EXISTS {{snapshots}} (fingerprint text NOT NULL,"
         f" position {dialect.integer} NOT NULL, body {dialect.blob} NOT NULL, PRIMARY KEY (fingerprint, position))",
         "snapshot_write": f"INSERT INTO {{snapshots}} (fingerprint, position, body) VALUES ({p}, {p}, {p})"
@@ -91,6 +97,10 @@ class SqlStore(RecorderStore):
         if until is None:
             return self._query("page", log_stream_id, after, limit)  # type: ignore[return-value]
         return self._query("window", log_stream_id, after, until, limit)  # type: ignore[return-value]
+
+    def _select_positions(self, positions: list[int]) -> list[tuple[int, bytes]]:
+        # The list as a JSON array (SQLite's json_each); PostgreSQL sends an array.
+        return self._query("positions", log_stream_id, json.dumps(positions))  # type: ignore[return-value]
 
     # -- snapshots
     def _snapshot_write(self, position: int, fingerprint: str, body: bytes) -> None:

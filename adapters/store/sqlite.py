@@ -123,7 +123,7 @@ class _LogSQLiteRecorder(SQLiteApplicationRecorder):
 
 
 class SQLiteStore(SqlStore):
-    dialect = SqlDialect(placeholder="?", integer="INTEGER", blob="BLOB")
+    dialect = SqlDialect(placeholder="?", integer="INTEGER", blob="BLOB", one_of="IN (SELECT value FROM json_each(?))")
 
     def __init__(self, url: str, path: str, table: str) -> None:
         directory = os.path.dirname(os.path.abspath(path))

@@ -115,6 +115,12 @@ class ProvingStore:
         for position, event in self.read(after, until):
             yield position, encode_event(event)
 
+    def read_positions(self, positions: Iterable[int]) -> list[tuple[int, bytes]]:
+        if self.over is not None:
+            return self.over.read_positions(positions)
+        wanted = sorted({position for position in positions if 1 <= position <= len(self._events)})
+        return [(position, encode_event(self._events[position - 1])) for position in wanted]
+
     # ------------------------------------------------------------ snapshots
     # Snapshots are a cache (replay/port.py): the in-process log keeps none,
     # so every engine opened on it folds the whole log.

@@ -128,6 +128,27 @@ def test_read_crosses_pages(store: EventStore, monkeypatch: pytest.MonkeyPatch, 
     assert [event for page in store.read_pages(after=5, until=20) for event in page] == written[5:20]
 
 
+def test_read_positions_gives_the_events_at_the_positions_asked_in_order(store: EventStore) -> None:
+    written = events(12)
+    store.append(written, expected_head=0)
+    encoded = dict(store.read_encoded())
+    asked = [9, 2, 2, 12, 5, 1]  # any order, a repeat
+    assert store.read_positions(asked) == [(position, encoded[position]) for position in (1, 2, 5, 9, 12)]
+    assert [decode_event(data) for _, data in store.read_positions(range(3, 7))] == written[2:6]
+    assert store.read_positions([0, -3, 13, 99]) == []  # no event there: left out
+    assert store.read_positions([]) == []
+    assert store.read_positions([0, 7, 40]) == [(7, encoded[7])]
+
+
+def test_read_positions_crosses_query_chunks(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recorder_module, "read_positions_query_max", 4)
+    written = events(30)
+    store.append(written, expected_head=0)
+    asked = list(range(30, 0, -3)) + [31]
+    assert [position for position, _ in store.read_positions(asked)] == sorted(asked)[:-1]
+    assert [decode_event(data) for _, data in store.read_positions(range(1, 31))] == written
+
+
 def test_a_stale_expected_head_is_refused_and_writes_nothing(store: EventStore) -> None:
     store.append(events(3), expected_head=0)
     before = contents(store)
