@@ -3,7 +3,8 @@
 it), so an orchestrator that embeds it keeps its own `domain` or `adapters`.
 
 A non-editable install into a fresh virtualenv, imported from outside the
-checkout; and no module of the project imports a folder by its bare name."""
+checkout, serving the lifecycle SVGs (package data from docs/lifecycles); and
+no module of the project imports a folder by its bare name."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def test_a_wheel_install_imports_as_tandem_from_anywhere(tmp_path: Path) -> None
     # Built from a copy: a build in the checkout would leave build/ behind.
     source = tmp_path / "source"
     source.mkdir()
-    for part in ("pyproject.toml", "README.md", *FOLDERS):
+    # docs/lifecycles is the package data tandem.lifecycle_diagrams (its SVGs).
+    for part in ("pyproject.toml", "README.md", *FOLDERS, "docs/lifecycles"):
         copy = shutil.copytree if (ROOT / part).is_dir() else shutil.copy2
         copy(ROOT / part, source / part, **({"ignore": shutil.ignore_patterns("__pycache__")} if (ROOT / part).is_dir() else {}))
     installed = subprocess.run(
@@ -52,6 +54,12 @@ def test_a_wheel_install_imports_as_tandem_from_anywhere(tmp_path: Path) -> None
         "from tandem.adapters.store import open_store\n"
         f"assert {str(ROOT)!r} not in tandem.domain.__file__, tandem.domain.__file__\n"
         "Engine(open_store('memory:'))\n"
+        "from importlib.resources import files\n"
+        "from tandem.adapters.diagrams import LIFECYCLE_NAMES, lifecycle_svg\n"
+        f"assert {str(ROOT)!r} not in str(files('tandem.lifecycle_diagrams')), files('tandem.lifecycle_diagrams')\n"
+        "assert all(lifecycle_svg(name).startswith(b'<?xml') for name in LIFECYCLE_NAMES)\n"
+        "drawn = sorted(p.name for p in files('tandem.lifecycle_diagrams').iterdir() if p.name.endswith(('.svg', '.dot')))\n"
+        "assert drawn == sorted(f'{name}.svg' for name in LIFECYCLE_NAMES), drawn\n"
         "for bare in ('domain', 'adapters', 'replay', 'projections'):\n"
         "    try:\n"
         "        __import__(bare)\n"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from statemachine import StateMachine
 
+from tandem.adapters.diagrams import LIFECYCLE_NAMES, lifecycle_svg
 from tandem.adapters.trace import read_trace
 from tandem.domain.lifecycles import LIFECYCLES, WRITE_COMMAND, Lifecycle, diagrams_markdown, svg_stamp
 from tandem.replay.engine import Engine
@@ -55,6 +56,15 @@ def test_each_svg_was_drawn_from_its_dot_and_shows_the_lifecycle(lifecycle: Life
         assert borders == (2 if state in lifecycle.terminal else 1), f"{state}: {borders} borders"
     labels = {"".join(text.itertext()) for text in ET.fromstring(svg).iter(f"{SVG}text")}
     assert set(lifecycle.events) <= {event for label in labels for event in label.split(", ")}
+
+
+def test_the_console_reads_each_svg_by_its_lifecycles_name() -> None:
+    assert LIFECYCLE_NAMES == tuple(lifecycle.name for lifecycle in LIFECYCLES)
+    for name in LIFECYCLE_NAMES:
+        assert lifecycle_svg(name) == (DRAWN / f"{name}.svg").read_bytes()
+    for other in ("nope", "../lifecycles", "action.dot", "action.svg", ""):
+        with pytest.raises(KeyError):
+            lifecycle_svg(other)
 
 
 def test_no_state_machine_is_built_while_deciding_or_replaying(monkeypatch: pytest.MonkeyPatch) -> None:
