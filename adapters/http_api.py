@@ -20,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import anyio.to_thread
 import msgspec
@@ -39,7 +39,7 @@ from litestar.openapi.spec import (
     Schema,
     SecurityScheme,
 )
-from litestar.response import Stream
+from litestar.response import Redirect, Stream
 
 from tandem.adapters.api_schema import (
     BEARER,
@@ -64,11 +64,15 @@ from tandem.adapters.http_inputs import (
     actor_of_request,
     batch_body_bytes_max,
     read_limited,
+    refuse_tokens_in_query,
     single_body_bytes_max,
 )
 from tandem.adapters.runtime import LockLost, Runtime
 from tandem.adapters.stream import Hub, StreamsFull
 from tandem.adapters.tokens import TokenTable
+from tandem.adapters.console import SECURITY_HEADERS, NeedsSignIn, console_routes
+from tandem.adapters.console.sessions import Sessions, session_cookie
+from tandem.adapters.console.templating import render as render_page
 from tandem.projections import VIEW_NAMES
 from tandem.replay.commits import events_page, events_page_max, summarize
 from tandem.replay.engine import input_boundary, project
@@ -165,6 +169,7 @@ class Service:
     connection_aborter: Callable[[dict[str, Any]], Callable[[], None] | None] | None = None
     lock_lost: str | None = None  # why, once it was
     commits_inline: bool = True  # the store is local (SQLite, memory): small commits on the loop
+    sessions: Sessions = field(default_factory=Sessions)  # the console's signed-in browsers
 
     @property
     def engine(self) -> Any:
@@ -237,8 +242,16 @@ def service_of(request: Request) -> Service:
 
 
 def authenticate(request: Request) -> str:
-    """The actor the request's bearer token speaks for (401 otherwise)."""
-    return actor_of_request(service_of(request).tokens, request.headers.get("authorization"), request.query_params.items())
+    """The actor the request's bearer token speaks for (401 otherwise). A
+    read (GET) may instead carry the console's session cookie: a browser's
+    EventSource cannot send a header."""
+    service = service_of(request)
+    if request.method == "GET" and request.headers.get("authorization") is None:
+        session = service.sessions.find(request.cookies.get(session_cookie))
+        if session is not None:
+            refuse_tokens_in_query(service.tokens, request.query_params.items())
+            return session.actor
+    return actor_of_request(service.tokens, request.headers.get("authorization"), request.query_params.items())
 
 
 @post(
@@ -459,6 +472,8 @@ async def get_stream(request: Request) -> Stream:
 
 
 def _error_response(request: Request, error: Exception) -> Response[ErrorBody]:
+    if isinstance(error, NeedsSignIn):
+        return Redirect(f"/login?next={quote(error.back, safe='')}", status_code=303)  # type: ignore[return-value]
     if isinstance(error, ApiError):
         status, code, message, errors = error.status, error.code, error.message, error.errors
     elif isinstance(error, NotFoundException):
@@ -473,7 +488,25 @@ def _error_response(request: Request, error: Exception) -> Response[ErrorBody]:
         log.error("internal error on %s %s", request.method, request.url.path, exc_info=error)
         status, code, message, errors = 500, "internal_error", "the server failed; nothing more is said here (see its log)", None
     headers = {"Allow": ", ".join(sorted(error.headers.get("allow", "").split(", ")))} if status == 405 and isinstance(error, HTTPException) and error.headers else None
+    if _is_page(request):
+        page = render_page("error.html", status=status, code=code, message=message)
+        return Response(page, status_code=status, media_type="text/html", headers=headers)  # type: ignore[return-value]
     return Response(error_body(code, message, errors), status_code=status, media_type=JSON, headers=headers)
+
+
+def _is_page(request: Request) -> bool:
+    """A browser asking for a console page gets an HTML error; the API, and
+    anyone not asking for HTML, the JSON error body of docs/api.md."""
+    path = request.url.path
+    api = path.startswith("/v1/") or path == "/openapi.json" or path.startswith("/static/")
+    return not api and "text/html" in request.headers.get("accept", "")
+
+
+async def _secured(response: Response[Any]) -> Response[Any]:
+    """Every answer says: no inline script, no framing, no sniffing."""
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
 
 
 ROUTES = [post_inputs, get_views, get_view, get_events, get_explain, get_health, head_health, get_stream]
@@ -481,8 +514,9 @@ ROUTES = [post_inputs, get_views, get_view, get_events, get_explain, get_health,
 
 def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] = (), on_shutdown: list[Callable[[], Awaitable[None]]] = ()) -> Litestar:  # type: ignore[assignment]
     app = Litestar(
-        route_handlers=ROUTES,
+        route_handlers=[*ROUTES, *console_routes()],
         exception_handlers={Exception: _error_response},
+        after_request=_secured,
         openapi_config=OpenAPIConfig(
             title="Tandem",
             version="1.0.0",

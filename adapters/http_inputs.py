@@ -45,14 +45,7 @@ class ApiError(Exception):
 
 def actor_of_request(tokens: TokenTable, authorization: str | None, query: Iterable[tuple[str, str]]) -> str:
     """The actor the bearer token speaks for (401 `unauthenticated` otherwise)."""
-    for name, value in query:
-        named = _holds_token(tokens, name)  # a token as the name: never said back
-        if named or name.lower() in QUERY_TOKEN_NAMES or _holds_token(tokens, value):
-            where = "a query parameter's name" if named else f"query parameter {name!r}"
-            raise ApiError(
-                401, "unauthenticated", f"{where}: a token is never accepted in the URL; send it as "
-                "`Authorization: Bearer TOKEN` (and replace that token: URLs are logged)"
-            )  # fmt: skip
+    refuse_tokens_in_query(tokens, query)
     if authorization is None:
         raise ApiError(401, "unauthenticated", "no `Authorization: Bearer TOKEN` header")
     scheme, _, token = authorization.partition(" ")
@@ -62,6 +55,19 @@ def actor_of_request(tokens: TokenTable, authorization: str | None, query: Itera
     if actor is None:
         raise ApiError(401, "unauthenticated", "unknown token")
     return actor
+
+
+def refuse_tokens_in_query(tokens: TokenTable, query: Iterable[tuple[str, str]]) -> None:
+    """A token in the URL is refused (401), never used, whatever else the
+    request carries: URLs end up in logs."""
+    for name, value in query:
+        named = _holds_token(tokens, name)  # a token as the name: never said back
+        if named or name.lower() in QUERY_TOKEN_NAMES or _holds_token(tokens, value):
+            where = "a query parameter's name" if named else f"query parameter {name!r}"
+            raise ApiError(
+                401, "unauthenticated", f"{where}: a token is never accepted in the URL; send it as "
+                "`Authorization: Bearer TOKEN` (and replace that token: URLs are logged)"
+            )  # fmt: skip
 
 
 def _holds_token(tokens: TokenTable, text: str) -> bool:

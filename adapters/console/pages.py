@@ -1,0 +1,135 @@
+"""The console's pages (docs/api.md, "The console"): one handler per route,
+server-rendered, readable without JavaScript; `?at=POSITION` on any page
+shows it as it was then, marked as the past."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, get
+from litestar.params import FromPath
+from litestar.response import Response
+
+from tandem.adapters.console import lifecycle_art
+from tandem.adapters.console.reading import position_query, seen
+from tandem.adapters.console.signin import signed_in
+from tandem.adapters.console.templating import render
+from tandem.adapters.console.timeline import recent_inputs, timeline_page
+from tandem.adapters.http_inputs import ApiError
+from tandem.replay.explain import ExplainError, document, to_json
+
+HTML = "text/html"
+recent_inputs_shown = 10
+
+
+async def _page(request: Request, template: str, names: tuple[str, ...], **extra: Any) -> Response[str]:
+    """Sign-in checked, the views read (live or `?at=`), the page rendered."""
+    session = signed_in(request)
+    service = request.app.state.service
+    taken = await seen(service, names, position_query(request.query_params.get("at")))
+    flash, session.flash = session.flash, None
+    body = render(
+        template,
+        seen=taken,
+        views=taken.views,
+        actor=session.actor,
+        csrf=session.csrf,
+        flash=flash,
+        path=request.url.path,
+        live=not taken.past,
+        **extra,
+    )
+    return Response(body, media_type=HTML, headers={"Cache-Control": "no-store"})
+
+
+@get("/", include_in_schema=False)
+async def overview(request: Request) -> Response[str]:
+    service = request.app.state.service
+    at = position_query(request.query_params.get("at"))
+    latest = await service.reading(lambda: recent_inputs(service.reader, at, recent_inputs_shown))
+    return await _page(request, "overview.html", ("tasks", "actions", "questions", "alerts", "inbox", "health"), latest=latest)
+
+
+@get("/tasks", include_in_schema=False)
+async def tasks(request: Request) -> Response[str]:
+    return await _page(request, "tasks.html", ("tasks",))
+
+
+@get("/tasks/{task_id:str}", include_in_schema=False)
+async def task(request: Request, task_id: FromPath[str]) -> Response[str]:
+    return await _page(request, "task.html", ("tasks", "actions", "questions"), task_id=task_id)
+
+
+@get("/actions/{operation_id:str}", include_in_schema=False)
+async def action(request: Request, operation_id: FromPath[str]) -> Response[str]:
+    chain = await _explained(request, operation_id, "operation")
+    return await _page(request, "action.html", ("actions", "tasks"), operation_id=operation_id, chain=chain)
+
+
+@get("/explain/{thing:path}", include_in_schema=False)
+async def explained(request: Request, thing: FromPath[str]) -> Response[str]:
+    identifier = thing.lstrip("/")
+    chain = await _explained(request, identifier, None)
+    return await _page(request, "explain.html", (), identifier=identifier, chain=chain)
+
+
+async def _explained(request: Request, identifier: str, kind: str | None) -> dict[str, Any] | None:
+    """The explain document of `identifier` (as `tandem explain --json`), or
+    None when the store names nothing so. In the past: up to that position."""
+    signed_in(request)
+    service = request.app.state.service
+
+    def explain() -> dict[str, Any] | None:
+        try:
+            return to_json(document(service.reader, identifier, kind=kind))
+        except ExplainError:
+            return None
+
+    return await service.reading(explain)
+
+
+@get("/inbox", include_in_schema=False)
+async def inbox(request: Request) -> Response[str]:
+    return await _page(request, "inbox.html", ("inbox",))
+
+
+@get("/questions", include_in_schema=False)
+async def questions(request: Request) -> Response[str]:
+    return await _page(request, "questions.html", ("questions", "actions", "tasks"))
+
+
+@get("/alerts", include_in_schema=False)
+async def alerts(request: Request) -> Response[str]:
+    return await _page(request, "alerts.html", ("alerts",))
+
+
+@get("/conversations", include_in_schema=False)
+async def conversations(request: Request) -> Response[str]:
+    return await _page(request, "conversations.html", ("conversations",))
+
+
+@get("/timeline", include_in_schema=False)
+async def timeline(request: Request) -> Response[str]:
+    service = request.app.state.service
+    parameters = request.query_params
+    before = position_query(parameters.get("before"), "before")
+    kind, identifier = parameters.get("type") or None, parameters.get("id") or None
+    rows = await service.reading(lambda: timeline_page(service.reader, before, kind, identifier))
+    return await _page(request, "timeline.html", ("health",), rows=rows, type=kind, id=identifier)
+
+
+@get("/lifecycles", include_in_schema=False)
+async def lifecycles(request: Request) -> Response[str]:
+    return await _page(request, "lifecycles.html", (), machines=lifecycle_art.names())
+
+
+@get("/lifecycles/{name:str}.svg", include_in_schema=False)
+async def lifecycle_svg(request: Request, name: FromPath[str]) -> Response[bytes]:
+    signed_in(request)
+    drawing = lifecycle_art.svg(name)
+    if drawing is None:
+        raise ApiError(404, "not_found", f"no lifecycle {name!r}")
+    return Response(drawing, media_type="image/svg+xml", headers={"Cache-Control": "max-age=3600"})
+
+
+PAGES = [overview, tasks, task, action, explained, inbox, questions, alerts, conversations, timeline, lifecycles, lifecycle_svg]

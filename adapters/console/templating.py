@@ -1,0 +1,121 @@
+"""The console's pages: Jinja2 templates, escaped by construction.
+
+Autoescaping is on for every template, and every value a template prints
+goes through `printable` first (adapters/terminal.py): text that came from an
+input — a goal, an answer, a comment — is shown as text, its control
+characters and bidirectional overrides visibly escaped (`\\x1b`, `\\u202e`),
+never as markup and never as an invisible reordering. Values are never put
+in an `href` unless they went through `part` (percent-encoded path part) and
+the link is built by the template from a fixed prefix.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import jinja2
+from markupsafe import Markup
+
+from tandem.adapters.terminal import printable
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+# blocked_by codes (docs/contract.md section 4) in words.
+BLOCK_WORDS = {
+    "prerequisite_pending": "waits for a prerequisite's outcome",
+    "prerequisite_failed": "a prerequisite failed, was cancelled or lacks its artifact",
+    "question_hold": "held by an open question",
+    "wider_hold": "held by a question whose scope is unknown",
+    "scope_paused": "its task (or everything) is paused",
+    "task_held": "a task it depends on is not completed",
+    "intent_unsynced": "the background has not synced the latest intent",
+    "watchdog_unavailable": "the watchdog is not fresh (unattended dispatch held)",
+    "resource_busy": "another action holds its resource",
+    "approval_pending": "an approval is open on its conversation",
+    "budget_exhausted": "its grant's token budget is used up",
+}
+HOLD_WORDS = {
+    "question_hold": "held by an open question",
+    "wider_hold": "held by a question whose scope is unknown",
+    "scope_paused": "paused",
+    "task_held": "a task it depends on is not completed",
+}
+
+
+def _finalize(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, Markup):
+        return value  # made by a macro or the template itself, already escaped
+    if isinstance(value, str):
+        return printable(value)
+    return value
+
+
+def parse_time(text: str | None) -> datetime.datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def age(seconds: float | None) -> str:
+    """A duration for people: `45 s`, `3 min`, `3 h 12 min`, `2 d 3 h`."""
+    if seconds is None:
+        return "?"
+    total = max(0, int(seconds))
+    days, rest = divmod(total, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h" if hours else f"{days} d"
+    if hours:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    if minutes:
+        return f"{minutes} min"
+    return f"{secs} s"
+
+
+def since(at: str | None, now: datetime.datetime | None) -> str:
+    """How long before the engine's clock `now` the time `at` was."""
+    moment = parse_time(at)
+    if moment is None or now is None:
+        return "?"
+    return age((now - moment).total_seconds())
+
+
+def part(value: Any) -> str:
+    """A path part, percent-encoded (ids hold `/`, `:` and `//`)."""
+    return quote(str(value), safe="")
+
+
+def query(**parameters: Any) -> str:
+    given = {name: value for name, value in parameters.items() if value not in (None, "")}
+    return "?" + urlencode(given) if given else ""
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(age=age, part=part, block_words=lambda code: BLOCK_WORDS.get(code, code))
+    env.filters.update(hold_words=lambda code: HOLD_WORDS.get(code, code))
+    env.globals.update(since=since, query=query)
+    return env
+
+
+ENVIRONMENT = environment()
+
+
+def render(template: str, **context: Any) -> str:
+    return ENVIRONMENT.get_template(template).render(**context)
