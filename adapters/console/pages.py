@@ -10,8 +10,8 @@ from litestar import Request, get
 from litestar.params import FromPath
 from litestar.response import Response
 
-from tandem.adapters.console import lifecycle_art
 from tandem.adapters.console.reading import position_query, seen
+from tandem.adapters.diagrams import LIFECYCLE_NAMES, lifecycle_svg
 from tandem.adapters.console.signin import signed_in
 from tandem.adapters.console.templating import render
 from tandem.adapters.console.timeline import recent_inputs, timeline_page
@@ -120,15 +120,16 @@ async def timeline(request: Request) -> Response[str]:
 
 @get("/lifecycles", include_in_schema=False)
 async def lifecycles(request: Request) -> Response[str]:
-    return await _page(request, "lifecycles.html", (), machines=lifecycle_art.names())
+    return await _page(request, "lifecycles.html", (), machines=LIFECYCLE_NAMES)
 
 
 @get("/lifecycles/{name:str}.svg", include_in_schema=False)
 async def lifecycle_svg(request: Request, name: FromPath[str]) -> Response[bytes]:
     signed_in(request)
-    drawing = lifecycle_art.svg(name)
-    if drawing is None:
-        raise ApiError(404, "not_found", f"no lifecycle {name!r}")
+    try:
+        drawing = lifecycle_svg(name)
+    except KeyError:
+        raise ApiError(404, "not_found", f"no lifecycle {name!r}; lifecycles: {', '.join(LIFECYCLE_NAMES)}") from None
     return Response(drawing, media_type="image/svg+xml", headers={"Cache-Control": "max-age=3600"})
 
 
