@@ -123,14 +123,18 @@ async def lifecycles(request: Request) -> Response[str]:
     return await _page(request, "lifecycles.html", (), machines=LIFECYCLE_NAMES)
 
 
-@get("/lifecycles/{name:str}.svg", include_in_schema=False)
-async def lifecycle_svg(request: Request, name: FromPath[str]) -> Response[bytes]:
+@get("/lifecycles/{file:str}", include_in_schema=False)
+async def lifecycle_drawing(request: Request, file: FromPath[str]) -> Response[bytes]:
+    """`/lifecycles/{name}.svg` (a route parameter is a whole path segment)."""
     signed_in(request)
+    name = file.removesuffix(".svg")
     try:
+        if name == file:
+            raise KeyError(file)
         drawing = lifecycle_svg(name)
     except KeyError:
-        raise ApiError(404, "not_found", f"no lifecycle {name!r}; lifecycles: {', '.join(LIFECYCLE_NAMES)}") from None
+        raise ApiError(404, "not_found", f"no lifecycle {file!r}; lifecycles: {', '.join(LIFECYCLE_NAMES)}, each NAME.svg") from None
     return Response(drawing, media_type="image/svg+xml", headers={"Cache-Control": "max-age=3600"})
 
 
-PAGES = [overview, tasks, task, action, explained, inbox, questions, alerts, conversations, timeline, lifecycles, lifecycle_svg]
+PAGES = [overview, tasks, task, action, explained, inbox, questions, alerts, conversations, timeline, lifecycles, lifecycle_drawing]
