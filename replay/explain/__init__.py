@@ -28,11 +28,14 @@ prefilter), `log` (the log reader and the `Resolver`), `now` (states from the
 lifecycles), `facts` and `blocks` (fact builders), `chain` (the walk every
 kind shares: event type -> renderer), one module per family of kinds
 (`operations`, `conversations`, `alerts`, `tasks`, `causes`), `walk` (which
-kinds an id names, the reads) and `render` (text and JSON).
+kinds an id names, the reads), `indexed` (the same reads through a
+`LogIndex`) and `render` (text and JSON).
 
 Cost: two or three reads of the log (the thing's own events, then the events
 its facts name), holding only those events: explain is a diagnostic, off the
-hot path.
+hot path. With `document(store, id, index=LogIndex)` (replay/index.py) it
+reads only the events it keeps, fetched by position, whatever the log's
+length; the output is the same, as of the index's head.
 """
 
 from __future__ import annotations

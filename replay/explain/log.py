@@ -6,8 +6,9 @@ decoding is most of a read's cost); the `Resolver` looks facts up by key."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -27,7 +28,7 @@ rejected_listed_max = 5
 Entry = tuple[int, Any, "InputRef | None"]  # (position, event, its input)
 Grow = Callable[[Any, set[Key]], None]  # adds the keys a kept event leads to
 
-_RECORD_FILE = re.compile(rb'\{"event":"Input(?:Accepted|Rejected)","seq":\d+,"file":("(?:[^"\\]|\\.)*")')
+RECORD_FILE = re.compile(rb'\{"event":"Input(?:Accepted|Rejected)","seq":\d+,"file":("(?:[^"\\]|\\.)*")')
 _RECORD_TAGS = frozenset({b"InputAccepted", b"InputRejected"})
 _TAG_START = len(b'{"event":"')
 
@@ -73,6 +74,19 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(item)
 
 
+def _count_until(entries: Sequence[Entry], before: int) -> int:
+    """How many of `entries` (in log order) are at or before `before`: by
+    their positions alone (an indexed read's entries are fetched when read)."""
+    positions = getattr(entries, "positions", None)
+    if positions is not None:
+        return bisect_right(positions, before)
+    return bisect_right(entries, before, key=_position)
+
+
+def _position(entry: Entry) -> int:
+    return entry[0]
+
+
 class Log:
     """One read of the log, keeping the events under the wanted keys (and the
     ones `grow` adds on the way) with their inputs. Inputs' records are
@@ -101,7 +115,7 @@ class Log:
             tag = data[_TAG_START : data.find(b'"', _TAG_START)]
             if tag in _RECORD_TAGS:
                 record_data, reference = data, None
-                if len(self.files_seen) < files_seen_max and (named := _RECORD_FILE.match(data)) is not None:
+                if len(self.files_seen) < files_seen_max and (named := RECORD_FILE.match(data)) is not None:
                     self.files_seen.add(msgspec.json.decode(named.group(1)))
                 if mentioned is not None and tag == b"InputRejected" and mentioned in data:
                     self._note_rejected(data, mention)
@@ -159,9 +173,10 @@ class Resolver:
     def find(self, key: Key, before: int | None = None, where: Callable[[Any], bool] | None = None) -> Entry | None:
         """The latest event with `key` at or before `before` (any, if None)
         that satisfies `where`."""
-        for entry in reversed(self.entries(key)):
-            if before is not None and entry[0] > before:
-                continue
+        entries = self.entries(key)
+        end = len(entries) if before is None else _count_until(entries, before)
+        for index in range(end - 1, -1, -1):
+            entry = entries[index]
             if where is None or where(entry[1]):
                 return entry
         return None

@@ -3,7 +3,7 @@ the explanations' facts name has been read (two or three reads)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -11,12 +11,16 @@ from tandem.replay.explain.alerts import Alert, Obligation
 from tandem.replay.explain.causes import Cause, Reconciliation
 from tandem.replay.explain.chain import Chain
 from tandem.replay.explain.conversations import Delivery, Turn
+from tandem.replay.explain.indexed import IndexedReads
 from tandem.replay.explain.keys import Key
 from tandem.replay.explain.log import Grow, Log, Resolver
 from tandem.replay.explain.model import Document, ExplainError, Explanation
 from tandem.replay.explain.operations import Attempt, Operation
 from tandem.replay.explain.tasks import Question, Task
 from tandem.replay.port import EventStore
+
+if TYPE_CHECKING:
+    from tandem.replay.index import LogIndex
 
 # The kinds an id may name, in the order matches are reported.
 CHAINS: dict[str, type[Chain]] = {
@@ -62,13 +66,18 @@ def _read(store: EventStore, wanted: set[Key], identifier: str, prefilter: bool,
     return log
 
 
-def _kinds(log: Log, identifier: str, kind: str | None) -> list[str]:
-    """The kinds `identifier` names (a defining event with its key is in the log), or only `kind`."""
-    kinds = [
+def _named(log: Any, identifier: str) -> list[str]:
+    """The kinds `identifier` names: a defining event with its key is in the log."""
+    return [
         name
         for name, chain in CHAINS.items()
         if any(isinstance(entry[1], chain.defined_by) for entry in log.by_key.get((chain.key, identifier), ()))
     ]
+
+
+def _kinds(log: Any, identifier: str, kind: str | None) -> list[str]:
+    """The kinds `identifier` names, or only `kind`."""
+    kinds = _named(log, identifier)
     if not kinds:
         refused = "; ".join(
             f"input {r.seq} ({r.file}:{r.line} {r.type}) was rejected {r.rejected}"
@@ -91,12 +100,29 @@ def explain(store: EventStore, identifier: str, *, kind: str | None = None) -> l
     return document(store, identifier, kind=kind).matches
 
 
-def document(store: EventStore, identifier: str, *, kind: str | None = None, prefilter: bool = True) -> Document:
-    """`explain`, with the id, the store's head and trace files (the JSON document)."""
+def document(
+    store: EventStore, identifier: str, *, kind: str | None = None, prefilter: bool = True, index: LogIndex | None = None
+) -> Document:
+    """`explain`, with the id, the store's head and trace files (the JSON
+    document). With `index` (replay/index.py, of this store's log), the reads
+    visit only the events they keep, as of the index's head; the output is
+    the same as a full read's at that head. An id the index finds no kind for
+    is read in full (the error names the refused inputs that name it)."""
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
     wanted: set[Key] = {key for chain in CHAINS.values() for key in chain.keys(identifier)}
-    log = _read(store, wanted, identifier, prefilter, mention=identifier)
+    log: Any = None
+    if index is not None and index.head > 0:
+        reads = IndexedReads(store, index, _grow(identifier), set(LEADS))
+        grown = set(wanted)
+        log = reads.read(grown)
+        if _named(log, identifier):
+            wanted, read = grown, reads.read
+        else:
+            log = None  # the error path: a full read lists the refused inputs
+    if log is None:
+        log = _read(store, wanted, identifier, prefilter, mention=identifier)
+        read = lambda keys: _read(store, keys, identifier, prefilter)  # noqa: E731
     if log.head == 0:
         raise ExplainError(f"the store is empty: nothing is named {identifier!r}")
     kinds = _kinds(log, identifier, kind)
@@ -107,7 +133,7 @@ def document(store: EventStore, identifier: str, *, kind: str | None = None, pre
         if not missing:
             break
         wanted |= missing
-        log = _read(store, wanted, identifier, prefilter)
+        log = read(wanted)
     files = _files_named(explanations)
     other = bool(log.files_seen - set(files))
     return Document(id=identifier, position=log.head, files=files, matches=explanations, other_files=other)
