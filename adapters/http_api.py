@@ -67,6 +67,7 @@ from tandem.adapters.http_inputs import (
     refuse_tokens_in_query,
     single_body_bytes_max,
 )
+from tandem.adapters.log_index import IndexKeeper
 from tandem.adapters.runtime import LockLost, Runtime
 from tandem.adapters.stream import Hub, StreamsFull
 from tandem.adapters.tokens import TokenTable
@@ -77,6 +78,7 @@ from tandem.projections import VIEW_NAMES
 from tandem.replay.commits import events_page, events_page_max, summarize
 from tandem.replay.engine import input_boundary, project
 from tandem.replay.explain import KINDS, ExplainError, document, encode_json
+from tandem.replay.index import LogIndex
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
 
 log = logging.getLogger("tandem.serve")
@@ -170,11 +172,23 @@ class Service:
     lock_lost: str | None = None  # why, once it was
     commits_inline: bool = True  # the store is local (SQLite, memory): small commits on the loop
     sessions: Sessions = field(default_factory=Sessions)  # the console's signed-in browsers
+    # The log's index (adapters/log_index.py), built after startup and kept by the commits.
+    indexing: IndexKeeper = field(default_factory=IndexKeeper)
 
     @property
     def engine(self) -> Any:
         assert self.runtime.engine is not None
         return self.runtime.engine
+
+    @property
+    def index(self) -> LogIndex | None:
+        """The LogIndex of the reader store's log once it is ready, else None
+        (pass it as `index=` to explain's `document` and `replay.timeline`)."""
+        return self.indexing.index
+
+    @property
+    def index_ready(self) -> bool:
+        return self.indexing.ready
 
     async def with_engine(self, work: Callable[[], T], inline: bool = True) -> T:
         """Run `work` holding the engine (one at a time); a store that fails
@@ -397,7 +411,7 @@ async def get_explain(request: Request, id: FromPath[str]) -> Response[dict[str,
 
     def explain() -> bytes:
         try:
-            return encode_json(document(service.reader, thing, kind=kind))
+            return encode_json(document(service.reader, thing, kind=kind, index=service.index))
         except ExplainError as error:
             raise ApiError(404, "unknown_id", str(error)) from None
 

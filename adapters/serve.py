@@ -123,6 +123,8 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
         history = with_changed_views(engine.store, tail_commits(engine.store, head, resume_messages_max))
         service.hub = Hub(asyncio.get_running_loop(), history, head, args.stream_clients_max, args.stream_keepalive)
         engine.listeners.append(service.on_commit)
+        engine.listeners.append(service.indexing.on_commit)  # before the build reads the head
+        service.indexing.start(service.reader)
         tasks.append(asyncio.create_task(_rounds(service)))
 
     async def stopping() -> None:
