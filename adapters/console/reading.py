@@ -18,7 +18,9 @@ from tandem.projections import Views
 from tandem.replay.engine import input_boundary, project
 
 position_digits_max = 18
-forward_events_max = 100_000  # "next input" looks this far ahead (a batch of inputs is one input's events here)
+forward_events_max = 100_000  # "next input" looks this far ahead for its input's end
+RECORDS = (ev.InputAccepted, ev.InputRejected)  # every input's events start with its record
+STARTS = (*RECORDS, ev.SourceProgressed)  # a batch's marker ends its last input's events; it is no input
 
 
 @dataclass
@@ -44,16 +46,34 @@ def _taken(views: Views, names: Iterable[str]) -> tuple[dict[str, Any], datetime
     return {name: views.view(name) for name in names}, getattr(health, "now", None)
 
 
+def previous_boundary(store: Any, boundary: int) -> int | None:
+    """The views before the last input folded into those after `boundary`
+    (None before the first): where "previous input" goes. A batch's
+    SourceProgressed marker is no input: stepping back over it would show
+    the same views again."""
+    window = 64
+    until = boundary
+    while until > 0:
+        after = max(0, until - window)
+        records = [position for position, event in store.read(after=after, until=until) if isinstance(event, RECORDS)]
+        if records:
+            return records[-1] - 1
+        until, window = after, window * 2
+    return None
+
+
 def next_boundary(store: Any, boundary: int, head: int) -> int | None:
-    """The input boundary after the input that starts after `boundary`
-    (None at the head): where "next input" goes."""
-    if boundary >= head:
-        return None
-    starts = (ev.InputAccepted, ev.InputRejected)
-    for position, event in store.read(after=boundary + 1, until=min(head, boundary + forward_events_max)):
-        if isinstance(event, starts):
+    """The views after the first input after `boundary`, its events ended
+    (None if no input follows): where "next input" goes."""
+    first: int | None = None
+    until = min(head, boundary + forward_events_max)
+    for position, event in store.read(after=boundary, until=until):
+        if first is None:
+            if isinstance(event, RECORDS):
+                first = position
+        elif isinstance(event, STARTS):
             return position - 1
-    return min(head, boundary + forward_events_max)
+    return until if first is not None or until < head else None
 
 
 def position_query(value: str | None, name: str = "at") -> int | None:
@@ -82,7 +102,7 @@ async def seen(service: Any, names: Iterable[str], at: int | None) -> Seen:
             raise ApiError(400, "invalid_query", f"?at={at} is past the store's last event ({head})")
         boundary = input_boundary(service.reader, at)
         views, now = _taken(project(service.reader, until=boundary), names)
-        previous = input_boundary(service.reader, boundary - 1) if boundary > 0 else None
+        previous = previous_boundary(service.reader, boundary)
         return Seen(views, boundary, head, boundary, now, asked=at, previous=previous, next=next_boundary(service.reader, boundary, head))
 
     return await service.reading(past)
