@@ -81,6 +81,33 @@ def row(position: int, event: ev.Event, record: ev.InputAccepted | ev.InputRejec
     return Row(position, type(event).__name__, input_ref(record) if record is not None else None, keys)
 
 
+def latest_inputs(store: EventStore, count: int, *, until: int | None = None, index: LogIndex | None = None) -> list[Row]:
+    """The last `count` inputs (their records' rows) at or before `until`
+    (the head when None), newest first: the overview's "latest inputs".
+    With an index it reads only those records; without, it reads back in
+    windows, at most `scan_events_max` events."""
+    if not 1 <= count <= limit_max:
+        raise ValueError(f"count {count}: from 1 to {limit_max}")
+    if index is not None:
+        records = index.records(until=index.head if until is None else min(until, index.head))
+        picked = list(reversed(records[-count:]))
+        return [row(position, event, event) for position, event in zip(picked, _decoded(store, picked))]
+    end = store.head() if until is None else min(until, store.head())
+    rows: list[Row] = []
+    scanned = 0
+    while end > 0 and len(rows) < count and scanned < scan_events_max:
+        after = max(0, end - 256)
+        rows += [row(p, e, e) for p, e in reversed(list(store.read(after=after, until=end))) if isinstance(e, RECORDS)]
+        scanned += end - after
+        end = after
+    return rows[:count]
+
+
+def _decoded(store: EventStore, positions: list[int]) -> list[Any]:
+    read = dict(store.read_positions(positions))
+    return [ev.decode_event(read[position]) for position in positions]
+
+
 # ------------------------------------------------------------ with an index
 
 

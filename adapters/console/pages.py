@@ -4,30 +4,46 @@ shows it as it was then, marked as the past."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from litestar import Request, get
 from litestar.params import FromPath
 from litestar.response import Response
 
-from tandem.adapters.console.reading import position_query, seen
+from tandem.adapters.console.reading import Seen, position_query, seen
 from tandem.adapters.diagrams import LIFECYCLE_NAMES, lifecycle_svg
 from tandem.adapters.console.signin import signed_in
 from tandem.adapters.console.templating import render
-from tandem.adapters.console.timeline import recent_inputs, timeline_page
 from tandem.adapters.http_inputs import ApiError
 from tandem.replay.explain import ExplainError, document, to_json
+from tandem.replay.timeline import latest_inputs
+from tandem.replay.timeline import timeline as timeline_of
 
 HTML = "text/html"
 recent_inputs_shown = 10
+# Sent by console.js when it refetches a page for its live regions: such a
+# fetch shows no flash of its own, so it must not take the one a form left for
+# the page the browser is being redirected to (the commit that form made is
+# announced on the stream while that redirect is on its way).
+refresh_header = "x-tandem-refresh"
 
 
-async def _page(request: Request, template: str, names: tuple[str, ...], **extra: Any) -> Response[str]:
-    """Sign-in checked, the views read (live or `?at=`), the page rendered."""
+Extra = Callable[[Seen], dict[str, Any]]  # more for the template, read as of the views shown
+
+
+async def _page(request: Request, template: str, names: tuple[str, ...], more: Extra | None = None, **extra: Any) -> Response[str]:
+    """Sign-in checked, the views read (live or `?at=`), `more` read as of
+    the same position (from the reader store, through the log's index once
+    it is built), the page rendered."""
     session = signed_in(request)
     service = request.app.state.service
     taken = await seen(service, names, position_query(request.query_params.get("at")))
-    flash, session.flash = session.flash, None
+    if more is not None:
+        extra |= await service.reading(lambda: more(taken))
+    flash = session.flash
+    if refresh_header not in request.headers:  # the live script's refetch leaves it for the page itself
+        session.flash = None
     body = render(
         template,
         seen=taken,
@@ -45,9 +61,11 @@ async def _page(request: Request, template: str, names: tuple[str, ...], **extra
 @get("/", include_in_schema=False)
 async def overview(request: Request) -> Response[str]:
     service = request.app.state.service
-    at = position_query(request.query_params.get("at"))
-    latest = await service.reading(lambda: recent_inputs(service.reader, at, recent_inputs_shown))
-    return await _page(request, "overview.html", ("tasks", "actions", "questions", "alerts", "inbox", "health"), latest=latest)
+
+    def latest(taken: Seen) -> dict[str, Any]:
+        return {"latest": latest_inputs(service.reader, recent_inputs_shown, until=taken.position, index=service.index)}
+
+    return await _page(request, "overview.html", ("tasks", "actions", "questions", "alerts", "inbox", "health"), latest)
 
 
 @get("/tasks", include_in_schema=False)
@@ -62,30 +80,28 @@ async def task(request: Request, task_id: FromPath[str]) -> Response[str]:
 
 @get("/actions/{operation_id:str}", include_in_schema=False)
 async def action(request: Request, operation_id: FromPath[str]) -> Response[str]:
-    chain = await _explained(request, operation_id, "operation")
-    return await _page(request, "action.html", ("actions", "tasks"), operation_id=operation_id, chain=chain)
+    chain = _explained(request, operation_id, "operation")
+    return await _page(request, "action.html", ("actions", "tasks"), chain, operation_id=operation_id)
 
 
 @get("/explain/{thing:path}", include_in_schema=False)
 async def explained(request: Request, thing: FromPath[str]) -> Response[str]:
     identifier = thing.lstrip("/")
-    chain = await _explained(request, identifier, None)
-    return await _page(request, "explain.html", (), identifier=identifier, chain=chain)
+    return await _page(request, "explain.html", (), _explained(request, identifier, None), identifier=identifier)
 
 
-async def _explained(request: Request, identifier: str, kind: str | None) -> dict[str, Any] | None:
-    """The explain document of `identifier` (as `tandem explain --json`), or
-    None when the store names nothing so. In the past: up to that position."""
-    signed_in(request)
+def _explained(request: Request, identifier: str, kind: str | None) -> Extra:
+    """`chain`: the explain document of `identifier` (as `tandem explain
+    --json`) as of the views shown, or None when nothing is named so then."""
     service = request.app.state.service
 
-    def explain() -> dict[str, Any] | None:
+    def explain(taken: Seen) -> dict[str, Any]:
         try:
-            return to_json(document(service.reader, identifier, kind=kind))
+            return {"chain": to_json(document(service.reader, identifier, kind=kind, index=service.index, until=taken.position))}
         except ExplainError:
-            return None
+            return {"chain": None}
 
-    return await service.reading(explain)
+    return explain
 
 
 @get("/inbox", include_in_schema=False)
@@ -110,12 +126,17 @@ async def conversations(request: Request) -> Response[str]:
 
 @get("/timeline", include_in_schema=False)
 async def timeline(request: Request) -> Response[str]:
+    """Newest first from `?before=`, else from the views shown (now, or `?at=`)."""
     service = request.app.state.service
     parameters = request.query_params
     before = position_query(parameters.get("before"), "before")
     kind, identifier = parameters.get("type") or None, parameters.get("id") or None
-    rows = await service.reading(lambda: timeline_page(service.reader, before, kind, identifier))
-    return await _page(request, "timeline.html", ("health",), rows=rows, type=kind, id=identifier)
+
+    def rows(taken: Seen) -> dict[str, Any]:
+        start = before if before is not None else (taken.position + 1 if taken.past else None)
+        return {"rows": timeline_of(service.reader, before=start, input_type=kind, identifier=identifier, index=service.index)}
+
+    return await _page(request, "timeline.html", ("health",), rows, type=kind, id=identifier)
 
 
 @get("/lifecycles", include_in_schema=False)

@@ -87,8 +87,14 @@ async def login(request: Request) -> Response[str] | Redirect:
     return response
 
 
-def _checked(request: Request, form: dict[str, str]) -> Session:
-    session = signed_in(request)
+def _checked(request: Request, form: dict[str, str], page: str = "/") -> Session:
+    """The session that sent the form, its CSRF token checked. Signed out,
+    the browser signs in and goes back to the form's page (`back`, else
+    `page`), not to the form's action: nothing was recorded."""
+    try:
+        session = signed_in(request)
+    except NeedsSignIn:
+        raise NeedsSignIn(local(form.get("back") or page)) from None
     if not same(form.get("csrf"), session.csrf):
         raise ApiError(403, "csrf", "the form's CSRF token is missing or wrong; nothing was recorded — reload the page")
     return session
@@ -113,15 +119,15 @@ async def _record(request: Request, session: Session, value: dict[str, Any]) -> 
         return f"{value['type']} not recorded: {invalid.errors[0].message}"
     except EdgeRefused as refused:
         return f"{value['type']} not recorded: {refused.message}"
-    record = commit.events[0]
+    record = commit.events[0]  # the input's own record: where the timeline lists it
     reason = getattr(record, "reason", None)
-    return f"{value['type']} recorded at position {commit.position}" + (f", rejected: {reason}" if reason else ", accepted")
+    return f"{value['type']} recorded at position {commit.head_before + 1}" + (f", rejected: {reason}" if reason else ", accepted")
 
 
 @post("/questions/answer", include_in_schema=False, request_max_body_size=form_bytes_max)
 async def answer(request: Request) -> Redirect:
     form = await _form(request)
-    session = _checked(request, form)
+    session = _checked(request, form, "/questions")
     text = form.get("answer", "").strip()
     if not text or len(text) > answer_chars_max:
         session.flash = f"An answer is 1 to {answer_chars_max} characters; nothing was recorded."
@@ -133,7 +139,7 @@ async def answer(request: Request) -> Redirect:
 
 async def _alert(request: Request, kind: str) -> Redirect:
     form = await _form(request)
-    session = _checked(request, form)
+    session = _checked(request, form, "/alerts")
     session.flash = await _record(request, session, {"type": kind, "alert_id": form.get("alert_id", "")})
     return Redirect(local(form.get("back") or "/alerts"), status_code=303)
 

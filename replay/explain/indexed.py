@@ -11,7 +11,8 @@ are those that can grow the wanted keys (the `leads_to` event types: a
 task's delegation, a turn's deliveries); every other event is fetched only
 when a renderer asks for it (a fact's `find` looks back from a position:
 it fetches backwards, a few events at a time). The index's head when the
-reads start is the head of every round: a document is as of one position.
+reads start (or `until`, if before it) is the head of every round: a
+document is as of one position.
 """
 
 from __future__ import annotations
@@ -157,9 +158,9 @@ class IndexedLog:
 class IndexedReads:
     """Reads of one store's log through its index, all as of one head."""
 
-    def __init__(self, store: EventStore, index: LogIndex, grow: Grow, lead_types: set[type]) -> None:
+    def __init__(self, store: EventStore, index: LogIndex, grow: Grow, lead_types: set[type], until: int | None = None) -> None:
         self.index = index
-        self.until = index.head
+        self.until = index.head if until is None else min(until, index.head)
         self.fetched = Fetched(store, index)
         self.grow = grow
         self.lead_types = lead_types

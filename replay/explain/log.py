@@ -103,15 +103,22 @@ class Log:
         self.rejected: list[InputRef] = []  # refused inputs that mention `mention` (at most rejected_listed_max)
 
     def read(
-        self, store: EventStore, wanted: set[Key], grow: Grow, prefilter: bool = True, mention: str | None = None
+        self,
+        store: EventStore,
+        wanted: set[Key],
+        grow: Grow,
+        prefilter: bool = True,
+        mention: str | None = None,
+        until: int | None = None,
     ) -> None:
-        """`prefilter=False` decodes every event (the tests check it keeps the same)."""
+        """Up to `until` (the head when None). `prefilter=False` decodes every
+        event (the tests check it keeps the same)."""
         record_data: bytes | None = None
         reference: InputRef | None = None
         needles_by_tag = read_filter(wanted)
         mentioned = msgspec.json.encode(mention)[1:-1] if mention else None
         position = 0
-        for position, data in store.read_encoded():
+        for position, data in store.read_encoded(until=until):
             tag = data[_TAG_START : data.find(b'"', _TAG_START)]
             if tag in _RECORD_TAGS:
                 record_data, reference = data, None

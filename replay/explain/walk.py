@@ -60,9 +60,11 @@ def _grow(identifier: str) -> Grow:
     return grow
 
 
-def _read(store: EventStore, wanted: set[Key], identifier: str, prefilter: bool, mention: str | None = None) -> Log:
+def _read(
+    store: EventStore, wanted: set[Key], identifier: str, prefilter: bool, mention: str | None = None, until: int | None = None
+) -> Log:
     log = Log()
-    log.read(store, wanted, _grow(identifier), prefilter, mention)
+    log.read(store, wanted, _grow(identifier), prefilter, mention, until)
     return log
 
 
@@ -101,19 +103,29 @@ def explain(store: EventStore, identifier: str, *, kind: str | None = None) -> l
 
 
 def document(
-    store: EventStore, identifier: str, *, kind: str | None = None, prefilter: bool = True, index: LogIndex | None = None
+    store: EventStore,
+    identifier: str,
+    *,
+    kind: str | None = None,
+    prefilter: bool = True,
+    index: LogIndex | None = None,
+    until: int | None = None,
 ) -> Document:
     """`explain`, with the id, the store's head and trace files (the JSON
-    document). With `index` (replay/index.py, of this store's log), the reads
-    visit only the events they keep, as of the index's head; the output is
-    the same as a full read's at that head. An id the index finds no kind for
-    is read in full (the error names the refused inputs that name it)."""
+    document). `until`: as of that position (what a store holding only the
+    events up to it explains), else of the head. With `index` (replay/index.py,
+    of this store's log), the reads visit only the events they keep, as of
+    the index's head (or `until` before it); the output is the same as a full
+    read's at that position. An id the index finds no kind for is read in
+    full (the error names the refused inputs that name it)."""
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
     wanted: set[Key] = {key for chain in CHAINS.values() for key in chain.keys(identifier)}
     log: Any = None
+    if index is not None:  # as of the index's head, or `until` before it, either way
+        until = index.head if until is None else min(until, index.head)
     if index is not None and index.head > 0:
-        reads = IndexedReads(store, index, _grow(identifier), set(LEADS))
+        reads = IndexedReads(store, index, _grow(identifier), set(LEADS), until)
         grown = set(wanted)
         log = reads.read(grown)
         if _named(log, identifier):
@@ -121,8 +133,8 @@ def document(
         else:
             log = None  # the error path: a full read lists the refused inputs
     if log is None:
-        log = _read(store, wanted, identifier, prefilter, mention=identifier)
-        read = lambda keys: _read(store, keys, identifier, prefilter)  # noqa: E731
+        log = _read(store, wanted, identifier, prefilter, identifier, until)
+        read = lambda keys: _read(store, keys, identifier, prefilter, until=until)  # noqa: E731
     if log.head == 0:
         raise ExplainError(f"the store is empty: nothing is named {identifier!r}")
     kinds = _kinds(log, identifier, kind)

@@ -128,3 +128,18 @@ def test_with_an_index_explain_reads_only_what_it_keeps() -> None:
     store.read_events = 0
     explained(store, "op-form", index=index)  # type: ignore[arg-type]
     assert 0 < store.read_events < full / 2, (store.read_events, full)
+
+
+@pytest.mark.parametrize("path", traces(), ids=name)
+def test_explain_until_a_position_is_what_a_store_cut_there_explains(path: Path) -> None:
+    """`until=P` (the console's ?at=P), with and without the index: byte for
+    byte the document of a store holding only the events up to P."""
+    store = stored(path)
+    index = LogIndex.build(store)
+    for until in sorted({1, store.head() // 3, store.head() // 2, store.head() - 1}):
+        cut = open_store("memory:")
+        cut.append([event for _, event in store.read(until=until)], expected_head=0)
+        for identifier in identifiers(store)[:12] + ["nothing-here"]:
+            expected = explained(cut, identifier)
+            assert explained(store, identifier, until=until) == expected, (until, identifier)
+            assert explained(store, identifier, until=until, index=index) == expected, (until, identifier)

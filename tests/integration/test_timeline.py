@@ -134,3 +134,17 @@ def test_an_empty_store_and_bad_limits() -> None:
         timeline(store, limit=0)
     with pytest.raises(ValueError):
         timeline(store, limit=timeline_module.limit_max + 1)
+
+
+@pytest.mark.parametrize("path", traces(), ids=name)
+def test_latest_inputs_are_the_newest_records_with_and_without_an_index(path: Path) -> None:
+    store = stored(path)
+    index = LogIndex.build(store)
+    records = [r for r in every_row(store) if r.event in ("InputAccepted", "InputRejected")]
+    for until in sorted({1, store.head() // 2, store.head(), store.head() + 5}):
+        expected = [r for r in records if r.position <= until][::-1][:7]
+        assert timeline_module.latest_inputs(store, 7, until=until) == expected, until
+        assert timeline_module.latest_inputs(store, 7, until=until, index=index) == expected, until
+    assert timeline_module.latest_inputs(store, 3) == records[::-1][:3]
+    with pytest.raises(ValueError, match="count 0"):
+        timeline_module.latest_inputs(store, 0)

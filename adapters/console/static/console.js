@@ -42,7 +42,7 @@
     if (inFlight) { again = true; return; }
     inFlight = true;
     try {
-      const answer = await fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html" } });
+      const answer = await fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html", "X-Tandem-Refresh": "1" } });
       if (answer.redirected || !answer.ok) { say("signed out or failing: reload the page"); return; }
       const fresh = new DOMParser().parseFromString(await answer.text(), "text/html");
       const focused = document.activeElement && document.activeElement.id;
