@@ -20,6 +20,7 @@ import jinja2
 from markupsafe import Markup
 
 from tandem.adapters.terminal import printable
+from tandem.domain.reasons import BLOCKING_CODES, TASK_HOLD_CODES
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -43,6 +44,8 @@ HOLD_WORDS = {
     "scope_paused": "paused",
     "task_held": "a task it depends on is not completed",
 }
+assert tuple(BLOCK_WORDS) == BLOCKING_CODES, "every blocked_by code in words, in the contract's order"
+assert tuple(HOLD_WORDS) == TASK_HOLD_CODES, "every task hold in words, in the contract's order"
 
 
 def _finalize(value: Any) -> Any:
@@ -108,8 +111,8 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(age=age, part=part, block_words=lambda code: BLOCK_WORDS.get(code, code))
-    env.filters.update(hold_words=lambda code: HOLD_WORDS.get(code, code))
+    env.filters.update(age=age, part=part, block_words=BLOCK_WORDS.__getitem__)
+    env.filters.update(hold_words=HOLD_WORDS.__getitem__)
     env.globals.update(since=since, query=query)
     return env
 
