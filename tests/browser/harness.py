@@ -148,8 +148,10 @@ def serve_example(directory: Path) -> Served:
 
 
 def wait_live(page: Any) -> None:
-    """Until the page's script follows /v1/stream (its status says `live`)."""
-    page.wait_for_function("document.querySelector('.live-state') && document.querySelector('.live-state').textContent === 'live'")
+    """Until the page's script follows /v1/stream (its status says `live`).
+    A function, not an expression: Playwright evaluates an expression again
+    on each poll with eval, which the console's CSP refuses."""
+    page.wait_for_function("() => document.querySelector('.live-state') && document.querySelector('.live-state').textContent === 'live'")
 
 
 def mark(page: Any) -> None:

@@ -71,7 +71,7 @@
     stream.addEventListener("open", function () { say("live"); if (broken) { broken = false; refresh(); } });
     stream.addEventListener("change", refresh);
     stream.addEventListener("reset", refresh);
-    stream.addEventListener("error", function () { broken = true; say("reconnecting…"); });
+    stream.addEventListener("error", function () { broken = true; say(stream.readyState === EventSource.CLOSED ? "signed out or failing: reload the page" : "reconnecting…"); });
   }
 
   document.querySelectorAll("input[data-sync]").forEach(function (slider) {
