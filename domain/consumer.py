@@ -56,19 +56,26 @@ def decide_batch(state: State, value: inp.LogBatch, seq: int) -> list[ev.Event]:
                 consequences=[_start_reconciliation(consumer, seq, "epoch_changed", value.epoch)],
             )
         cursor = consumer.seq
+    _check_sequence(value)
     draft = Draft(state)
-    greatest = cursor
-    for entry in value.entries:
-        if entry.seq <= cursor:
-            continue  # consumed before this batch
-        # Applied in the batch's order, out-of-order ones too: nothing the
-        # batch carries past the cursor is lost (the repeat rules absorb a
-        # resent entry).
+    fresh = [entry for entry in value.entries if entry.seq > cursor]
+    for entry in fresh:  # in order: the repeat rules absorb a resent entry
         events.append(observation_events(state, draft, entry.observation, seq, value.at, "log"))
-        greatest = max(greatest, entry.seq)
-    if greatest != cursor:
-        events.append(ev.CursorMoved(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch, seq=greatest))
+    skipped = len(value.entries) - len(fresh)
+    if skipped:  # consumed before (or a producer that restarted its seq): counted, seen
+        events.append(
+            ev.EntriesSkipped(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch, count=skipped, cursor_seq=cursor)
+        )
+    if fresh:
+        events.append(ev.CursorMoved(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch, seq=fresh[-1].seq))
     return events
+
+
+def _check_sequence(value: inp.LogBatch) -> None:
+    """A batch's entries' seq strictly increase (contract v1.1), else nothing of it applies."""
+    for before, after in zip(value.entries, value.entries[1:]):
+        if after.seq <= before.seq:
+            raise Rejected("bad_sequence", f"entry seq {after.seq} follows {before.seq}: a batch's seq strictly increase")
 
 
 def decide_pruned(state: State, value: inp.LogPruned, seq: int) -> list[ev.Event]:
@@ -137,6 +144,10 @@ def _cursor_moved(state: State, event: ev.CursorMoved) -> None:
     consumer.reached[event.epoch] = max(consumer.reached.get(event.epoch, 0), event.seq)
 
 
+def _entries_skipped(state: State, event: ev.EntriesSkipped) -> None:
+    state.consumers[event.consumer_id].skipped += event.count
+
+
 def _watermark_raised(state: State, event: ev.WatermarkRaised) -> None:
     state.consumers[event.consumer_id].watermarks[event.epoch] = event.max_deleted_seq
 
@@ -166,6 +177,7 @@ DECIDERS = {
 EVOLVERS = {
     ev.ConsumerCreated: _consumer_created,
     ev.CursorMoved: _cursor_moved,
+    ev.EntriesSkipped: _entries_skipped,
     ev.WatermarkRaised: _watermark_raised,
     ev.ReconciliationStarted: _reconciliation_started,
     ev.ReconciliationCommitted: _reconciliation_committed,

@@ -22,7 +22,7 @@ import datetime
 from typing import Any, Union
 
 import msgspec
-from msgspec import Struct
+from msgspec import UNSET, Struct, UnsetType
 
 from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is facts.BlockFact
     AlertFacts,
@@ -40,7 +40,6 @@ from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is
     TaskStateFact,
 )
 from tandem.domain.inputs import AnyInput
-from tandem.domain.nesting import nesting_depth_max, too_deep
 
 
 class Event(Struct, frozen=True, tag_field="event", kw_only=True, omit_defaults=False):
@@ -361,8 +360,9 @@ class IntentSynced(Decision, frozen=True, kw_only=True):
 
 class ObservationRecorded(Decision, frozen=True, kw_only=True):
     """A new observation (not a repeat): its source's next local revision and,
-    unless its origin is a background conversation, its cause's next update
-    revision (`update_revision`, else None)."""
+    unless its origin is a background conversation or it is `out_of_order`,
+    its cause's next update revision (`update_revision`, else None). Contract
+    v1.1's fields are UNSET (not stored) unless given: v1's bytes are kept."""
 
     via: str  # "live", "log" or "reconcile"
     source_id: str
@@ -382,6 +382,10 @@ class ObservationRecorded(Decision, frozen=True, kw_only=True):
     origin_conversation: str | None
     update_revision: int | None
     at: datetime.datetime
+    subject: str | UnsetType = UNSET
+    source_time: datetime.datetime | UnsetType = UNSET
+    truncated: bool | UnsetType = UNSET
+    out_of_order: bool | UnsetType = UNSET  # True: counted, no revision, not the latest
 
 
 class ObservationRepeated(Decision, frozen=True, kw_only=True):
@@ -425,6 +429,14 @@ class CursorMoved(Decision, frozen=True, kw_only=True):
     consumer_id: str
     epoch: int
     seq: int
+
+
+class EntriesSkipped(Decision, frozen=True, kw_only=True):
+    """A batch's entries at or below the cursor, skipped and counted (v1.1)."""
+    consumer_id: str
+    epoch: int
+    count: int
+    cursor_seq: int  # the cursor they were at or below
 
 
 class WatermarkRaised(Decision, frozen=True, kw_only=True):
@@ -652,7 +664,7 @@ AnyEvent = Union[
     HeartbeatRecorded, ScopePaused, ScopeResumed, UsageReported, BudgetExhausted,
     ConversationOpened, BackgroundBound, MessageQueued, QueueEdited, IntentSynced,
     ObservationRecorded, ObservationRepeated, UpdateRevised, UpdateTriaged,
-    ConsumerCreated, CursorMoved, WatermarkRaised, ReconciliationStarted, ReconciliationCommitted,
+    ConsumerCreated, CursorMoved, EntriesSkipped, WatermarkRaised, ReconciliationStarted, ReconciliationCommitted,
     CardProposed,
     TurnStarted, DeliveryCreated, DeliveryReceipted, TurnEnded, ContextReset, RecoveryChanged,
     ApprovalOpened, ApprovalResolved, FailureHoldChanged,
@@ -675,21 +687,4 @@ def encode_event(event: Event) -> bytes:
 
 
 def decode_event(data: bytes) -> AnyEvent:
-    return _decoder.decode(data)
-
-
-# An event holds its input one level down (`InputAccepted.input`), and the
-# input's free-form values (`constraints`) no deeper than that: the events of
-# inputs within `nesting_depth_max` nest at most one level more.
-event_nesting_depth_max = nesting_depth_max + 1
-
-
-def decode_foreign_event(data: bytes) -> AnyEvent:
-    """Decode an event that comes from outside the store (`tandem import`):
-    nested no deeper than `event_nesting_depth_max`, or a ValidationError
-    naming where (as an input at the edge), never a RecursionError. Events
-    read back from the store were checked when they came and are not."""
-    refusal = too_deep(data, event_nesting_depth_max)
-    if refusal is not None:
-        raise refusal
     return _decoder.decode(data)

@@ -32,18 +32,24 @@ from tandem.domain.inputs import given
 from tandem.domain.lifecycles import UPDATE
 from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
-from tandem.domain.records import Action, Conversation, Source, Update
+from tandem.domain.records import Action, Conversation, Source, SourceCause, Update
 from tandem.domain.state import State
 
 
 def default_cause_key(fields: inp.ObservationFields | inp.Observe) -> str:
     """`comment:{scope}:{source_id}` for a comment (two comments on one PR are
-    two causes), else `{kind}:{scope}`."""
+    two causes), else `{kind}:{scope}:{subject}` with a subject (two checks on
+    one PR are two causes), else `{kind}:{scope}`."""
     if fields.cause_key is not UNSET:
         return fields.cause_key  # type: ignore[return-value]
     if fields.kind == "comment":
         return f"comment:{fields.scope}:{fields.source_id}"
+    if fields.subject is not UNSET:
+        return f"{fields.kind}:{fields.scope}:{fields.subject}"
     return f"{fields.kind}:{fields.scope}"
+
+
+SourceKey = tuple[str, str]  # (source_id, cause_key): what repeats and order are judged by
 
 
 @dataclass
@@ -53,8 +59,10 @@ class Draft:
 
     state: State
     source_counts: dict[str, int] = field(default_factory=dict)
-    fingerprints: dict[str, str] = field(default_factory=dict)
-    versions: dict[str, set[str]] = field(default_factory=dict)
+    fingerprints: dict[SourceKey, str] = field(default_factory=dict)
+    versions: dict[SourceKey, set[str]] = field(default_factory=dict)
+    latest_times: dict[SourceKey, datetime.datetime] = field(default_factory=dict)
+    deleted_times: dict[SourceKey, datetime.datetime] = field(default_factory=dict)
     revisions: dict[str, int] = field(default_factory=dict)
 
     def source_count(self, source_id: str) -> int:
@@ -63,20 +71,67 @@ class Draft:
         source = self.state.sources.get(source_id)
         return source.count if source is not None else 0
 
-    def latest_fingerprint(self, source_id: str) -> str | None:
-        if source_id in self.fingerprints:
-            return self.fingerprints[source_id]
-        source = self.state.sources.get(source_id)
-        return source.latest_fingerprint if source is not None else None
+    def _recorded(self, key: SourceKey) -> SourceCause | None:
+        source = self.state.sources.get(key[0])
+        return source.causes.get(key[1]) if source is not None else None
 
-    def version_seen(self, source_id: str, version: str) -> bool:
-        source = self.state.sources.get(source_id)
-        return (source is not None and version in source.versions) or version in self.versions.get(source_id, ())
+    def latest_fingerprint(self, key: SourceKey) -> str | None:
+        if key in self.fingerprints:
+            return self.fingerprints[key]
+        recorded = self._recorded(key)
+        return recorded.latest_fingerprint if recorded is not None else None
+
+    def version_seen(self, key: SourceKey, version: str) -> bool:
+        recorded = self._recorded(key)
+        return (recorded is not None and version in recorded.versions) or version in self.versions.get(key, ())
+
+    def latest_time(self, key: SourceKey) -> datetime.datetime | None:
+        recorded = self._recorded(key)
+        return self.latest_times.get(key, recorded.latest_time if recorded is not None else None)
+
+    def deleted_time(self, key: SourceKey) -> datetime.datetime | None:
+        recorded = self._recorded(key)
+        return self.deleted_times.get(key, recorded.deleted_time if recorded is not None else None)
 
     def update_revision(self, cause_key: str) -> int:
         if cause_key in self.revisions:
             return self.revisions[cause_key]
         return self.state.update_revision(cause_key)
+
+
+def _repeat(draft: Draft, key: SourceKey, fields: inp.ObservationFields | inp.Observe) -> bool:
+    """Its source_version already recorded for the source and cause, or
+    without one, the fingerprint the latest one had. A deletion never is."""
+    if fields.deleted:
+        return False
+    version = given(fields.source_version)
+    if version is not None:
+        return draft.version_seen(key, version)  # type: ignore[arg-type]
+    return draft.latest_fingerprint(key) == fields.fingerprint
+
+
+def _out_of_order(draft: Draft, key: SourceKey, source_time: datetime.datetime | None) -> bool:
+    """Before the latest source_time of its source and cause, or not after
+    that source's deletion (so it never brings a deleted source back)."""
+    if source_time is None:
+        return False
+    latest, deleted = draft.latest_time(key), draft.deleted_time(key)
+    return (latest is not None and source_time < latest) or (deleted is not None and source_time <= deleted)
+
+
+def _note(draft: Draft, key: SourceKey, fields: inp.ObservationFields | inp.Observe, late: bool) -> None:
+    """What the draft remembers of a recorded observation (not a background's own)."""
+    version = given(fields.source_version)
+    if version is not None:
+        draft.versions.setdefault(key, set()).add(version)  # type: ignore[arg-type]
+    if late:
+        return  # not the latest: compared with nothing later
+    draft.fingerprints[key] = fields.fingerprint
+    source_time = given(fields.source_time)
+    if source_time is not None:
+        draft.latest_times[key] = source_time  # type: ignore[assignment]
+        if fields.deleted:
+            draft.deleted_times[key] = source_time  # type: ignore[assignment]
 
 
 def observation_events(
@@ -85,20 +140,14 @@ def observation_events(
     """The one event an observation causes (recorded, or a counted repeat)."""
     source_id = fields.source_id
     cause_key = default_cause_key(fields)
+    key = (source_id, cause_key)
     origin = given(fields.origin_conversation)
     origin_conversation = state.conversations.get(origin) if isinstance(origin, str) else None
     from_background = origin_conversation is not None and origin_conversation.role == "background"
-    version = given(fields.source_version)
-    if not fields.deleted:
-        if version is not None:
-            repeat = draft.version_seen(source_id, version)  # type: ignore[arg-type]
-        else:
-            repeat = draft.latest_fingerprint(source_id) == fields.fingerprint
-        if repeat:
-            counted = not from_background and draft.update_revision(cause_key) > 0
-            return ev.ObservationRepeated(
-                cause=seq, via=via, source_id=source_id, cause_key=cause_key, counted=counted, at=at
-            )
+    if _repeat(draft, key, fields):
+        counted = not from_background and draft.update_revision(cause_key) > 0
+        return ev.ObservationRepeated(cause=seq, via=via, source_id=source_id, cause_key=cause_key, counted=counted, at=at)
+    late = not from_background and _out_of_order(draft, key, given(fields.source_time))  # type: ignore[arg-type]
     local_revision = draft.source_count(source_id) + 1
     draft.source_counts[source_id] = local_revision
     update_revision = None
@@ -106,11 +155,10 @@ def observation_events(
         # A background's own activity does not become what later observations
         # are compared with: the update never saw it, so the same state
         # reported otherwise is news, not a repeat.
-        draft.fingerprints[source_id] = fields.fingerprint
-        if version is not None:
-            draft.versions.setdefault(source_id, set()).add(version)  # type: ignore[arg-type]
-        update_revision = draft.update_revision(cause_key) + 1
-        draft.revisions[cause_key] = update_revision
+        _note(draft, key, fields, late)
+        if not late:
+            update_revision = draft.update_revision(cause_key) + 1
+            draft.revisions[cause_key] = update_revision
     return ev.ObservationRecorded(
         cause=seq,
         via=via,
@@ -121,7 +169,7 @@ def observation_events(
         scope=fields.scope,
         fingerprint=fields.fingerprint,
         complete=fields.complete,
-        source_version=version,  # type: ignore[arg-type]
+        source_version=given(fields.source_version),  # type: ignore[arg-type]
         status=given(fields.status),  # type: ignore[arg-type]
         commit_sha=given(fields.commit_sha),  # type: ignore[arg-type]
         text=given(fields.text),  # type: ignore[arg-type]
@@ -131,6 +179,10 @@ def observation_events(
         origin_conversation=origin,  # type: ignore[arg-type]
         update_revision=update_revision,
         at=at,
+        subject=fields.subject,
+        source_time=fields.source_time,
+        truncated=fields.truncated,
+        out_of_order=True if late else UNSET,
     )
 
 
@@ -224,13 +276,24 @@ def _observation_recorded(state: State, event: ev.ObservationRecorded) -> None:
     if source is None:
         source = state.sources[event.source_id] = Source()
     source.count = event.local_revision
-    if event.update_revision is None:
+    late = event.out_of_order is True
+    if event.update_revision is None and not late:
         # A background's own activity: recorded, no update (no feedback loop),
         # and not what later observations of the source are compared with.
         return
-    source.latest_fingerprint = event.fingerprint
+    cause = source.causes.get(event.cause_key)
+    if cause is None:
+        cause = source.causes[event.cause_key] = SourceCause()
     if event.source_version is not None:
-        source.versions.add(event.source_version)
+        cause.versions.add(event.source_version)
+    if late:
+        return  # counted by the inbox view; neither the revision nor the latest
+    cause.latest_fingerprint = event.fingerprint
+    if event.source_time is not UNSET:
+        cause.latest_time = event.source_time  # type: ignore[assignment]
+        if event.deleted:
+            cause.deleted_time = event.source_time  # type: ignore[assignment]
+    assert event.update_revision is not None
     _revise_update(state, event, event.update_revision, not event.complete, event.tokens, _RECORDED)
 
 

@@ -155,6 +155,11 @@ class ObservationFields(Struct, frozen=True, forbid_unknown_fields=True, kw_only
     tokens: Tokens | UnsetType = UNSET
     deleted: bool = False
     origin_conversation: Identifier | UnsetType = UNSET
+    # Contract v1.1 (section 10): left out, they are not recorded at all, so
+    # a v1 input is stored byte for byte as before.
+    subject: Identifier | UnsetType = UNSET
+    source_time: Annotated[datetime.datetime, Meta(tz=True)] | UnsetType = UNSET
+    truncated: bool | UnsetType = UNSET
 
 
 class LogEntry(Struct, frozen=True, forbid_unknown_fields=True):
@@ -322,6 +327,11 @@ class Observe(Input, tag="observe"):
     tokens: Tokens | UnsetType = UNSET
     deleted: bool = False
     origin_conversation: Identifier | UnsetType = UNSET
+    # Contract v1.1 (section 10): left out, they are not recorded at all, so
+    # a v1 input is stored byte for byte as before.
+    subject: Identifier | UnsetType = UNSET
+    source_time: Annotated[datetime.datetime, Meta(tz=True)] | UnsetType = UNSET
+    truncated: bool | UnsetType = UNSET
 
     def observation(self) -> ObservationFields:
         return ObservationFields(**{f: getattr(self, f) for f in ObservationFields.__struct_fields__})

@@ -66,6 +66,7 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.UpdateTriaged: ("update: cause_key",),
     ev.ConsumerCreated: (),
     ev.CursorMoved: (),
+    ev.EntriesSkipped: (),
     ev.WatermarkRaised: (),
     ev.ReconciliationStarted: ("reconciliation: reconciliation_id",),
     ev.ReconciliationCommitted: ("reconciliation: reconciliation_id",),

@@ -5,8 +5,8 @@ snapshot writer. So a line nested deeper than `nesting_depth_max` is a schema
 error at the edge, naming where, and never a RecursionError. Everything here
 is iterative, and most lines pass a C-speed count of their brackets.
 
-domain/inputs.py applies it to trace lines (`decode_input`), domain/events.py
-to imported events (`decode_foreign_event`).
+domain/inputs.py applies it to trace lines (`decode_input`), `tandem import`
+(adapters/commands/import_log.py) to imported events (`decode_foreign_event`).
 """
 
 from __future__ import annotations

@@ -43,6 +43,8 @@ Reason = Literal[
     "triage_blocked",
     "stale_generation",
     "already_dispatched",
+    # 10 (contract v1.1)
+    "bad_sequence",
 ]
 
 BLOCKING_CODES: tuple[str, ...] = (

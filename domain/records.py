@@ -220,11 +220,22 @@ class Conversation:
 
 @dataclass(slots=True)
 class Source:
-    """What the engine remembers of an observation source, for repeats."""
+    """What the engine remembers of an observation source: its count (the
+    last local revision), and per cause it concerns what repeats and order
+    are judged by (contract v1.1: per source and cause)."""
 
     count: int = 0  # non-repeat observations: the last local revision
+    causes: dict[str, SourceCause] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SourceCause:
+    """One source's observations of one cause."""
+
     latest_fingerprint: str | None = None
     versions: set[str] = field(default_factory=set)  # every source_version recorded, on any path
+    latest_time: datetime.datetime | None = None  # the latest in-order source_time
+    deleted_time: datetime.datetime | None = None  # source_time of its latest deletion
 
 
 @dataclass(slots=True)
@@ -270,6 +281,7 @@ class Consumer:
     reconciliation_id: str | None = None  # the open one
     reconciliations: int = 0  # ids issued: {consumer_id}/r{n}
     gaps: int = 0
+    skipped: int = 0  # batch entries at or below the cursor
 
     def watermark(self, epoch: int | None = None) -> int:
         return self.watermarks.get(self.epoch if epoch is None else epoch, 0)

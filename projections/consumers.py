@@ -1,4 +1,5 @@
-"""The `consumers` view: each change-log consumer's cursor, watermark, state and gaps."""
+"""The `consumers` view: each change-log consumer's cursor, watermark, state, gaps
+and the entries it skipped (at or below its cursor)."""
 
 from __future__ import annotations
 
@@ -25,12 +26,16 @@ class ConsumersView(View):
             "max_deleted_seq": 0,
             "state": CONSUMER.after[ev.ConsumerCreated],
             "gaps": 0,
+            "skipped": 0,
         }
 
     def _moved(self, event: ev.CursorMoved) -> None:
         row = self.rows[event.consumer_id]
         row.update(epoch=event.epoch, seq=event.seq)
         row["max_deleted_seq"] = self.watermarks.get((event.consumer_id, event.epoch), 0)
+
+    def _skipped(self, event: ev.EntriesSkipped) -> None:
+        self.rows[event.consumer_id]["skipped"] += event.count
 
     def _watermark(self, event: ev.WatermarkRaised) -> None:
         self.watermarks[(event.consumer_id, event.epoch)] = event.max_deleted_seq
@@ -49,6 +54,7 @@ class ConsumersView(View):
     handlers = {
         ev.ConsumerCreated: _created,
         ev.CursorMoved: _moved,
+        ev.EntriesSkipped: _skipped,
         ev.WatermarkRaised: _watermark,
         ev.ReconciliationStarted: _started,
         ev.ReconciliationCommitted: _committed,

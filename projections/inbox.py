@@ -8,10 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import UNSET
+
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import DELIVERY, UPDATE
 from tandem.domain.records import DELIVERABLE_DISPOSITIONS
 from tandem.projections.base import View, rfc3339, sorted_rows
+
+excerpt_chars_max = 280  # the latest observation's text shown in the row (contract v1.1)
+
+
+def _latest(latest: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if latest is None else {**latest, "source_time": rfc3339(latest["source_time"])}
+
 
 class InboxView(View):
     name = "inbox"
@@ -43,10 +52,12 @@ class InboxView(View):
                 "notification_priority": None,
                 "partial": partial,
                 "repeats": 0,
+                "out_of_order": 0,
                 "first_seen_at": at,  # datetimes until render: formatting is the costly part
                 "last_seen_at": at,
                 "delivered_revision": None,
                 "retained": True,
+                "latest": None,
             }
         self.holder.pop(cause_key, None)  # holds are per revision
         row.update(
@@ -60,9 +71,22 @@ class InboxView(View):
             last_seen_at=at,
         )
 
-    def _recorded(self, event: ev.ObservationRecorded) -> None:
-        if event.update_revision is not None:
-            self._revised(event, event.update_revision, not event.complete)
+    def _recorded(self, event: ev.ObservationRecorded) -> bool | None:
+        if event.out_of_order is True:
+            self.rows[event.cause_key]["out_of_order"] += 1  # an earlier one set the time it is behind
+            return None
+        if event.update_revision is None:
+            return False  # a background's own activity: no update
+        self._revised(event, event.update_revision, not event.complete)
+        self.rows[event.cause_key]["latest"] = {
+            "status": event.status,
+            "deleted": event.deleted,
+            "source_time": event.source_time if event.source_time is not UNSET else None,
+            "evidence_ref": event.evidence_ref,
+            "excerpt": event.text[:excerpt_chars_max] if event.text is not None else None,
+            "truncated": event.truncated is True,
+        }
+        return None
 
     def _repeated(self, event: ev.ObservationRepeated) -> None:
         if event.counted:
@@ -72,6 +96,7 @@ class InboxView(View):
 
     def _engine_revised(self, event: ev.UpdateRevised) -> None:
         self._revised(event, event.revision, False)
+        self.rows[event.cause_key]["latest"] = None  # no observation behind it
 
     def _triaged(self, event: ev.UpdateTriaged) -> None:
         self.rows[event.cause_key].update(
@@ -155,7 +180,12 @@ class InboxView(View):
 
     def render(self) -> list[dict[str, Any]]:
         rows = [
-            {**row, "first_seen_at": rfc3339(row["first_seen_at"]), "last_seen_at": rfc3339(row["last_seen_at"])}
+            {
+                **row,
+                "first_seen_at": rfc3339(row["first_seen_at"]),
+                "last_seen_at": rfc3339(row["last_seen_at"]),
+                "latest": _latest(row["latest"]),
+            }
             for row in sorted_rows(self.rows)
         ]
         for row in rows:

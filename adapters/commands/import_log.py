@@ -1,7 +1,7 @@
 """`tandem import`: a JSON Lines event log (from `tandem export`) into a store.
 
 Every line is checked first (it must decode as an event, nested no deeper
-than `domain.events.event_nesting_depth_max`: a line too deep to decode is a
+than `event_nesting_depth_max`: a line too deep to decode is a
 `line N: ...` too, never a RecursionError); a bad file prints `line N: ...`
 (at most 20) and exits 2 with nothing written. The events are
 then appended as given, byte for byte, in transactions of `--batch` events.
@@ -25,8 +25,26 @@ import msgspec
 
 from tandem.adapters.commands.common import EXIT_USAGE, CliError, batch_size, open_or_fail, writer_lock_or_fail
 from tandem.adapters.store import store_url_help
-from tandem.domain.events import decode_foreign_event
+from tandem.domain.events import AnyEvent, decode_event
+from tandem.domain.nesting import nesting_depth_max, too_deep
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
+
+# An event holds its input one level down (`InputAccepted.input`), and the
+# input's free-form values (`constraints`) no deeper than that: the events of
+# inputs within `nesting_depth_max` nest at most one level more.
+event_nesting_depth_max = nesting_depth_max + 1
+
+
+def decode_foreign_event(data: bytes) -> AnyEvent:
+    """Decode an event that comes from outside the store: nested no deeper
+    than `event_nesting_depth_max`, or a ValidationError naming where (as an
+    input at the edge), never a RecursionError. Events read back from the
+    store were checked when they came and are not."""
+    refusal = too_deep(data, event_nesting_depth_max)
+    if refusal is not None:
+        raise refusal
+    return decode_event(data)
+
 
 NAME = "import"
 ORDER = 61

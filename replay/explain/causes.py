@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import UPDATE
 from tandem.replay.explain.chain import Chain, Rendered, said
 from tandem.replay.explain.log import Entry
-from tandem.replay.explain.model import Source, Waiting
+from tandem.projections.base import rfc3339
+from tandem.replay.explain.model import Fact, Source, Waiting
+
+
+def observation_facts(event: ev.ObservationRecorded) -> list[Fact]:
+    """What an observation said beyond its state: subject, source time,
+    evidence, and whether its writer cut its text (contract v1.1)."""
+    facts = []
+    if event.subject is not UNSET:
+        facts.append(Fact(name="subject", text=f"subject {event.subject}", value=event.subject))
+    if event.source_time is not UNSET:
+        at = rfc3339(event.source_time)  # type: ignore[arg-type]
+        facts.append(Fact(name="source_time", text=f"source time {at}", value=at))
+    if event.evidence_ref is not None:
+        facts.append(Fact(name="evidence", text=f"evidence {event.evidence_ref}", value=event.evidence_ref))
+    if event.truncated is True:
+        facts.append(Fact(name="truncated", text="its text was cut by the source's writer (truncated)", value=True))
+    return facts
 
 
 class Cause(Chain):
@@ -25,6 +44,7 @@ class Cause(Chain):
         super().__init__(resolver, identifier)
         self.state = "no inbox update"
         self.related_ids: list[str] = []
+        self.times: dict[str, tuple[datetime.datetime | None, datetime.datetime | None]] = {}
 
     def _update(self, event: Any, revision: int, disposition: str | None = None) -> None:
         self.revision, self.disposition = revision, disposition
@@ -33,14 +53,32 @@ class Cause(Chain):
             self.state = f"revision {revision}, {self.triage}" + (f" {disposition}" if disposition else "")
 
     def observed(self, entry: Entry, event: ev.ObservationRecorded) -> Rendered:
-        if event.update_revision is None:
+        if event.out_of_order is True:
+            summary = f"observed by {event.source_id} via {event.via}, out of order ({self._behind(event)}): no revision, not the latest"
+        elif event.update_revision is None:
             summary = f"observed by {event.source_id} via {event.via}, from a background's own activity: no revision"
         else:
             self._update(event, event.update_revision)
+            self._note_times(event)
             partial = " (partial)" if not event.complete else ""
             summary = f"observed by {event.source_id} via {event.via}: revision {self.revision}{partial}"
         summary += (f", status {event.status}" if event.status else "") + (", deleted" if event.deleted else "")
-        return summary, []
+        return summary, observation_facts(event)
+
+    def _note_times(self, event: ev.ObservationRecorded) -> None:
+        """The latest in-order source_time of each source of this cause, and its deletion's."""
+        if event.source_time is UNSET:
+            return
+        _, deleted = self.times.get(event.source_id, (None, None))
+        self.times[event.source_id] = (event.source_time, event.source_time if event.deleted else deleted)  # type: ignore[assignment]
+
+    def _behind(self, event: ev.ObservationRecorded) -> str:
+        """Why it was out of order, from the cause's earlier observations."""
+        latest, deleted = self.times.get(event.source_id, (None, None))
+        at = rfc3339(event.source_time)  # type: ignore[arg-type]
+        if latest is not None and event.source_time < latest:  # type: ignore[operator]
+            return f"source time {at} is before the latest, {rfc3339(latest)}"
+        return f"source time {at} is not after its deletion's, {rfc3339(deleted)}"
 
     def repeated(self, entry: Entry, event: ev.ObservationRepeated) -> Rendered:
         previous = self.links[-1] if self.links else None

@@ -109,12 +109,22 @@ class Model:
                 "notification_priority": None,
                 "partial": False,
                 "repeats": 0,
+                "out_of_order": 0,
                 "first_seen_at": at,
                 "last_seen_at": at,
                 "delivered_revision": None,
                 "retained": True,
             }
         row["revision"] += 1
+        text = observation.get("text")
+        row["latest"] = {  # contract v1.1: the cause's latest observation (none here is out of order)
+            "status": observation.get("status"),
+            "deleted": observation.get("deleted", False),
+            "source_time": None,
+            "evidence_ref": observation.get("evidence_ref"),
+            "excerpt": text[:280] if text is not None else None,
+            "truncated": False,
+        }
         row["partial"] = not observation["complete"]
         row["last_seen_at"] = at
         self.revised_at[cause] = at
@@ -222,7 +232,8 @@ def test_burst_of_10000_observations_is_50_updates(tmp_path: Path) -> None:
         assert actual_by_cause.get(row["cause_key"]) == row, row["cause_key"]
     assert inbox == expected
     assert views["rejections"] == []
+    resent = 3 * (sum(1 for i in inputs if i["type"] == "log.batch") - 1)  # every batch but the first re-sends 3
     assert views["consumers"] == [
-        {"consumer_id": "scm", "epoch": 1, "seq": OBSERVATIONS - LIVE, "max_deleted_seq": 0, "state": "consuming", "gaps": 0}
+        {"consumer_id": "scm", "epoch": 1, "seq": OBSERVATIONS - LIVE, "max_deleted_seq": 0, "state": "consuming", "gaps": 0, "skipped": resent}
     ]
     assert views["health"]["backlog"] == {"untriaged": CAUSES, "oldest_untriaged_at": min(model.revised_at.values())}

@@ -204,7 +204,7 @@ def test_an_event_nested_too_deep_is_a_line_error_not_a_traceback(tmp_path: Path
     """An event holds its input one level down: the events of the deepest
     input the edge accepts import; one level more, or so deep that decoding
     would exhaust the stack, is `line N: ...` (exit 2), and nothing is written."""
-    from tandem.domain.events import event_nesting_depth_max
+    from tandem.adapters.commands.import_log import event_nesting_depth_max
     from tandem.domain.inputs import nesting_depth_max
     from tests.unit.test_nesting import LISTS_AT_THE_LIMIT, delegate_line, nested_lists
 

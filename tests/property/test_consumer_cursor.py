@@ -98,6 +98,9 @@ def default_cause_key(fields: dict[str, Any]) -> str:
 
 @dataclass
 class RefSource:
+    """One source's observations of one cause (contract v1.1: repeats are
+    judged per source and cause); `count` is kept on the source's first."""
+
     count: int = 0
     latest: str | None = None
     versions: set[str] = field(default_factory=set)
@@ -117,6 +120,7 @@ class RefUpdate:
     repeats: int = 0
     last_seen_at: datetime.datetime | None = None
     revised_at: datetime.datetime | None = None
+    latest: dict[str, Any] | None = None  # contract v1.1 (no source_time in these traces)
 
     def row(self) -> dict[str, Any]:
         return {
@@ -129,10 +133,12 @@ class RefUpdate:
             "notification_priority": self.notification_priority,
             "partial": self.partial,
             "repeats": self.repeats,
+            "out_of_order": 0,
             "first_seen_at": rfc3339(self.first_seen_at),
             "last_seen_at": rfc3339(self.last_seen_at),
             "delivered_revision": None,  # no delivery in these traces
             "retained": self.triage_state == "untriaged" or self.disposition in DELIVERABLE,
+            "latest": self.latest,
         }
 
 
@@ -146,6 +152,7 @@ class RefConsumer:
     issued: int = 0
     gaps: int = 0
     high: dict[int, int] = field(default_factory=dict)  # epoch -> highest seq the cursor held in it
+    skipped: int = 0
 
     def row(self) -> dict[str, Any]:
         return {
@@ -155,6 +162,7 @@ class RefConsumer:
             "max_deleted_seq": self.watermarks.get(self.epoch, 0),
             "state": "consuming" if self.open_id is None else "reconciliation_required",
             "gaps": self.gaps,
+            "skipped": self.skipped,
         }
 
     def move(self, epoch: int, seq: int) -> None:
@@ -172,13 +180,14 @@ class Reference:
     where it is silent). Returns the rejection reason of each input (or None)."""
 
     def __init__(self) -> None:
-        self.sources: dict[str, RefSource] = {}
+        self.sources: dict[tuple[str, str], RefSource] = {}  # (source_id, cause_key)
+        self.counts: dict[str, int] = {}  # source_id -> observations recorded
         self.updates: dict[str, RefUpdate] = {}
         self.consumers: dict[str, RefConsumer] = {}
 
     def observe(self, fields: dict[str, Any], at: datetime.datetime) -> None:
-        source = self.sources.setdefault(fields["source_id"], RefSource())
         cause_key = default_cause_key(fields)
+        source = self.sources.setdefault((fields["source_id"], cause_key), RefSource())
         from_background = fields.get("origin_conversation") in BACKGROUNDS
         version = fields.get("source_version")
         if not fields.get("deleted", False):
@@ -189,7 +198,7 @@ class Reference:
                     update.repeats += 1
                     update.last_seen_at = at
                 return
-        source.count += 1
+        self.counts[fields["source_id"]] = self.counts.get(fields["source_id"], 0) + 1
         if from_background:
             # recorded (a local revision), but no update changes (no feedback
             # loop), and it is not what later observations are compared with
@@ -207,6 +216,15 @@ class Reference:
         update.disposition = update.action_priority = update.notification_priority = None
         update.partial = not fields["complete"]
         update.last_seen_at = update.revised_at = at
+        text = fields.get("text")
+        update.latest = {
+            "status": fields.get("status"),
+            "deleted": fields.get("deleted", False),
+            "source_time": None,
+            "evidence_ref": fields.get("evidence_ref"),
+            "excerpt": text[:280] if text is not None else None,
+            "truncated": False,
+        }
 
     def apply(self, line: dict[str, Any], at: datetime.datetime) -> tuple[str | None, list[dict[str, Any]]]:
         """(rejection reason or None, the batch entries applied)."""
@@ -230,17 +248,21 @@ class Reference:
         consumer_id, epoch = line["consumer_id"], line["epoch"]
         consumer = self.consumers.get(consumer_id)
         if kind == "log.batch":
-            if consumer is None:
-                consumer = self.consumers[consumer_id] = RefConsumer(consumer_id, epoch, high={epoch: 0})
-            elif consumer.open_id is not None:
+            if consumer is not None and consumer.open_id is not None:
                 return "reconciliation_required", []
-            elif epoch != consumer.epoch:
+            if consumer is not None and epoch != consumer.epoch:
                 consumer.enter_reconciliation()
                 return "reconciliation_required", []
+            seqs = [item["seq"] for item in line["entries"]]
+            if any(later <= earlier for earlier, later in zip(seqs, seqs[1:])):
+                return "bad_sequence", []  # contract v1.1: nothing of it, not even the consumer
+            if consumer is None:
+                consumer = self.consumers[consumer_id] = RefConsumer(consumer_id, epoch, high={epoch: 0})
             applied, start = [], consumer.seq
             cursor = start
             for item in line["entries"]:
                 if item["seq"] <= start:
+                    consumer.skipped += 1
                     continue
                 applied.append(item)
                 self.observe(item["observation"], at)
@@ -439,10 +461,16 @@ class Checker:
             self.fail(f"inbox view:\n engine {inbox}\n spec   {expected_inbox}")
         if document["health"]["backlog"] != self.reference.backlog():
             self.fail(f"backlog: engine {document['health']['backlog']}, spec {self.reference.backlog()}")
-        for source_id, source in self.reference.sources.items():
-            mine = self.engine.state.sources.get(source_id)
-            if mine is None or (mine.count, mine.latest_fingerprint, mine.versions) != (source.count, source.latest, source.versions):
-                self.fail(f"source {source_id}: engine {mine}, spec {source}")
+        for (source_id, cause_key), source in self.reference.sources.items():
+            recorded = self.engine.state.sources.get(source_id)
+            mine = recorded.causes.get(cause_key) if recorded is not None else None
+            found = (mine.latest_fingerprint, mine.versions) if mine is not None else (None, set())
+            if found != (source.latest, source.versions):
+                self.fail(f"source {source_id}, cause {cause_key}: engine {mine}, spec {source}")
+        for source_id, count in self.reference.counts.items():
+            recorded = self.engine.state.sources.get(source_id)
+            if recorded is None or recorded.count != count:
+                self.fail(f"source {source_id}: engine count {recorded and recorded.count}, spec {count}")
 
     # ------------------------------------------------------------- 4.
 

@@ -3,10 +3,12 @@
 section 2).
 
 Given inputs, when one more input, then its events and the `consumers` view
-row `{consumer_id, epoch, seq, max_deleted_seq, state, gaps}`.
+row `{consumer_id, epoch, seq, max_deleted_seq, state, gaps, skipped}`.
 
 Engine decisions where the spec is silent, taken as given here: `log.batch`
-skips entries whose seq is at or below the *running* cursor; every
+skips (and counts, contract v1.1) entries whose seq is at or below the
+cursor it started from, and refuses a batch whose seq do not strictly
+increase (`bad_sequence`); every
 `log.reconcile` counts one gap; a `log.batch` in another epoch is rejected
 `reconciliation_required` and its `InputRejected` is followed by a
 `ReconciliationStarted` in the same transaction.
@@ -73,7 +75,7 @@ def test_the_first_batch_creates_the_consumer_at_its_epoch_seq_0_watermark_0():
     events = when(engine, log_batch([], epoch=4))
     assert kinds(events)[:2] == ["InputAccepted", "ConsumerCreated"]
     assert consumer_row(engine) == {
-        "consumer_id": "scm", "epoch": 4, "seq": 0, "max_deleted_seq": 0, "state": "consuming", "gaps": 0,
+        "consumer_id": "scm", "epoch": 4, "seq": 0, "max_deleted_seq": 0, "state": "consuming", "gaps": 0, "skipped": 0,
     }  # fmt: skip
 
 
@@ -147,24 +149,39 @@ def test_entries_at_or_below_the_cursor_are_skipped():
     assert inbox_row(engine, CI)["repeats"] == 0
 
 
-def test_a_batch_entirely_at_or_below_the_cursor_changes_nothing():
+def test_a_batch_entirely_at_or_below_the_cursor_changes_nothing_but_the_skipped_count():
     engine = given(world(), log_batch([1, 2, 3]))
     before = snapshot(engine)
     events = when(engine, log_batch([entry(1, fingerprint="x"), entry(3, fingerprint="y")]))
     assert rejection(events) is None
-    assert kinds(events) == ["InputAccepted"]
-    assert snapshot(engine) == before
+    assert kinds(events) == ["InputAccepted", "EntriesSkipped"]
+    (skipped,) = of_type(events, ev.EntriesSkipped)
+    assert (skipped.consumer_id, skipped.epoch, skipped.count, skipped.cursor_seq) == ("scm", 1, 2, 3)
+    assert consumer_row(engine)["skipped"] == 2
+    before["consumers"][0]["skipped"] = 2
+    assert snapshot(engine) == before  # nothing else
 
 
-def test_out_of_order_entries_past_the_cursor_are_all_applied_in_batch_order():
-    """Nothing a batch carries past the cursor it started from is lost."""
-    engine = given(world())
-    events = when(engine, log_batch([entry(5, fingerprint="a"), entry(3, fingerprint="b"), entry(7, fingerprint="c")]))
-    assert [e.fingerprint for e in of_type(events, ev.ObservationRecorded)] == ["a", "b", "c"]
-    assert row(engine) == (1, 7, 0, "consuming", 0)
-    # The next batch skips everything at or below 7.
-    events = when(engine, log_batch([entry(6, fingerprint="d"), entry(8, fingerprint="e")]))
-    assert [e.fingerprint for e in of_type(events, ev.ObservationRecorded)] == ["e"]
+def test_a_producer_that_restarted_its_seq_is_seen_as_skipped_entries():
+    """Contract v1.1: a producer that restarted `seq` at 1 in the same epoch
+    has its whole batch skipped, and the consumers view counts every entry."""
+    engine = given(world(), log_batch([1, 2, 3, 4, 5]))
+    when(engine, log_batch([entry(1, fingerprint="new-1"), entry(2, fingerprint="new-2"), entry(6, fingerprint="new-6")]))
+    assert consumer_row(engine)["skipped"] == 2
+    assert row(engine) == (1, 6, 0, "consuming", 0)
+    assert inbox_row(engine, CI)["revision"] == 6  # five, then seq 6 only
+
+
+def test_a_batch_whose_seq_do_not_strictly_increase_is_rejected_bad_sequence():
+    """Nothing of it is applied: not the entries before the bad one, not the cursor."""
+    engine = given(world(), log_batch([1, 2]))
+    before = snapshot(engine)
+    for entries in ([5, 3, 7], [4, 4], [3, 9, 8]):
+        events = when(engine, log_batch([entry(seq, fingerprint=f"f{seq}") for seq in entries]))
+        assert rejection(events) == "bad_sequence", entries
+        assert kinds(events) == ["InputRejected"]
+        assert snapshot(engine) == before
+    assert consumer_row(engine)["skipped"] == 0
 
 
 def test_entries_go_through_the_observe_rules():

@@ -114,7 +114,7 @@ def test_same_source_version_live_is_a_repeat_counted_and_nothing_else_changes()
         before, ("inbox", CI, "repeats"), ("inbox", CI, "last_seen_at")
     )
     source = engine.state.sources["ci-1"]
-    assert (source.count, source.latest_fingerprint) == (1, "f1")  # the repeat's fingerprint is not "latest"
+    assert (source.count, source.causes[CI].latest_fingerprint) == (1, "f1")  # the repeat's fingerprint is not "latest"
     assert engine.state.updates[CI].text == "red"
 
 
