@@ -19,6 +19,7 @@ from types import ModuleType
 from tandem.adapters import commands
 from tandem.adapters.commands.common import EXIT_OK, EXIT_USAGE, CliError
 from tandem.adapters.store import store_url_help
+from tandem.adapters.terminal import printable
 from tandem.adapters.trace import TraceInvalid
 
 DESCRIPTION = (
@@ -57,13 +58,13 @@ def main(argv: list[str] | None = None) -> int:
         args.handler(args)
     except TraceInvalid as invalid:
         for error in invalid.errors:
-            print(error, file=sys.stderr)
+            print(printable(str(error)), file=sys.stderr)
         if invalid.total > len(invalid.errors):
             print(f"... and {invalid.total - len(invalid.errors)} more bad line(s)", file=sys.stderr)
-        print(f"tandem: {invalid.path} is not a valid trace; nothing was written", file=sys.stderr)
+        print(f"tandem: {printable(invalid.path)} is not a valid trace; nothing was written", file=sys.stderr)
         return EXIT_USAGE
     except CliError as error:
-        print(f"tandem: {error}", file=sys.stderr)
+        print(f"tandem: {printable(str(error))}", file=sys.stderr)  # it may quote an input or a file name
         return error.code
     except BrokenPipeError:
         return EXIT_OK

@@ -23,6 +23,7 @@ from tandem.adapters.file_lock import ExclusiveLock, LockHeld
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import Runtime, Settings
 from tandem.adapters.spool import Spool, SpoolError, is_ready
+from tandem.adapters.terminal import printable, printable_lines
 
 lock_name = ".tandem-daemon.lock"
 
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> None:
         stop_after_error(daemon)
         raise
     except Exception as error:
-        traceback.print_exc()
+        log("the round raised:\n" + printable_lines(traceback.format_exc().rstrip("\n")))  # it may quote an input
         stop_after_error(daemon)
         raise ProcessError(f"stopped after an error: {type(error).__name__}: {error}") from error
     finally:
@@ -143,7 +144,7 @@ def stop_after_error(daemon: Runtime) -> None:
     try:
         daemon.stop(expected=False)
     except Exception as error:  # the store may be what failed
-        log(f"could not record daemon.stop ({type(error).__name__}: {error})")
+        log(f"could not record daemon.stop ({type(error).__name__}: {printable(str(error))})")
         try:
             daemon.publish("stopped", expected_stop=False)
         except Exception:

@@ -36,6 +36,7 @@ from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import LockLost, Runtime
 from tandem.adapters.store import open_store, parse_store_url
 from tandem.adapters.stream import Hub, resume_messages_max
+from tandem.adapters.terminal import printable_lines
 from tandem.adapters.tokens import TokensRefused, load_tokens
 from tandem.replay.commits import tail_commits, with_changed_views
 
@@ -157,7 +158,7 @@ async def _rounds(service: Service) -> None:
         except ApiError as error:
             log(f"round skipped: {error.message}")
         except Exception:  # a live runtime is never stopped by what it was sent
-            log("round failed:\n" + traceback.format_exc())
+            log("round failed:\n" + printable_lines(traceback.format_exc()))  # it may quote an input
 
 
 def _ignore(number: int, frame: Any) -> None:

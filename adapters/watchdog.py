@@ -42,6 +42,7 @@ from tandem.adapters.commands.common import EXIT_USAGE
 from tandem.adapters.file_lock import ExclusiveLock, LockHeld
 from tandem.adapters.health_file import SnapshotUnreadable, format_time, parse_time, read_snapshot, utc_now
 from tandem.adapters.process import ProcessError
+from tandem.adapters.terminal import printable
 
 watchdog_format = "tandem-watchdog/1"
 heartbeats_kept_max = 1_000  # older heartbeat rows are pruned: only the latest matter
@@ -341,6 +342,7 @@ class Notifier:
         self.stderr = stderr if stderr is not None else sys.stderr
 
     def __call__(self, now: datetime.datetime, title: str, message: str, urgent: bool) -> None:
+        title, message = printable(title), printable(message)  # they quote paths and the snapshot's words
         line = f"{format_time(now)} {title}: {message}\n"
         with open(self.log_path, "a", encoding="utf-8") as log:
             log.write(line)
@@ -457,8 +459,9 @@ def run(args: argparse.Namespace) -> None:
     try:
         watchdog = Watchdog(store, args.health, args.max_age, Notifier(log_path, shutil.which("notify-send")))
         print(
-            f"tandem watchdog: generation {watchdog.generation} on {db_path}, watching {args.health} "
-            f"(max age {args.max_age:g}s, every {args.interval:g}s), notifying to {log_path}",
+            f"tandem watchdog: generation {watchdog.generation} on {printable(str(db_path))}, watching "
+            f"{printable(str(args.health))} (max age {args.max_age:g}s, every {args.interval:g}s), notifying to "
+            f"{printable(str(log_path))}",
             file=sys.stderr,
             flush=True,
         )

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from tandem.adapters.terminal import printable
+
 NAME = "check"
 HELP = "explore every interleaving of a scenario's moves, checking the invariants"
 DESCRIPTION = (
@@ -87,4 +89,4 @@ def _text(result, setup: int, moves: int) -> str:
         lines.append(f"VIOLATION after {len(found.moves)} move(s): {steps}")
         lines.append(f"  {found.message}")
         lines.append(f"counterexample: {found.trace} (tandem replay {found.trace} --json)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"  # names and paths from the scenario, escaped

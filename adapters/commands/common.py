@@ -20,6 +20,7 @@ import msgspec
 from tandem.adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
 from tandem.adapters.render import render_document, render_view
 from tandem.adapters.store import open_store
+from tandem.adapters.terminal import printable
 from tandem.adapters.trace import read_trace
 from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock
 from tandem.projections import VIEW_NAMES, Views
@@ -155,7 +156,7 @@ def ingest_files(
             raise CliError(f"another writer appended to the store meanwhile; run again to resume ({error})") from error
         if not quiet:
             print(
-                f"{trace.name}: {result.applied} input(s) applied ({result.rejected} rejected), "
+                f"{printable(trace.name)}: {result.applied} input(s) applied ({result.rejected} rejected), "
                 f"{result.skipped} already in the store",
                 file=sys.stderr,
             )

@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from tandem.adapters.commands.common import EXIT_USAGE, CliError, open_or_fail, store_url_default
+from tandem.adapters.terminal import printable
 from tandem.replay.explain import KINDS, ExplainError, document, encode_json, render_text
 
 NAME = "explain"
@@ -43,4 +44,4 @@ def run(args: argparse.Namespace) -> None:
     if args.json:
         sys.stdout.write(encode_json(explained).decode() + "\n")
     else:
-        sys.stdout.write(render_text(explained))
+        sys.stdout.write(render_text(explained, printable))  # input text escaped, never raw

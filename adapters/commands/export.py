@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 from tandem.adapters.commands.common import CliError, open_or_fail
 from tandem.adapters.store import store_url_help
+from tandem.adapters.terminal import printable
 
 NAME = "export"
 ORDER = 60
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> None:
                 count = _write_file(store, args.output, head)
         except ValueError as error:
             raise CliError(f"cannot export: {error}") from error
-    where = args.output or "stdout"
+    where = printable(args.output) if args.output else "stdout"
     print(f"exported {count:,} event(s) (positions 1..{head:,}) to {where}", file=sys.stderr)
 
 

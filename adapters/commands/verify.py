@@ -8,6 +8,7 @@ import sys
 
 from tandem.adapters.commands.common import CliError, open_or_fail
 from tandem.adapters.store import store_url_help
+from tandem.adapters.terminal import printable
 from tandem.replay.verify import verify
 
 NAME = "verify"
@@ -34,7 +35,8 @@ def run(args: argparse.Namespace) -> None:
         sys.stdout.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
     else:
         if report.divergence is not None:
-            sys.stdout.write("\n".join(report.divergence.lines()) + "\n")
+            # the stored and re-derived events quote their inputs: escaped, one line each
+            sys.stdout.write("\n".join(map(printable, report.divergence.lines())) + "\n")
         sys.stdout.write(report.summary() + "\n")
     if not report.ok:
         raise CliError("the store diverges from what its inputs re-derive" + ("" if args.json else " (above)"))
