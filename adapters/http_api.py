@@ -63,6 +63,7 @@ from tandem.adapters.http_inputs import (
     accept_inputs,
     actor_of_request,
     batch_body_bytes_max,
+    raw_tail,
     read_limited,
     refuse_tokens_in_query,
     single_body_bytes_max,
@@ -381,17 +382,6 @@ async def get_events(request: Request) -> Response[EventsPage]:
     return Response(msgspec.json.encode({"events": rows, "next_after": next_after}), media_type=JSON)
 
 
-def _raw_tail(request: Request, prefix: str) -> str | None:
-    """The path after `prefix`, from the raw (still percent-encoded) path:
-    ids hold slashes and `//` (`urgent:ci:https://scm/pr/7`), which the
-    router's normalised path would fold."""
-    raw = request.scope.get("raw_path")
-    if not raw:
-        return None
-    path = raw.decode("latin-1").split("?", 1)[0]
-    return unquote(path[len(prefix) :]) if path.startswith(prefix) else None
-
-
 @get(
     "/v1/explain/{id:path}",
     summary="Why something is as it is (tandem explain --json); ?kind= picks one kind",
@@ -401,7 +391,7 @@ def _raw_tail(request: Request, prefix: str) -> str | None:
 )
 async def get_explain(request: Request, id: FromPath[str]) -> Response[dict[str, Any]]:
     authenticate(request)
-    thing = _raw_tail(request, "/v1/explain/") or id.lstrip("/")
+    thing = raw_tail(request.scope, "/v1/explain/") or id.lstrip("/")
     kind = request.query_params.get("kind")
     if kind is not None and kind not in KINDS:
         raise ApiError(400, "invalid_query", f"?kind={kind!r}: one of {', '.join(KINDS)}")

@@ -14,6 +14,7 @@ A token in the query string is refused, never used: URLs end up in logs.
 from __future__ import annotations
 
 import logging
+from urllib.parse import unquote
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
@@ -196,3 +197,14 @@ def _query_pairs(query_string: bytes) -> list[tuple[str, str]]:
     from urllib.parse import parse_qsl
 
     return parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+
+
+def raw_tail(scope: Any, prefix: str) -> str | None:
+    """The path after `prefix`, from the raw (still percent-encoded) path:
+    ids hold slashes and `//` (`urgent:ci:https://scm/pr/7`), which the
+    router's normalised path would fold."""
+    raw = scope.get("raw_path")
+    if not raw:
+        return None
+    path = raw.decode("latin-1").split("?", 1)[0]
+    return unquote(path[len(prefix) :]) if path.startswith(prefix) else None

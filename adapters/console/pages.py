@@ -15,7 +15,7 @@ from tandem.adapters.console.reading import Seen, position_query, seen
 from tandem.adapters.diagrams import LIFECYCLE_NAMES, lifecycle_svg
 from tandem.adapters.console.signin import signed_in
 from tandem.adapters.console.templating import render
-from tandem.adapters.http_inputs import ApiError
+from tandem.adapters.http_inputs import ApiError, raw_tail
 from tandem.replay.explain import ExplainError, document, to_json
 from tandem.replay.timeline import latest_inputs
 from tandem.replay.timeline import timeline as timeline_of
@@ -73,20 +73,28 @@ async def tasks(request: Request) -> Response[str]:
     return await _page(request, "tasks.html", ("tasks",))
 
 
-@get("/tasks/{task_id:str}", include_in_schema=False)
+def _id(request: Request, prefix: str, routed: str) -> str:
+    """The id after `prefix`, from the raw path: ids hold `/` and `//`
+    (sent percent-encoded, as the pages' links are), which routing folds."""
+    return raw_tail(request.scope, prefix) or routed.lstrip("/")
+
+
+@get("/tasks/{task_id:path}", include_in_schema=False)
 async def task(request: Request, task_id: FromPath[str]) -> Response[str]:
-    return await _page(request, "task.html", ("tasks", "actions", "questions"), task_id=task_id)
+    identifier = _id(request, "/tasks/", task_id)
+    return await _page(request, "task.html", ("tasks", "actions", "questions"), task_id=identifier)
 
 
-@get("/actions/{operation_id:str}", include_in_schema=False)
+@get("/actions/{operation_id:path}", include_in_schema=False)
 async def action(request: Request, operation_id: FromPath[str]) -> Response[str]:
-    chain = _explained(request, operation_id, "operation")
-    return await _page(request, "action.html", ("actions", "tasks"), chain, operation_id=operation_id)
+    identifier = _id(request, "/actions/", operation_id)
+    chain = _explained(request, identifier, "operation")
+    return await _page(request, "action.html", ("actions", "tasks"), chain, operation_id=identifier)
 
 
 @get("/explain/{thing:path}", include_in_schema=False)
 async def explained(request: Request, thing: FromPath[str]) -> Response[str]:
-    identifier = thing.lstrip("/")
+    identifier = _id(request, "/explain/", thing)
     return await _page(request, "explain.html", (), _explained(request, identifier, None), identifier=identifier)
 
 

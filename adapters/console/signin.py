@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from urllib.parse import unquote
 from typing import Any
 
 from litestar import Request, get, post
@@ -109,6 +110,13 @@ async def logout(request: Request) -> Redirect:
     return response
 
 
+def _named(form: dict[str, str], field: str) -> str:
+    """An id a form names: percent-encoded in the page (as in its links), so
+    that an id holding control characters is sent as it is, never as the
+    escaped text the page shows."""
+    return unquote(form.get(field, ""))
+
+
 async def _record(request: Request, session: Session, value: dict[str, Any]) -> str:
     """Record one input as the session's actor; what happened, in words."""
     service = request.app.state.service
@@ -132,7 +140,8 @@ async def answer(request: Request) -> Redirect:
     if not text or len(text) > answer_chars_max:
         session.flash = f"An answer is 1 to {answer_chars_max} characters; nothing was recorded."
     else:
-        value = {"type": "question.answer", "task_id": form.get("task_id", ""), "question_key": form.get("question_key", ""), "answer": text}
+        task_id, question_key = _named(form, "task_id"), _named(form, "question_key")
+        value = {"type": "question.answer", "task_id": task_id, "question_key": question_key, "answer": text}
         session.flash = await _record(request, session, value)
     return Redirect(local(form.get("back") or "/questions"), status_code=303)
 
@@ -140,7 +149,7 @@ async def answer(request: Request) -> Redirect:
 async def _alert(request: Request, kind: str) -> Redirect:
     form = await _form(request)
     session = _checked(request, form, "/alerts")
-    session.flash = await _record(request, session, {"type": kind, "alert_id": form.get("alert_id", "")})
+    session.flash = await _record(request, session, {"type": kind, "alert_id": _named(form, "alert_id")})
     return Redirect(local(form.get("back") or "/alerts"), status_code=303)
 
 

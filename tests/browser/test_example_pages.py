@@ -152,7 +152,7 @@ def _drawings_loaded(page: Any, path: str) -> None:
         return
     images = page.locator("figure.lifecycle img")
     assert images.count() >= 10
-    page.wait_for_function("[...document.querySelectorAll('figure.lifecycle img')].every(i => i.complete)")
+    page.wait_for_function("() => [...document.querySelectorAll('figure.lifecycle img')].every(i => i.complete)")  # a function: the CSP refuses eval
     broken = page.evaluate("[...document.querySelectorAll('figure.lifecycle img')].filter(i => !i.naturalWidth).map(i => i.src)")
     assert broken == []
 

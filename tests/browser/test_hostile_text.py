@@ -41,14 +41,12 @@ TEXT = (
     "[x](javascript:window.__pwned=1) javascript:window.__pwned=1 "
     "\x1b[31mred\x1b[0m \x1b]8;;http://evil\x07link\x1b]8;;\x07 \u202eevil\u202c \x08 \x7f \x9b2J"
 )
-# Ids, linked as /explain/{id}: no `//` (that page finds no id holding one: the
-# route merges it into `/`, a known gap of the console, not of its escaping).
+# Ids, linked as /explain/{id} (ids holding `/` and `//`: tests/browser/test_odd_ids.py).
 ID = (
     '<script>window.__pwned=1</script> <img src=x onerror="window.__pwned=1"> [x](javascript:window.__pwned=1) '
     "javascript:window.__pwned=1 \x1b[31mred\x1b[0m \u202eevil\u202c \x08"
 )
-# A task's and an operation's id, also linked as /tasks/{id} and /actions/{id}:
-# no `/` (those routes take one path segment; an encoded `/` is not routed).
+# A task's and an operation's id, also linked as /tasks/{id} and /actions/{id}.
 NAME = '<img src=x onerror="window.__pwned=1"> [x](javascript:window.__pwned=1) \x1b[31mred\x1b[0m \u202eevil \x08'
 FILE = '<img src=x onerror="window.__pwned=1"> \x1b[31m\u202e trace'
 RAW = "\x1b\x07\x08\x7f\x9b\u202e\u202c"  # none of these may reach the DOM
