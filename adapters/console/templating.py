@@ -84,6 +84,11 @@ def age(seconds: float | None) -> str:
     return f"{secs} s"
 
 
+def by_priority(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Inbox rows by notification priority (highest first, none last), then age."""
+    return sorted(rows, key=lambda r: (r["notification_priority"] is None, -(r["notification_priority"] or 0), r["first_seen_at"]))
+
+
 def since(at: str | None, now: datetime.datetime | None) -> str:
     """How long before the engine's clock `now` the time `at` was."""
     moment = parse_time(at)
@@ -112,7 +117,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(age=age, part=part, block_words=BLOCK_WORDS.__getitem__)
-    env.filters.update(hold_words=HOLD_WORDS.__getitem__)
+    env.filters.update(hold_words=HOLD_WORDS.__getitem__, by_priority=by_priority)
     env.globals.update(since=since, query=query)
     return env
 

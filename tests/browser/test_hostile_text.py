@@ -17,8 +17,9 @@ text is shown literally as adapters/console/templating.py promises: through
 and bidi override as a visible escape (`\\x1b`, `\\u202e`), the raw
 characters nowhere in the DOM.
 
-Not shown on any page, so only checked to be harmless: a comment's `text`
-and a human message's `text` (no view or explain link carries them).
+Not shown on any page, so only checked to be harmless: a human message's
+`text` (no view or explain link carries it). A comment's `text` is shown as
+its inbox row's latest excerpt.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ FIELDS = {  # what a page shows, by what the text is
     "approval": "approval " + TEXT,
     "target": "target " + TEXT,
     "resource": "resource " + TEXT,
+    "comment": "comment " + TEXT,  # the inbox row's latest excerpt (contract v1.1)
     "task": TASK,
     "operation": OPERATION,
     "question": QUESTION,
@@ -95,7 +97,7 @@ def trace() -> list[dict[str, Any]]:
          "target": FIELDS["target"], "resource": FIELDS["resource"], "task_id": TASK, "grant_id": "g1", "input_revisions": {"task": 1, "grant": 1}},
         {"type": "question.raise", "at": at(4), "actor": "background", "task_id": TASK, "question_key": QUESTION, "recipient": FIELDS["recipient"],
          "blocking_reason": FIELDS["reason"], "affected": [OPERATION], "evidence_revision": 1},
-        {"type": "observe", "at": at(5), "actor": "source", "source_id": SOURCE, "kind": "comment", "scope": "pr-1", "fingerprint": "F", "complete": True, "text": "comment " + TEXT},
+        {"type": "observe", "at": at(5), "actor": "source", "source_id": SOURCE, "kind": "comment", "scope": "pr-1", "fingerprint": "F", "complete": True, "text": FIELDS["comment"]},
         {"type": "card.propose", "at": at(6), "actor": "background", "card_id": CARD, "cause_key": COMMENT_CAUSE, "summary": FIELDS["summary"], "generation": 1},
         {"type": "health.incident", "at": at(7), "actor": "watchdog", "incident_id": INCIDENT, "kind": "stalled", "detail": FIELDS["detail"]},
         {"type": "approval.required", "at": at(8), "actor": "daemon", "conversation_id": "fg", "request_id": REQUEST, "detail": FIELDS["approval"]},
@@ -112,7 +114,7 @@ PAGES = {  # a page: the texts it shows
     path("/tasks/", TASK): ["goal", "reason", "question", "resource", "task", "operation"],
     path("/actions/", OPERATION): ["cause", "target", "resource", "question", "request", "task", "operation", "file"],
     "/questions": ["reason", "recipient", "question", "task", "operation"],
-    "/inbox": ["source"],
+    "/inbox": ["source", "comment"],
     "/alerts": ["card", "incident", "request"],
     "/conversations": ["message"],
     "/timeline": ["file", "question", "card", "incident", "request", "source", "cause", "task", "operation"],
