@@ -25,6 +25,7 @@ import msgspec
 
 from tandem.adapters.commands.common import EXIT_USAGE, CliError, batch_size, open_or_fail, writer_lock_or_fail
 from tandem.adapters.store import store_url_help
+from tandem.adapters.terminal import printable
 from tandem.domain.events import AnyEvent, decode_event
 from tandem.domain.nesting import nesting_depth_max, too_deep
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
@@ -143,7 +144,7 @@ def run(args: argparse.Namespace) -> None:
             seen = _identity(handle)
             with open_or_fail(args.store) as store:
                 _append_all(store, handle, seen, count, args)
-    print(f"imported {args.file}: the store holds its {count:,} event(s)", file=sys.stderr)
+    print(f"imported {printable(args.file)}: the store holds its {count:,} event(s)", file=sys.stderr)
 
 
 def _validated(handle: BinaryIO, path: str) -> int:
@@ -151,7 +152,7 @@ def _validated(handle: BinaryIO, path: str) -> int:
     count, errors, total = validate(handle)
     if errors:
         for error in errors:
-            print(error, file=sys.stderr)
+            print(printable(str(error)), file=sys.stderr)
         if total > len(errors):
             print(f"... and {total - len(errors)} more bad line(s)", file=sys.stderr)
         raise CliError(f"{path} is not an event log; nothing was written", EXIT_USAGE)
@@ -163,7 +164,7 @@ def _append_all(store: EventStore, handle: BinaryIO, seen: tuple[int, int], coun
         head = store.head()
         if head:
             _check_prefix(store, handle, head, count, args.file)
-            print(f"the store already holds the first {head:,} event(s) of {args.file}: continuing", file=sys.stderr)
+            print(f"the store already holds the first {head:,} event(s) of {printable(args.file)}: continuing", file=sys.stderr)
         else:
             for info in store.list_snapshots():  # leftovers of another log
                 store.delete_snapshot(info.position, info.fingerprint)
