@@ -1,11 +1,10 @@
 """An explanation as text (`tandem explain`) and as JSON (`--json`).
 
 Every string of the document the text shows (ids, states, summaries, fact
-texts, file names: much of it written by inputs) goes through `shown`, the
-function `render_text` is given: `tandem explain` gives adapters/terminal.py's
-`printable` (contract section 10, "Text on a terminal": control characters
-and bidi overrides escaped, never raw), since this layer may not import the
-adapters. Nothing is cut. The JSON is the document as it is.
+texts, file names: much of it written by inputs) goes through `shown`, by
+default replay/printable.py's `printable` (contract section 10, "Text on a
+terminal": control characters and bidi overrides escaped, never raw).
+Nothing is cut. The JSON is the document as it is.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from typing import Any
 import msgspec
 
 from tandem.replay.explain.model import Document, Explanation, Fact, InputRef, Source
+from tandem.replay.printable import printable
 
 
 def to_json(value: Document | Explanation | list[Explanation]) -> Any:
@@ -29,10 +29,6 @@ def encode_json(value: Document | Explanation | list[Explanation]) -> bytes:
 
 
 Shown = Callable[[str], str]
-
-
-def _as_is(text: str) -> str:
-    return text
 
 
 class _Writer:
@@ -101,12 +97,12 @@ class _Writer:
         return out
 
 
-def render_text(explained: Document, shown: Shown = _as_is) -> str:
+def render_text(explained: Document, shown: Shown = printable) -> str:
     """Readable text: a header per match, one line per link of its chain
     (with its input) and its facts below it, then what it waits for. When
     the store holds several traces, each input's file is named beside its line.
-    Each string of the document goes through `shown`; for a terminal, pass
-    adapters/terminal.py's `printable` (as `tandem explain` does)."""
+    Each string of the document goes through `shown` (escaped for a
+    terminal unless told otherwise)."""
     files = len(explained.files) + (1 if explained.other_files else 0)  # > 1: name each input's file
     writer = _Writer(files, shown)
     out: list[str] = []
