@@ -6,6 +6,7 @@ reached; `document()` is what `tandem replay TRACE --json` prints.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from tandem.projections.actions import ActionsView
@@ -84,3 +85,8 @@ class Views:
 
     def view(self, name: str) -> Any:
         return self.by_name[name].render()
+
+    def pick(self, name: str, keys: Iterable[str]) -> list[dict[str, Any]]:
+        """The rows of `keys` of the `tasks` or `actions` view (those a page
+        about one task or action shows), as `view(name)` lists them."""
+        return self.by_name[name].pick(keys)  # type: ignore[attr-defined]

@@ -5,11 +5,12 @@ The states each event leaves an action and an attempt in are the lifecycles' (`A
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import ACTION, ATTEMPT
-from tandem.projections.base import View, sorted_rows
+from tandem.projections.base import View, picked_rows, sorted_rows
 
 
 class ActionsView(View):
@@ -91,3 +92,6 @@ class ActionsView(View):
 
     def render(self) -> list[dict[str, Any]]:
         return sorted_rows(self.rows)
+
+    def pick(self, keys: Iterable[str]) -> list[dict[str, Any]]:
+        return picked_rows(self.rows, keys)

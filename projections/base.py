@@ -11,8 +11,9 @@ means it may have changed.
 
 from __future__ import annotations
 
+import copy
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 
@@ -43,3 +44,11 @@ class View:
 def sorted_rows(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Lists are sorted by their first key, in plain string order (contract section 7)."""
     return [rows[key] for key in sorted(rows)]
+
+
+def picked_rows(rows: dict[str, dict[str, Any]], keys: Iterable[str]) -> list[dict[str, Any]]:
+    """Of a view that renders `sorted_rows(rows)`, the rows of `keys` alone,
+    as it renders them (copies: a page reads them after the engine moved on),
+    in its order: what a page about one thing shows, at the cost of that
+    thing, not of the view's length."""
+    return [copy.deepcopy(rows[key]) for key in sorted(set(keys)) if key in rows]

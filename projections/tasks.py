@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import TASK
-from tandem.projections.base import View, sorted_rows
+from tandem.projections.base import View, picked_rows, sorted_rows
 
 
 class TasksView(View):
@@ -81,3 +82,6 @@ class TasksView(View):
 
     def render(self) -> list[dict[str, Any]]:
         return sorted_rows(self.rows)
+
+    def pick(self, keys: Iterable[str]) -> list[dict[str, Any]]:
+        return picked_rows(self.rows, keys)

@@ -11,8 +11,9 @@ from litestar import Request, get
 from litestar.params import FromPath
 from litestar.response import Response
 
-from tandem.adapters.console.reading import Seen, position_query, seen
+from tandem.adapters.console.reading import Pick, Seen, position_query, seen
 from tandem.adapters.diagrams import LIFECYCLE_NAMES, lifecycle_svg
+from tandem.projections import Views
 from tandem.adapters.console.signin import signed_in
 from tandem.adapters.console.templating import render
 from tandem.adapters.http_inputs import ApiError, raw_tail
@@ -32,13 +33,15 @@ refresh_header = "x-tandem-refresh"
 Extra = Callable[[Seen], dict[str, Any]]  # more for the template, read as of the views shown
 
 
-async def _page(request: Request, template: str, names: tuple[str, ...], more: Extra | None = None, **extra: Any) -> Response[str]:
+async def _page(
+    request: Request, template: str, names: tuple[str, ...], more: Extra | None = None, pick: Pick | None = None, **extra: Any
+) -> Response[str]:
     """Sign-in checked, the views read (live or `?at=`), `more` read as of
     the same position (from the reader store, through the log's index once
     it is built), the page rendered."""
     session = signed_in(request)
     service = request.app.state.service
-    taken = await seen(service, names, position_query(request.query_params.get("at")))
+    taken = await seen(service, names, position_query(request.query_params.get("at")), pick)
     if more is not None:
         extra |= await service.reading(lambda: more(taken))
     flash = session.flash
@@ -82,14 +85,20 @@ def _id(request: Request, prefix: str, routed: str) -> str:
 @get("/tasks/{task_id:path}", include_in_schema=False)
 async def task(request: Request, task_id: FromPath[str]) -> Response[str]:
     identifier = _id(request, "/tasks/", task_id)
-    return await _page(request, "task.html", ("tasks", "actions", "questions"), task_id=identifier)
+
+    def its_rows(views: Views) -> dict[str, list[dict[str, Any]]]:
+        tasks = views.pick("tasks", [identifier])
+        return {"tasks": tasks, "actions": views.pick("actions", tasks[0]["actions"] if tasks else [])}
+
+    return await _page(request, "task.html", ("questions",), pick=its_rows, task_id=identifier)
 
 
 @get("/actions/{operation_id:path}", include_in_schema=False)
 async def action(request: Request, operation_id: FromPath[str]) -> Response[str]:
     identifier = _id(request, "/actions/", operation_id)
     chain = _explained(request, identifier, "operation")
-    return await _page(request, "action.html", ("actions", "tasks"), chain, operation_id=identifier)
+    pick: Pick = lambda views: {"actions": views.pick("actions", [identifier])}  # noqa: E731
+    return await _page(request, "action.html", (), chain, pick, operation_id=identifier)
 
 
 @get("/explain/{thing:path}", include_in_schema=False)

@@ -8,7 +8,7 @@ the browser's."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,9 +41,15 @@ class Seen:
         return self.at is not None
 
 
-def _taken(views: Views, names: Iterable[str]) -> tuple[dict[str, Any], datetime.datetime | None]:
+Pick = Callable[[Views], dict[str, list[dict[str, Any]]]]  # a page's rows of one thing, by view
+
+
+def _taken(views: Views, names: Iterable[str], pick: Pick | None) -> tuple[dict[str, Any], datetime.datetime | None]:
     health = views.by_name["health"]
-    return {name: views.view(name) for name in names}, getattr(health, "now", None)
+    taken = {name: views.view(name) for name in names}
+    if pick is not None:
+        taken.update(pick(views))
+    return taken, getattr(health, "now", None)
 
 
 def previous_boundary(store: Any, boundary: int) -> int | None:
@@ -84,14 +90,15 @@ def position_query(value: str | None, name: str = "at") -> int | None:
     return int(value)
 
 
-async def seen(service: Any, names: Iterable[str], at: int | None) -> Seen:
-    """The views `names` now, or after the first `at` events."""
+async def seen(service: Any, names: Iterable[str], at: int | None, pick: Pick | None = None) -> Seen:
+    """The views `names` now, or after the first `at` events; with `pick`,
+    also the rows it picks (a page about one task or action: only its rows)."""
     names = tuple(names)
     if at is None:
 
         def live() -> Seen:
             engine = service.engine
-            views, now = _taken(engine.views, names)
+            views, now = _taken(engine.views, names, pick)
             return Seen(views, engine.committed, engine.committed, None, now)
 
         return await service.with_engine(live)
@@ -101,7 +108,7 @@ async def seen(service: Any, names: Iterable[str], at: int | None) -> Seen:
         if at > head:
             raise ApiError(400, "invalid_query", f"?at={at} is past the store's last event ({head})")
         boundary = input_boundary(service.reader, at)
-        views, now = _taken(project(service.reader, until=boundary), names)
+        views, now = _taken(project(service.reader, until=boundary), names, pick)
         previous = previous_boundary(service.reader, boundary)
         return Seen(views, boundary, head, boundary, now, asked=at, previous=previous, next=next_boundary(service.reader, boundary, head))
 
