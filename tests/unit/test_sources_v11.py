@@ -170,3 +170,36 @@ def test_a_rejected_input_changes_no_source_state():
     events = when(engine, observe("c-1", "f", kind="comment", actor="human", at=at(1)))
     assert rejection(events) == "not_authorized"
     assert "c-1" not in engine.state.sources
+
+
+# -------------------------------------------------------------------- explain
+
+
+def test_explain_of_a_cause_shows_each_observations_status_time_evidence_and_order():
+    from tandem.adapters.ingest import ingest
+    from tandem.adapters.store import open_store
+    from tandem.adapters.trace import parse_trace
+    from tandem.replay.engine import Engine
+    from tandem.replay.explain import document
+
+    lines = [
+        *world(),
+        observe("c-1", "v2", kind="comment", source_time=t(20), status="edited", evidence_ref="https://scm/c/1", at=at(1)),
+        observe("c-1", "v1", kind="comment", source_time=t(10), text="old", truncated=True, at=at(2)),
+        observe("c-1", "gone", kind="comment", source_time=t(20), deleted=True, at=at(3)),
+        observe("c-1", "v2b", kind="comment", source_time=t(20), at=at(4)),
+    ]
+    engine = Engine(open_store("memory:"))
+    ingest(engine, parse_trace("".join(json.dumps(line) + "\n" for line in lines).encode(), "late.jsonl"))
+    (cause,) = [m for m in document(engine.store, f"comment:{PR}:c-1").matches if m.kind == "cause"]
+    observed = [step for step in cause.steps if step.event == "ObservationRecorded"]
+    assert [step.summary for step in observed] == [
+        "observed by c-1 via live: revision 1, status edited",
+        f"observed by c-1 via live, out of order (source time {t(10)} is before the latest, {t(20)}): no revision, not the latest",
+        "observed by c-1 via live: revision 2, deleted",
+        f"observed by c-1 via live, out of order (source time {t(20)} is not after its deletion's, {t(20)}): no revision, not the latest",
+    ]
+    facts = [{fact.name: fact.value for fact in step.facts} for step in observed]
+    assert facts[0] == {"source_time": t(20), "evidence": "https://scm/c/1"}
+    assert facts[1] == {"source_time": t(10), "truncated": True}
+    assert cause.state == "revision 2, untriaged"
