@@ -68,6 +68,7 @@ from tandem.adapters.http_inputs import (
     refuse_tokens_in_query,
     single_body_bytes_max,
 )
+from tandem.adapters.github_webhook import post_github
 from tandem.adapters.log_index import IndexKeeper
 from tandem.adapters.runtime import LockLost, Runtime
 from tandem.adapters.stream import Hub, StreamsFull
@@ -175,6 +176,8 @@ class Service:
     sessions: Sessions = field(default_factory=Sessions)  # the console's signed-in browsers
     # The log's index (adapters/log_index.py), built after startup and kept by the commits.
     indexing: IndexKeeper = field(default_factory=IndexKeeper)
+    # The GitHub webhook's secret (--github-secret-file); None: POST /v1/sources/github is 404.
+    github_secret: bytes | None = None
 
     @property
     def engine(self) -> Any:
@@ -513,7 +516,7 @@ async def _secured(response: Response[Any]) -> Response[Any]:
     return response
 
 
-ROUTES = [post_inputs, get_views, get_view, get_events, get_explain, get_health, head_health, get_stream]
+ROUTES = [post_inputs, get_views, get_view, get_events, get_explain, get_health, head_health, get_stream, post_github]
 
 
 def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] = (), on_shutdown: list[Callable[[], Awaitable[None]]] = ()) -> Litestar:  # type: ignore[assignment]

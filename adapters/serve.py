@@ -2,12 +2,13 @@
 front (adapters/http_api.py), on uvicorn.
 
 Start: load the tokens (a file readable by others, or a short token, is
-refused), take the store's writer lock, take the spool's lock, fold the
-store, apply the waiting spool files and the watchdog's rows, record
-`daemon.start`, bind the socket, and once serving print
-`listening on http://HOST:PORT` as the first line on stdout. Then, besides
-requests, the runtime's rounds run every `--interval` (spool, watchdog,
-idle tick, health snapshot).
+refused) and, with --github-secret-file, the webhook's secret (a file
+readable by others, or an empty secret, is refused), take the store's
+writer lock, take the spool's lock, fold the store, apply the waiting
+spool files and the watchdog's rows, record `daemon.start`, bind the
+socket, and once serving print `listening on http://HOST:PORT` as the
+first line on stdout. Then, besides requests, the runtime's rounds run
+every `--interval` (spool, watchdog, idle tick, health snapshot).
 
 Stop (SIGTERM or SIGINT): stop accepting, end every stream, finish the
 requests in flight (the input in flight is committed or not, whole), record
@@ -30,6 +31,7 @@ from typing import Any
 import uvicorn
 
 from tandem.adapters import daemon
+from tandem.adapters.github_webhook import SecretRefused, load_github_secret
 from tandem.adapters.http_api import ApiError, Service, build_app
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.process import ProcessError, log
@@ -168,7 +170,9 @@ def _ignore(number: int, frame: Any) -> None:
 def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None) -> None:
     try:
         tokens = load_tokens(args.tokens)
-    except TokensRefused as error:
+        secret_file = getattr(args, "github_secret_file", None)
+        github_secret = load_github_secret(secret_file) if secret_file is not None else None
+    except (TokensRefused, SecretRefused) as error:
         raise ServeError(str(error)) from None
     settings = daemon.settings_from(args, runtime_inputs=not args.no_runtime_inputs)
     runtime = Runtime(settings)
@@ -187,7 +191,10 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
         if spool_lock is not None:
             spool_lock.release()
         raise ServeError(str(error), error.code) from None
-    service = Service(runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql")
+    service = Service(
+        runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql",
+        github_secret=github_secret,
+    )  # fmt: skip
     on_startup, on_shutdown = _lifespan(service, args)
     app = build_app(service, on_startup, on_shutdown)
     config = uvicorn.Config(

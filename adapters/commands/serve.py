@@ -16,13 +16,14 @@ HELP = "serve the engine over HTTP: authenticated inputs, views, events, explain
 DESCRIPTION = (
     "The runtime of `tandem daemon` with the HTTP API in front (docs/api.md): POST "
     "/v1/inputs (the token is the actor), GET /v1/views, /v1/views/NAME, /v1/events, /v1/explain/ID, "
-    "/v1/health, /v1/stream (Server-Sent Events), /openapi.json. Takes the store's writer lock; with --spool "
-    "it also applies spooled traces. On SIGTERM or SIGINT it stops accepting, ends the streams, finishes "
+    "/v1/health, /v1/stream (Server-Sent Events), /openapi.json; with --github-secret-file, POST "
+    "/v1/sources/github (signed GitHub webhook deliveries as observe inputs). Takes the store's writer "
+    "lock; with --spool it also applies spooled traces. On SIGTERM or SIGINT it stops accepting, ends the streams, finishes "
     "the requests in flight, records daemon.stop (expected) and exits 0."
 )
 EPILOG = (
-    "API: docs/api.md. Exit codes: 0 stopped by SIGTERM or SIGINT; 1 the tokens, the "
-    "store (locked by another writer, unreachable) or the spool could not be used; 2 bad usage."
+    "API: docs/api.md, docs/sources.md. Exit codes: 0 stopped by SIGTERM or SIGINT; 1 the tokens, the "
+    "GitHub secret, the store (locked by another writer, unreachable) or the spool could not be used; 2 bad usage."
 )
 
 listen_default = "127.0.0.1:8765"
@@ -45,6 +46,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help='JSON {"tokens": [{"actor": "human", "token": "..."}, ...]}: each token is the actor it names; '
         "the file must be readable by its owner only (chmod 600) and every token at least 32 characters",
+    )
+    parser.add_argument(
+        "--github-secret-file",
+        type=Path,
+        metavar="FILE",
+        help="serve POST /v1/sources/github (GitHub webhook deliveries, no token: each is checked against its "
+        "X-Hub-Signature-256 with this secret, docs/sources.md); FILE holds the webhook's secret, readable by "
+        "its owner only (chmod 600), not empty",
     )
     parser.add_argument(
         "--listen",

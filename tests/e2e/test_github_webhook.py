@@ -1,0 +1,269 @@
+"""`tandem serve --github-secret-file F`: POST /v1/sources/github on a real
+server process (tests/e2e/serving.py), deliveries signed with a real
+HMAC-SHA256 (adapters/github_webhook.py, docs/sources.md).
+
+1. the fixture's deliveries, posted in delivered_at order, are recorded as
+   `source` observations: GET /v1/views shows the causes, revisions, repeats,
+   out of order and latest states `tandem replay` shows for the converted
+   trace (only the times differ: the server stamps `at`); the redelivery is a
+   recorded duplicate_input;
+2. refusals record nothing (the store's head, from the server and from the
+   store itself, does not move): a missing or wrong signature (401
+   bad_signature), an event or action not mapped (422 unmapped_event),
+   malformed JSON, bytes not UTF-8, a lone surrogate escape, a missing
+   pull_request, a missing header (400 invalid_delivery), another content
+   type (415), a body over the limit (413); ping is 200 and records nothing;
+3. without --github-secret-file the route is 404, and an unsafe or empty
+   secret file stops the server before it listens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from tandem.adapters.github import Delivery, map_delivery, payload_bytes_max
+from tests.e2e.serving import Served, store_head, tandem
+
+ROOT = Path(__file__).resolve().parents[2]
+DELIVERIES = ROOT / "fixtures" / "github" / "deliveries.jsonl"
+TRACE = ROOT / "fixtures" / "traces" / "github_sources.jsonl"
+SECRET = b"a webhook secret, as set on GitHub"
+ROUTE = "/v1/sources/github"
+TIMEOUT_S = 20.0
+TIMES = ("first_seen_at", "last_seen_at")
+
+
+@dataclass
+class Reply:
+    status: int
+    data: bytes
+
+    @property
+    def body(self) -> Any:
+        return json.loads(self.data)
+
+
+def request(server: Served, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> Reply:
+    parts = urlsplit(server.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=TIMEOUT_S)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return Reply(response.status, response.read())
+    finally:
+        connection.close()
+
+
+def signed(body: bytes, event: str, guid: str, secret: bytes = SECRET) -> dict[str, str]:
+    return {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": guid,
+        "X-Hub-Signature-256": "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest(),
+    }
+
+
+def deliver(server: Served, event: str, guid: str, body: bytes) -> Reply:
+    return request(server, "POST", ROUTE, body, signed(body, event, guid))
+
+
+def head(server: Served) -> int:
+    """The head, from the server and from the store: they agree."""
+    reply = request(server, "GET", "/v1/health")
+    assert reply.status == 200, reply
+    assert store_head(server.store_url) == reply.body["position"]
+    return reply.body["position"]
+
+
+def views(server: Served) -> dict[str, Any]:
+    reply = request(server, "GET", "/v1/views", headers={"Authorization": f"Bearer {server.tokens['human']}"})
+    assert reply.status == 200, reply
+    return reply.body
+
+
+def fixture_deliveries() -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in DELIVERIES.read_bytes().splitlines()]
+    return sorted(rows, key=lambda row: row["delivered_at"])  # stable: as `tandem github convert` orders them
+
+
+def secret_file(directory: Path, data: bytes = SECRET + b"\n", mode: int = 0o600) -> Path:
+    path = directory / "github-secret"
+    path.write_bytes(data)
+    os.chmod(path, mode)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    directory = tmp_path_factory.mktemp("github-webhook")
+    with Served(directory, f"sqlite:///{directory}/events.db", "--github-secret-file", str(secret_file(directory)), "--no-runtime-inputs") as served:
+        yield served
+
+
+def test_the_fixture_deliveries_are_recorded_as_the_converted_trace_says(server: Served) -> None:
+    before = head(server)
+    answers = []
+    for row in fixture_deliveries():
+        body = json.dumps(row["request"]["payload"], ensure_ascii=False).encode()
+        reply = deliver(server, row["event"], row["guid"], body)
+        unmapped = map_delivery(Delivery(row["guid"], row["event"], None, row["request"]["payload"])).unmapped
+        assert reply.status == (422 if unmapped else 200), (row["guid"], reply)
+        if not unmapped:
+            answers.append((row, reply.body))
+    recorded = [result for _, answer in answers for result in answer["results"]]
+    assert len(recorded) == 26 and head(server) > before
+    ping = next(answer for row, answer in answers if row["event"] == "ping")
+    assert ping["results"] == [] and "ping" in ping["note"]
+    fanned = next(answer for row, answer in answers if len(answer["results"]) == 2)
+    assert fanned["event"] == "check_run" and [result["accepted"] for result in fanned["results"]] == [True, True]
+    redelivered = [answer for row, answer in answers if row["redelivery"]]
+    assert [result["reason"] for answer in redelivered for result in answer["results"]] == ["duplicate_input"]
+    served = {row["cause_key"]: row for row in views(server)["inbox"]}
+    expected = {row["cause_key"]: row for row in json.loads(TRACE.with_suffix(".views.json").read_text(encoding="utf-8"))["inbox"]}
+    assert served.keys() == expected.keys()
+    for key, row in expected.items():
+        assert {k: v for k, v in served[key].items() if k not in TIMES} == {k: v for k, v in row.items() if k not in TIMES}, key
+    events = request(server, "GET", f"/v1/events?after={before}&limit=5", headers={"Authorization": f"Bearer {server.tokens['human']}"})
+    inputs = [event["body"]["input"] for event in events.body["events"] if event["type"] == "InputAccepted"]
+    assert inputs and all(value["actor"] == "source" and value["type"] == "observe" for value in inputs)
+
+
+def _payload(name: str) -> bytes:
+    return (ROOT / "fixtures" / "github" / "payload-examples" / name).read_bytes()
+
+
+COMMENT = _payload("issue_comment/created.payload.json")
+REFUSED: dict[str, tuple[dict[str, str], bytes, int, str]] = {
+    "no signature": ({"Content-Type": "application/json", "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "r-1"}, COMMENT, 401, "bad_signature"),
+    "a wrong signature": (signed(COMMENT, "issue_comment", "r-2", secret=b"another secret"), COMMENT, 401, "bad_signature"),
+    "a signature of another body": (signed(COMMENT + b" ", "issue_comment", "r-3"), COMMENT, 401, "bad_signature"),
+    "an event not mapped": (signed(b'{"ref": "refs/heads/main"}', "push", "r-4"), b'{"ref": "refs/heads/main"}', 422, "unmapped_event"),
+    "an action not mapped": (
+        signed(_payload("check_run/requested_action.payload.json"), "check_run", "r-5"),
+        _payload("check_run/requested_action.payload.json"),
+        422,
+        "unmapped_event",
+    ),
+    "malformed JSON": (signed(b'{"action": "created",', "issue_comment", "r-6"), b'{"action": "created",', 400, "invalid_delivery"),
+    "not UTF-8": (signed(b'{"action": "\xff"}', "issue_comment", "r-7"), b'{"action": "\xff"}', 400, "invalid_delivery"),
+    "a lone surrogate escape": (signed(b'{"action": "\\ud800"}', "issue_comment", "r-8"), b'{"action": "\\ud800"}', 400, "invalid_delivery"),
+    "not an object": (signed(b"[1, 2]", "issue_comment", "r-9"), b"[1, 2]", 400, "invalid_delivery"),
+    "no pull_request": (
+        signed(b'{"action": "submitted", "review": {"id": 1, "state": "approved"}}', "pull_request_review", "r-10"),
+        b'{"action": "submitted", "review": {"id": 1, "state": "approved"}}',
+        400,
+        "invalid_delivery",
+    ),
+    "no X-GitHub-Event": ({**signed(COMMENT, "x", "r-11"), "X-GitHub-Event": ""}, COMMENT, 400, "invalid_delivery"),
+    "another content type": ({**signed(COMMENT, "issue_comment", "r-12"), "Content-Type": "application/x-www-form-urlencoded"}, COMMENT, 415, "unsupported_media_type"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_a_refused_delivery_records_nothing(server: Served, case: str) -> None:
+    headers, body, status, code = REFUSED[case]
+    before = head(server)
+    reply = request(server, "POST", ROUTE, body, headers)
+    assert reply.status == status, (case, reply)
+    assert set(reply.body) == {"error"} and reply.body["error"]["code"] == code, reply.body
+    assert reply.body["error"]["message"], reply.body
+    assert head(server) == before
+
+
+def test_the_messages_name_the_delivery(server: Served) -> None:
+    body = b'{"action": "submitted", "review": {"id": 1, "state": "approved"}}'
+    reply = deliver(server, "pull_request_review", "guid-named", body)
+    assert reply.body["error"]["message"] == "delivery guid-named (pull_request_review.submitted): payload.pull_request is missing"
+    unmapped = deliver(server, "push", "guid-push", b"{}")
+    assert unmapped.body["error"]["message"].startswith("delivery guid-push (push): not mapped: event 'push'")
+
+
+def test_a_body_over_the_limit_is_413_before_it_is_read(server: Served) -> None:
+    before = head(server)
+    parts = urlsplit(server.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=TIMEOUT_S)
+    try:
+        connection.putrequest("POST", ROUTE)
+        for name, value in {**signed(b"{}", "ping", "big"), "Content-Length": str(payload_bytes_max + 1)}.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        response = connection.getresponse()
+        status, data = response.status, response.read()
+    finally:
+        connection.close()
+    assert status == 413 and json.loads(data)["error"]["code"] == "too_large"
+    assert head(server) == before
+
+
+def test_ping_answers_200_and_records_nothing(server: Served) -> None:
+    before = head(server)
+    reply = deliver(server, "ping", "ping-guid", _payload("ping/payload.json"))
+    assert reply.status == 200
+    assert reply.body == {
+        "delivery": "ping-guid",
+        "event": "ping",
+        "action": None,
+        "position": before,
+        "results": [],
+        "note": "delivery ping-guid (ping): ping (hook 109948940): nothing to observe",
+    }
+    assert head(server) == before
+
+
+def test_a_delivery_is_recorded_as_source_with_the_servers_time(server: Served) -> None:
+    before = head(server)
+    body = json.dumps(json.loads(COMMENT) | {"comment": json.loads(COMMENT)["comment"] | {"id": 99, "body": "new"}}).encode()
+    reply = deliver(server, "issue_comment", "live-guid", body)
+    assert reply.status == 200, reply
+    (result,) = reply.body["results"]
+    assert result["accepted"] is True and result["line"] == 1
+    assert reply.body["position"] == head(server) > before
+    page = request(server, "GET", f"/v1/events?after={before}", headers={"Authorization": f"Bearer {server.tokens['human']}"})
+    (accepted,) = [event for event in page.body["events"] if event["type"] == "InputAccepted"]
+    value = accepted["body"]["input"]
+    assert (value["id"], value["actor"], value["at"]) == ("live-guid", "source", result["at"])  # the server's clock
+    assert value["source_id"] == "github:Codertocat/Hello-World:issue_comment:99" and value["text"] == "new"
+    again = deliver(server, "issue_comment", "live-guid", body)  # GitHub's redelivery: the same guid
+    assert [r["reason"] for r in again.body["results"]] == ["duplicate_input"]
+
+
+def test_without_a_secret_the_route_is_404(tmp_path: Path) -> None:
+    with Served(tmp_path, f"sqlite:///{tmp_path}/events.db", "--no-runtime-inputs") as served:
+        reply = deliver(served, "ping", "g", b"{}")
+        assert reply.status == 404 and reply.body["error"]["code"] == "not_found"
+        assert "--github-secret-file" in reply.body["error"]["message"]
+        document = request(served, "GET", "/openapi.json").body
+        operation = document["paths"][ROUTE]["post"]
+        assert "security" not in operation or operation["security"] == []
+        assert {p["name"] for p in operation["parameters"]} >= {"X-Hub-Signature-256", "X-GitHub-Event", "X-GitHub-Delivery"}
+
+
+@pytest.mark.parametrize(
+    ("data", "mode", "expected"),
+    [
+        (SECRET, 0o640, "readable or writable by group or others (mode 0640)"),
+        (SECRET, 0o604, "readable or writable by group or others (mode 0604)"),
+        (b"\n", 0o600, "the secret is empty"),
+        (b"", 0o600, "the secret is empty"),
+    ],
+    ids=["group-readable", "others-readable", "a newline", "empty"],
+)
+def test_an_unsafe_or_empty_secret_file_is_refused_before_anything_listens(tmp_path: Path, data: bytes, mode: int, expected: str) -> None:
+    path = secret_file(tmp_path, data, mode)
+    tokens = Served(tmp_path, "memory:").tokens_file
+    database = tmp_path / "events.db"
+    done = tandem("serve", "--store", f"sqlite:///{database}", "--tokens", str(tokens), "--github-secret-file", str(path), "--listen", "127.0.0.1:0", timeout_s=60)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert done.stdout == "" and f"GitHub secret file {path}" in done.stderr and expected in done.stderr, done.stderr
+    assert not database.exists()
