@@ -404,6 +404,8 @@ def _check(line: dict[str, Any], delivery: Delivery) -> None:
     """The engine's own decoder on the input: what it would refuse is the
     delivery's fault, said now, not a bad trace line later."""
     measured = line if "at" in line else {**line, "at": _epoch}
+    if _line_bytes(line) > line_bytes_max:  # not the text's fault: it was cut to fit
+        raise DeliveryInvalid(f"{delivery.name}: the observation it maps to is over the {line_bytes_max}-byte line limit")
     try:
         decode_input(msgspec.json.encode(measured))
     except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as error:

@@ -429,3 +429,10 @@ def test_webhook_and_trace_cut_a_text_the_same_way() -> None:
     with_at = one("issue_comment", payload)
     without = one("issue_comment", payload, at=None)
     assert "at" not in without and without["text"] == with_at["text"] and without["fingerprint"] == with_at["fingerprint"]
+
+
+def test_an_observation_too_big_for_a_line_even_without_text_is_a_bad_delivery() -> None:
+    payload = example("payload-examples/issue_comment/created.payload.json")
+    payload["issue"]["html_url"] = "https://github.com/" + "😀" * 262_000  # a scope of over 1 MiB, within the characters
+    with pytest.raises(DeliveryInvalid, match=r"delivery .* \(issue_comment.created\): the observation it maps to is over the 1048576-byte line limit"):
+        map_delivery(Delivery(GUID, "issue_comment", "2026-03-02T10:00:00Z", payload))
