@@ -433,6 +433,6 @@ def test_webhook_and_trace_cut_a_text_the_same_way() -> None:
 
 def test_an_observation_too_big_for_a_line_even_without_text_is_a_bad_delivery() -> None:
     payload = example("payload-examples/issue_comment/created.payload.json")
-    payload["issue"]["html_url"] = "https://github.com/" + "😀" * 262_000  # a scope of over 1 MiB, within the characters
+    payload["issue"]["html_url"] = "https://github.com/" + "😀" * 262_100  # a scope of over 1 MiB, within the characters
     with pytest.raises(DeliveryInvalid, match=r"delivery .* \(issue_comment.created\): the observation it maps to is over the 1048576-byte line limit"):
         map_delivery(Delivery(GUID, "issue_comment", "2026-03-02T10:00:00Z", payload))
