@@ -290,10 +290,12 @@ def _status(payload: _Payload) -> Facts:
 def _thread(payload: _Payload) -> Facts:
     comments = payload.get("thread.comments", list, required=False) or []
     first = payload.get("html_url", str, required=False, within=comments[0], prefix="thread.comments[0]") if comments else None
+    thread = payload.ident("thread.node_id")
     return Facts(
         object_type="thread",
-        object_id=payload.ident("thread.node_id"),
+        object_id=thread,
         kind="thread",
+        subject=thread,  # extension (docs/sources.md): one cause per thread, never a pull request's threads merged
         scopes=[payload.get("pull_request.html_url", str)],
         status=payload.get("action", str),  # resolved / unresolved
         evidence_ref=first,

@@ -165,7 +165,8 @@ def test_checks_reviews_statuses_and_threads_field_by_field() -> None:
     assert (status["status"], status["complete"], status["source_time"]) == ("success", True, "2019-05-15T15:20:55Z")
     thread = one("pull_request_review_thread", example("payload-examples/pull_request_review_thread/unresolved.payload.json"))
     assert (thread["kind"], thread["status"], thread["scope"]) == ("thread", "unresolved", PR2)
-    assert "source_time" not in thread and "subject" not in thread
+    assert "source_time" not in thread  # a thread's payload has no time of its resolution
+    assert thread["subject"] == thread["source_id"].rsplit(":", 1)[1] == "PRRT_kwDOFd42Pc4rQOUv"  # one cause per thread
 
 
 def test_a_pending_status_is_not_complete() -> None:
@@ -406,7 +407,8 @@ def test_the_fixture_views_show_every_behaviour() -> None:
     # Two reviewers: two causes; an edit and a dismissal: new revisions.
     assert row(f"review:{PR2}:237895671") == (2, 0, 0, False) and inbox[f"review:{PR2}:237895671"]["latest"]["status"] == "dismissed"
     assert row(f"review:{PR2}:237895672") == (2, 0, 0, False)
-    assert row(f"thread:{PR2}") == (2, 0, 0, False) and inbox[f"thread:{PR2}"]["latest"]["status"] == "unresolved"
+    thread = f"thread:{PR2}:PRRT_kwDOFd42Pc4rQOUv"  # one cause per thread (docs/sources.md: an extension)
+    assert row(thread) == (2, 0, 0, False) and inbox[thread]["latest"]["status"] == "unresolved"
     views = json.loads(TRACE.with_suffix(".views.json").read_text(encoding="utf-8"))
     assert views["rejections"] == [{"line": 38, "type": "observe", "reason": "duplicate_input"}]  # the redelivery
     assert len(inbox) == 12
