@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from tandem.adapters.api_schema import ErrorBody, InputResult, documented, resul
 from tandem.adapters.edge import EdgeRefused, token_admit
 from tandem.adapters.github import Delivery, DeliveryInvalid, decode_json, map_delivery, payload_bytes_max
 from tandem.adapters.http_inputs import JSON, ApiError, inline_body_bytes_max, read_limited
+from tandem.adapters.tokens import read_private_file
 from tandem.adapters.trace import TraceInvalid
 
 secret_file_bytes_max = 65_536
@@ -55,21 +55,7 @@ class SecretRefused(Exception):
 def load_github_secret(path: Path) -> bytes:
     """The webhook secret in `path` (see the module's docstring)."""
     where = f"GitHub secret file {path}"
-    try:
-        status = path.stat()
-    except OSError as error:
-        raise SecretRefused(f"{where}: cannot read it: {error.strerror}") from None
-    if not stat.S_ISREG(status.st_mode):
-        raise SecretRefused(f"{where}: not a regular file")
-    if status.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        mode = stat.S_IMODE(status.st_mode)
-        raise SecretRefused(f"{where}: readable or writable by group or others (mode {mode:04o}); run: chmod 600 {path}")
-    if status.st_size > secret_file_bytes_max:
-        raise SecretRefused(f"{where}: {status.st_size} bytes, over the {secret_file_bytes_max}-byte limit")
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise SecretRefused(f"{where}: cannot read it: {error.strerror}") from None
+    data = read_private_file(path, where, secret_file_bytes_max, SecretRefused)
     secret = data.removesuffix(b"\n").removesuffix(b"\r")
     if not secret.strip():
         raise SecretRefused(f"{where}: the secret is empty (write the webhook's secret, as set on GitHub)")

@@ -71,25 +71,32 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
-def load_tokens(path: Path) -> TokenTable:
-    """Read and check the tokens file (see the module's docstring)."""
+def read_private_file(path: Path, where: str, bytes_max: int, refused: type[Exception]) -> bytes:
+    """The bytes of a file holding secrets (the tokens, a webhook's secret):
+    a regular file, read and written by its owner alone, at most `bytes_max`
+    bytes; else `refused`, its message naming `where` and why."""
     try:
         status = path.stat()
     except OSError as error:
-        raise TokensRefused(f"tokens file {path}: cannot read it: {error.strerror}") from None
+        raise refused(f"{where}: cannot read it: {error.strerror}") from None
     if not stat.S_ISREG(status.st_mode):
-        raise TokensRefused(f"tokens file {path}: not a regular file")
+        raise refused(f"{where}: not a regular file")
     if status.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise TokensRefused(
-            f"tokens file {path}: readable or writable by group or others (mode {stat.S_IMODE(status.st_mode):04o}); "
-            f"run: chmod 600 {path}"
-        )
-    if status.st_size > tokens_file_bytes_max:
-        raise TokensRefused(f"tokens file {path}: {status.st_size} bytes, over the {tokens_file_bytes_max}-byte limit")
+        mode = stat.S_IMODE(status.st_mode)
+        raise refused(f"{where}: readable or writable by group or others (mode {mode:04o}); run: chmod 600 {path}")
+    if status.st_size > bytes_max:
+        raise refused(f"{where}: {status.st_size} bytes, over the {bytes_max}-byte limit")
     try:
-        parsed = msgspec.json.decode(path.read_bytes(), type=_File)
+        return path.read_bytes()
     except OSError as error:
-        raise TokensRefused(f"tokens file {path}: cannot read it: {error.strerror}") from None
+        raise refused(f"{where}: cannot read it: {error.strerror}") from None
+
+
+def load_tokens(path: Path) -> TokenTable:
+    """Read and check the tokens file (see the module's docstring)."""
+    data = read_private_file(path, f"tokens file {path}", tokens_file_bytes_max, TokensRefused)
+    try:
+        parsed = msgspec.json.decode(data, type=_File)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
         raise TokensRefused(
             f'tokens file {path}: {error} (expected {{"tokens": [{{"actor": "human", "token": "..."}}]}})'

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,3 +162,13 @@ def mark(page: Any) -> None:
 
 def reloaded(page: Any) -> bool:
     return page.evaluate("window.__not_reloaded !== true")
+
+
+@contextmanager
+def running(server: Served) -> Iterator[Served]:
+    """A started server for a module's tests, stopped after them: one that
+    does not stop cleanly fails (its log is the message)."""
+    try:
+        yield server
+    finally:
+        assert server.stop() == 0, server.log()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tandem.adapters.console.templating import BLOCK_WORDS
-from tests.browser.harness import ingest_file, serve, sign_in, sqlite_url
+from tests.browser.harness import ingest_file, running, serve, sign_in, sqlite_url
 from tests.e2e.serving import Served
 
 TRACES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"
@@ -30,20 +30,14 @@ def served(directory: Path, name: str) -> Served:
 
 @pytest.fixture(scope="module")
 def held(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    server = served(tmp_path_factory.mktemp("held"), "question_holds_open")
-    try:
+    with running(served(tmp_path_factory.mktemp("held"), "question_holds_open")) as server:
         yield server
-    finally:
-        assert server.stop() == 0, server.log()
 
 
 @pytest.fixture(scope="module")
 def uncertain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    server = served(tmp_path_factory.mktemp("uncertain"), "unknown_receipt_reconcile")
-    try:
+    with running(served(tmp_path_factory.mktemp("uncertain"), "unknown_receipt_reconcile")) as server:
         yield server
-    finally:
-        assert server.stop() == 0, server.log()
 
 
 def blocked_shown(page: Any) -> list[tuple[str, str]]:

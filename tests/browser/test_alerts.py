@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.browser.harness import Watch, serve_example, sign_in
+from tests.browser.harness import Watch, running, serve_example, sign_in
 from tests.e2e.serving import Served, store_head
 
 ALERT = "fallback_delivery:op-api"
@@ -21,11 +21,8 @@ OTHER = "fallback_delivery:op-form"
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    server = serve_example(tmp_path_factory.mktemp("alerts"))
-    try:
+    with running(serve_example(tmp_path_factory.mktemp("alerts"))) as server:
         yield server
-    finally:
-        assert server.stop() == 0, server.log()
 
 
 def section_of(page: Any, alert_id: str) -> str:

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.browser.harness import Watch, mark, reloaded, serve_example, sign_in, wait_live
+from tests.browser.harness import Watch, mark, reloaded, running, serve_example, sign_in, wait_live
 from tests.e2e.serving import Served, store_head, tandem
 
 PAGES = {  # path: a text its main part shows on the finished example
@@ -39,11 +39,8 @@ PAGES = {  # path: a text its main part shows on the finished example
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    server = serve_example(tmp_path_factory.mktemp("example"))
-    try:
+    with running(serve_example(tmp_path_factory.mktemp("example"))) as server:
         yield server
-    finally:
-        assert server.stop() == 0, server.log()
 
 
 @dataclass

@@ -16,7 +16,7 @@ from urllib.parse import quote
 import pytest
 
 from tandem.adapters.terminal import printable
-from tests.browser.harness import ingest_lines, serve, sign_in, sqlite_url
+from tests.browser.harness import ingest_lines, running, serve, sign_in, sqlite_url
 from tests.e2e.serving import Served, store_head
 
 TASK, OPERATION = "team/signup", "team/op-1"
@@ -55,11 +55,8 @@ def odd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     directory: Path = tmp_path_factory.mktemp("odd")
     url = sqlite_url(directory, "odd")
     ingest_lines(directory, url, "odd", lines())
-    server = serve(directory, url)
-    try:
+    with running(serve(directory, url)) as server:
         yield server
-    finally:
-        assert server.stop() == 0, server.log()
 
 
 def test_pages_of_ids_holding_slashes_are_found(page: Any, odd: Served) -> None:
