@@ -66,7 +66,7 @@ from tandem.replay.explain import document, encode_json  # noqa: E402
 from tandem.replay.index import LogIndex  # noqa: E402
 from tandem.replay.port import EventStore  # noqa: E402
 from tandem.replay.timeline import timeline  # noqa: E402
-from bench.workload import synthetic_trace  # noqa: E402
+from bench.workload import alternate, synthetic_trace  # noqa: E402
 
 goal_ratio_max = 2.0
 
@@ -130,16 +130,6 @@ def per_read_ms(read: Callable[[Side, LogIndex | None], Any], side: Side, indexe
         read(side, index)
     return (time.perf_counter() - started) * 1000 / calls
 
-
-def alternate(first: Callable[[], float], second: Callable[[], float], repetitions: int) -> tuple[list[float], list[float]]:
-    """A B, B A, A B...: neither side always gets the warmer (or noisier) slot."""
-    a_values: list[float] = []
-    b_values: list[float] = []
-    for repetition in range(repetitions):
-        order = ((first, a_values), (second, b_values))
-        for function, values in order[::-1] if repetition % 2 else order:
-            values.append(function())
-    return a_values, b_values
 
 
 @dataclass

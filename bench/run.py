@@ -42,7 +42,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +56,7 @@ from tandem.adapters.trace import parse_trace  # noqa: E402
 from tandem.domain.events import decode_event  # noqa: E402
 from tandem.replay.engine import Engine, Located  # noqa: E402
 from tandem.replay.snapshot import Written  # noqa: E402
-from bench.workload import observation_trace, synthetic_trace  # noqa: E402
+from bench.workload import alternate, observation_trace, synthetic_trace  # noqa: E402
 from tandem.projections.inbox import InboxView  # noqa: E402
 
 raw_row_bytes = 200  # the body size of a baseline row: about one stored event
@@ -151,20 +151,6 @@ def _settle() -> None:
     """Start every timed section from the same garbage-collector state."""
     gc.collect()
 
-
-def alternate(first: Callable[[], float], second: Callable[[], float], repetitions: int) -> tuple[list[float], list[float]]:
-    """Run the pair `repetitions` times as A B, B A, A B...: neither side
-    always gets the warmer (or the noisier) slot."""
-    a_values: list[float] = []
-    b_values: list[float] = []
-    for repetition in range(repetitions):
-        order = ((first, a_values), (second, b_values))
-        if repetition % 2:
-            order = order[::-1]
-        for function, values in order:
-            _settle()
-            values.append(function())
-    return a_values, b_values
 
 
 def lines_of(data: bytes, count: int) -> bytes:

@@ -36,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +50,7 @@ from tandem.adapters.store import open_store  # noqa: E402
 from tandem.adapters.tokens import ACTORS, new_token, write_tokens_file  # noqa: E402
 from tandem.adapters.trace import parse_trace  # noqa: E402
 from tandem.replay.engine import Engine  # noqa: E402
-from bench.workload import observation_trace, synthetic_trace  # noqa: E402
+from bench.workload import alternate, observation_trace, synthetic_trace  # noqa: E402
 
 GOALS = {"single": 0.6, "batch": 0.8}
 stream_clients = 50
@@ -261,15 +260,6 @@ def _percentile(values: list[float], percent: float) -> float:
 
 # ------------------------------------------------------------------- report
 
-
-def alternate(first: Callable[[], float], second: Callable[[], float], repetitions: int) -> tuple[list[float], list[float]]:
-    a_values: list[float] = []
-    b_values: list[float] = []
-    for repetition in range(repetitions):
-        order = [(first, a_values), (second, b_values)]
-        for function, values in order[::-1] if repetition % 2 else order:
-            values.append(function())
-    return a_values, b_values
 
 
 def report(name: str, what: str, a: list[float], b: list[float], goal: float) -> bool:

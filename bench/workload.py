@@ -10,7 +10,7 @@ to measure that the per-input cost does not grow with the live set.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -115,3 +115,15 @@ def observation_inputs(observations: int, causes: int, repeat_every: int = 3) ->
 def observation_trace(observations: int, causes: int, repeat_every: int = 3) -> bytes:
     encode = msgspec.json.encode
     return b"".join(encode(value) + b"\n" for value in observation_inputs(observations, causes, repeat_every))
+
+
+def alternate(first: Callable[[], float], second: Callable[[], float], repetitions: int) -> tuple[list[float], list[float]]:
+    """A B, B A, A B...: neither side always gets the warmer (or noisier) slot.
+    The figures of each side, in the order taken."""
+    a_values: list[float] = []
+    b_values: list[float] = []
+    for repetition in range(repetitions):
+        order = ((first, a_values), (second, b_values))
+        for function, values in order[::-1] if repetition % 2 else order:
+            values.append(function())
+    return a_values, b_values
