@@ -21,6 +21,7 @@ from msgspec import UNSET
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.authority import allows, check_authority
+from tandem.domain.budgets import retry_at
 from tandem.domain.inbox import outcome_update_events
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import ACTION, ATTEMPT, IN_FLIGHT
@@ -180,19 +181,23 @@ _RECONCILE_EVENTS = {
 
 
 def _attempt_transition(
-    state: State, seq: int, action: Action, attempt_id: str, attempt_event: str, action_event: str
+    state: State, value: Any, seq: int, action: Action, attempt_event: str, action_event: str
 ) -> list[ev.Event]:
+    attempt_id = value.attempt_id
     attempt = _latest_attempt(action, attempt_id)
     attempt_state = ATTEMPT.target(attempt.state, attempt_event)
     if attempt_state is None:
         raise Rejected("stale_attempt", f"{attempt_id!r} is {attempt.state}")
     restamped = None
     refusal = None
+    backoff: dict[str, Any] = {}
     if action_event == "refuse" and action.state != "cancel_requested":
         if len(action.attempts) >= state.grants[action.grant_id].max_attempts:
             action_event, reason = "exhaust", "max_attempts"
         else:
             action_event, restamped, reason = _back_to_pending(state, action)
+            until = retry_at(state, action, value.at) if action_event == "refuse" else None
+            backoff = {"retry_at": until} if until is not None else {}
         refusal = _refusal_facts(state, action, reason)
     action_state = ACTION.target(action.state, action_event)
     assert action_state is not None, (action.state, action_event)
@@ -205,6 +210,7 @@ def _attempt_transition(
             action_state=action_state,
             restamped=restamped,
             refusal=refusal,
+            **backoff,
         )
     ]
 
@@ -240,13 +246,13 @@ def _refusal_facts(state: State, action: Action, reason: str) -> ev.RefusalFacts
 def decide_receipt(state: State, value: inp.ExecutorReceipt, seq: int) -> list[ev.Event]:
     action = known_action(state, value.operation_id)
     attempt_event, action_event = _RECEIPT_EVENTS[value.result]
-    return _attempt_transition(state, seq, action, value.attempt_id, attempt_event, action_event)
+    return _attempt_transition(state, value, seq, action, attempt_event, action_event)
 
 
 def decide_reconcile(state: State, value: inp.ExecutorReconcile, seq: int) -> list[ev.Event]:
     action = known_action(state, value.operation_id)
     attempt_event, action_event = _RECONCILE_EVENTS[value.observed]
-    return _attempt_transition(state, seq, action, value.attempt_id, attempt_event, action_event)
+    return _attempt_transition(state, value, seq, action, attempt_event, action_event)
 
 
 _OUTCOME_EVENTS = {"succeeded": "succeed", "failed": "fail", "cancelled": "confirm_cancel"}
@@ -392,6 +398,11 @@ def _action_cancel_requested(state: State, event: ev.ActionCancelRequested) -> N
 def _action_claimed(state: State, event: ev.ActionClaimed) -> None:
     action = state.actions[event.operation_id]
     action.attempts.append(Attempt(event.attempt_id, _ATTEMPT_CLAIMED, event.envelope))
+    action.retry_at = None
+    deadline_at = event.envelope.deadline_at
+    if deadline_at is not UNSET and action.deadline_at is None:
+        action.deadline_at, action.first_claim_at = deadline_at, state.last_at
+        state.deadline_timers.add((deadline_at, action.operation_id))
     state.move_action(action, _CLAIMED)
 
 
@@ -401,6 +412,9 @@ def _attempt_updated(state: State, event: ev.AttemptUpdated) -> None:
     if event.restamped is not None:
         action.revisions = event.restamped
     state.move_action(action, event.action_state)
+    if event.retry_at is not UNSET:
+        action.retry_at = event.retry_at
+        state.backing_off[action.operation_id] = event.retry_at
 
 
 def _action_outcome_reported(state: State, event: ev.ActionOutcomeReported) -> None:

@@ -264,7 +264,13 @@ def _on_delivery_receipted(state: State, event: ev.DeliveryReceipted) -> list[ev
     """An accepted delivery holding an urgent alert's revision (or a newer one) resolves it."""
     if event.attempt_state != "accepted":
         return []
-    events: list[ev.Event] = []
+    events: list[ev.Event] = resolve_alert(
+        state,
+        event.cause,
+        f"delivery_failing:{event.conversation_id}",
+        detail=f"{event.delivery_id} was accepted",
+        facts=ev.AlertFacts(reason="accepted_delivery", conversation_id=event.conversation_id, delivery_id=event.delivery_id),
+    )  # contract v1.2 section 3.6
     delivery = state.conversations[event.conversation_id].deliveries[event.delivery_id]
     for cause_key, revision in delivery.included:
         alert = state.alerts.get(f"urgent:{cause_key}")
@@ -391,10 +397,14 @@ def _on_obligation_met(state: State, event: ev.ObligationMet) -> list[ev.Event]:
 # =============================================================== time rules
 
 
-def run_time_rules(state: State, cause: int, at: datetime.datetime, emit: Emit) -> None:
+def run_time_rules(
+    state: State, cause: int, at: datetime.datetime, emit: Emit, deadline: Callable[[], None] | None = None
+) -> None:
     """Spec 6, on every input's `at`: the watchdog's freshness, obligations
-    falling due, questions resurfacing. Overdue ones go out at the first pass
-    (after a restart too: the timers are part of the folded state)."""
+    falling due, questions resurfacing, and (contract v1.2 section 9) the
+    execution deadlines, `deadline()` stopping the first due one, in time
+    order, ties in that order. Overdue ones go out at the first pass (after a
+    restart too: the timers are part of the folded state)."""
     fresh = state.is_fresh(at)
     if fresh != state.watchdog_fresh:
         state.watchdog_fresh = fresh
@@ -415,7 +425,13 @@ def run_time_rules(state: State, cause: int, at: datetime.datetime, emit: Emit) 
         # obligation goes first when both fall due at the same time.
         obligation = next(iter(obligations.items()), None)
         question_due = questions[0][0] if questions else None
-        if obligation is not None and obligation[1] <= at and (question_due is None or obligation[1] <= question_due):
+        deadlines = state.deadline_timers.entries
+        deadline_due = deadlines[0][0] if deadlines and deadline is not None else None
+        if deadline_due is not None and deadline_due <= at and all(
+            due is None or deadline_due < due for due in (obligation[1] if obligation else None, question_due)
+        ):
+            deadline()  # type: ignore[misc]
+        elif obligation is not None and obligation[1] <= at and (question_due is None or obligation[1] <= question_due):
             emit(ev.ObligationDue(cause=cause, operation_id=obligation[0], reason="overdue"))
         elif question_due is not None and question_due <= at:
             _, _, first, second = questions[0]

@@ -12,6 +12,7 @@ tasks area `issue_grant` for a delegation.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import posixpath
 from collections.abc import Iterable, Sequence
@@ -23,12 +24,14 @@ from msgspec.structs import replace
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.lifecycles import ACTION, GRANT
+from tandem.domain.inputs import given
 from tandem.domain.lookups import known_grant
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Config, Grant, Policy
 from tandem.domain.state import State
 
 normalised_paths_cached_max = 65_536
+replace_config = dataclasses.replace
 
 
 @functools.lru_cache(maxsize=normalised_paths_cached_max)  # pure: a memo, not state
@@ -162,7 +165,26 @@ def decide_configure(state: State, value: inp.ConfigureEngine, seq: int) -> list
         name: getattr(state.config, name) if getattr(value, name) is UNSET else getattr(value, name)
         for name in ("watchdog_max_age_s", "fallback_after_s", "question_resurface_s", "wake_batch_max")
     }
-    return [ev.EngineConfigured(cause=seq, **settings)]
+    budgets = {name: getattr(value, name) for name in BUDGET_SETTINGS}  # UNSET when not given
+    return [ev.EngineConfigured(cause=seq, **settings, **budgets)]
+
+
+# Contract v1.2 section 3.2: recorded only when given.
+BUDGET_SETTINGS = (
+    "wake_min_interval_s", "wake_batch_wait_s", "delivery_backoff_s", "delivery_retries_max",
+    "backlog_degraded_at", "exhausted_alerts",
+)  # fmt: skip
+
+
+def grant_budgets(execution_deadline_s: Any, retry_backoff_s: Any) -> dict[str, Any]:
+    """A grant's budgets (contract v1.2 section 3.1) as its events record them:
+    only when set, so a v1 grant's events are unchanged."""
+    budgets: dict[str, Any] = {}
+    if execution_deadline_s not in (None, UNSET):
+        budgets["execution_deadline_s"] = execution_deadline_s
+    if retry_backoff_s not in (0, UNSET):
+        budgets["retry_backoff_s"] = retry_backoff_s
+    return budgets
 
 
 def decide_policy(state: State, value: inp.SetPolicy, seq: int) -> list[ev.Event]:
@@ -206,6 +228,7 @@ def issue_grant(
         policy_revision=state.policy.revision,
         dropped_operations=dropped_operations,
         dropped_roots=dropped_roots,
+        **grant_budgets(request.execution_deadline_s, request.retry_backoff_s),
     )
 
 
@@ -217,6 +240,7 @@ def _revise_grant_events(
     roots_request: list[str],
     max_attempts: int,
     token_limit: int | None,
+    budgets: dict[str, Any],
 ) -> list[ev.Event]:
     # "Narrowed like delegation": the whole grant, named parts and kept ones,
     # is narrowed to the policy in force, which the event records.
@@ -240,6 +264,7 @@ def _revise_grant_events(
             fenced=fenced,
             restamped=restamped,
             fenced_because=because,
+            **budgets,
         )
     ]
 
@@ -256,8 +281,9 @@ def decide_rule(state: State, value: inp.SetRule, seq: int) -> list[ev.Event]:
         raise Rejected("already_exists", f"rule {value.rule_id!r} already holds grant {current!r}")
     grant = state.grants[current]
     return _revise_grant_events(
-        state, seq, grant, request.allowed_operations, request.write_roots, request.max_attempts, request.token_limit
-    )
+        state, seq, grant, request.allowed_operations, request.write_roots, request.max_attempts, request.token_limit,
+        grant_budgets(request.execution_deadline_s, request.retry_backoff_s),
+    )  # fmt: skip
 
 
 def decide_grant_revision(state: State, value: inp.ReviseGrant, seq: int) -> list[ev.Event]:
@@ -274,6 +300,10 @@ def decide_grant_revision(state: State, value: inp.ReviseGrant, seq: int) -> lis
         value.write_roots if value.write_roots is not UNSET else list(grant.roots),
         value.max_attempts if value.max_attempts is not UNSET else grant.max_attempts,
         value.token_limit if value.token_limit is not UNSET else grant.token_limit,
+        grant_budgets(
+            value.execution_deadline_s if value.execution_deadline_s is not UNSET else grant.execution_deadline_s,
+            value.retry_backoff_s if value.retry_backoff_s is not UNSET else grant.retry_backoff_s,
+        ),
     )
 
 
@@ -289,8 +319,14 @@ def fence(state: State, operation_ids: list[str], event: ev.Event) -> None:
 
 
 def _engine_configured(state: State, event: ev.EngineConfigured) -> None:
-    state.config = Config(
-        event.watchdog_max_age_s, event.fallback_after_s, event.question_resurface_s, event.wake_batch_max
+    budgets = {name: getattr(event, name) for name in BUDGET_SETTINGS if getattr(event, name) is not UNSET}
+    state.config = replace_config(
+        state.config,
+        watchdog_max_age_s=event.watchdog_max_age_s,
+        fallback_after_s=event.fallback_after_s,
+        question_resurface_s=event.question_resurface_s,
+        wake_batch_max=event.wake_batch_max,
+        **budgets,
     )
 
 
@@ -310,6 +346,8 @@ def _grant_issued(state: State, event: ev.GrantIssued) -> None:
         max_attempts=event.max_attempts,
         token_limit=event.token_limit,
         state=GRANT.after[ev.GrantIssued],
+        execution_deadline_s=given(event.execution_deadline_s),
+        retry_backoff_s=given(event.retry_backoff_s) or 0,
     )
 
 
@@ -321,6 +359,8 @@ def _grant_revised(state: State, event: ev.GrantRevised) -> None:
     grant.roots = tuple(event.write_roots)
     grant.max_attempts = event.max_attempts
     grant.token_limit = event.token_limit
+    grant.execution_deadline_s = given(event.execution_deadline_s)
+    grant.retry_backoff_s = given(event.retry_backoff_s) or 0
     fence(state, event.fenced, event)
     for operation_id in event.restamped:
         action = state.actions[operation_id]

@@ -247,7 +247,12 @@ def _touch_approval(state: State, conversation_id: str) -> None:
 
 
 def _failure_hold_changed(state: State, event: ev.FailureHoldChanged) -> None:
-    state.conversations[event.conversation_id].failure_held = event.held
+    conversation = state.conversations[event.conversation_id]
+    conversation.failure_held = event.held
+    conversation.engine_held = event.held and event.by == "engine"
+    if not event.held:
+        # The human's release ends the delivery back-off (contract v1.2 section 3.6).
+        conversation.refusals, conversation.refused_at, conversation.refused_id = 0, None, None
 
 
 DECIDERS = {

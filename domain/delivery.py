@@ -25,6 +25,7 @@ import msgspec
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.alerts import raise_alert, resolve_alert, urgent_rule
+from tandem.domain.budgets import Deferral, delivery_deferral, engine_hold, record_deferral, wake_deferral
 from tandem.domain.lifecycles import DELIVERY, MESSAGE, TURN
 from tandem.domain.lookups import numbered_owner
 from tandem.domain.reasons import Rejected
@@ -80,7 +81,9 @@ def end_turn(conversation: Conversation, seq: int, outcome: str, delivered: list
     )
 
 
-def _settle_delivery(conversation: Conversation, delivery: Delivery, attempt_state: str, seq: int) -> list[ev.Event]:
+def _settle_delivery(
+    state: State, conversation: Conversation, delivery: Delivery, attempt_state: str, seq: int
+) -> list[ev.Event]:
     tokens = conversation.context_tokens
     if attempt_state == "accepted" and delivery.epoch == conversation.epoch:
         tokens += delivery.tokens
@@ -106,6 +109,8 @@ def _settle_delivery(conversation: Conversation, delivery: Delivery, attempt_sta
         ended = end_turn(conversation, seq, "failed", None)
         released = [d for d in ended.released if d != delivery.delivery_id]  # released by the receipt
         events.append(msgspec.structs.replace(ended, released=released, delivery_id=delivery.delivery_id))
+    if attempt_state in ("refused", "not_received"):
+        events.extend(engine_hold(state, conversation, seq))  # contract v1.2 section 3.6
     return events
 
 
@@ -114,7 +119,7 @@ def _settle_from(state: State, delivery_id: str, delivery_event: str, expected: 
     attempt_state = DELIVERY.target(delivery.attempt_state, delivery_event)
     if attempt_state is None:
         raise Rejected("stale_attempt", f"{delivery_id!r} is {delivery.attempt_state}, not {expected}")
-    return _settle_delivery(conversation, delivery, attempt_state, seq)
+    return _settle_delivery(state, conversation, delivery, attempt_state, seq)
 
 
 def decide_provider_receipt(state: State, value: inp.ProviderReceipt, seq: int) -> list[ev.Event]:
@@ -322,26 +327,38 @@ def _start_turn(conversation: Conversation, cause: int, emit: Emit, kind: str, r
 
 
 def _conversation_pass(state: State, conversation: Conversation, cause: int, at: datetime.datetime, emit: Emit) -> None:
-    """The first rule of contract section 5.3 that applies to one foreground."""
+    """One foreground: no delivery of any kind while a refusal's back-off
+    lasts (contract v1.2 section 3.6), else the first rule that applies; then
+    why its next delivery waits, if that changed."""
+    deferral = delivery_deferral(state, conversation, at)
+    if deferral is None:
+        deferral = _first_rule(state, conversation, cause, at, emit)
+    record_deferral(state, conversation, cause, deferral, emit)
+
+
+def _first_rule(state: State, conversation: Conversation, cause: int, at: datetime.datetime, emit: Emit) -> Deferral | None:
+    """The first rule of contract section 5.3 that applies to one foreground
+    (a wake may be deferred: contract v1.2 section 3.7)."""
     # 1. Not dispatchable: keep the queue and the updates.
     if conversation.approvals or conversation.failure_held:
-        return
+        return None
     if conversation.reseed_due and conversation.recovery is None:
         _reseed(state, conversation, cause, emit)
-        return
+        return None
     if conversation.recovery is not None:
-        return
+        return None
     if conversation.reseed_id is not None:
         reseed = conversation.deliveries[conversation.reseed_id]
         if reseed.attempt_state != "accepted":
-            return
+            return None
     room = _room(conversation)
     if conversation.running_turn is not None:
         _steer(state, conversation, cause, emit, room)
     elif conversation.queue:
         _human_turn(state, conversation, cause, emit, room)
     elif conversation.deliverable and "*" not in state.paused:
-        _wake(state, conversation, cause, at, emit, room)
+        return _wake(state, conversation, cause, at, emit, room)
+    return None
 
 
 def _steer(state: State, conversation: Conversation, cause: int, emit: Emit, room: int) -> None:
@@ -379,8 +396,11 @@ def _human_turn(state: State, conversation: Conversation, cause: int, emit: Emit
     )  # fmt: skip
 
 
-def _wake(state: State, conversation: Conversation, cause: int, at: datetime.datetime, emit: Emit, room: int) -> None:
-    """4. One coalesced wake: up to wake_batch_max updates that fit."""
+def _wake(
+    state: State, conversation: Conversation, cause: int, at: datetime.datetime, emit: Emit, room: int
+) -> Deferral | None:
+    """4. One coalesced wake: up to wake_batch_max updates that fit (unless
+    the wake interval or the batch wait defers it: contract v1.2 section 3.7)."""
     fitted = _fit(_ranked(state, conversation.deliverable), room, state.config.wake_batch_max)
     compaction = f"compaction_required:{conversation.conversation_id}"
     if not fitted.chosen:
@@ -394,13 +414,17 @@ def _wake(state: State, conversation: Conversation, cause: int, at: datetime.dat
         )
         for event in raise_alert(state, cause, compaction, at, detail=detail, facts=facts):
             emit(event)
-        return
+        return None
+    deferral = wake_deferral(state, conversation, at, any(update.disposition == "urgent" for update in fitted.chosen))
+    if deferral is not None:
+        return deferral
     for event in resolve_alert(
         state, cause, compaction, detail=f"a wake fits in {room} tokens", facts=ev.AlertFacts(reason="wake_fits", room=room)
     ):
         emit(event)  # a later wake fits
     turn_id = _start_turn(conversation, cause, emit, "wake", "wake")
     _deliver(state, conversation, cause, emit, "turn", turn_id, "wake", [(fitted, False)], [])
+    return None
 
 
 def _reseed(state: State, conversation: Conversation, cause: int, emit: Emit) -> None:
@@ -426,6 +450,8 @@ def _turn_started(state: State, event: ev.TurnStarted) -> None:
     conversation.turns += 1
     conversation.running_turn = Turn(event.turn_id, event.epoch, event.kind, state=TURN.after[ev.TurnStarted])
     conversation.not_steered.clear()
+    if event.kind == "wake":
+        conversation.last_wake_at = state.last_at  # the wake interval counts from here (v1.2 section 3.7)
 
 
 def _delivery_created(state: State, event: ev.DeliveryCreated) -> None:
@@ -479,7 +505,12 @@ def _delivery_receipted(state: State, event: ev.DeliveryReceipted) -> None:
     conversation.context_tokens = event.context_tokens
     if event.releases:
         release(state, delivery)
+    if event.attempt_state == "accepted":
+        conversation.refusals, conversation.refused_at, conversation.refused_id = 0, None, None
     if event.attempt_state in ("refused", "not_received"):
+        # Counted for the delivery back-off (contract v1.2 section 3.6).
+        conversation.refusals += 1
+        conversation.refused_at, conversation.refused_id = state.last_at, delivery.delivery_id
         turn = conversation.running_turn
         if delivery.kind == "steer" and event.attempt_state == "refused" and turn is not None and turn.turn_id == delivery.turn_id:
             conversation.not_steered.update(delivery.included)  # not steered again during that turn

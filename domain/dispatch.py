@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from tandem.domain import events as ev
 from tandem.domain.alerts import run_time_rules
+from tandem.domain.budgets import deadline_for, deadline_rule, retry_blocked, touch_backed_off
 from tandem.domain.delivery import run_foreground_pass
 from tandem.domain.inputs import Input
 from tandem.domain.provenance import block_facts, hold_facts, prerequisite_facts
@@ -47,7 +48,9 @@ def handle_input(state: State, value: Input, seq: int, file: str | None, line: i
 def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> None:
     """Decide the engine's own events: time rules, then actions in proposal
     order, then foreground delivery (contract section 4)."""
-    run_time_rules(state, cause, at, emit)
+    run_time_rules(state, cause, at, emit, deadline_rule(state, cause, emit) if state.deadline_timers.entries else None)
+    if state.backing_off:
+        touch_backed_off(state, at)
     if state.dirty_actions or state.dirty_tasks:
         _actions_pass(state, cause, emit)
     run_foreground_pass(state, cause, at, emit)
@@ -95,6 +98,8 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
     assert action.revisions.grant == state.grants[action.grant_id].revision, action.operation_id
     assert task is None or action.revisions.task == task.revision, action.operation_id
     conversation = state.conversations[task.conversation_id] if task is not None else None
+    assert state.last_at is not None
+    deadline_at = deadline_for(state, action, state.last_at)
     emit(
         ev.ActionClaimed(
             cause=cause,
@@ -111,6 +116,7 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
                 grant_revision=action.revisions.grant,
                 policy_revision=state.policy.revision,
                 intent_revision=action.revisions.intent,
+                **({"deadline_at": deadline_at} if deadline_at is not None else {}),
             ),
             facts=ev.ClaimFacts(
                 heartbeat_generation=state.heartbeat_generation,
@@ -163,6 +169,8 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
         codes.append("approval_pending")
     if state.grants[action.grant_id].budget_exhausted:
         codes.append("budget_exhausted")
+    if action.retry_at is not None and retry_blocked(state, action):
+        codes.append("retry_backoff")
     return tuple(codes)
 
 

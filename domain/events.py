@@ -22,7 +22,7 @@ import datetime
 from typing import Any, Union
 
 import msgspec
-from msgspec import UNSET, Struct, UnsetType
+from msgspec import UNSET, UnsetType
 
 from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is facts.BlockFact
     AlertFacts,
@@ -30,6 +30,8 @@ from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is
     BlockFact,
     CandidateUpdate,
     ClaimFacts,
+    DeadlineFacts,
+    DeferralFacts,
     DeliveryBudget,
     Envelope,
     PrerequisiteFact,
@@ -39,47 +41,7 @@ from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is
     Revisions,
     TaskStateFact,
 )
-from tandem.domain.inputs import AnyInput
-
-
-class Event(Struct, frozen=True, tag_field="event", kw_only=True, omit_defaults=False):
-    pass
-
-
-class Decision(Event, frozen=True, kw_only=True):
-    """An event caused by an input; `cause` is that input's sequence number."""
-
-    cause: int
-
-
-# ----------------------------------------------------------------- inputs
-
-
-class InputAccepted(Event, frozen=True, kw_only=True):
-    seq: int
-    file: str | None
-    line: int | None
-    input: AnyInput
-
-
-class InputRejected(Event, frozen=True, kw_only=True):
-    seq: int
-    file: str | None
-    line: int | None
-    input: AnyInput
-    reason: str
-    detail: str = ""
-
-
-class SourceProgressed(Event, frozen=True, kw_only=True):
-    """How far a trace file has been ingested: its first `offset` bytes (whose
-    SHA-256 is `digest`) up to line `line`. Written once per committed batch."""
-
-    file: str
-    line: int
-    offset: int
-    digest: str
-
+from tandem.domain.event_base import Decision, Event, InputAccepted, InputRejected, SourceProgressed  # noqa: F401
 
 # ------------------------------------------------------ configuration, policy
 
@@ -89,6 +51,13 @@ class EngineConfigured(Decision, frozen=True, kw_only=True):
     fallback_after_s: int
     question_resurface_s: int
     wake_batch_max: int
+    # Contract v1.2 section 3.2: only when given (left out, the setting in force stays).
+    wake_min_interval_s: int | UnsetType = UNSET
+    wake_batch_wait_s: int | UnsetType = UNSET
+    delivery_backoff_s: int | UnsetType = UNSET
+    delivery_retries_max: int | UnsetType = UNSET
+    backlog_degraded_at: int | UnsetType = UNSET
+    exhausted_alerts: bool | UnsetType = UNSET
 
 
 class PolicySet(Decision, frozen=True, kw_only=True):
@@ -113,6 +82,9 @@ class GrantIssued(Decision, frozen=True, kw_only=True):
     policy_revision: int
     dropped_operations: list[str]
     dropped_roots: list[str]
+    # Contract v1.2 section 3.1: only when set (unset: none, and 0).
+    execution_deadline_s: int | UnsetType = UNSET
+    retry_backoff_s: int | UnsetType = UNSET
 
 
 class GrantRevised(Decision, frozen=True, kw_only=True):
@@ -129,6 +101,9 @@ class GrantRevised(Decision, frozen=True, kw_only=True):
     restamped: list[str]
     # Why each fenced action is no longer allowed (operation or a write path).
     fenced_because: dict[str, str] = {}
+    # Contract v1.2 section 3.1: only when set (unset: none, and 0).
+    execution_deadline_s: int | UnsetType = UNSET
+    retry_backoff_s: int | UnsetType = UNSET
 
 
 class GrantRevoked(Decision, frozen=True, kw_only=True):
@@ -234,6 +209,15 @@ class ActionCancelRequested(Decision, frozen=True, kw_only=True):
     reason: str  # "human", "task_cancelled" or "budget_exhausted"
 
 
+class DeadlineExceeded(Decision, frozen=True, kw_only=True):
+    """Its execution deadline passed, not terminal (contract v1.2 section 3.3)."""
+
+    operation_id: str
+    deadline_at: datetime.datetime
+    action_state: str
+    facts: DeadlineFacts
+
+
 class ActionClaimed(Decision, frozen=True, kw_only=True):
     operation_id: str
     attempt_id: str
@@ -254,6 +238,8 @@ class AttemptUpdated(Decision, frozen=True, kw_only=True):
     # Set for a refusal (receipt refused, reconcile not_received) outside
     # cancel_requested: why the action went back to pending, was exhausted or fenced.
     refusal: RefusalFacts | None = None
+    # Contract v1.2 section 3.5: back to pending, not claimed before this time.
+    retry_at: datetime.datetime | UnsetType = UNSET
 
 
 class ActionOutcomeReported(Decision, frozen=True, kw_only=True):
@@ -558,6 +544,19 @@ class ApprovalResolved(Decision, frozen=True, kw_only=True):
 class FailureHoldChanged(Decision, frozen=True, kw_only=True):
     conversation_id: str
     held: bool
+    # Contract v1.2 section 3.6: the engine's own hold (`by: "engine"`) after its retries.
+    by: str | UnsetType = UNSET
+    refusals: int | UnsetType = UNSET
+    delivery_retries_max: int | UnsetType = UNSET
+
+
+class DeliveryDeferred(Decision, frozen=True, kw_only=True):
+    """Why its next delivery waits changed (v1.2 sections 3.6, 3.7); None: no more."""
+
+    conversation_id: str
+    reason: str | None
+    until: datetime.datetime | None
+    facts: DeferralFacts | None = None
 
 
 # --------------------------------------- section 6: alerts, obligations, health
@@ -668,6 +667,7 @@ AnyEvent = Union[
     CardProposed,
     TurnStarted, DeliveryCreated, DeliveryReceipted, TurnEnded, ContextReset, RecoveryChanged,
     ApprovalOpened, ApprovalResolved, FailureHoldChanged,
+    DeadlineExceeded, DeliveryDeferred,
     AlertRaised, AlertSeen, AlertResolved, IncidentOpened, IncidentRecovered, DaemonStopped, DaemonStarted,
     ObligationOpened, ObligationMet, ObligationDue, QuestionResurfaced,
 ]  # fmt: skip

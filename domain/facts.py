@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime
 
-from msgspec import Struct
+from msgspec import UNSET, Struct, UnsetType
 
 
 class Revisions(Struct, frozen=True, kw_only=True):
@@ -46,6 +46,9 @@ class Envelope(Struct, frozen=True, kw_only=True):
     grant_revision: int
     policy_revision: int
     intent_revision: int | None
+    # Contract v1.2 section 3.3: the action's execution deadline (the same on
+    # every attempt: set at the first claim, never moved).
+    deadline_at: datetime.datetime | UnsetType = UNSET
 
 
 class PrerequisiteFact(Struct, frozen=True, kw_only=True):
@@ -121,7 +124,8 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
       `heartbeat_at`, None if never seen) and `watchdog_max_age_s`;
     - resource_busy: `resource` and the in-flight `operations` holding it;
     - approval_pending: the open `approvals`;
-    - budget_exhausted: `grant_id`, `usage`, `token_limit`.
+    - budget_exhausted: `grant_id`, `usage`, `token_limit`;
+    - retry_backoff: `retry_at` and the refused or not received `attempts` so far.
     """
 
     code: str
@@ -141,6 +145,8 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
     grant_id: str | None = None
     usage: int | None = None
     token_limit: int | None = None
+    retry_at: datetime.datetime | None = None
+    attempts: int | None = None
 
 
 class DeliveryBudget(Struct, frozen=True, kw_only=True):
@@ -206,3 +212,45 @@ class AlertFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     delivery_id: str | None = None
     due_at: datetime.datetime | None = None
     card_id: str | None = None
+    # Budgets (contract v1.2 section 3): a deadline, an exhausted action, a failing conversation.
+    deadline_at: datetime.datetime | None = None
+    attempt_id: str | None = None
+    grant_revision: int | None = None
+    execution_deadline_s: int | None = None
+    attempts: int | None = None
+    max_attempts: int | None = None
+    refusals: int | None = None
+    delivery_retries_max: int | None = None
+
+
+class DeadlineFacts(Struct, frozen=True, kw_only=True):
+    """What a deadline stop relied on (contract v1.2 section 3.3): the first
+    claim (`attempt_id`, `claimed_at`), the grant revision in force then and
+    its `execution_deadline_s`, and the state the action was in."""
+
+    attempt_id: str
+    claimed_at: datetime.datetime
+    grant_revision: int
+    execution_deadline_s: int
+    state: str
+
+
+class DeferralFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Why a conversation's next delivery waits (contract v1.2 sections 3.6,
+    3.7): `backoff`: the `refusals` since the last accepted delivery, the latest
+    refused one (`delivery_id`, `refused_at`) and `delivery_backoff_s`;
+    `wake_interval`: the previous wake (`last_wake_at`) and
+    `wake_min_interval_s`; `batch_wait`: the oldest deliverable update
+    (`cause_key`, `deliverable_since`), the `waiting` updates and
+    `wake_batch_wait_s`."""
+
+    refusals: int | None = None
+    delivery_id: str | None = None
+    refused_at: datetime.datetime | None = None
+    delivery_backoff_s: int | None = None
+    last_wake_at: datetime.datetime | None = None
+    wake_min_interval_s: int | None = None
+    cause_key: str | None = None
+    deliverable_since: datetime.datetime | None = None
+    waiting: int | None = None
+    wake_batch_wait_s: int | None = None

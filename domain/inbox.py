@@ -342,6 +342,7 @@ def _update_triaged(state: State, event: ev.UpdateTriaged) -> None:
     update.disposition = event.disposition
     update.action_priority = event.action_priority
     update.notification_priority = event.notification_priority
+    update.triaged_at = state.last_at  # deliverable since (contract v1.2 section 3.7)
     state.drop_candidate(update)
     update.foreground_id = event.foreground_id
     state.refresh_candidate(update)

@@ -126,6 +126,9 @@ class GrantRequest(Struct, frozen=True, forbid_unknown_fields=True):
     write_roots: Annotated[list[Text], Meta(max_length=list_items_max)]
     max_attempts: Positive = 3
     token_limit: Positive | None = None
+    # Contract v1.2 section 3.1: left out, they are not recorded at all.
+    execution_deadline_s: Positive | UnsetType = UNSET
+    retry_backoff_s: Count | UnsetType = UNSET
 
 
 class Prerequisite(Struct, frozen=True, forbid_unknown_fields=True):
@@ -175,6 +178,13 @@ class ConfigureEngine(Input, tag="engine.configure"):
     fallback_after_s: Count | UnsetType = UNSET
     question_resurface_s: Positive | UnsetType = UNSET
     wake_batch_max: Positive | UnsetType = UNSET
+    # Contract v1.2 section 3.2 (budgets).
+    wake_min_interval_s: Count | UnsetType = UNSET
+    wake_batch_wait_s: Count | UnsetType = UNSET
+    delivery_backoff_s: Count | UnsetType = UNSET
+    delivery_retries_max: Count | UnsetType = UNSET
+    backlog_degraded_at: Positive | UnsetType = UNSET
+    exhausted_alerts: bool | UnsetType = UNSET
 
 
 class SetPolicy(Input, tag="policy.set"):
@@ -221,9 +231,14 @@ class ReviseGrant(Input, tag="grant.revise"):
     write_roots: Annotated[list[Text], Meta(max_length=list_items_max)] | UnsetType = UNSET
     max_attempts: Positive | UnsetType = UNSET
     token_limit: Positive | UnsetType = UNSET
+    execution_deadline_s: Positive | UnsetType = UNSET
+    retry_backoff_s: Count | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        _require_one_of(self, "allowed_operations", "write_roots", "max_attempts", "token_limit")
+        _require_one_of(
+            self,
+            "allowed_operations", "write_roots", "max_attempts", "token_limit", "execution_deadline_s", "retry_backoff_s",
+        )  # fmt: skip
 
 
 class CancelTask(Input, tag="task.cancel"):

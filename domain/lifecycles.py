@@ -90,6 +90,8 @@ class ActionMachine(StateMachine):
         | cancel_requested.to(failed)
     )
     confirm_cancel = cancel_requested.to(cancelled)
+    # Contract v1.2 section 3.3: its execution deadline passed before it was claimed again.
+    expire = pending.to(exhausted) | fenced.to(exhausted)
 
 
 class AttemptMachine(StateMachine):

@@ -216,6 +216,11 @@ def _budget(state: State, action: Action) -> ev.BlockFact:
     )
 
 
+def _retry_backoff(state: State, action: Action) -> ev.BlockFact:
+    refused = sum(1 for attempt in action.attempts if attempt.state in ("refused", "not_received"))
+    return ev.BlockFact(code="retry_backoff", retry_at=action.retry_at, attempts=refused)
+
+
 _ACTION_FACTS = {
     "prerequisite_pending": _prerequisites_pending,
     "prerequisite_failed": _prerequisites_failed,
@@ -228,6 +233,7 @@ _ACTION_FACTS = {
     "resource_busy": _resource_busy,
     "approval_pending": _approval_pending,
     "budget_exhausted": _budget,
+    "retry_backoff": _retry_backoff,
 }
 
 _TASK_FACTS = {

@@ -59,6 +59,8 @@ BLOCKING_CODES: tuple[str, ...] = (
     "resource_busy",
     "approval_pending",
     "budget_exhausted",
+    # contract v1.2 section 9 (appended): section 3.5
+    "retry_backoff",
 )
 
 # Task-level holds, in the section 4 table's order.

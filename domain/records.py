@@ -39,6 +39,13 @@ class Config:
     fallback_after_s: Seconds = 600
     question_resurface_s: Seconds = 86_400
     wake_batch_max: int = 20
+    # Contract v1.2 section 3.2: the defaults change nothing.
+    wake_min_interval_s: Seconds = 0
+    wake_batch_wait_s: Seconds = 0
+    delivery_backoff_s: Seconds = 0
+    delivery_retries_max: int | None = None  # unbounded
+    backlog_degraded_at: int | None = None
+    exhausted_alerts: bool = False
 
 
 @dataclass(slots=True)
@@ -60,6 +67,8 @@ class Grant:
     token_limit: int | None
     state: str = GRANT.initial
     usage: int = 0
+    execution_deadline_s: Seconds | None = None  # contract v1.2 section 3.3
+    retry_backoff_s: Seconds = 0  # contract v1.2 section 3.5
     actions: list[str] = field(default_factory=list)
 
     @property
@@ -133,6 +142,9 @@ class Action:
     evidence_ref: str | None = None
     blocked_by: tuple[str, ...] = ()
     dependents: list[str] = field(default_factory=list)  # actions listing this one as a prerequisite
+    deadline_at: datetime.datetime | None = None  # its first claim + execution_deadline_s (v1.2 section 3.3)
+    first_claim_at: datetime.datetime | None = None  # when it was (only with a deadline)
+    retry_at: datetime.datetime | None = None  # not claimed before (v1.2 section 3.5), once refused
 
     @property
     def terminal(self) -> bool:
@@ -204,6 +216,13 @@ class Conversation:
     deliverable: set[str] = field(default_factory=set)  # actionable, urgent, needs_input
     optional: set[str] = field(default_factory=set)  # routine: ride along in a human turn
     urgent: set[str] = field(default_factory=set)  # the deliverable ones triaged urgent
+    # Budgets (contract v1.2 sections 3.6, 3.7):
+    refusals: int = 0  # refused or not received deliveries since the last accepted one
+    refused_at: datetime.datetime | None = None  # the latest of them
+    refused_id: str | None = None  # and its delivery
+    engine_held: bool = False  # its failure hold is the engine's, after its retries
+    last_wake_at: datetime.datetime | None = None  # the previous wake turn's start
+    deferred: tuple[str, datetime.datetime | None] | None = None  # (reason, until), as the last pass left it
 
     @property
     def intent_unsynced(self) -> bool:
@@ -261,6 +280,7 @@ class Update:
     tokens: int | None = None
     foreground_id: str | None = None  # the conversation it belongs to, once triaged
     held_by: str | None = None  # the current-epoch delivery holding its current revision
+    triaged_at: datetime.datetime | None = None  # when its current revision was triaged (deliverable since)
 
 
 # The triage dispositions a foreground must be told about (the rest ride along

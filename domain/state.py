@@ -100,6 +100,10 @@ class State:
     # Open obligations by due time. Due = outcome `at` + a fixed fallback_after_s and
     # `at` never goes backwards, so insertion order is due order: O(1) in and out.
     obligation_timers: OrderedDict[str, datetime.datetime] = field(default_factory=OrderedDict)
+    # Execution deadlines (contract v1.2 section 3.3) of live actions: (deadline_at, operation_id).
+    deadline_timers: Timers = field(default_factory=Timers)
+    # Pending actions refused under a grant's retry back-off (v1.2 section 3.5): op -> retry_at.
+    backing_off: dict[str, datetime.datetime] = field(default_factory=dict)
     # ---- indexes
     pending: set[str] = field(default_factory=set)
     fenced: set[str] = field(default_factory=set)
@@ -226,6 +230,7 @@ class State:
         operation_id = action.operation_id
         resource = action.resource
         if old == "pending":
+            self.backing_off.pop(operation_id, None)
             self.pending.discard(operation_id)
             _index_remove(self.pending_by_resource, resource, operation_id)
             _index_remove(self.pending_by_task, action.task_id, operation_id)
@@ -245,6 +250,8 @@ class State:
         is_busy = new_state in IN_FLIGHT
         if was_busy != is_busy:
             self._busy_changed(resource, operation_id, is_busy)
+        if new_state in TERMINAL and action.deadline_at is not None:
+            self.deadline_timers.discard((action.deadline_at, operation_id))
         if new_state in TERMINAL and action.dependents:
             # The outcome its dependents wait for is known now (prerequisite_*).
             self.dirty_actions.update(action.dependents)

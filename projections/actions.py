@@ -8,9 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from msgspec import UNSET
+
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import ACTION, ATTEMPT
-from tandem.projections.base import View, picked_rows, sorted_rows
+from tandem.projections.base import View, picked_rows, rfc3339, sorted_rows
 
 
 class ActionsView(View):
@@ -25,6 +27,7 @@ class ActionsView(View):
         if row["state"] != state:
             row["state"] = state
             row["blocked_by"] = []  # blocked_by is [] in every state but pending
+            row["retry_at"] = None  # so is retry_at
 
     def _proposed(self, event: ev.ActionProposed) -> None:
         self.rows[event.operation_id] = {
@@ -40,6 +43,9 @@ class ActionsView(View):
             "outcome": None,
             "artifact_revision": None,
             "prerequisites": [p.operation_id for p in event.prerequisites],
+            # Contract v1.2 section 3.10:
+            "deadline_at": None,
+            "retry_at": None,
         }
 
     def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> None:
@@ -58,12 +64,17 @@ class ActionsView(View):
 
     def _claimed(self, event: ev.ActionClaimed) -> None:
         attempt = {"attempt_id": event.attempt_id, "state": ATTEMPT.after[ev.ActionClaimed]}
-        self.rows[event.operation_id]["attempts"].append(attempt)
+        row = self.rows[event.operation_id]
+        row["attempts"].append(attempt)
+        if event.envelope.deadline_at is not UNSET:
+            row["deadline_at"] = rfc3339(event.envelope.deadline_at)
         self._set_state(event.operation_id, ACTION.after[ev.ActionClaimed])
 
     def _attempt(self, event: ev.AttemptUpdated) -> None:
         self.rows[event.operation_id]["attempts"][-1]["state"] = event.attempt_state
         self._set_state(event.operation_id, event.action_state)
+        if event.retry_at is not UNSET:
+            self.rows[event.operation_id]["retry_at"] = rfc3339(event.retry_at)
 
     def _outcome(self, event: ev.ActionOutcomeReported) -> None:
         row = self.rows[event.operation_id]
@@ -74,7 +85,13 @@ class ActionsView(View):
         self._set_state(event.operation_id, event.action_state)
 
     def _blocked(self, event: ev.ActionBlocked) -> None:
-        self.rows[event.operation_id]["blocked_by"] = list(event.blocked_by)
+        row = self.rows[event.operation_id]
+        row["blocked_by"] = list(event.blocked_by)
+        if "retry_backoff" not in event.blocked_by:
+            row["retry_at"] = None
+
+    def _deadline(self, event: ev.DeadlineExceeded) -> None:
+        self._set_state(event.operation_id, event.action_state)
 
     handlers = {
         ev.ActionProposed: _proposed,
@@ -88,6 +105,7 @@ class ActionsView(View):
         ev.AttemptUpdated: _attempt,
         ev.ActionOutcomeReported: _outcome,
         ev.ActionBlocked: _blocked,
+        ev.DeadlineExceeded: _deadline,
     }
 
     def render(self) -> list[dict[str, Any]]:

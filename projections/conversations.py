@@ -6,7 +6,7 @@ from typing import Any
 
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import DELIVERY
-from tandem.projections.base import View, sorted_rows
+from tandem.projections.base import View, rfc3339, sorted_rows
 
 
 class ConversationsView(View):
@@ -32,6 +32,9 @@ class ConversationsView(View):
             "queue": [],
             "context_tokens": 0,
             "deliveries": [],
+            # Contract v1.2 section 3.10:
+            "refusals": 0,
+            "deferred": None,
         }
 
     def _bound(self, event: ev.BackgroundBound) -> None:
@@ -76,7 +79,12 @@ class ConversationsView(View):
 
     def _receipted(self, event: ev.DeliveryReceipted) -> None:
         self.delivery_rows[event.delivery_id]["attempt_state"] = event.attempt_state
-        self.rows[event.conversation_id]["context_tokens"] = event.context_tokens
+        row = self.rows[event.conversation_id]
+        row["context_tokens"] = event.context_tokens
+        if event.attempt_state == "accepted":
+            row["refusals"] = 0
+        elif event.attempt_state in ("refused", "not_received"):
+            row["refusals"] += 1
 
     def _turn_ended(self, event: ev.TurnEnded) -> None:
         self.running.pop(event.conversation_id, None)
@@ -93,6 +101,12 @@ class ConversationsView(View):
 
     def _failure_hold(self, event: ev.FailureHoldChanged) -> None:
         self.failure_held[event.conversation_id] = event.held
+        if not event.held:
+            self.rows[event.conversation_id]["refusals"] = 0  # the human's release (contract v1.2 section 3.6)
+
+    def _deferred(self, event: ev.DeliveryDeferred) -> None:
+        deferred = None if event.reason is None else {"until": rfc3339(event.until), "reason": event.reason}
+        self.rows[event.conversation_id]["deferred"] = deferred
 
     def _usage(self, event: ev.UsageReported) -> None:
         if event.conversation_id is not None and event.context_tokens is not None:
@@ -112,6 +126,7 @@ class ConversationsView(View):
         ev.ContextReset: _reset,
         ev.RecoveryChanged: _recovery,
         ev.FailureHoldChanged: _failure_hold,
+        ev.DeliveryDeferred: _deferred,
     }
 
     def render(self) -> list[dict[str, Any]]:

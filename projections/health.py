@@ -1,4 +1,8 @@
-"""The `health` view: watchdog freshness, unattended dispatch, incidents, backlog."""
+"""The `health` view: watchdog freshness, unattended dispatch, incidents,
+backlog, and the degradation the budgets make visible (contract v1.2 section
+3.9): every code that holds after the pass, from the events already recorded
+(the deliverable updates as the inbox view follows them, the deferrals, the
+engine's holds, the actions blocked by their back-off)."""
 
 from __future__ import annotations
 
@@ -6,7 +10,12 @@ import datetime
 from typing import Any
 
 from tandem.domain import events as ev
+from tandem.domain.records import DELIVERABLE_DISPOSITIONS
 from tandem.projections.base import View, rfc3339
+
+DEGRADED_CODES = (
+    "backlog", "over_wake_batch_max", "delivery_backoff", "delivery_failing", "action_backoff", "provider_unready",
+)  # fmt: skip
 
 
 class HealthView(View):
@@ -20,6 +29,16 @@ class HealthView(View):
         self.now: datetime.datetime | None = None  # the last input's `at`: the engine's clock
         self.untriaged: dict[str, datetime.datetime] = {}  # cause -> when it got its current revision
         self.open_incidents: set[str] = set()
+        # Contract v1.2 section 3.9:
+        self.wake_batch_max = 20
+        self.backlog_degraded_at: int | None = None
+        self.revisions: dict[str, int] = {}  # cause -> current revision
+        self.candidates: dict[str, str] = {}  # cause -> the foreground it is deliverable to, if not held
+        self.holder: dict[str, str] = {}  # cause -> the delivery holding its current revision
+        self.deliveries: dict[str, tuple[str, int, list[tuple[str, int]]]] = {}  # id -> (conversation, epoch, included)
+        self.backoff: set[str] = set()  # conversations deferred by `backoff`
+        self.engine_held: set[str] = set()
+        self.backing_off: set[str] = set()  # pending actions blocked by retry_backoff
 
     def _input(self, event: ev.InputAccepted | ev.InputRejected) -> bool:
         fresh = self._fresh()
@@ -28,6 +47,9 @@ class HealthView(View):
 
     def _configured(self, event: ev.EngineConfigured) -> None:
         self.max_age_s = event.watchdog_max_age_s
+        self.wake_batch_max = event.wake_batch_max
+        if isinstance(event.backlog_degraded_at, int):
+            self.backlog_degraded_at = event.backlog_degraded_at
 
     def _heartbeat(self, event: ev.HeartbeatRecorded) -> None:
         self.generation = event.generation
@@ -36,12 +58,84 @@ class HealthView(View):
     def _recorded(self, event: ev.ObservationRecorded) -> None:
         if event.update_revision is not None:
             self.untriaged[event.cause_key] = event.at
+            self._new_revision(event.cause_key, event.update_revision)
 
     def _revised(self, event: ev.UpdateRevised) -> None:
         self.untriaged[event.cause_key] = event.at
+        self._new_revision(event.cause_key, event.revision)
+
+    def _new_revision(self, cause_key: str, revision: int) -> None:
+        self.revisions[cause_key] = revision
+        self.candidates.pop(cause_key, None)
+        self.holder.pop(cause_key, None)
 
     def _triaged(self, event: ev.UpdateTriaged) -> None:
         self.untriaged.pop(event.cause_key, None)
+        if event.disposition in DELIVERABLE_DISPOSITIONS and event.foreground_id is not None:
+            self.candidates[event.cause_key] = event.foreground_id
+        else:
+            self.candidates.pop(event.cause_key, None)
+
+    # The handlers below return False when nothing the view shows changed
+    # (`Views.apply`: the view is not named as changed by that event).
+
+    def _delivery(self, event: ev.DeliveryCreated) -> bool:
+        included = [(cause_key, revision) for cause_key, revision in event.included]
+        self.deliveries[event.delivery_id] = (event.conversation_id, event.epoch, included)
+        changed = False
+        for cause_key, revision in included:
+            if self.revisions.get(cause_key) == revision:
+                self.holder[cause_key] = event.delivery_id
+                changed = changed or cause_key in self.candidates
+        return changed
+
+    def _release(self, delivery_id: str) -> bool:
+        changed = False
+        for cause_key, _ in self.deliveries[delivery_id][2]:
+            if self.holder.get(cause_key) == delivery_id:
+                del self.holder[cause_key]
+                changed = changed or cause_key in self.candidates
+        return changed
+
+    def _receipted(self, event: ev.DeliveryReceipted) -> bool:
+        return event.releases and self._release(event.delivery_id)
+
+    def _turn_ended(self, event: ev.TurnEnded) -> bool:
+        return any([self._release(delivery_id) for delivery_id in event.released])
+
+    def _reset(self, event: ev.ContextReset) -> bool:
+        return any(
+            [
+                self._release(delivery_id)
+                for delivery_id, (conversation_id, epoch, _) in self.deliveries.items()
+                if conversation_id == event.conversation_id and epoch < event.epoch
+            ]
+        )
+
+    @staticmethod
+    def _switch(members: set[str], member: str, on: bool) -> bool:
+        """Add or discard `member`; whether that changed `members`."""
+        if (member in members) == on:
+            return False
+        (members.add if on else members.discard)(member)
+        return True
+
+    def _deferred(self, event: ev.DeliveryDeferred) -> bool:
+        return self._switch(self.backoff, event.conversation_id, event.reason == "backoff")
+
+    def _failure_hold(self, event: ev.FailureHoldChanged) -> bool:
+        return self._switch(self.engine_held, event.conversation_id, event.held and event.by == "engine")
+
+    def _blocked(self, event: ev.ActionBlocked) -> bool:
+        return self._switch(self.backing_off, event.operation_id, "retry_backoff" in event.blocked_by)
+
+    def _left_pending(self, event: ev.ActionClaimed | ev.ActionCancelled | ev.DeadlineExceeded) -> bool:
+        return self._switch(self.backing_off, event.operation_id, False)
+
+    def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> bool:
+        fenced = self.backing_off.intersection(event.fenced)
+        self.backing_off.difference_update(fenced)
+        return bool(fenced)
 
     def _incident(self, event: ev.IncidentOpened) -> None:
         self.open_incidents.add(event.incident_id)
@@ -59,6 +153,19 @@ class HealthView(View):
         ev.InputRejected: _input,
         ev.EngineConfigured: _configured,
         ev.HeartbeatRecorded: _heartbeat,
+        ev.DeliveryCreated: _delivery,
+        ev.DeliveryReceipted: _receipted,
+        ev.TurnEnded: _turn_ended,
+        ev.ContextReset: _reset,
+        ev.DeliveryDeferred: _deferred,
+        ev.FailureHoldChanged: _failure_hold,
+        ev.ActionBlocked: _blocked,
+        ev.ActionClaimed: _left_pending,
+        ev.ActionCancelled: _left_pending,
+        ev.DeadlineExceeded: _left_pending,
+        ev.PolicySet: _fenced,
+        ev.GrantRevised: _fenced,
+        ev.TaskRevised: _fenced,
     }
 
     def _fresh(self) -> bool:
@@ -68,8 +175,23 @@ class HealthView(View):
             and (self.now - self.heartbeat_at).total_seconds() <= self.max_age_s
         )
 
+    def _degraded(self, deliverable: dict[str, int]) -> list[str]:
+        holds = {
+            "backlog": self.backlog_degraded_at is not None and len(self.untriaged) >= self.backlog_degraded_at,
+            "over_wake_batch_max": any(count > self.wake_batch_max for count in deliverable.values()),
+            "delivery_backoff": bool(self.backoff),
+            "delivery_failing": bool(self.engine_held),
+            "action_backoff": bool(self.backing_off),
+            "provider_unready": False,  # provider incidents: contract v1.2 section 4.3
+        }
+        return [code for code in DEGRADED_CODES if holds[code]]
+
     def render(self) -> dict[str, Any]:
         fresh = self._fresh()
+        deliverable: dict[str, int] = {}
+        for cause_key, foreground_id in self.candidates.items():
+            if cause_key not in self.holder:
+                deliverable[foreground_id] = deliverable.get(foreground_id, 0) + 1
         return {
             "watchdog_generation": self.generation,
             "last_heartbeat_at": rfc3339(self.heartbeat_at),
@@ -79,5 +201,7 @@ class HealthView(View):
             "backlog": {
                 "untriaged": len(self.untriaged),
                 "oldest_untriaged_at": rfc3339(min(self.untriaged.values())) if self.untriaged else None,
+                "deliverable": sum(deliverable.values()),
             },
+            "degraded": self._degraded(deliverable),
         }

@@ -26,6 +26,7 @@ WAITING_TEXT = {
     "resource_busy": "another action holds its resource",
     "approval_pending": "an approval is open on its conversation or background",
     "budget_exhausted": "its grant's usage reached token_limit",
+    "retry_backoff": "refused, it waits for its grant's retry back-off",
 }
 
 BlockFacts = Callable[[Resolver, ev.BlockFact, int, "str | None"], list[Fact]]
@@ -110,6 +111,17 @@ def _budget(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: s
     ]
 
 
+def _retry(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    retry_at = fact.retry_at.isoformat().replace("+00:00", "Z") if fact.retry_at is not None else None
+    return [
+        Fact(
+            name="retry_backoff",
+            text=f"{fact.attempts} refused or not received attempt(s): not claimed before {retry_at}",
+            value={"retry_at": retry_at, "attempts": fact.attempts},
+        )
+    ]
+
+
 # Per blocking code, the facts its BlockFact names (any other code: the BlockFact itself).
 BLOCK_FACTS: dict[str, BlockFacts] = {
     "prerequisite_pending": _prerequisites,
@@ -123,6 +135,7 @@ BLOCK_FACTS: dict[str, BlockFacts] = {
     "resource_busy": _resource,
     "approval_pending": _approvals,
     "budget_exhausted": _budget,
+    "retry_backoff": _retry,
 }
 
 

@@ -110,7 +110,20 @@ class Cause(Chain):
         self.related_ids.append(f"operation {event.operation_id}")
         return f"action {event.operation_id} proposed for this cause (at update revision {event.cause_revision})", []
 
+    def deferred(self, entry: Entry, event: ev.DeliveryDeferred) -> Rendered:
+        """A wake deferred by its batch wait, this cause being the oldest deliverable (contract v1.2 section 3.7)."""
+        facts = event.facts
+        if facts is None or event.reason != "batch_wait":
+            return None
+        summary = f"the wake of {event.conversation_id} waits for its batch until {rfc3339(event.until)}"
+        text = (
+            f"deliverable since {rfc3339(facts.deliverable_since)}, the oldest of {facts.waiting} waiting "
+            f"(wake_batch_wait_s {facts.wake_batch_wait_s})"
+        )
+        return summary, [Fact(name="batch_wait", text=text, value=msgspec.to_builtins(facts))]
+
     renderers = {
+        ev.DeliveryDeferred: deferred,
         ev.ObservationRecorded: observed,
         ev.ObservationRepeated: repeated,
         ev.UpdateRevised: revised,

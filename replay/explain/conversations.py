@@ -118,8 +118,22 @@ class Delivery(Chain):
         self.settled = True
         return f"context reset ({event.reason}): epoch {event.epoch}; this delivery counts for nothing now", []
 
+    def deferred(self, entry: Entry, event: ev.DeliveryDeferred) -> Rendered:
+        """The back-off this refusal started (contract v1.2 section 3.6): only on the refused delivery's chain."""
+        facts = event.facts
+        if facts is None or facts.delivery_id != self.identifier or event.until is None:
+            return None
+        until = event.until.isoformat().replace("+00:00", "Z")
+        summary = f"{event.conversation_id} backs off: no delivery before {until}"
+        text = (
+            f"{facts.refusals} refused or not received deliveries since the last accepted one: "
+            f"{facts.delivery_backoff_s} s x 2^{(facts.refusals or 1) - 1}"
+        )
+        return summary, [Fact(name="backoff", text=text, value=msgspec.to_builtins(facts))]
+
     renderers = {
         ev.DeliveryCreated: made,
+        ev.DeliveryDeferred: deferred,
         **{
             event_type: _once_created(render)
             for event_type, render in {

@@ -29,7 +29,11 @@ from tandem.replay.explain.model import Current
 
 # The events that record the state they leave a thing in, and the field that says it.
 RECORDED: dict[str, dict[type, str]] = {
-    ACTION.name: {ev.AttemptUpdated: "action_state", ev.ActionOutcomeReported: "action_state"},
+    ACTION.name: {
+        ev.AttemptUpdated: "action_state",
+        ev.ActionOutcomeReported: "action_state",
+        ev.DeadlineExceeded: "action_state",
+    },
     ATTEMPT.name: {ev.AttemptUpdated: "attempt_state", ev.ActionOutcomeReported: "attempt_state"},
     DELIVERY.name: {ev.DeliveryReceipted: "attempt_state"},
 }

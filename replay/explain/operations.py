@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from tandem.domain import events as ev
@@ -78,7 +80,25 @@ def claimed(resolver: Resolver, entry: Entry, event: ev.ActionClaimed, proposal:
         )
         facts.append(heartbeat)
     facts.extend(prerequisite_fact(resolver, p, position) for p in claim.prerequisites)
+    if envelope.deadline_at is not msgspec.UNSET:
+        deadline = _time(envelope.deadline_at)
+        facts.append(Fact(name="deadline_at", text=f"execution deadline {deadline} (set at its first claim)", value=deadline))
     return summary, facts
+
+
+def _time(value: Any) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def deadline_exceeded(chain: Chain, entry: Entry, event: ev.DeadlineExceeded) -> Rendered:
+    """A deadline stop (contract v1.2 section 3.3): the first claim, the deadline, the grant revision."""
+    facts = event.facts
+    summary = f"execution deadline {_time(event.deadline_at)} passed while {facts.state}: {event.action_state}"
+    text = (
+        f"first claimed as {facts.attempt_id} at {_time(facts.claimed_at)} under grant revision "
+        f"{facts.grant_revision} (execution_deadline_s {facts.execution_deadline_s})"
+    )
+    return summary, [Fact(name="deadline", text=text, value=msgspec.to_builtins(facts))]
 
 
 def attempt_updated(chain: Chain, entry: Entry, event: ev.AttemptUpdated) -> Rendered:
@@ -91,6 +111,9 @@ def attempt_updated(chain: Chain, entry: Entry, event: ev.AttemptUpdated) -> Ren
     if event.restamped is not None:
         text = f"re-stamped with grant revision {event.restamped.grant}"
         facts.append(Fact(name="restamped", text=text, value=msgspec.to_builtins(event.restamped)))
+    if event.retry_at is not msgspec.UNSET:
+        retry = _time(event.retry_at)
+        facts.append(Fact(name="retry_at", text=f"retry back-off: not claimed before {retry}", value=retry))
     return summary, facts
 
 
@@ -206,6 +229,7 @@ class Operation(Chain):
         ev.ActionOutcomeReported: outcome,
         ev.ActionCancelled: said("cancelled"),
         ev.ActionCancelRequested: said("cancel requested ({e.reason})"),
+        ev.DeadlineExceeded: deadline_exceeded,
         ev.ActionRevalidated: revalidated,
         **dict.fromkeys(FENCES, fenced),
     }

@@ -11,7 +11,15 @@ from tandem.domain import inputs as inp
 from tandem.domain.events import Event
 from tandem.domain.state import State
 from tandem.replay.proving.model import Applying, event_invariant
-from tandem.replay.proving.restated import ACTION_EVENTS, HOLDING, TERMINAL, inside, normalised, section_4_codes
+from tandem.replay.proving.restated import (
+    ACTION_EVENTS,
+    HOLDING,
+    TERMINAL,
+    backoff_until,
+    inside,
+    normalised,
+    section_4_codes,
+)
 
 
 @event_invariant
@@ -393,3 +401,27 @@ def obligations_met_by_completed_turns(before: State, event: Event, applying: Ap
     return None
 
 
+
+
+@event_invariant
+def budgets_never_exceeded(before: State, event: Event, applying: Applying) -> str | None:
+    """No budget exceeded (contract v1.2 sections 3.3, 3.5, 3.6, 14): "Bound
+    batch size and wait, investigation duration, calls, tokens, retries and
+    wake frequency". No claim at or after an action's `deadline_at`, nor
+    before its `retry_at`; no delivery of any kind to a conversation before
+    its refusal back-off's `until`. (Calls, contract v1.2 section 3.4, need
+    `tool.request`: not here.)"""
+    at = applying.at
+    if isinstance(event, ev.ActionClaimed):
+        action = before.actions.get(event.operation_id)
+        if action is None:
+            return None
+        if action.deadline_at is not None and at >= action.deadline_at:
+            return f"{event.attempt_id} claimed at {at.isoformat()}, at or after its deadline {action.deadline_at.isoformat()}"
+        if action.retry_at is not None and at < action.retry_at:
+            return f"{event.attempt_id} claimed at {at.isoformat()}, before its retry back-off ends ({action.retry_at.isoformat()})"
+    elif isinstance(event, ev.DeliveryCreated):
+        until = backoff_until(before, before.conversations[event.conversation_id])
+        if until is not None and at < until:
+            return f"{event.delivery_id} made at {at.isoformat()}, during the back-off of {event.conversation_id} (until {until.isoformat()})"
+    return None

@@ -142,7 +142,8 @@ class TandemMachine(RuleBasedStateMachine):
         self.store = self._proving(self.open_store())
         self.builder.engine = self._open_engine()
         self.monitor = Monitor(type(self).checked_invariants)
-        for line in fuzz_preamble(steer):
+        budgets = data.draw(st.booleans())  # contract v1.2 section 3.2 settings, or none
+        for line in fuzz_preamble(steer, budgets):
             self.send(line)
         for _ in range(tasks):
             self.send(task_delegate(data.draw, self.builder))

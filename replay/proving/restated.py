@@ -14,7 +14,7 @@ import posixpath
 from collections.abc import Callable, Iterable
 
 from tandem.domain import events as ev
-from tandem.domain.records import Action
+from tandem.domain.records import Action, Conversation
 from tandem.domain.state import State
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "exhausted"})
@@ -23,12 +23,12 @@ HOLDING = frozenset({"submitting", "accepted", "unknown"})  # a delivery in thes
 CODE_ORDER = (
     "prerequisite_pending", "prerequisite_failed", "question_hold", "wider_hold", "scope_paused",
     "task_held", "intent_unsynced", "watchdog_unavailable", "resource_busy", "approval_pending",
-    "budget_exhausted",
+    "budget_exhausted", "retry_backoff",
 )  # fmt: skip
 # Events that change an action (a terminal one must never see them again).
 ACTION_EVENTS = (
     ev.ActionProposed, ev.ActionRevalidated, ev.ActionCancelled, ev.ActionCancelRequested, ev.ActionClaimed,
-    ev.AttemptUpdated, ev.ActionOutcomeReported, ev.ActionBlocked,
+    ev.AttemptUpdated, ev.ActionOutcomeReported, ev.ActionBlocked, ev.DeadlineExceeded,
 )  # fmt: skip
 # State fields that are the pass's scratch, not facts (a fold does not rebuild them).
 PASS_SCRATCH = frozenset({"dirty_actions", "dirty_tasks", "watchdog_fresh"})
@@ -99,7 +99,19 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
     grant = state.grants[action.grant_id]
     if grant.token_limit is not None and grant.usage >= grant.token_limit:
         codes.add("budget_exhausted")
+    if action.retry_at is not None and at is not None and at < action.retry_at:
+        codes.add("retry_backoff")  # contract v1.2 section 3.5
     return [code for code in CODE_ORDER if code in codes]
+
+
+def backoff_until(state: State, conversation: Conversation) -> datetime.datetime | None:
+    """Contract v1.2 section 3.6, restated: after `refusals` refused or not
+    received deliveries (the latest at `refused_at`), none before
+    `refused_at + delivery_backoff_s x 2^(refusals - 1)`."""
+    if conversation.refusals < 1 or conversation.refused_at is None:
+        return None
+    seconds = state.config.delivery_backoff_s * 2 ** (conversation.refusals - 1)
+    return conversation.refused_at + datetime.timedelta(seconds=seconds)
 
 
 def _closure(start: str, neighbours: Callable[[str], Iterable[str]]) -> set[str]:

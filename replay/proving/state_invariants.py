@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from tandem.domain.records import Conversation
 from tandem.domain.state import State
 from tandem.projections import VIEW_NAMES
 from tandem.replay.proving.model import World, state_invariant
-from tandem.replay.proving.restated import PASS_SCRATCH, TERMINAL, section_4_codes
+from tandem.replay.proving.restated import PASS_SCRATCH, TERMINAL, backoff_until, section_4_codes
 
 @state_invariant
 def one_live_action_per_cause(world: World) -> str | None:
@@ -51,6 +52,12 @@ def blocked_by_is_section_4(world: World) -> str | None:
     return None
 
 
+def _backing_off(state: State, conversation: Conversation) -> bool:
+    """A refusal's back-off (contract v1.2 section 3.6) holds every delivery."""
+    until = backoff_until(state, conversation)
+    return until is not None and state.last_at is not None and state.last_at < until
+
+
 @state_invariant
 def human_messages_kept(world: World) -> str | None:
     """No human message lost: "keep human messages durable and the UI
@@ -82,6 +89,7 @@ def human_messages_kept(world: World) -> str | None:
             or conversation.recovery is not None
             or conversation.reseed_due
             or (reseed is not None and reseed.attempt_state != "accepted")
+            or _backing_off(world.state, conversation)
         )
         if not held:
             return f"{conversation.conversation_id} is idle and dispatchable with {queue} queued: no human turn started"

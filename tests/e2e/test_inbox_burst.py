@@ -236,4 +236,6 @@ def test_burst_of_10000_observations_is_50_updates(tmp_path: Path) -> None:
     assert views["consumers"] == [
         {"consumer_id": "scm", "epoch": 1, "seq": OBSERVATIONS - LIVE, "max_deleted_seq": 0, "state": "consuming", "gaps": 0, "skipped": resent}
     ]
-    assert views["health"]["backlog"] == {"untriaged": CAUSES, "oldest_untriaged_at": min(model.revised_at.values())}
+    assert views["health"]["backlog"] == {
+        "untriaged": CAUSES, "oldest_untriaged_at": min(model.revised_at.values()), "deliverable": 0,  # v1.2 section 3.9
+    }  # fmt: skip

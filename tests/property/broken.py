@@ -7,11 +7,13 @@ decision, passed as `Engine(step=...)`.
 - `ignore_question_hold`: after the real pass, claims every pending action
   that only a question holds (`blocked_by == ["question_hold"]`), as a pass
   whose blockers dropped question_hold would.
+- `resend_during_backoff`: after the real pass, sends the queue of every idle
+  foreground a refusal's back-off defers (contract v1.2 section 3.6).
 """
 
 from __future__ import annotations
 
-from tandem.domain import dispatch
+from tandem.domain import delivery, dispatch
 from tandem.domain.dispatch import Emit, handle_input
 from tandem.domain.inputs import Input
 from tandem.domain.state import State
@@ -30,3 +32,17 @@ def ignore_question_hold(state: State, value: Input, seq: int, file: str | None,
         action = state.actions[operation_id]
         if action.state == "pending" and dispatch.blockers(state, action) == ("question_hold",):
             dispatch._claim(state, seq, action, emit)
+
+
+def resend_during_backoff(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """After the real pass, a human turn for every idle foreground whose
+    queue waits out a refusal's back-off (contract v1.2 section 3.6: a pass
+    that ignored `delivery_backoff_s`)."""
+    handle_input(state, value, seq, file, line, emit)
+    for conversation_id in state.foregrounds:
+        conversation = state.conversations[conversation_id]
+        if conversation.deferred is None or conversation.deferred[0] != "backoff":
+            continue
+        if conversation.queue and conversation.running_turn is None and not conversation.failure_held:
+            if not conversation.approvals and conversation.recovery is None and not conversation.reseed_due:
+                delivery._human_turn(state, conversation, seq, emit, delivery._room(conversation))

@@ -337,18 +337,18 @@ def test_a_background_origin_change_log_entry_revises_no_update_and_the_cursor_m
 
 def test_backlog_counts_untriaged_updates_since_their_current_revision():
     engine = given(world())
-    assert backlog(engine) == {"untriaged": 0, "oldest_untriaged_at": None}
+    assert backlog(engine) == {"untriaged": 0, "oldest_untriaged_at": None, "deliverable": 0}
     when(engine, observe(fingerprint="a", at=at(10)))
     when(engine, observe(source_id="rv-1", kind="review", fingerprint="r", at=at(20)))
-    assert backlog(engine) == {"untriaged": 2, "oldest_untriaged_at": "2026-03-01T09:00:10Z"}
+    assert backlog(engine) == {"untriaged": 2, "oldest_untriaged_at": "2026-03-01T09:00:10Z", "deliverable": 0}
     when(engine, observe(fingerprint="b", at=at(30)))  # the CI update's current revision is now at 30
-    assert backlog(engine) == {"untriaged": 2, "oldest_untriaged_at": "2026-03-01T09:00:20Z"}
+    assert backlog(engine) == {"untriaged": 2, "oldest_untriaged_at": "2026-03-01T09:00:20Z", "deliverable": 0}
     when(engine, observe(fingerprint="b", at=at(40)))  # a repeat: not a new revision
-    assert backlog(engine) == {"untriaged": 2, "oldest_untriaged_at": "2026-03-01T09:00:20Z"}
+    assert backlog(engine) == {"untriaged": 2, "oldest_untriaged_at": "2026-03-01T09:00:20Z", "deliverable": 0}
     when(engine, triage(cause_key=f"review:{PR}", update_revision=1, at=at(41)))
-    assert backlog(engine) == {"untriaged": 1, "oldest_untriaged_at": "2026-03-01T09:00:30Z"}
+    assert backlog(engine) == {"untriaged": 1, "oldest_untriaged_at": "2026-03-01T09:00:30Z", "deliverable": 0}  # woken at once
     when(engine, triage(update_revision=2, at=at(42)))
-    assert backlog(engine) == {"untriaged": 0, "oldest_untriaged_at": None}
+    assert backlog(engine) == {"untriaged": 0, "oldest_untriaged_at": None, "deliverable": 1}  # the wake runs: it waits
 
 
 # ------------------------------------------------------------ triage

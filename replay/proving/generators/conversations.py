@@ -9,7 +9,16 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tandem.replay.proving.generators.universe import CAUSES, OPERATION_IDS, QUESTION_KEYS, Builder, Draw, often, subset
+from tandem.replay.proving.generators.universe import (
+    CAUSES,
+    FUZZ_BUDGETS,
+    OPERATION_IDS,
+    QUESTION_KEYS,
+    Builder,
+    Draw,
+    often,
+    subset,
+)
 from tandem.replay.proving.generators.work import executor_receipt, question_raise
 
 REASONS = ("compaction", "rollover", "fork", "rollback", "handoff", "provider_loss")
@@ -167,7 +176,8 @@ def conversation_open(draw: Draw, b: Builder) -> dict[str, Any]:
 
 def engine_configure(draw: Draw, b: Builder) -> dict[str, Any]:
     """Too late once anything else was applied (too_late)."""
-    return b.line("engine.configure", "daemon", wake_batch_max=draw(st.integers(1, 3)))
+    budgets = {name: value for name, value in FUZZ_BUDGETS.items() if often(draw, 2)}  # contract v1.2 section 3.2
+    return b.line("engine.configure", "daemon", wake_batch_max=draw(st.integers(1, 3)), **budgets)
 
 
 def lost_ack(draw: Draw, b: Builder) -> dict[str, Any]:

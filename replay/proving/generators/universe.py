@@ -55,14 +55,24 @@ def preamble() -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def fuzz_preamble(steer: bool = True) -> list[dict[str, Any]]:
+# Contract v1.2 section 3.2, for a run with budgets: back-offs, a retry cap,
+# wake deferrals, backlog degradation and exhausted alerts within a run.
+FUZZ_BUDGETS: dict[str, Any] = {
+    "delivery_backoff_s": 30, "delivery_retries_max": 2, "wake_min_interval_s": 60, "wake_batch_wait_s": 20,
+    "backlog_degraded_at": 3, "exhausted_alerts": True,
+}  # fmt: skip
+
+
+def fuzz_preamble(steer: bool = True, budgets: bool = False) -> list[dict[str, Any]]:
     """The machine's start: short timers (so fallbacks, stale questions and a
     stale watchdog happen within a run), a small foreground context (so
-    budgets, recovery and compaction happen), a bound background, a heartbeat."""
+    budgets, recovery and compaction happen), a bound background, a heartbeat;
+    with `budgets`, the settings of FUZZ_BUDGETS too."""
     at = format_at(T0)
     return [
         {"type": "engine.configure", "at": at, "actor": "daemon", "watchdog_max_age_s": 120,
-         "fallback_after_s": 300, "question_resurface_s": 900, "wake_batch_max": 2},
+         "fallback_after_s": 300, "question_resurface_s": 900, "wake_batch_max": 2,
+         **(FUZZ_BUDGETS if budgets else {})},
         {"type": "policy.set", "at": at, "actor": "daemon",
          "allowed_operations": ["worker.start", "worker.test", "scm.push"], "write_roots": ["/repo", "/srv"]},
         {"type": "conversation.open", "at": at, "actor": "daemon", "conversation_id": "fg",
@@ -151,4 +161,8 @@ def grant_request(draw: Draw, grant_id: str) -> dict[str, Any]:
         request["max_attempts"] = draw(st.integers(1, 3))
     if often(draw, 4):
         request["token_limit"] = draw(st.sampled_from([50, 200, 1000]))
+    if often(draw, 3):  # contract v1.2 section 3.1
+        request["execution_deadline_s"] = draw(st.sampled_from([60, 300, 900]))
+    if often(draw, 3):
+        request["retry_backoff_s"] = draw(st.sampled_from([0, 10, 60]))
     return request

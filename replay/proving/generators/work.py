@@ -68,7 +68,9 @@ def grant_revise(draw: Draw, b: Builder) -> dict[str, Any]:
     grant_id = pick(draw, list(b.state.grants), tuple(f"g-{t}" for t in TASKS))
     grant = b.state.grants.get(grant_id)
     fields: dict[str, Any] = {"grant_id": grant_id, "expected_revision": revision_near(draw, grant.revision if grant else 1)}
-    changes = subset(draw, ("allowed_operations", "write_roots", "max_attempts", "token_limit"), 1)
+    changes = subset(
+        draw, ("allowed_operations", "write_roots", "max_attempts", "token_limit", "execution_deadline_s", "retry_backoff_s"), 1
+    )
     for change in changes:
         if change == "allowed_operations":
             fields[change] = subset(draw, OPERATIONS, 1)
@@ -76,6 +78,10 @@ def grant_revise(draw: Draw, b: Builder) -> dict[str, Any]:
             fields[change] = subset(draw, GRANT_ROOTS, 1)
         elif change == "max_attempts":
             fields[change] = draw(st.integers(1, 4))
+        elif change == "execution_deadline_s":
+            fields[change] = draw(st.sampled_from([60, 300, 900]))
+        elif change == "retry_backoff_s":
+            fields[change] = draw(st.sampled_from([0, 10, 60]))
         else:
             fields[change] = draw(st.sampled_from([50, 200, 1000, 100000]))
     return b.line("grant.revise", **fields)
