@@ -26,6 +26,7 @@ WAITING_TEXT = {
     "resource_busy": "another action holds its resource",
     "approval_pending": "an approval is open on its conversation or background",
     "budget_exhausted": "its grant's usage reached token_limit",
+    "rule_opted_out": "its rule is not opted in for the scope of its cause's latest observation",
 }
 
 BlockFacts = Callable[[Resolver, ev.BlockFact, int, "str | None"], list[Fact]]
@@ -110,6 +111,17 @@ def _budget(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: s
     ]
 
 
+def _opted_out(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    scope = fact.scope if fact.scope is not None else "no scope (no observation yet)"
+    return [
+        Fact(
+            name="rule_scopes",
+            text=f"rule {fact.rule_id} is opted in for {', '.join(fact.scopes or ())}, not {scope}",
+            value={"rule_id": fact.rule_id, "scopes": fact.scopes, "scope": fact.scope},
+        )
+    ]
+
+
 # Per blocking code, the facts its BlockFact names (any other code: the BlockFact itself).
 BLOCK_FACTS: dict[str, BlockFacts] = {
     "prerequisite_pending": _prerequisites,
@@ -123,6 +135,7 @@ BLOCK_FACTS: dict[str, BlockFacts] = {
     "resource_busy": _resource,
     "approval_pending": _approvals,
     "budget_exhausted": _budget,
+    "rule_opted_out": _opted_out,
 }
 
 

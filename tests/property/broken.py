@@ -7,12 +7,15 @@ decision, passed as `Engine(step=...)`.
 - `ignore_question_hold`: after the real pass, claims every pending action
   that only a question holds (`blocked_by == ["question_hold"]`), as a pass
   whose blockers dropped question_hold would.
+- `skip_source_rule`: the pass without the source rule (contract v1.2
+  section 2.2): claims an action for a source revision older than its cause's.
 """
 
 from __future__ import annotations
 
 from tandem.domain import dispatch
-from tandem.domain.dispatch import Emit, handle_input
+from tandem.domain.dispatch import Emit, handle_input, run_pass
+from tandem.domain.rules import reacting, record
 from tandem.domain.inputs import Input
 from tandem.domain.state import State
 
@@ -30,3 +33,13 @@ def ignore_question_hold(state: State, value: Input, seq: int, file: str | None,
         action = state.actions[operation_id]
         if action.state == "pending" and dispatch.blockers(state, action) == ("question_hold",):
             dispatch._claim(state, seq, action, emit)
+
+
+def skip_source_rule(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """The pass without the source rule (contract v1.2 section 2.2): an action
+    for an older revision of its cause is claimed as if nothing had moved."""
+    emit = reacting(state, emit)
+    for event in record(state, value, seq, file, line):
+        emit(event)
+    state.dirty_sources.clear()
+    run_pass(state, seq, value.at, emit)
