@@ -79,6 +79,10 @@ def claimed(resolver: Resolver, entry: Entry, event: ev.ActionClaimed, proposal:
         )
         facts.append(heartbeat)
     facts.extend(prerequisite_fact(resolver, p, position) for p in claim.prerequisites)
+    if envelope.source_revision is not UNSET:  # contract v1.2 section 2.2: the cause's current revision
+        target = f", for commit {envelope.target_sha}" if envelope.target_sha is not UNSET else ""
+        text = f"answers source revision {envelope.source_revision} of its cause{target}, its current one"
+        facts.append(Fact(name="source_revision", text=text, value=envelope.source_revision))
     return summary, facts
 
 
@@ -236,6 +240,9 @@ class Operation(Chain):
             (("task", task_id), revisions.task) if task_id else None,
             (("grant", proposal.grant_id), revisions.grant) if proposal else None,
         )
+        if event.source_revision is not UNSET:  # contract v1.2 section 2.3
+            text = f"it answers source revision {event.source_revision} of its cause now"
+            facts.append(Fact(name="source_revision", text=text, value=event.source_revision))
         return "revalidated: pending again under current authority", facts
 
     def fenced(self, entry: Entry, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> Rendered:
