@@ -76,6 +76,35 @@ def _check_scope(value: inp.ProposeAction, grant: Grant, task_id: str | None, ru
         raise Rejected("grant_scope", f"grant {grant.grant_id!r} is not scoped to task {task_id!r}")
 
 
+def check_source(
+    state: State, cause_key: str, source_revision: int, target_sha: str | None, moot_statuses: tuple[str, ...]
+) -> None:
+    """Contract v1.2 section 2.1, checks 7a-7c: the revision answered is the
+    cause's current one, the latest is on the target commit and is not moot."""
+    current = state.update_revision(cause_key)
+    if source_revision != current:
+        raise Rejected("stale_revision", f"cause {cause_key!r} is at revision {current}, not {source_revision}")
+    latest = state.latest_observation(cause_key)
+    if latest is None:
+        return
+    if latest.moved_from(target_sha):
+        raise Rejected("target_moved", f"the latest of {cause_key!r} is on {latest.commit_sha}, not {target_sha}")
+    if latest.moot(moot_statuses):
+        why = "deleted" if latest.deleted else f"status {latest.status}"
+        raise Rejected("source_resolved", f"the latest of {cause_key!r} is {why}: nothing to act on")
+
+
+def _check_proposal_source(state: State, value: inp.ProposeAction, rule_id: str | None) -> None:
+    """Checks 7a-7d (contract v1.2 section 2.1). 7a-7c only for a proposal
+    naming a source revision (a v1 proposal names none, and meets only 7d,
+    which a rule without scopes always passes)."""
+    if value.source_revision is not UNSET:
+        moot = tuple(value.moot_statuses) if value.moot_statuses is not UNSET else ()
+        check_source(state, value.cause_key, value.source_revision, given(value.target_sha), moot)
+    if not state.opted_in(rule_id, value.cause_key):
+        raise Rejected("rule_opted_out", f"rule {rule_id!r} is not opted in for the scope of {value.cause_key!r}")
+
+
 def _check_duplicate_cause(state: State, cause_key: str) -> None:
     for operation_id in state.actions_by_cause.get(cause_key, ()):
         other = state.actions[operation_id]
@@ -103,6 +132,7 @@ def decide_proposal(state: State, value: inp.ProposeAction, seq: int) -> list[ev
         raise Rejected("task_not_active", f"task {task.task_id!r} is {task.state}")
     check_authority(state, value.operation, value.write_paths, grant)
     _check_revisions(state, value.input_revisions, grant, task_id)
+    _check_proposal_source(state, value, rule_id)
     _check_duplicate_cause(state, value.cause_key)
     return [
         ev.ActionProposed(
@@ -118,7 +148,10 @@ def decide_proposal(state: State, value: inp.ProposeAction, seq: int) -> list[ev
             grant_id=grant.grant_id,
             prerequisites=[
                 ev.PrerequisiteSpec(
-                    operation_id=p.operation_id, outcome=p.outcome, artifact_revision=given(p.artifact_revision)
+                    operation_id=p.operation_id,
+                    outcome=p.outcome,
+                    artifact_revision=given(p.artifact_revision),
+                    evidence_required=True if p.evidence_required is True else UNSET,
                 )
                 for p in value.prerequisites
             ],
@@ -127,6 +160,9 @@ def decide_proposal(state: State, value: inp.ProposeAction, seq: int) -> list[ev
             proposed_by=value.sender,
             generation=given(value.generation),
             cause_revision=state.update_revision(value.cause_key),
+            source_revision=value.source_revision,
+            target_sha=value.target_sha,
+            moot_statuses=list(dict.fromkeys(value.moot_statuses)) if value.moot_statuses is not UNSET else UNSET,
         )
     ]
 
@@ -143,11 +179,19 @@ def decide_revalidation(state: State, value: inp.RevalidateAction, seq: int) -> 
     grant = state.grants[action.grant_id]
     check_authority(state, action.operation, action.write_paths, grant)
     _check_revisions(state, value.input_revisions, grant, action.task_id)
+    source_revision: Any = UNSET
+    if action.source_revision is not None:  # contract v1.2 section 2.3
+        if value.source_revision is UNSET:
+            current = state.update_revision(action.cause_key)
+            raise Rejected("stale_revision", f"{action.operation_id!r} answers a source revision: give it ({current})")
+        check_source(state, action.cause_key, value.source_revision, action.target_sha, action.moot_statuses)
+        source_revision = value.source_revision
     return [
         ev.ActionRevalidated(
             cause=seq,
             operation_id=action.operation_id,
             input_revisions=_revisions(state, value.input_revisions, grant, action.task_id),
+            source_revision=source_revision,
         )
     ]
 
@@ -282,6 +326,30 @@ def decide_outcome(state: State, value: inp.ExecutorOutcome, seq: int) -> list[e
     ]
 
 
+evidence_refs_max = 64
+
+
+def decide_evidence(state: State, value: inp.AttachEvidence, seq: int) -> list[ev.Event]:
+    """Contract v1.2 section 2.5: evidence attaches only to a success, and an
+    artifact revision once known never changes."""
+    action = known_action(state, value.operation_id)
+    if action.state != "succeeded":
+        raise Rejected("not_succeeded", f"{action.operation_id!r} is {action.state}: evidence of unfinished work proves nothing")
+    artifact = given(value.artifact_revision)
+    if artifact is not None and action.artifact_revision is not None and artifact != action.artifact_revision:
+        raise Rejected("artifact_mismatch", f"{action.operation_id!r} produced {action.artifact_revision}, not {artifact}")
+    if len(action.evidence_refs) >= evidence_refs_max:
+        raise Rejected("limit_reached", f"{action.operation_id!r} already holds {evidence_refs_max} evidence refs")
+    sets_artifact = artifact if action.artifact_revision is None else None
+    if value.evidence_ref in action.evidence_refs and sets_artifact is None:
+        return []  # attached already: refs are kept once
+    return [
+        ev.EvidenceAttached(
+            cause=seq, operation_id=action.operation_id, evidence_ref=value.evidence_ref, artifact_revision=sets_artifact
+        )
+    ]
+
+
 def _worker_usage(state: State, value: inp.ReportUsage, seq: int, action: Action) -> tuple[int, list[ev.Event]]:
     """The grant's usage after a worker's report, and the budget it reached, if it did."""
     grant = state.grants[action.grant_id]
@@ -371,6 +439,9 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
         generation=event.generation,
         cause_revision=event.cause_revision,
         state=_PROPOSED,
+        source_revision=given(event.source_revision),
+        target_sha=given(event.target_sha),
+        moot_statuses=tuple(event.moot_statuses) if event.moot_statuses is not UNSET else (),
     )
     for prerequisite in event.prerequisites:
         state.actions[prerequisite.operation_id].dependents.append(event.operation_id)
@@ -384,6 +455,8 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
 def _action_revalidated(state: State, event: ev.ActionRevalidated) -> None:
     action = state.actions[event.operation_id]
     action.revisions = event.input_revisions
+    if event.source_revision is not UNSET:
+        action.source_revision = event.source_revision
     state.move_action(action, _REVALIDATED)
 
 
@@ -422,13 +495,32 @@ def _action_outcome_reported(state: State, event: ev.ActionOutcomeReported) -> N
     action.outcome = event.outcome
     action.artifact_revision = event.artifact_revision
     action.evidence_ref = event.evidence_ref
+    action.evidence_refs = [event.evidence_ref] if event.evidence_ref is not None else []
     if event.attempt_state is not None:
         action.attempts[-1].state = event.attempt_state
     state.move_action(action, event.action_state)
 
 
+def _evidence_attached(state: State, event: ev.EvidenceAttached) -> None:
+    action = state.actions[event.operation_id]
+    if event.evidence_ref not in action.evidence_refs:
+        action.evidence_refs.append(event.evidence_ref)
+    if event.artifact_revision is not None:
+        action.artifact_revision = event.artifact_revision
+    state.touch_dependents(action.operation_id)  # re-evaluated in the same pass
+
+
 def _action_blocked(state: State, event: ev.ActionBlocked) -> None:
-    state.actions[event.operation_id].blocked_by = tuple(event.blocked_by)
+    action = state.actions[event.operation_id]
+    action.blocked_by = tuple(event.blocked_by)
+    # The succeeded prerequisites its facts name as still pending (for their evidence).
+    action.awaiting_evidence = tuple(
+        p.operation_id
+        for fact in event.facts
+        if fact.code == "prerequisite_pending"
+        for p in fact.prerequisites or ()
+        if p.state == "succeeded"
+    )
 
 
 def _scope_changed(state: State, event: ev.ScopePaused | ev.ScopeResumed) -> None:
@@ -465,6 +557,7 @@ DECIDERS = {
     inp.ExecutorReceipt: decide_receipt,
     inp.ExecutorReconcile: decide_reconcile,
     inp.ExecutorOutcome: decide_outcome,
+    inp.AttachEvidence: decide_evidence,
     inp.ReportUsage: decide_usage,
     inp.PauseScope: decide_pause,
     inp.ResumeScope: decide_resume,
@@ -478,6 +571,7 @@ EVOLVERS = {
     ev.AttemptUpdated: _attempt_updated,
     ev.ActionOutcomeReported: _action_outcome_reported,
     ev.ActionBlocked: _action_blocked,
+    ev.EvidenceAttached: _evidence_attached,
     ev.ScopePaused: _scope_changed,
     ev.ScopeResumed: _scope_changed,
     ev.UsageReported: _usage_reported,

@@ -276,14 +276,23 @@ def decide_rule(state: State, value: inp.SetRule, seq: int) -> list[ev.Event]:
         if request.grant_id in state.grants:
             raise Rejected("already_exists", f"grant {request.grant_id!r} already exists")
         grant_event = issue_grant(state, seq, request, None, value.rule_id)
-        return [grant_event, ev.RuleSet(cause=seq, rule_id=value.rule_id, grant_id=request.grant_id)]
+        rule = ev.RuleSet(cause=seq, rule_id=value.rule_id, grant_id=request.grant_id, scopes=_scopes(value))
+        return [grant_event, rule]
     if current != request.grant_id:
         raise Rejected("already_exists", f"rule {value.rule_id!r} already holds grant {current!r}")
     grant = state.grants[current]
-    return _revise_grant_events(
+    events = _revise_grant_events(
         state, seq, grant, request.allowed_operations, request.write_roots, request.max_attempts, request.token_limit,
         grant_budgets(request.execution_deadline_s, request.retry_backoff_s),
     )  # fmt: skip
+    if value.scopes is not UNSET:  # set again without scopes, a rule keeps its own (v1: no event)
+        events.append(ev.RuleSet(cause=seq, rule_id=value.rule_id, grant_id=current, scopes=_scopes(value)))
+    return events
+
+
+def _scopes(value: inp.SetRule) -> Any:
+    """The rule's scopes, each once, in the order given (UNSET when not given)."""
+    return UNSET if value.scopes is UNSET else list(dict.fromkeys(value.scopes))
 
 
 def decide_grant_revision(state: State, value: inp.ReviseGrant, seq: int) -> list[ev.Event]:
@@ -375,6 +384,9 @@ def _grant_revoked(state: State, event: ev.GrantRevoked) -> None:
 
 def _rule_set(state: State, event: ev.RuleSet) -> None:
     state.rules[event.rule_id] = event.grant_id
+    if event.scopes is not UNSET:
+        state.rule_scopes[event.rule_id] = tuple(event.scopes)
+        state.touch_grant(event.grant_id)  # its pending actions: opted in or not (blocked_by)
 
 
 DECIDERS = {

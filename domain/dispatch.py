@@ -21,6 +21,8 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 
+from msgspec import UNSET
+
 from tandem.domain import events as ev
 from tandem.domain.alerts import run_time_rules
 from tandem.domain.budgets import deadline_for, deadline_rule, retry_blocked, touch_backed_off
@@ -29,6 +31,7 @@ from tandem.domain.inputs import Input
 from tandem.domain.provenance import block_facts, hold_facts, prerequisite_facts
 from tandem.domain.records import Action
 from tandem.domain.rules import reacting, record
+from tandem.domain.source_rule import run_source_rule
 from tandem.domain.state import State, reachable
 
 Emit = Callable[[ev.Event], None]
@@ -51,6 +54,8 @@ def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> Non
     run_time_rules(state, cause, at, emit, deadline_rule(state, cause, emit) if state.deadline_timers.entries else None)
     if state.backing_off:
         touch_backed_off(state, at)
+    if state.dirty_sources:
+        run_source_rule(state, cause, emit)
     if state.dirty_actions or state.dirty_tasks:
         _actions_pass(state, cause, emit)
     run_foreground_pass(state, cause, at, emit)
@@ -71,7 +76,7 @@ def _actions_pass(state: State, cause: int, emit: Emit) -> None:
             continue
         operation_id = action.operation_id
         codes = blockers(state, action)
-        if codes != action.blocked_by:
+        if codes != action.blocked_by or awaiting_evidence(state, action) != action.awaiting_evidence:
             # The facts behind the codes: computed only when the codes change.
             emit(
                 ev.ActionBlocked(
@@ -97,6 +102,8 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
     # Never claim under stale authority: fencing and re-stamping keep these current.
     assert action.revisions.grant == state.grants[action.grant_id].revision, action.operation_id
     assert task is None or action.revisions.task == task.revision, action.operation_id
+    # (Its source revision is the cause's: the source rule ran first. The invariant
+    # no_claim_behind_source_revision checks it, so a broken rule is found, not a crash.)
     conversation = state.conversations[task.conversation_id] if task is not None else None
     assert state.last_at is not None
     deadline_at = deadline_for(state, action, state.last_at)
@@ -116,6 +123,8 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
                 grant_revision=action.revisions.grant,
                 policy_revision=state.policy.revision,
                 intent_revision=action.revisions.intent,
+                source_revision=action.source_revision if action.source_revision is not None else UNSET,
+                target_sha=action.target_sha if action.target_sha is not None else UNSET,
                 **({"deadline_at": deadline_at} if deadline_at is not None else {}),
             ),
             facts=ev.ClaimFacts(
@@ -134,20 +143,10 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
 def blockers(state: State, action: Action) -> tuple[str, ...]:
     """Every code that blocks a pending action now, in the section 4 order."""
     codes: list[str] = []
-    prerequisite_pending = prerequisite_failed = False
-    for prerequisite in action.prerequisites:
-        other = state.actions[prerequisite.operation_id]
-        if other.state == "succeeded":
-            required = prerequisite.artifact_revision
-            if required is not None and other.artifact_revision != required:
-                prerequisite_failed = True
-        elif other.state in ("failed", "cancelled", "exhausted"):
-            prerequisite_failed = True
-        else:
-            prerequisite_pending = True
-    if prerequisite_pending:
+    statuses = {state.prerequisite_status(prerequisite) for prerequisite in action.prerequisites}
+    if "pending" in statuses:
         codes.append("prerequisite_pending")
-    if prerequisite_failed:
+    if "failed" in statuses:
         codes.append("prerequisite_failed")
     task = state.tasks[action.task_id] if action.task_id is not None else None
     if _operation_held(state, action, set()) or (task is not None and _task_question_held(state, task.task_id)):
@@ -169,9 +168,24 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
         codes.append("approval_pending")
     if state.grants[action.grant_id].budget_exhausted:
         codes.append("budget_exhausted")
+    if action.rule_id is not None and not state.opted_in(action.rule_id, action.cause_key):
+        codes.append("rule_opted_out")
     if action.retry_at is not None and retry_blocked(state, action):
         codes.append("retry_backoff")
     return tuple(codes)
+
+
+def awaiting_evidence(state: State, action: Action) -> tuple[str, ...]:
+    """The prerequisites that succeeded but still lack what the dependent
+    requires (contract v1.2 section 2.5): when they change, the block's facts
+    are recorded again, so that they name what is missing (always () in v1)."""
+    return tuple(
+        p.operation_id
+        for p in action.prerequisites
+        if p.evidence_required is True
+        and state.actions[p.operation_id].state == "succeeded"
+        and state.prerequisite_status(p) == "pending"
+    )
 
 
 def _approval_pending(state: State, conversation_id: str) -> bool:

@@ -25,21 +25,8 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is facts.BlockFact
-    AlertFacts,
-    ApprovalRef,
-    BlockFact,
-    CandidateUpdate,
-    ClaimFacts,
-    DeadlineFacts,
-    DeferralFacts,
-    DeliveryBudget,
-    Envelope,
-    PrerequisiteFact,
-    PrerequisiteSpec,
-    QuestionRef,
-    RefusalFacts,
-    Revisions,
-    TaskStateFact,
+    AlertFacts, ApprovalRef, BlockFact, CandidateUpdate, ClaimFacts, DeadlineFacts, DeferralFacts, DeliveryBudget,
+    Envelope, PrerequisiteFact, PrerequisiteSpec, QuestionRef, RefusalFacts, Revisions, SourceFacts, TaskStateFact,
 )
 from tandem.domain.event_base import Decision, Event, InputAccepted, InputRejected, SourceProgressed  # noqa: F401
 
@@ -113,6 +100,7 @@ class GrantRevoked(Decision, frozen=True, kw_only=True):
 class RuleSet(Decision, frozen=True, kw_only=True):
     rule_id: str
     grant_id: str
+    scopes: list[str] | UnsetType = UNSET  # contract v1.2 section 2.4 (UNSET: a new rule's is ["*"])
 
 
 # --------------------------------------------------------- tasks, questions
@@ -193,11 +181,31 @@ class ActionProposed(Decision, frozen=True, kw_only=True):
     proposed_by: str
     generation: int | None
     cause_revision: int
+    source_revision: int | UnsetType = UNSET  # contract v1.2 section 2.1: only when given
+    target_sha: str | UnsetType = UNSET
+    moot_statuses: list[str] | UnsetType = UNSET
 
 
 class ActionRevalidated(Decision, frozen=True, kw_only=True):
     operation_id: str
     input_revisions: Revisions
+    source_revision: int | UnsetType = UNSET  # contract v1.2 section 2.3: the revision it answers now
+
+
+class SourceRuleApplied(Decision, frozen=True, kw_only=True):  # contract v1.2 section 2.2: its cause moved on
+    # "superseded" (reason source_resolved or target_moved), "fenced" (a task's:
+    # reason source_moved) or "restamped" (a rule's: it answers `source_revision` now).
+    operation_id: str
+    outcome: str
+    reason: str | None
+    source_revision: int
+    facts: SourceFacts
+
+
+class EvidenceAttached(Decision, frozen=True, kw_only=True):  # contract v1.2 section 2.5
+    operation_id: str
+    evidence_ref: str
+    artifact_revision: str | None  # set when it sets the action's (which had none)
 
 
 class ActionCancelled(Decision, frozen=True, kw_only=True):
@@ -659,7 +667,7 @@ AnyEvent = Union[
     TaskDelegated, TaskRevised, TaskCompleted, TaskCancelled, QuestionRaised, QuestionAnswered,
     TaskHoldsChanged,
     ActionProposed, ActionRevalidated, ActionCancelled, ActionCancelRequested, ActionClaimed,
-    AttemptUpdated, ActionOutcomeReported, ActionBlocked,
+    AttemptUpdated, ActionOutcomeReported, ActionBlocked, SourceRuleApplied, EvidenceAttached,
     HeartbeatRecorded, ScopePaused, ScopeResumed, UsageReported, BudgetExhausted,
     ConversationOpened, BackgroundBound, MessageQueued, QueueEdited, IntentSynced,
     ObservationRecorded, ObservationRepeated, UpdateRevised, UpdateTriaged,

@@ -33,6 +33,7 @@ class PrerequisiteSpec(Struct, frozen=True, kw_only=True):
     operation_id: str
     outcome: str
     artifact_revision: str | None
+    evidence_required: bool | UnsetType = UNSET  # contract v1.2 section 2.5 (set only when true)
 
 
 class Envelope(Struct, frozen=True, kw_only=True):
@@ -46,6 +47,9 @@ class Envelope(Struct, frozen=True, kw_only=True):
     grant_revision: int
     policy_revision: int
     intent_revision: int | None
+    # Contract v1.2 section 10: the source revision and commit the action answers, when it names them.
+    source_revision: int | UnsetType = UNSET
+    target_sha: str | UnsetType = UNSET
     # Contract v1.2 section 3.3: the action's execution deadline (the same on
     # every attempt: set at the first claim, never moved).
     deadline_at: datetime.datetime | UnsetType = UNSET
@@ -60,6 +64,26 @@ class PrerequisiteFact(Struct, frozen=True, kw_only=True):
     state: str
     artifact_revision: str | None
     required_artifact_revision: str | None = None
+    # Contract v1.2 section 2.5, only for a prerequisite that requires evidence.
+    evidence_required: bool | UnsetType = UNSET
+    evidence_refs: list[str] | UnsetType = UNSET
+
+
+class SourceFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What the source rule (contract v1.2 section 2.2) relied on: the action's
+    source revision and target SHA, the cause's current update revision, and
+    its latest in-order observation (`observed_by`: the input that recorded it;
+    None when the cause has no observation)."""
+
+    source_revision: int
+    cause_revision: int
+    target_sha: str | None = None
+    moot_statuses: list[str] | None = None
+    status: str | None = None
+    commit_sha: str | None = None
+    deleted: bool | None = None
+    complete: bool | None = None
+    observed_by: int | None = None
 
 
 class ClaimFacts(Struct, frozen=True, kw_only=True):
@@ -125,6 +149,8 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
     - resource_busy: `resource` and the in-flight `operations` holding it;
     - approval_pending: the open `approvals`;
     - budget_exhausted: `grant_id`, `usage`, `token_limit`;
+    - rule_opted_out (contract v1.2 section 2.4): `rule_id`, its `scopes`, and
+      `scope`, the scope of the cause's latest observation (None: none yet).
     - retry_backoff: `retry_at` and the refused or not received `attempts` so far.
     """
 
@@ -145,6 +171,8 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
     grant_id: str | None = None
     usage: int | None = None
     token_limit: int | None = None
+    rule_id: str | None = None
+    scopes: list[str] | None = None
     retry_at: datetime.datetime | None = None
     attempts: int | None = None
 

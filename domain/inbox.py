@@ -32,7 +32,7 @@ from tandem.domain.inputs import given
 from tandem.domain.lifecycles import UPDATE
 from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
-from tandem.domain.records import Action, Conversation, Source, SourceCause, Update
+from tandem.domain.records import Action, Conversation, LatestObservation, Source, SourceCause, Update
 from tandem.domain.state import State
 
 
@@ -323,6 +323,16 @@ def _revise_update(
     update.disposition = None
     update.action_priority = None
     update.notification_priority = None
+    if type(event) is ev.ObservationRecorded:
+        update.latest = LatestObservation(
+            scope=event.scope,
+            status=event.status,
+            commit_sha=event.commit_sha,
+            deleted=event.deleted,
+            complete=event.complete,
+            observed_by=event.cause,
+        )
+    state.touch_cause(cause_key)
 
 
 def _observation_repeated(state: State, event: ev.ObservationRepeated) -> None:

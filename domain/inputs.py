@@ -53,6 +53,7 @@ ACTORS: dict[str, tuple[str, ...]] = {
     "executor.receipt": ("executor",),
     "executor.reconcile": ("executor", "daemon"),
     "executor.outcome": ("executor",),
+    "evidence.attach": ("executor", "source"),
     "observe": ("source",),
     "log.batch": ("source",),
     "log.pruned": ("source",),
@@ -135,6 +136,8 @@ class Prerequisite(Struct, frozen=True, forbid_unknown_fields=True):
     operation_id: Identifier
     outcome: Literal["succeeded"]
     artifact_revision: Identifier | UnsetType = UNSET
+    # Contract v1.2 section 2.5: the dependent stays pending until it has evidence.
+    evidence_required: bool | UnsetType = UNSET
 
 
 class InputRevisions(Struct, frozen=True, forbid_unknown_fields=True):
@@ -195,6 +198,8 @@ class SetPolicy(Input, tag="policy.set"):
 class SetRule(Input, tag="rule.set"):
     rule_id: Identifier
     grant: GrantRequest
+    # Contract v1.2 section 2.4: the scopes the rule is opted in for ("*": every one).
+    scopes: Annotated[list[Text], Meta(max_length=list_items_max)] | UnsetType = UNSET
 
 
 # --------------------------------------------- 3.2 tasks, grants and questions
@@ -282,17 +287,25 @@ class ProposeAction(Input, tag="action.propose"):
     prerequisites: Annotated[list[Prerequisite], Meta(max_length=list_items_max)] = []
     unattended: bool = True
     generation: Revision | UnsetType = UNSET
+    # Contract v1.2 section 2.1: the cause's revision it answers, rechecked before every claim.
+    source_revision: Revision | UnsetType = UNSET
+    target_sha: Identifier | UnsetType = UNSET
+    moot_statuses: Annotated[list[Text], Meta(max_length=list_items_max)] | UnsetType = UNSET
 
     def __post_init__(self) -> None:
         _require_exactly_one(self, "task_id", "rule_id")
         if self.sender == "background" and self.generation is UNSET:
             raise ValueError("`generation` is required when the actor is background")
+        for name in ("target_sha", "moot_statuses"):
+            if getattr(self, name) is not UNSET and self.source_revision is UNSET:
+                raise ValueError(f"`{name}` needs `source_revision`")
 
 
 class RevalidateAction(Input, tag="action.revalidate"):
     operation_id: Identifier
     input_revisions: InputRevisions
     generation: Revision | UnsetType = UNSET
+    source_revision: Revision | UnsetType = UNSET  # contract v1.2 section 2.3
 
     def __post_init__(self) -> None:
         if self.sender == "background" and self.generation is UNSET:
@@ -320,6 +333,14 @@ class ExecutorOutcome(Input, tag="executor.outcome"):
     outcome: Literal["succeeded", "failed", "cancelled"]
     artifact_revision: Identifier | UnsetType = UNSET
     evidence_ref: Identifier | UnsetType = UNSET
+
+
+class AttachEvidence(Input, tag="evidence.attach"):
+    """Contract v1.2 section 2.5: evidence of a succeeded action, after its outcome."""
+
+    operation_id: Identifier
+    evidence_ref: Identifier
+    artifact_revision: Identifier | UnsetType = UNSET
 
 
 # ------------------------------------------- 3.4 observations, change log, triage
@@ -541,6 +562,7 @@ AnyInput = Union[
     ConfigureEngine, SetPolicy, SetRule,
     DelegateTask, ReviseTask, ReviseGrant, CancelTask, CompleteTask, RaiseQuestion, AnswerQuestion,
     ProposeAction, RevalidateAction, CancelAction, ExecutorReceipt, ExecutorReconcile, ExecutorOutcome,
+    AttachEvidence,
     Observe, LogBatch, LogPruned, LogReconcile, ClassifyTriage,
     OpenConversation, BindBackground, HumanMessage, EditQueue, SyncIntent, ProviderReceipt,
     ProviderReconcile, EndTurn, ResetContext, ReportUsage, RequireApproval, ResolveApproval,

@@ -50,6 +50,8 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.AttemptUpdated: ("action: operation_id", "attempt: attempt_id"),
     ev.ActionOutcomeReported: ("action: operation_id", "attempt: attempt_id"),
     ev.ActionBlocked: ("action: operation_id", "holds: facts[].questions[].task_id/question_key"),
+    ev.SourceRuleApplied: ("action: operation_id",),
+    ev.EvidenceAttached: ("action: operation_id",),
     ev.HeartbeatRecorded: ("heartbeat",),
     ev.ScopePaused: ("scope: scope", "task: scope unless *"),
     ev.ScopeResumed: ("scope: scope", "task: scope unless *"),

@@ -51,11 +51,15 @@ class ActionMachine(StateMachine):
     failed = State(final=True)
     cancelled = State(final=True)
     exhausted = State(final=True)
+    superseded = State(final=True)
 
     claim = pending.to(submitting)
     fence = pending.to(fenced) | fenced.to.itself()
     revalidate = fenced.to(pending)
     cancel = pending.to(cancelled) | fenced.to(cancelled)
+    # Contract v1.2 section 2.2: its cause moved on and made it pointless before
+    # any attempt was out (a stale unaccepted command, rejected for good).
+    supersede = pending.to(superseded) | fenced.to(superseded)
     request_cancel = (
         submitting.to(cancel_requested)
         | queued.to(cancel_requested)
@@ -360,10 +364,14 @@ ACTION = Lifecycle(
         ev.PolicySet: "fence",
         ev.GrantRevised: "fence",
         ev.TaskRevised: "fence",
+        # The source rule (contract v1.2 section 2.2); its outcome "restamped" changes no state.
+        (ev.SourceRuleApplied, "fenced"): "fence",
+        (ev.SourceRuleApplied, "superseded"): "supersede",
         # AttemptUpdated and ActionOutcomeReported record `action_state`.
     },
     # An attempt is out with the executor (the contract's "in flight").
     in_flight=("submitting", "queued", "accepted", "unknown", "cancel_requested"),
+    by={ev.SourceRuleApplied: "outcome"},
 )
 ATTEMPT = Lifecycle(
     AttemptMachine,

@@ -18,11 +18,12 @@ and iterates sets in a sorted order: the same trace gives the same facts.
 
 from __future__ import annotations
 
+from msgspec import UNSET
+
 from tandem.domain import events as ev
 from tandem.domain.records import Action
 from tandem.domain.state import State, reachable
 
-_FAILED = ("failed", "cancelled", "exhausted")
 
 
 def block_facts(state: State, action: Action, codes: tuple[str, ...]) -> list[ev.BlockFact]:
@@ -40,11 +41,14 @@ def hold_facts(state: State, task_id: str, holds: tuple[str, ...]) -> list[ev.Bl
 
 def _prerequisite_fact(state: State, prerequisite: ev.PrerequisiteSpec) -> ev.PrerequisiteFact:
     other = state.actions[prerequisite.operation_id]
+    evidence = prerequisite.evidence_required is True  # contract v1.2 section 2.5: what it still lacks
     return ev.PrerequisiteFact(
         operation_id=other.operation_id,
         state=other.state,
         artifact_revision=other.artifact_revision,
         required_artifact_revision=prerequisite.artifact_revision,
+        evidence_required=True if evidence else UNSET,
+        evidence_refs=list(other.evidence_refs) if evidence else UNSET,
     )
 
 
@@ -53,26 +57,16 @@ def prerequisite_facts(state: State, action: Action) -> list[ev.PrerequisiteFact
     return [_prerequisite_fact(state, p) for p in action.prerequisites]
 
 
-def _prerequisite_failed(state: State, prerequisite: ev.PrerequisiteSpec) -> bool:
-    other = state.actions[prerequisite.operation_id]
-    if other.state == "succeeded":
-        required = prerequisite.artifact_revision
-        return required is not None and other.artifact_revision != required
-    return other.state in _FAILED
+def _prerequisites_with(state: State, action: Action, status: str) -> list[ev.PrerequisiteFact]:
+    return [_prerequisite_fact(state, p) for p in action.prerequisites if state.prerequisite_status(p) == status]
 
 
 def _prerequisites_pending(state: State, action: Action) -> ev.BlockFact:
-    concerned = [
-        _prerequisite_fact(state, p)
-        for p in action.prerequisites
-        if state.actions[p.operation_id].state not in _FAILED and state.actions[p.operation_id].state != "succeeded"
-    ]
-    return ev.BlockFact(code="prerequisite_pending", prerequisites=concerned)
+    return ev.BlockFact(code="prerequisite_pending", prerequisites=_prerequisites_with(state, action, "pending"))
 
 
 def _prerequisites_failed(state: State, action: Action) -> ev.BlockFact:
-    concerned = [_prerequisite_fact(state, p) for p in action.prerequisites if _prerequisite_failed(state, p)]
-    return ev.BlockFact(code="prerequisite_failed", prerequisites=concerned)
+    return ev.BlockFact(code="prerequisite_failed", prerequisites=_prerequisites_with(state, action, "failed"))
 
 
 # ------------------------------------------------------------------ questions
@@ -216,6 +210,18 @@ def _budget(state: State, action: Action) -> ev.BlockFact:
     )
 
 
+def _opted_out(state: State, action: Action) -> ev.BlockFact:
+    """Contract v1.2 section 2.4: the rule's scopes, and the scope of the cause's latest (None: no observation)."""
+    assert action.rule_id is not None
+    latest = state.latest_observation(action.cause_key)
+    return ev.BlockFact(
+        code="rule_opted_out",
+        rule_id=action.rule_id,
+        scopes=list(state.rule_scopes.get(action.rule_id, ("*",))),
+        scope=latest.scope if latest is not None else None,
+    )
+
+
 def _retry_backoff(state: State, action: Action) -> ev.BlockFact:
     refused = sum(1 for attempt in action.attempts if attempt.state in ("refused", "not_received"))
     return ev.BlockFact(code="retry_backoff", retry_at=action.retry_at, attempts=refused)
@@ -233,6 +239,7 @@ _ACTION_FACTS = {
     "resource_busy": _resource_busy,
     "approval_pending": _approval_pending,
     "budget_exhausted": _budget,
+    "rule_opted_out": _opted_out,
     "retry_backoff": _retry_backoff,
 }
 

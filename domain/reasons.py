@@ -45,6 +45,13 @@ Reason = Literal[
     "already_dispatched",
     # 10 (contract v1.1)
     "bad_sequence",
+    # contract v1.2 section 2
+    "target_moved",
+    "source_resolved",
+    "rule_opted_out",
+    "not_succeeded",
+    "artifact_mismatch",
+    "limit_reached",
 ]
 
 BLOCKING_CODES: tuple[str, ...] = (
@@ -59,6 +66,8 @@ BLOCKING_CODES: tuple[str, ...] = (
     "resource_busy",
     "approval_pending",
     "budget_exhausted",
+    # contract v1.2, appended (its section 13)
+    "rule_opted_out",
     # contract v1.2 section 9 (appended): section 3.5
     "retry_backoff",
 )

@@ -142,6 +142,13 @@ class Action:
     evidence_ref: str | None = None
     blocked_by: tuple[str, ...] = ()
     dependents: list[str] = field(default_factory=list)  # actions listing this one as a prerequisite
+    # Contract v1.2 section 2: the cause's revision it answers (None: it names none), and
+    # what makes it pointless; its evidence refs (the outcome's, then those attached).
+    source_revision: int | None = None
+    target_sha: str | None = None
+    moot_statuses: tuple[str, ...] = ()
+    evidence_refs: list[str] = field(default_factory=list)
+    awaiting_evidence: tuple[str, ...] = ()  # as of its last ActionBlocked (dispatch.awaiting_evidence)
     deadline_at: datetime.datetime | None = None  # its first claim + execution_deadline_s (v1.2 section 3.3)
     first_claim_at: datetime.datetime | None = None  # when it was (only with a deadline)
     retry_at: datetime.datetime | None = None  # not claimed before (v1.2 section 3.5), once refused
@@ -281,6 +288,28 @@ class Update:
     foreground_id: str | None = None  # the conversation it belongs to, once triaged
     held_by: str | None = None  # the current-epoch delivery holding its current revision
     triaged_at: datetime.datetime | None = None  # when its current revision was triaged (deliverable since)
+    latest: LatestObservation | None = None  # its latest in-order observation (contract v1.2 section 2)
+
+
+@dataclass(slots=True, frozen=True)
+class LatestObservation:
+    """What the source rule reads of a cause's latest in-order observation
+    (contract v1.2 section 2.1), and the input that recorded it."""
+
+    scope: str
+    status: str | None
+    commit_sha: str | None
+    deleted: bool
+    complete: bool
+    observed_by: int
+
+    def moot(self, moot_statuses: tuple[str, ...]) -> bool:
+        """Complete, and deleted or in one of `moot_statuses` (a partial one never is)."""
+        return self.complete and (self.deleted or (self.status is not None and self.status in moot_statuses))
+
+    def moved_from(self, target_sha: str | None) -> bool:
+        """On another commit than `target_sha` (when both are known)."""
+        return target_sha is not None and self.commit_sha is not None and self.commit_sha != target_sha
 
 
 # The triage dispositions a foreground must be told about (the rest ride along

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tandem.domain.facts import PrerequisiteSpec
 from tandem.domain.lifecycles import ACTION
 from tandem.domain.records import (
     DELIVERABLE_DISPOSITIONS,
@@ -28,6 +29,7 @@ from tandem.domain.records import (
     Consumer,
     Conversation,
     Grant,
+    LatestObservation,
     Obligation,
     Policy,
     Question,
@@ -39,6 +41,8 @@ from tandem.domain.records import (
 
 IN_FLIGHT = ACTION.in_flight
 TERMINAL = ACTION.terminal
+# The terminal states that fail a prerequisite: every one but succeeded.
+PREREQUISITE_FAILED = TERMINAL - {"succeeded"}
 assert {"pending", "fenced"} <= set(ACTION.states)  # the two states indexed by name below
 
 
@@ -74,6 +78,7 @@ class State:
     policy: Policy = field(default_factory=Policy)
     grants: dict[str, Grant] = field(default_factory=dict)
     rules: dict[str, str] = field(default_factory=dict)  # rule_id -> grant_id
+    rule_scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rule_id -> scopes (v1.2 section 2.4)
     tasks: dict[str, Task] = field(default_factory=dict)
     questions: dict[tuple[str, str], Question] = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)
@@ -120,6 +125,8 @@ class State:
     # ---- what the pass must look at again (filled by evolve, emptied by the pass)
     dirty_actions: set[str] = field(default_factory=set)
     dirty_tasks: set[str] = field(default_factory=set)
+    # Actions with a source revision the source rule must look at again (contract v1.2 section 2.2).
+    dirty_sources: set[str] = field(default_factory=set)
     watchdog_fresh: bool = False  # as of the last pass
 
     # ---------------------------------------------------------------- queries
@@ -167,6 +174,50 @@ class State:
     def _action_dependents(self, operation_id: str) -> list[str]:
         action = self.actions.get(operation_id)
         return action.dependents if action is not None else []
+
+    def touch_cause(self, cause_key: str) -> None:
+        """The cause was revised: its live actions with a source revision meet
+        the source rule again, and its pending rule actions the opt-in."""
+        for operation_id in self.actions_by_cause.get(cause_key, ()):
+            action = self.actions[operation_id]
+            if action.state not in ("pending", "fenced"):
+                continue
+            if action.source_revision is not None:
+                self.dirty_sources.add(operation_id)
+            if action.rule_id is not None and action.state == "pending" and not self.rule_opens_every_scope(action.rule_id):
+                self.dirty_actions.add(operation_id)
+
+    def rule_opens_every_scope(self, rule_id: str) -> bool:
+        return "*" in self.rule_scopes.get(rule_id, ("*",))
+
+    def opted_in(self, rule_id: str | None, cause_key: str) -> bool:
+        """A rule's action is opted in when its rule's scopes hold "*" or the
+        scope of its cause's latest observation (contract v1.2 section 2.4);
+        a task's always is."""
+        if rule_id is None or self.rule_opens_every_scope(rule_id):
+            return True
+        latest = self.latest_observation(cause_key)
+        return latest is not None and latest.scope in self.rule_scopes[rule_id]
+
+    def prerequisite_status(self, prerequisite: PrerequisiteSpec) -> str:
+        """"met", "pending" or "failed" (contract section 4; with
+        `evidence_required`, contract v1.2 section 2.5: a success without its
+        evidence, or without the artifact revision required, stays pending)."""
+        other = self.actions[prerequisite.operation_id]
+        if other.state != "succeeded":
+            return "failed" if other.state in PREREQUISITE_FAILED else "pending"
+        required = prerequisite.artifact_revision
+        if prerequisite.evidence_required is True:
+            if required is not None and other.artifact_revision is not None and other.artifact_revision != required:
+                return "failed"
+            if (required is not None and other.artifact_revision is None) or not other.evidence_refs:
+                return "pending"
+            return "met"
+        return "failed" if required is not None and other.artifact_revision != required else "met"
+
+    def latest_observation(self, cause_key: str) -> LatestObservation | None:
+        update = self.updates.get(cause_key)
+        return update.latest if update is not None else None
 
     def touch_all_tasks(self) -> None:
         for task_id, task in self.tasks.items():
@@ -220,6 +271,8 @@ class State:
         _index_add(self.pending_by_task, action.task_id, operation_id)
         _index_add(self.pending_by_grant, action.grant_id, operation_id)
         self.dirty_actions.add(operation_id)
+        if action.source_revision is not None:
+            self.dirty_sources.add(operation_id)
 
     def move_action(self, action: Action, new_state: str) -> None:
         """Move an action and keep the pending/fenced/resource indexes in step."""
@@ -252,6 +305,8 @@ class State:
             self._busy_changed(resource, operation_id, is_busy)
         if new_state in TERMINAL and action.deadline_at is not None:
             self.deadline_timers.discard((action.deadline_at, operation_id))
+        if new_state in ("pending", "fenced") and action.source_revision is not None:
+            self.dirty_sources.add(operation_id)  # back at pending or fenced: the source rule first
         if new_state in TERMINAL and action.dependents:
             # The outcome its dependents wait for is known now (prerequisite_*).
             self.dirty_actions.update(action.dependents)

@@ -1,6 +1,10 @@
 """The `actions` view: each managed action, its attempts and what blocks it.
 
 The states each event leaves an action and an attempt in are the lifecycles' (`ACTION.after`, `ATTEMPT.after`); events that record their state say it.
+
+Contract v1.2 (section 2.6) adds, after the v1 keys: `reason` (why the
+engine put it in its state: fenced, cancel_requested, cancelled, exhausted,
+superseded; null in every other state), `source_revision` and `evidence_refs`.
 """
 
 from __future__ import annotations
@@ -21,13 +25,20 @@ class ActionsView(View):
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
+        self.cancelled_tasks: set[str] = set()
 
-    def _set_state(self, operation_id: str, state: str) -> None:
+    def _set_state(self, operation_id: str, state: str, reason: str | None = None) -> None:
+        """A new state and its reason (contract v1.2 section 2.6): `reason`, or
+        the one it had when it stays where it is or is cancelled after a cancel request."""
         row = self.rows[operation_id]
         if row["state"] != state:
+            if reason is None and not (state == "cancelled" and row["state"] == "cancel_requested"):
+                row["reason"] = None
             row["state"] = state
             row["blocked_by"] = []  # blocked_by is [] in every state but pending
             row["retry_at"] = None  # so is retry_at
+        if reason is not None:
+            row["reason"] = reason
 
     def _proposed(self, event: ev.ActionProposed) -> None:
         self.rows[event.operation_id] = {
@@ -43,6 +54,9 @@ class ActionsView(View):
             "outcome": None,
             "artifact_revision": None,
             "prerequisites": [p.operation_id for p in event.prerequisites],
+            "reason": None,
+            "source_revision": event.source_revision if event.source_revision is not UNSET else None,
+            "evidence_refs": [],
             # Contract v1.2 section 3.10:
             "deadline_at": None,
             "retry_at": None,
@@ -50,17 +64,38 @@ class ActionsView(View):
 
     def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> None:
         fenced = ACTION.after[type(event)]
+        reason = "task_revised" if type(event) is ev.TaskRevised else "authority_narrowed"
         for operation_id in event.fenced:
-            self._set_state(operation_id, fenced)
+            self._set_state(operation_id, fenced, reason)
 
     def _revalidated(self, event: ev.ActionRevalidated) -> None:
         self._set_state(event.operation_id, ACTION.after[ev.ActionRevalidated])
+        if event.source_revision is not UNSET:
+            self.rows[event.operation_id]["source_revision"] = event.source_revision
+
+    def _task_cancelled(self, event: ev.TaskCancelled) -> None:
+        self.cancelled_tasks.add(event.task_id)  # its actions' ActionCancelled follow it
 
     def _cancelled(self, event: ev.ActionCancelled) -> None:
-        self._set_state(event.operation_id, ACTION.after[ev.ActionCancelled])
+        row = self.rows[event.operation_id]
+        reason = "task_cancelled" if row["task_id"] in self.cancelled_tasks else "human"
+        self._set_state(event.operation_id, ACTION.after[ev.ActionCancelled], reason)
 
     def _cancel_requested(self, event: ev.ActionCancelRequested) -> None:
-        self._set_state(event.operation_id, ACTION.after[ev.ActionCancelRequested])
+        self._set_state(event.operation_id, ACTION.after[ev.ActionCancelRequested], event.reason)
+
+    def _source_rule(self, event: ev.SourceRuleApplied) -> None:
+        moved = ACTION.state_after(event)  # superseded or fenced; None: re-stamped
+        if moved is not None:
+            self._set_state(event.operation_id, moved, event.reason)
+        self.rows[event.operation_id]["source_revision"] = event.source_revision
+
+    def _evidence(self, event: ev.EvidenceAttached) -> None:
+        row = self.rows[event.operation_id]
+        if event.evidence_ref not in row["evidence_refs"]:
+            row["evidence_refs"].append(event.evidence_ref)
+        if event.artifact_revision is not None:
+            row["artifact_revision"] = event.artifact_revision
 
     def _claimed(self, event: ev.ActionClaimed) -> None:
         attempt = {"attempt_id": event.attempt_id, "state": ATTEMPT.after[ev.ActionClaimed]}
@@ -72,7 +107,8 @@ class ActionsView(View):
 
     def _attempt(self, event: ev.AttemptUpdated) -> None:
         self.rows[event.operation_id]["attempts"][-1]["state"] = event.attempt_state
-        self._set_state(event.operation_id, event.action_state)
+        refusal = event.refusal.reason if event.refusal is not None else None
+        self._set_state(event.operation_id, event.action_state, refusal if refusal != "retry" else None)
         if event.retry_at is not UNSET:
             self.rows[event.operation_id]["retry_at"] = rfc3339(event.retry_at)
 
@@ -80,6 +116,7 @@ class ActionsView(View):
         row = self.rows[event.operation_id]
         row["outcome"] = event.outcome
         row["artifact_revision"] = event.artifact_revision
+        row["evidence_refs"] = [event.evidence_ref] if event.evidence_ref is not None else []
         if event.attempt_state is not None:
             row["attempts"][-1]["state"] = event.attempt_state
         self._set_state(event.operation_id, event.action_state)
@@ -106,6 +143,9 @@ class ActionsView(View):
         ev.ActionOutcomeReported: _outcome,
         ev.ActionBlocked: _blocked,
         ev.DeadlineExceeded: _deadline,
+        ev.TaskCancelled: _task_cancelled,
+        ev.SourceRuleApplied: _source_rule,
+        ev.EvidenceAttached: _evidence,
     }
 
     def render(self) -> list[dict[str, Any]]:

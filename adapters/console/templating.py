@@ -37,6 +37,7 @@ BLOCK_WORDS = {
     "resource_busy": "another action holds its resource",
     "approval_pending": "an approval is open on its conversation",
     "budget_exhausted": "its grant's token budget is used up",
+    "rule_opted_out": "its rule is not opted in for its cause's scope",
     "retry_backoff": "refused: it waits for its retry back-off",
 }
 HOLD_WORDS = {

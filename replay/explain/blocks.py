@@ -26,6 +26,7 @@ WAITING_TEXT = {
     "resource_busy": "another action holds its resource",
     "approval_pending": "an approval is open on its conversation or background",
     "budget_exhausted": "its grant's usage reached token_limit",
+    "rule_opted_out": "its rule is not opted in for the scope of its cause's latest observation",
     "retry_backoff": "refused, it waits for its grant's retry back-off",
 }
 
@@ -111,6 +112,17 @@ def _budget(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: s
     ]
 
 
+def _opted_out(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    scope = fact.scope if fact.scope is not None else "no scope (no observation yet)"
+    return [
+        Fact(
+            name="rule_scopes",
+            text=f"rule {fact.rule_id} is opted in for {', '.join(fact.scopes or ())}, not {scope}",
+            value={"rule_id": fact.rule_id, "scopes": fact.scopes, "scope": fact.scope},
+        )
+    ]
+
+
 def _retry(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
     retry_at = fact.retry_at.isoformat().replace("+00:00", "Z") if fact.retry_at is not None else None
     return [
@@ -135,6 +147,7 @@ BLOCK_FACTS: dict[str, BlockFacts] = {
     "resource_busy": _resource,
     "approval_pending": _approvals,
     "budget_exhausted": _budget,
+    "rule_opted_out": _opted_out,
     "retry_backoff": _retry,
 }
 

@@ -140,6 +140,9 @@ def prerequisite_fact(resolver: Resolver, fact: ev.PrerequisiteFact, position: i
         text += f" with {fact.artifact_revision}"
     if fact.required_artifact_revision is not None:
         text += f" (requires {fact.required_artifact_revision})"
+    if fact.evidence_required is True:  # contract v1.2 section 2.5
+        refs = ", ".join(fact.evidence_refs or ()) or "none yet"
+        text += f"; evidence required, refs: {refs}"
     found = action_at(resolver, fact.operation_id, position)
     then = found.source if found is not None else None
     now = action_at(resolver, fact.operation_id)

@@ -37,8 +37,13 @@ RECORDED: dict[str, dict[type, str]] = {
     ATTEMPT.name: {ev.AttemptUpdated: "attempt_state", ev.ActionOutcomeReported: "attempt_state"},
     DELIVERY.name: {ev.DeliveryReceipted: "attempt_state"},
 }
-# The events that fence the actions they list (in `fenced`), re-stamping the others.
-FENCES: frozenset[type] = frozenset(kind for kind, name in ACTION.after_transitions.items() if name == "fence")
+# The events that fence the actions they list (in `fenced`), re-stamping the others
+# (SourceRuleApplied fences the one action it names).
+FENCES: frozenset[type] = frozenset(
+    kind
+    for kind, name in ACTION.after_transitions.items()
+    if name == "fence" and not isinstance(kind, tuple)
+)
 # Explain's own two-state things (no lifecycle holds them).
 SWITCHES: dict[type, str] = {
     ev.ScopePaused: "paused",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import ACTION, ATTEMPT
@@ -80,6 +81,10 @@ def claimed(resolver: Resolver, entry: Entry, event: ev.ActionClaimed, proposal:
         )
         facts.append(heartbeat)
     facts.extend(prerequisite_fact(resolver, p, position) for p in claim.prerequisites)
+    if envelope.source_revision is not UNSET:  # contract v1.2 section 2.2: the cause's current revision
+        target = f", for commit {envelope.target_sha}" if envelope.target_sha is not UNSET else ""
+        text = f"answers source revision {envelope.source_revision} of its cause{target}, its current one"
+        facts.append(Fact(name="source_revision", text=text, value=envelope.source_revision))
     if envelope.deadline_at is not msgspec.UNSET:
         deadline = _time(envelope.deadline_at)
         facts.append(Fact(name="deadline_at", text=f"execution deadline {deadline} (set at its first claim)", value=deadline))
@@ -119,6 +124,44 @@ def attempt_updated(chain: Chain, entry: Entry, event: ev.AttemptUpdated) -> Ren
 
 def outcome(chain: Chain, entry: Entry, event: ev.ActionOutcomeReported) -> Rendered:
     return outcome_summary(event), []
+
+
+_SOURCE_RULE = {
+    ("superseded", "source_resolved"): "superseded: its cause is moot now (source_resolved)",
+    ("superseded", "target_moved"): "superseded: its cause is on another commit now (target_moved)",
+    ("fenced", "source_moved"): "fenced: its cause moved on (source_moved); action.revalidate at the new revision to go on",
+    ("restamped", None): "re-stamped: its cause moved on, not moot; the rule's action answers revision {e.source_revision} now",
+}
+
+
+def source_rule_applied(chain: Chain, entry: Entry, event: ev.SourceRuleApplied) -> Rendered:
+    """The source rule (contract v1.2 section 2.2), and what it relied on."""
+    facts, position = event.facts, entry[0]
+    summary = _SOURCE_RULE[(event.outcome, event.reason)].format(e=event)
+    target = f", for commit {facts.target_sha}" if facts.target_sha else ""
+    answered = Fact(
+        name="source_revision",
+        text=f"it answers revision {facts.source_revision} of its cause{target}; the cause is at revision {facts.cause_revision}",
+        value={"source_revision": facts.source_revision, "target_sha": facts.target_sha, "cause_revision": facts.cause_revision},
+    )
+    result = [answered]
+    if facts.observed_by is not None:
+        seen = {"status": facts.status, "commit_sha": facts.commit_sha, "deleted": facts.deleted, "complete": facts.complete}
+        moot = f" (moot statuses {', '.join(facts.moot_statuses)})" if facts.moot_statuses else ""
+        text = (
+            f"its latest observation: status {facts.status}, commit {facts.commit_sha}, "
+            f"{'deleted' if facts.deleted else 'not deleted'}, {'complete' if facts.complete else 'partial'}{moot}"
+        )
+        where = chain.resolver.source(("update", chain.proposal.cause_key), position, of_type(ev.ObservationRecorded)) if chain.proposal else None
+        result.append(Fact(name="latest_observation", text=text, value=seen, source=where))
+    return summary, result
+
+
+def evidence_attached(chain: Chain, entry: Entry, event: ev.EvidenceAttached) -> Rendered:
+    summary = f"evidence {event.evidence_ref} attached"
+    if event.artifact_revision is not None:
+        summary += f"; its artifact revision is {event.artifact_revision} now"
+    return summary, []
 
 
 def outcome_summary(event: ev.ActionOutcomeReported) -> str:
@@ -167,6 +210,10 @@ class Operation(Chain):
         )
         if event.cause_revision:
             summary += f" (at its update revision {event.cause_revision})"
+        if event.source_revision is not UNSET:  # contract v1.2 section 2.1
+            summary += f"; answers source revision {event.source_revision}"
+            summary += f" for commit {event.target_sha}" if event.target_sha is not UNSET else ""
+            summary += f", moot when {', '.join(event.moot_statuses)}" if event.moot_statuses else ""
         if not event.unattended:
             summary += "; attended"
         revisions = event.input_revisions
@@ -201,6 +248,12 @@ class Operation(Chain):
         self.attempts.append(event.attempt_id)
         return claimed(self.resolver, entry, event, self.proposal)
 
+    def source_rule_applied(self, entry: Entry, event: ev.SourceRuleApplied) -> Rendered:
+        rendered = source_rule_applied(self, entry, event)
+        if event.outcome == "fenced" and rendered is not None:
+            self.fence = (entry, rendered[0])
+        return rendered
+
     def revalidated(self, entry: Entry, event: ev.ActionRevalidated) -> Rendered:
         revisions, proposal = event.input_revisions, self.proposal
         task_id = proposal.task_id if proposal else None
@@ -210,6 +263,9 @@ class Operation(Chain):
             (("task", task_id), revisions.task) if task_id else None,
             (("grant", proposal.grant_id), revisions.grant) if proposal else None,
         )
+        if event.source_revision is not UNSET:  # contract v1.2 section 2.3
+            text = f"it answers source revision {event.source_revision} of its cause now"
+            facts.append(Fact(name="source_revision", text=text, value=event.source_revision))
         return "revalidated: pending again under current authority", facts
 
     def fenced(self, entry: Entry, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> Rendered:
@@ -231,6 +287,8 @@ class Operation(Chain):
         ev.ActionCancelRequested: said("cancel requested ({e.reason})"),
         ev.DeadlineExceeded: deadline_exceeded,
         ev.ActionRevalidated: revalidated,
+        ev.SourceRuleApplied: source_rule_applied,
+        ev.EvidenceAttached: evidence_attached,
         **dict.fromkeys(FENCES, fenced),
     }
 
@@ -254,6 +312,8 @@ class Operation(Chain):
             return [Waiting(code="claim", text="nothing blocks it: the next pass claims it", since=self.since())]
         if self.state == "fenced":
             text = "fenced: waits for action.revalidate under current authority (or action.cancel)"
+            if self.fence is not None and type(self.fence[0][1]) is ev.SourceRuleApplied:
+                text = "fenced: its cause moved on: waits for action.revalidate at the cause's current revision (or action.cancel)"
             facts = [Fact(name="fence", text=self.fence[1])] if self.fence is not None else []
             since = source(self.fence[0]) if self.fence is not None else self.since()
             return [Waiting(code="action.revalidate", text=text, facts=facts, since=since)]

@@ -286,7 +286,7 @@ def _counterexample(problem: _Problem, scenario: Scenario, lines: Sequence[dict[
 # Bookkeeping that counts events and inputs, and the pass's scratch: not part
 # of what a state IS (two orders of the same moves may differ in them only).
 _SKIPPED_STATE_FIELDS = {
-    "position": 0, "seq": 0, "dirty_actions": set(), "dirty_tasks": set(), "watchdog_fresh": False, "traces": {},
+    "position": 0, "seq": 0, "dirty_actions": set(), "dirty_tasks": set(), "dirty_sources": set(), "watchdog_fresh": False, "traces": {},
 }  # fmt: skip
 
 

@@ -169,6 +169,37 @@ def claims_under_current_authority(before: State, event: Event, applying: Applyi
 
 
 @event_invariant
+def no_claim_behind_source_revision(before: State, event: Event, applying: Applying) -> str | None:
+    """No claim for a source revision older than the cause's latest (contract
+    v1.2 section 2.2): "At command acceptance, check intent/control and source
+    revisions again"; "Reject stale unaccepted commands". An action that
+    answers a source revision is claimed only while that is its cause's
+    current update revision, its latest observation is on its target commit
+    and is not moot; and its envelope says which revision it answers."""
+    if not isinstance(event, ev.ActionClaimed):
+        return None
+    action = before.actions.get(event.operation_id)
+    if action is None or action.source_revision is None:
+        return None
+    update = before.updates.get(action.cause_key)
+    current = update.revision if update is not None else 0
+    if action.source_revision != current:
+        return f"{event.attempt_id} claimed for source revision {action.source_revision}; {action.cause_key} is at {current}"
+    latest = update.latest if update is not None else None
+    if latest is not None and latest.complete:
+        if latest.deleted or (latest.status is not None and latest.status in action.moot_statuses):
+            return f"{event.attempt_id} claimed while {action.cause_key} is moot ({'deleted' if latest.deleted else latest.status})"
+        if action.target_sha is not None and latest.commit_sha is not None and latest.commit_sha != action.target_sha:
+            return f"{event.attempt_id} claimed for {action.target_sha}; {action.cause_key} is on {latest.commit_sha}"
+    if latest is not None and not latest.complete and action.target_sha is not None:
+        if latest.commit_sha is not None and latest.commit_sha != action.target_sha:
+            return f"{event.attempt_id} claimed for {action.target_sha}; {action.cause_key} is on {latest.commit_sha}"
+    if event.envelope.source_revision != action.source_revision:
+        return f"{event.attempt_id}'s envelope names source revision {event.envelope.source_revision}, not {action.source_revision}"
+    return None
+
+
+@event_invariant
 def grants_within_policy(before: State, event: Event, applying: Applying) -> str | None:
     """No permission escalation: "trusted daemon intake records only authority
     supported by the human instruction/current policy"; "narrow the grant to

@@ -224,6 +224,12 @@ class TandemMachine(RuleBasedStateMachine):
         self.send(self.draw_line(data, _EXECUTOR))
 
     @rule(data=st.data())
+    def sources(self, data: st.DataObject) -> None:
+        """Observations that revise the causes actions answer (contract v1.2
+        section 2: the source rule), and evidence of succeeded actions."""
+        self.send(self.draw_line(data, _SOURCES))
+
+    @rule(data=st.data())
     def conversation_lifecycle(self, data: st.DataObject) -> None:
         """Human messages and edits, triage, provider receipts and reconciles,
         turn ends, resets, approvals, holds."""
@@ -334,6 +340,7 @@ _PROPOSE = (
     "action.propose", "action.propose", "action.propose", "action.propose", "action.revalidate", "action.cancel",
     "question.raise", "question.answer", "intent.synced", "task.delegate",
 )  # fmt: skip
+_SOURCES = ("observe", "observe", "evidence.attach")
 _EXECUTOR = (
     "executor.receipt", "executor.receipt", "executor.receipt", "executor.reconcile", "executor.outcome",
     "executor.outcome", "usage.report",

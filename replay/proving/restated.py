@@ -17,21 +17,22 @@ from tandem.domain import events as ev
 from tandem.domain.records import Action, Conversation
 from tandem.domain.state import State
 
-TERMINAL = frozenset({"succeeded", "failed", "cancelled", "exhausted"})
+TERMINAL = frozenset({"succeeded", "failed", "cancelled", "exhausted", "superseded"})  # superseded: v1.2 section 2.2
 BUSY = frozenset({"submitting", "queued", "accepted", "unknown", "cancel_requested"})
 HOLDING = frozenset({"submitting", "accepted", "unknown"})  # a delivery in these holds its revisions (5.2)
 CODE_ORDER = (
     "prerequisite_pending", "prerequisite_failed", "question_hold", "wider_hold", "scope_paused",
     "task_held", "intent_unsynced", "watchdog_unavailable", "resource_busy", "approval_pending",
-    "budget_exhausted", "retry_backoff",
+    "budget_exhausted", "rule_opted_out", "retry_backoff",
 )  # fmt: skip
 # Events that change an action (a terminal one must never see them again).
 ACTION_EVENTS = (
     ev.ActionProposed, ev.ActionRevalidated, ev.ActionCancelled, ev.ActionCancelRequested, ev.ActionClaimed,
-    ev.AttemptUpdated, ev.ActionOutcomeReported, ev.ActionBlocked, ev.DeadlineExceeded,
+    ev.AttemptUpdated, ev.ActionOutcomeReported, ev.ActionBlocked, ev.DeadlineExceeded, ev.SourceRuleApplied,
 )  # fmt: skip
+# (EvidenceAttached is not one: evidence attaches to a succeeded action, contract v1.2 section 2.5.)
 # State fields that are the pass's scratch, not facts (a fold does not rebuild them).
-PASS_SCRATCH = frozenset({"dirty_actions", "dirty_tasks", "watchdog_fresh"})
+PASS_SCRATCH = frozenset({"dirty_actions", "dirty_tasks", "dirty_sources", "watchdog_fresh"})
 
 
 def normalised(path: str) -> str | None:
@@ -52,14 +53,9 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
     actions, tasks = state.actions, state.tasks
 
     for prerequisite in action.prerequisites:
-        other = actions[prerequisite.operation_id]
-        if other.state == "succeeded":
-            if prerequisite.artifact_revision is not None and other.artifact_revision != prerequisite.artifact_revision:
-                codes.add("prerequisite_failed")
-        elif other.state in ("failed", "cancelled", "exhausted"):
-            codes.add("prerequisite_failed")
-        else:
-            codes.add("prerequisite_pending")
+        code = _prerequisite_code(actions[prerequisite.operation_id], prerequisite)
+        if code is not None:
+            codes.add(code)
 
     open_questions = [q for q in state.questions.values() if q.state == "open" and tasks[q.task_id].state == "active"]
     listed = {op for q in open_questions if isinstance(q.affected, list) for op in q.affected}
@@ -99,9 +95,31 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
     grant = state.grants[action.grant_id]
     if grant.token_limit is not None and grant.usage >= grant.token_limit:
         codes.add("budget_exhausted")
+    if action.rule_id is not None and not _opted_in(state, action):
+        codes.add("rule_opted_out")
     if action.retry_at is not None and at is not None and at < action.retry_at:
         codes.add("retry_backoff")  # contract v1.2 section 3.5
     return [code for code in CODE_ORDER if code in codes]
+
+
+def _prerequisite_code(other: Action, prerequisite: ev.PrerequisiteSpec) -> str | None:
+    required = prerequisite.artifact_revision
+    if other.state == "succeeded" and prerequisite.evidence_required is True:  # contract v1.2 section 2.5
+        if required is not None and other.artifact_revision not in (None, required):
+            return "prerequisite_failed"
+        if (required is not None and other.artifact_revision is None) or not other.evidence_refs:
+            return "prerequisite_pending"
+        return None
+    if other.state == "succeeded":
+        return "prerequisite_failed" if required is not None and other.artifact_revision != required else None
+    return "prerequisite_failed" if other.state in TERMINAL else "prerequisite_pending"
+
+
+def _opted_in(state: State, action: Action) -> bool:
+    """Contract v1.2 section 2.4: "*" or the scope of the cause's latest observation."""
+    scopes = state.rule_scopes.get(action.rule_id or "", ("*",))
+    update = state.updates.get(action.cause_key)
+    return "*" in scopes or (update is not None and update.latest is not None and update.latest.scope in scopes)
 
 
 def backoff_until(state: State, conversation: Conversation) -> datetime.datetime | None:

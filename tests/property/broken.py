@@ -9,12 +9,15 @@ decision, passed as `Engine(step=...)`.
   whose blockers dropped question_hold would.
 - `resend_during_backoff`: after the real pass, sends the queue of every idle
   foreground a refusal's back-off defers (contract v1.2 section 3.6).
+- `skip_source_rule`: the pass without the source rule (contract v1.2
+  section 2.2): claims an action for a source revision older than its cause's.
 """
 
 from __future__ import annotations
 
 from tandem.domain import delivery, dispatch
-from tandem.domain.dispatch import Emit, handle_input
+from tandem.domain.dispatch import Emit, handle_input, run_pass
+from tandem.domain.rules import reacting, record
 from tandem.domain.inputs import Input
 from tandem.domain.state import State
 
@@ -46,3 +49,11 @@ def resend_during_backoff(state: State, value: Input, seq: int, file: str | None
         if conversation.queue and conversation.running_turn is None and not conversation.failure_held:
             if not conversation.approvals and conversation.recovery is None and not conversation.reseed_due:
                 delivery._human_turn(state, conversation, seq, emit, delivery._room(conversation))
+def skip_source_rule(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """The pass without the source rule (contract v1.2 section 2.2): an action
+    for an older revision of its cause is claimed as if nothing had moved."""
+    emit = reacting(state, emit)
+    for event in record(state, value, seq, file, line):
+        emit(event)
+    state.dirty_sources.clear()
+    run_pass(state, seq, value.at, emit)

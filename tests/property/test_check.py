@@ -30,7 +30,7 @@ from tandem.replay.proving import check, check_trace, load_scenario, register, s
 from tests.property import broken
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
-DEPTH = {"receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3}
+DEPTH = {"receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4}
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
 
@@ -80,6 +80,21 @@ def test_the_checker_finds_a_broken_engine_with_the_shortest_counterexample(
     assert main(["replay", str(out), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert [row["operation_id"] for row in document["actions"]] == ["op-build"]
+
+
+def test_the_checker_finds_a_pass_without_the_source_rule(tmp_path: Path) -> None:
+    """Contract v1.2 section 2.2: without the source rule, r1 is claimed for
+    revision 1 once CI passed (revision 2) and its resource freed."""
+    scenario = SCENARIOS / "ci_repair_source_race.json"
+    out = tmp_path / "counterexample.jsonl"
+    result = check(scenario, 4, step=broken.skip_source_rule, out=out)
+    found = result.counterexample
+    assert found is not None and found.invariant == "no_claim_behind_source_revision", found
+    assert found.moves == ["ci-passes", "hold-done"]
+    assert check(scenario, 1, step=broken.skip_source_rule).counterexample is None
+    again = check_trace(out, step=broken.skip_source_rule)
+    assert again is not None and again.invariant.name == "no_claim_behind_source_revision"
+    assert check_trace(out) is None
 
 
 # ------------------------------------------------------------ exploration

@@ -96,8 +96,9 @@ FIND = machine_settings(examples=300, steps=30, derandomize=True, database=None)
         (broken.retry_unknown, ("propose", "lost_ack", "heartbeat"), "unknown_is_never_retried"),
         (broken.ignore_question_hold, ("propose", "ask", "executor", "heartbeat"), "claims_respect_blockers"),
         (broken.resend_during_backoff, ("conversation_lifecycle", "heartbeat"), "budgets_never_exceeded"),
+        (broken.skip_source_rule, ("propose", "sources", "executor", "heartbeat"), "no_claim_behind_source_revision"),
     ],
-    ids=["unknown-retried", "question-hold-ignored", "delivery-backoff-ignored"],
+    ids=["unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "source-rule-skipped"],
 )
 def test_the_fuzzer_finds_a_broken_engine_and_writes_a_trace_that_reproduces_it(
     rules, hunt_rules: tuple[str, ...], invariant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -486,3 +486,10 @@ def update_for(cause_key: str, disposition: str = "actionable", n: float = 0, fi
                 at=at(n), **observe_kw),
         triage(cause_key, update_revision, disposition, notification_priority=notification_priority, at=at(n)),
     ]
+
+
+# ------------------------------------------------------ source revisions (contract v1.2 section 2)
+
+
+def attach_evidence(operation_id: str = "op-1", evidence_ref: str = "ev/1", **kw: Any) -> Line:
+    return _with(line("evidence.attach", "executor", operation_id=operation_id, evidence_ref=evidence_ref), kw)

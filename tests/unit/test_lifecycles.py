@@ -27,7 +27,7 @@ from tests.unit.helpers import (
 )
 
 SPEC_ACTION_NON_TERMINAL = {"pending", "fenced", "submitting", "queued", "accepted", "unknown", "cancel_requested"}
-SPEC_ACTION_TERMINAL = {"succeeded", "failed", "cancelled", "exhausted"}
+SPEC_ACTION_TERMINAL = {"succeeded", "failed", "cancelled", "exhausted", "superseded"}  # superseded: contract v1.2 section 2.2
 SPEC_ATTEMPT_STATES = {"submitting", "queued", "accepted", "unknown", "refused", "not_received"}
 
 

@@ -39,6 +39,7 @@ from tandem.replay.proving.generators.work import (
     action_propose,
     action_revalidate,
     background_bind,
+    evidence_attach,
     executor_outcome,
     executor_receipt,
     executor_reconcile,
@@ -77,6 +78,7 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "executor.receipt": (executor_receipt, 6),
     "executor.reconcile": (executor_reconcile, 3),
     "executor.outcome": (executor_outcome, 5),
+    "evidence.attach": (evidence_attach, 2),
     "usage.report": (usage_report, 2),
     "watchdog.heartbeat": (heartbeat, 5),
     "scope.pause": (scope_pause, 1),
@@ -134,6 +136,8 @@ def applicable(kind: str, b: Builder) -> bool:
         return any(a.attempts and a.attempts[-1].state == "unknown" for a in actions)
     if kind == "executor.outcome":
         return any(a.state in IN_FLIGHT for a in actions)
+    if kind == "evidence.attach":
+        return any(a.state == "succeeded" for a in actions)
     if kind == "question.answer":
         return any(q.state == "open" for q in b.state.questions.values())
     if kind == "triage.classify":

@@ -14,6 +14,8 @@ SCOPES = ("https://scm/pr/1", "https://scm/pr/2")
 FINGERPRINTS = ("f1", "f2", "f3")
 SOURCE_VERSIONS = tuple(f"v{n}" for n in range(1, 7))
 CONSUMERS = ("scm", "ci-log")
+STATUSES = ("failure", "success")
+COMMITS = ("sha1", "sha2")
 DISPOSITIONS = ("routine", "actionable", "urgent", "needs_input")
 
 
@@ -30,6 +32,10 @@ def observation_fields(draw: Draw, causes: tuple[str, ...] = (), p_cause: int = 
     }
     if causes and often(draw, p_cause):
         fields["cause_key"] = draw(st.sampled_from(causes))
+    if often(draw, 2):  # what the source rule reads (contract v1.2 section 2)
+        fields["status"] = draw(st.sampled_from(STATUSES))
+    if often(draw, 2):
+        fields["commit_sha"] = draw(st.sampled_from(COMMITS))
     if often(draw, 5):
         fields["source_version"] = draw(st.sampled_from(SOURCE_VERSIONS))
     if draw(st.integers(0, 14)) == 0:

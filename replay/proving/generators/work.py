@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tandem.domain.inputs import format_at
+from tandem.replay.proving.generators.sources import COMMITS, SCOPES, STATUSES
 from tandem.replay.proving.generators.universe import (
     ARTIFACTS,
     CAUSES,
@@ -140,7 +141,10 @@ def question_answer(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def rule_set(draw: Draw, b: Builder) -> dict[str, Any]:
-    return b.line("rule.set", rule_id=RULE_ID, grant=grant_request(draw, RULE_GRANT))
+    fields: dict[str, Any] = {"rule_id": RULE_ID, "grant": grant_request(draw, RULE_GRANT)}
+    if often(draw, 3):  # opted in for some scopes only (contract v1.2 section 2.4)
+        fields["scopes"] = subset(draw, (*SCOPES, "*"), 0)[:2]
+    return b.line("rule.set", **fields)
 
 
 def _inside(path: str, roots: list[str]) -> bool:
@@ -169,6 +173,8 @@ def _prerequisites(draw: Draw, b: Builder) -> list[dict[str, Any]]:
         prerequisite: dict[str, Any] = {"operation_id": operation_id, "outcome": "succeeded"}
         if often(draw, 3):
             prerequisite["artifact_revision"] = draw(st.sampled_from(ARTIFACTS))
+        if often(draw, 3):
+            prerequisite["evidence_required"] = True  # contract v1.2 section 2.5
         out.append(prerequisite)
     return out
 
@@ -220,7 +226,33 @@ def action_propose(draw: Draw, b: Builder) -> dict[str, Any]:
     fields["input_revisions"] = revisions
     if often(draw, 2):
         fields["unattended"] = draw(st.booleans())
+    fields.update(_source_fields(draw, b, fields["cause_key"]))
     return b.line("action.propose", actor, **fields)
+
+
+def _source_fields(draw: Draw, b: Builder, cause_key: str) -> dict[str, Any]:
+    """Contract v1.2 section 2.1: often the cause's revision it answers (mostly
+    the current one), a commit and the statuses that make it moot."""
+    if not often(draw, 2):
+        return {}
+    update = b.state.updates.get(cause_key)
+    fields: dict[str, Any] = {"source_revision": revision_near(draw, update.revision if update is not None else 0)}
+    if often(draw, 2):
+        fields["target_sha"] = draw(st.sampled_from(COMMITS))
+    if often(draw, 2):
+        fields["moot_statuses"] = subset(draw, STATUSES, 0)
+    return fields
+
+
+def evidence_attach(draw: Draw, b: Builder) -> dict[str, Any]:
+    """Contract v1.2 section 2.5: mostly for a succeeded action, sometimes another artifact."""
+    actions = b.state.actions
+    succeeded = [op for op, a in actions.items() if a.state == "succeeded"]
+    operation_id = draw(st.sampled_from(succeeded)) if succeeded and often(draw, 8) else pick(draw, list(actions), OPERATION_IDS)
+    fields: dict[str, Any] = {"operation_id": operation_id, "evidence_ref": draw(st.sampled_from(["ev/a", "ev/b"]))}
+    if often(draw, 3):
+        fields["artifact_revision"] = draw(st.sampled_from(ARTIFACTS))
+    return b.line("evidence.attach", draw(st.sampled_from(["executor", "source"])), **fields)
 
 
 def action_revalidate(draw: Draw, b: Builder) -> dict[str, Any]:
@@ -236,6 +268,9 @@ def action_revalidate(draw: Draw, b: Builder) -> dict[str, Any]:
         revisions["intent"] = revision_near(draw, b.intent())
     actor = draw(st.sampled_from(["background", "human"]))
     fields: dict[str, Any] = {"operation_id": operation_id, "input_revisions": revisions}
+    if action is not None and action.source_revision is not None and often(draw, 8):
+        update = state.updates.get(action.cause_key)
+        fields["source_revision"] = revision_near(draw, update.revision if update is not None else 0)
     if actor == "background":
         fields["generation"] = b.generation() if often(draw) else b.generation() - 1
     return b.line("action.revalidate", actor, **fields)
