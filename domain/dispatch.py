@@ -111,6 +111,7 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
                 grant_revision=action.revisions.grant,
                 policy_revision=state.policy.revision,
                 intent_revision=action.revisions.intent,
+                **_runtime_envelope(state, action),
             ),
             facts=ev.ClaimFacts(
                 heartbeat_generation=state.heartbeat_generation,
@@ -120,6 +121,15 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
             ),
         )
     )
+
+
+def _runtime_envelope(state: State, action: Action) -> dict[str, object]:
+    """Contract v1.2 section 10: the runtime and the tool policy revision it was
+    admitted at, for an action naming one (nothing, so a v1 envelope is unchanged)."""
+    if action.runtime_id is None:
+        return {}
+    runtime = state.runtimes[action.runtime_id]
+    return {"runtime_id": runtime.runtime_id, "tool_policy_revision": runtime.tool_policy_revision}
 
 
 # ----------------------------------------------------------------- blockers
@@ -163,7 +173,14 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
         codes.append("approval_pending")
     if state.grants[action.grant_id].budget_exhausted:
         codes.append("budget_exhausted")
+    if action.runtime_id is not None and _runtime_state(state, action.runtime_id) != "admitted":
+        codes.append("runtime_not_admitted")
     return tuple(codes)
+
+
+def _runtime_state(state: State, runtime_id: str) -> str | None:
+    runtime = state.runtimes.get(runtime_id)
+    return runtime.state if runtime is not None else None
 
 
 def _approval_pending(state: State, conversation_id: str) -> bool:

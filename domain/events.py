@@ -38,18 +38,20 @@ from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is
     RefusalFacts,
     Revisions,
     TaskStateFact,
+    ToolFacts,
 )
 from tandem.domain.inputs import AnyInput
 
 
-class Event(Struct, frozen=True, tag_field="event", kw_only=True, omit_defaults=False):
-    pass
-
-
-class Decision(Event, frozen=True, kw_only=True):
-    """An event caused by an input; `cause` is that input's sequence number."""
-
-    cause: int
+from tandem.domain.event_base import Decision, Event
+from tandem.domain.tool_events import (  # contract v1.2 section 1, in a module of their own (file size)
+    RuntimeAdmitted,
+    RuntimeFenced,
+    RuntimeRefused,
+    ToolCallAllowed,
+    ToolCallDenied,
+    ToolPolicySet,
+)
 
 
 # ----------------------------------------------------------------- inputs
@@ -218,6 +220,8 @@ class ActionProposed(Decision, frozen=True, kw_only=True):
     proposed_by: str
     generation: int | None
     cause_revision: int
+    # Contract v1.2 section 1.4: only when the proposal names one (a v1 event is unchanged).
+    runtime_id: str | UnsetType = UNSET
 
 
 class ActionRevalidated(Decision, frozen=True, kw_only=True):
@@ -670,6 +674,7 @@ AnyEvent = Union[
     ApprovalOpened, ApprovalResolved, FailureHoldChanged,
     AlertRaised, AlertSeen, AlertResolved, IncidentOpened, IncidentRecovered, DaemonStopped, DaemonStarted,
     ObligationOpened, ObligationMet, ObligationDue, QuestionResurfaced,
+    ToolPolicySet, RuntimeAdmitted, RuntimeRefused, RuntimeFenced, ToolCallAllowed, ToolCallDenied,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

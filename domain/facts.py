@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime
 
-from msgspec import Struct
+from msgspec import UNSET, Struct, UnsetType
 
 
 class Revisions(Struct, frozen=True, kw_only=True):
@@ -46,6 +46,10 @@ class Envelope(Struct, frozen=True, kw_only=True):
     grant_revision: int
     policy_revision: int
     intent_revision: int | None
+    # Contract v1.2 section 1.4: the worker runtime that executes it and the
+    # tool policy revision it was admitted at (set only for an action naming one).
+    runtime_id: str | UnsetType = UNSET
+    tool_policy_revision: int | UnsetType = UNSET
 
 
 class PrerequisiteFact(Struct, frozen=True, kw_only=True):
@@ -121,7 +125,8 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
       `heartbeat_at`, None if never seen) and `watchdog_max_age_s`;
     - resource_busy: `resource` and the in-flight `operations` holding it;
     - approval_pending: the open `approvals`;
-    - budget_exhausted: `grant_id`, `usage`, `token_limit`.
+    - budget_exhausted: `grant_id`, `usage`, `token_limit`;
+    - runtime_not_admitted: `runtime_id`, `runtime_state` (None: never admitted).
     """
 
     code: str
@@ -141,6 +146,25 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
     grant_id: str | None = None
     usage: int | None = None
     token_limit: int | None = None
+    runtime_id: str | None = None
+    runtime_state: str | None = None
+
+
+class ToolFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Why a runtime was refused or revoked, or a tool call denied (contract
+    v1.2 section 10): the failed `check` (its reason code), the first
+    offending `entry` (the inherited, non-exact or missing tool, the read
+    root or path), the tool policy revision in force, and the evidence the
+    admission named. For a call: the revision the runtime was admitted at
+    (`admitted_revision`) and its admission's position is found by its key."""
+
+    check: str
+    tool_policy_revision: int
+    entry: str | None = None
+    isolation_test_ref: str | None = None
+    admitted_revision: int | None = None
+    in_admission: bool | None = None  # a denied tool: was it among the admitted tools?
+    in_allowlist: bool | None = None  # ... and in the role's current allowlist?
 
 
 class DeliveryBudget(Struct, frozen=True, kw_only=True):
@@ -206,3 +230,4 @@ class AlertFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     delivery_id: str | None = None
     due_at: datetime.datetime | None = None
     card_id: str | None = None
+    runtime_id: str | None = None

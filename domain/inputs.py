@@ -75,6 +75,10 @@ ACTORS: dict[str, tuple[str, ...]] = {
     "daemon.start": ("daemon",),
     "card.propose": ("background",),
     "tick": ("daemon",),
+    # Contract v1.2 section 1
+    "tool_policy.set": ("daemon", "human"),
+    "runtime.admit": ("daemon",),
+    "tool.request": ("daemon",),
 }
 HUMAN_ONLY: tuple[str, ...] = ("human",)
 
@@ -267,6 +271,8 @@ class ProposeAction(Input, tag="action.propose"):
     prerequisites: Annotated[list[Prerequisite], Meta(max_length=list_items_max)] = []
     unattended: bool = True
     generation: Revision | UnsetType = UNSET
+    # Contract v1.2 section 1.4: the worker runtime that will execute it.
+    runtime_id: Identifier | UnsetType = UNSET
 
     def __post_init__(self) -> None:
         _require_exactly_one(self, "task_id", "rule_id")
@@ -522,6 +528,47 @@ class ResolveAlert(Input, tag="alert.resolve"):
     alert_id: Identifier
 
 
+# ------------------------------------ contract v1.2 section 1: tool policy and runtimes
+
+ToolRole = Literal["background", "worker"]
+
+
+class SetToolPolicy(Input, tag="tool_policy.set"):
+    role: ToolRole
+    allowed_tools: Annotated[list[Identifier], Meta(max_length=list_items_max)]
+    read_roots: Annotated[list[Text], Meta(max_length=list_items_max)]
+
+
+class AdmitRuntime(Input, tag="runtime.admit"):
+    runtime_id: Identifier
+    role: ToolRole
+    adapter: Identifier
+    tool_policy_revision: Revision
+    tools: Annotated[list[Identifier], Meta(max_length=list_items_max)]
+    read_roots: Annotated[list[Text], Meta(max_length=list_items_max)]
+    conversation_id: Identifier | UnsetType = UNSET
+    generation: Revision | UnsetType = UNSET
+    inherited_tools: Annotated[list[Identifier], Meta(max_length=list_items_max)] = []
+    isolation_test_ref: Identifier | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        background = self.role == "background"
+        for name in ("conversation_id", "generation"):
+            if background and getattr(self, name) is UNSET:
+                raise ValueError(f"a background runtime needs `{name}`")
+            if not background and getattr(self, name) is not UNSET:
+                raise ValueError(f"`{name}` is only for a background runtime")
+
+
+class RequestTool(Input, tag="tool.request"):
+    runtime_id: Identifier
+    call_id: Identifier
+    tool: Identifier
+    read_paths: Annotated[list[Text], Meta(max_length=list_items_max)] = []
+    write_paths: Annotated[list[Text], Meta(max_length=list_items_max)] = []
+    operation_id: Identifier | UnsetType = UNSET
+
+
 AnyInput = Union[
     ConfigureEngine, SetPolicy, SetRule,
     DelegateTask, ReviseTask, ReviseGrant, CancelTask, CompleteTask, RaiseQuestion, AnswerQuestion,
@@ -532,6 +579,7 @@ AnyInput = Union[
     HoldFailure, ReleaseHold,
     Heartbeat, RaiseIncident, RecoverIncident, StopDaemon, StartDaemon, PauseScope, ResumeScope,
     ProposeCard, Tick, SeeAlert, ResolveAlert,
+    SetToolPolicy, AdmitRuntime, RequestTool,
 ]  # fmt: skip
 
 INPUT_KINDS: tuple[str, ...] = tuple(cls.__struct_config__.tag for cls in AnyInput.__args__)  # type: ignore[attr-defined]

@@ -216,6 +216,13 @@ def _budget(state: State, action: Action) -> ev.BlockFact:
     )
 
 
+def _runtime(state: State, action: Action) -> ev.BlockFact:
+    runtime = state.runtimes.get(action.runtime_id or "")
+    return ev.BlockFact(
+        code="runtime_not_admitted", runtime_id=action.runtime_id, runtime_state=runtime.state if runtime else None
+    )
+
+
 _ACTION_FACTS = {
     "prerequisite_pending": _prerequisites_pending,
     "prerequisite_failed": _prerequisites_failed,
@@ -228,6 +235,7 @@ _ACTION_FACTS = {
     "resource_busy": _resource_busy,
     "approval_pending": _approval_pending,
     "budget_exhausted": _budget,
+    "runtime_not_admitted": _runtime,
 }
 
 _TASK_FACTS = {

@@ -45,6 +45,14 @@ Reason = Literal[
     "already_dispatched",
     # 10 (contract v1.1)
     "bad_sequence",
+    # contract v1.2 section 1 (tool policy and runtime admission)
+    "unknown_runtime",
+    "runtime_not_admitted",
+    "isolation_unavailable",
+    "tools_inherited",
+    "tool_not_exact",
+    "tool_not_allowed",
+    "read_outside_roots",
 ]
 
 BLOCKING_CODES: tuple[str, ...] = (
@@ -59,6 +67,8 @@ BLOCKING_CODES: tuple[str, ...] = (
     "resource_busy",
     "approval_pending",
     "budget_exhausted",
+    # contract v1.2 (section 9: appended in this order)
+    "runtime_not_admitted",
 )
 
 # Task-level holds, in the section 4 table's order.

@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tandem.domain import actions, alerts, authority, consumer, conversation, delivery, inbox, tasks
+from tandem.domain import actions, alerts, authority, consumer, conversation, delivery, inbox, tasks, tools
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.reasons import Rejected
@@ -32,7 +32,7 @@ Evolver = Callable[[State, Any], None]
 Reaction = Callable[[State, Any], list[ev.Event]]
 Emit = Callable[[ev.Event], None]
 
-AREAS = (authority, tasks, actions, inbox, consumer, conversation, delivery, alerts)
+AREAS = (authority, tasks, actions, inbox, consumer, conversation, delivery, alerts, tools)
 
 
 # ------------------------------------------------------------ the record

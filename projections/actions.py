@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tandem.domain import events as ev
+from tandem.domain.inputs import given
 from tandem.domain.lifecycles import ACTION, ATTEMPT
 from tandem.projections.base import View, picked_rows, sorted_rows
 
@@ -40,6 +41,9 @@ class ActionsView(View):
             "outcome": None,
             "artifact_revision": None,
             "prerequisites": [p.operation_id for p in event.prerequisites],
+            # contract v1.2 section 1.6 (every added key after the existing ones)
+            "runtime_id": given(event.runtime_id),
+            "calls": 0,
         }
 
     def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> None:
@@ -76,6 +80,12 @@ class ActionsView(View):
     def _blocked(self, event: ev.ActionBlocked) -> None:
         self.rows[event.operation_id]["blocked_by"] = list(event.blocked_by)
 
+    def _call(self, event: ev.ToolCallAllowed) -> bool:
+        if event.operation_id is None:
+            return False
+        self.rows[event.operation_id]["calls"] += 1
+        return True
+
     handlers = {
         ev.ActionProposed: _proposed,
         ev.PolicySet: _fenced,
@@ -88,6 +98,7 @@ class ActionsView(View):
         ev.AttemptUpdated: _attempt,
         ev.ActionOutcomeReported: _outcome,
         ev.ActionBlocked: _blocked,
+        ev.ToolCallAllowed: _call,
     }
 
     def render(self) -> list[dict[str, Any]]:

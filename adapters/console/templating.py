@@ -37,6 +37,7 @@ BLOCK_WORDS = {
     "resource_busy": "another action holds its resource",
     "approval_pending": "an approval is open on its conversation",
     "budget_exhausted": "its grant's token budget is used up",
+    "runtime_not_admitted": "the worker runtime it names is not admitted",
 }
 HOLD_WORDS = {
     "question_hold": "held by an open question",

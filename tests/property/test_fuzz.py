@@ -95,8 +95,9 @@ FIND = machine_settings(examples=300, steps=30, derandomize=True, database=None)
     [
         (broken.retry_unknown, ("propose", "lost_ack", "heartbeat"), "unknown_is_never_retried"),
         (broken.ignore_question_hold, ("propose", "ask", "executor", "heartbeat"), "claims_respect_blockers"),
+        (broken.allow_unlisted_tool, ("tools",), "tools_within_admitted_allowlist"),
     ],
-    ids=["unknown-retried", "question-hold-ignored"],
+    ids=["unknown-retried", "question-hold-ignored", "unlisted-tool-allowed"],
 )
 def test_the_fuzzer_finds_a_broken_engine_and_writes_a_trace_that_reproduces_it(
     rules, hunt_rules: tuple[str, ...], invariant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

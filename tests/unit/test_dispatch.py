@@ -454,7 +454,7 @@ def test_blocked_by_lists_every_code_in_the_section_4_table_order():
         "resource_busy",
         "budget_exhausted",
     ]
-    assert expected == [code for code in BLOCKING_CODES if code != "approval_pending"]
+    assert expected == [code for code in BLOCKING_CODES if code not in ("approval_pending", "runtime_not_admitted")]
     assert events[4].blocked_by == expected
     assert blocked_by(engine, "main") == expected
     assert task_row(engine, "t")["holds"] == ["question_hold", "wider_hold", "scope_paused", "task_held"]

@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tandem.domain.inputs import format_at
+from tandem.replay.proving.generators.tools import worker_runtime
 from tandem.replay.proving.generators.universe import (
     ARTIFACTS,
     CAUSES,
@@ -214,6 +215,9 @@ def action_propose(draw: Draw, b: Builder) -> dict[str, Any]:
     fields["input_revisions"] = revisions
     if often(draw, 2):
         fields["unattended"] = draw(st.booleans())
+    runtime_id = worker_runtime(draw, b)  # contract v1.2 section 1.4 (no draw while no worker runtime exists)
+    if runtime_id is not None:
+        fields["runtime_id"] = runtime_id
     return b.line("action.propose", actor, **fields)
 
 
