@@ -30,7 +30,7 @@ from tandem.replay.proving import check, check_trace, load_scenario, register, s
 from tests.property import broken
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
-DEPTH = {"receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3}
+DEPTH = {"receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "tools_admission": 3}
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
 
@@ -243,3 +243,10 @@ def test_the_worked_example_of_section_1_violates_the_allowlist_only_with_a_brok
     found = check_trace(trace, step=broken.allow_unlisted_tool)
     assert found is not None and found.invariant.name == "tools_within_admitted_allowlist"
     assert "shell:exec" in found.detail and found.applying.input.input_type == "tool.request"
+
+
+def test_the_checker_finds_a_tool_host_skipping_the_allowlist_in_one_move() -> None:
+    scenario = SCENARIOS / "tools_admission.json"
+    found = check(scenario, 3, step=broken.allow_unlisted_tool).counterexample
+    assert found is not None and found.invariant == "tools_within_admitted_allowlist"
+    assert found.moves == ["call-shell-bg"]

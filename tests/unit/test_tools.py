@@ -344,3 +344,40 @@ def test_no_tool_outside_the_allowlist_is_ever_allowed_whatever_the_admission_sa
     listed but the current allowlist dropped (a revoked runtime) is denied."""
     engine = given(*admitted_world(), tool_policy(tools=BG_TOOLS[:1], at=at(3)))
     assert rejection(when(engine, tool_request("c1", BG_TOOLS[1], at=at(4)))) == "runtime_not_admitted"
+
+
+# ------------------------------------------------------------------ schema
+
+
+def test_the_schema_of_runtime_admit_and_tool_policy_set():
+    import msgspec
+
+    from tests.unit.helpers import decode
+
+    with pytest.raises(msgspec.ValidationError):
+        decode(admit(conversation_id=None))  # a background needs conversation_id
+    with pytest.raises(msgspec.ValidationError):
+        decode({**admit("w-1", role="worker"), "generation": 1})  # forbidden for a worker
+    with pytest.raises(msgspec.ValidationError):
+        decode(tool_policy(tools=[f"t:{n}" for n in range(4_097)]))  # at most 4,096
+    with pytest.raises(msgspec.ValidationError):
+        decode(tool_policy(role="foreground"))
+    assert rejection(when(given(*world()), {**tool_policy(), "actor": "background"})) == "not_authorized"
+
+
+def test_a_v1_proposal_records_no_runtime_field():
+    engine = given(*world())
+    events = when(engine, propose("op-1", at=at(3)))
+    proposed = of_type(events, ev.ActionProposed)[0]
+    assert b"runtime_id" not in ev.encode_event(proposed)
+    claim = of_type(events, ev.ActionClaimed)[0]
+    assert b"runtime_id" not in ev.encode_event(claim) and b"tool_policy_revision" not in ev.encode_event(claim)
+    assert engine.views.view("runtimes") == []
+    assert action_row(engine, "op-1")["runtime_id"] is None and action_row(engine, "op-1")["calls"] == 0
+
+
+def test_the_catalog_holds_the_section_invariant():
+    from tandem.replay.proving import catalog
+
+    [found] = [invariant for invariant in catalog() if invariant.name == "tools_within_admitted_allowlist"]
+    assert found.kind == "event" and "before execution" in found.guarantee
