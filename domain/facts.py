@@ -155,8 +155,9 @@ class ToolFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     v1.2 section 10): the failed `check` (its reason code), the first
     offending `entry` (the inherited, non-exact or missing tool, the read
     root or path), the tool policy revision in force, and the evidence the
-    admission named. For a call: the revision the runtime was admitted at
-    (`admitted_revision`) and its admission's position is found by its key."""
+    admission named. For a call: the tool policy revision the runtime was
+    admitted at (`admitted_revision`; its RuntimeAdmitted is found by the
+    runtime's key) and, for a denied tool, where it is missing."""
 
     check: str
     tool_policy_revision: int

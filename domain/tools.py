@@ -119,7 +119,7 @@ def _outside(paths: Iterable[str], *root_sets: Iterable[str]) -> str | None:
     return None
 
 
-def _revoked_because(state: State, runtime: Runtime, policy: ToolPolicy, revision: int) -> ev.ToolFacts | None:
+def _revoked_because(runtime: Runtime, policy: ToolPolicy, revision: int) -> ev.ToolFacts | None:
     """Why a narrower policy no longer allows an admitted runtime, or None."""
     missing = next((tool for tool in runtime.tools if tool not in policy.tools), None)
     if missing is not None:
@@ -146,7 +146,7 @@ def decide_tool_policy(state: State, value: inp.SetToolPolicy, seq: int) -> list
         runtime = state.runtimes[runtime_id]
         if runtime.state != "admitted":
             continue
-        why = _revoked_because(state, runtime, policy, revision) if runtime.role == value.role else None
+        why = _revoked_because(runtime, policy, revision) if runtime.role == value.role else None
         if why is None:
             restamped.append(runtime_id)
         else:
