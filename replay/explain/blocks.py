@@ -26,6 +26,7 @@ WAITING_TEXT = {
     "resource_busy": "another action holds its resource",
     "approval_pending": "an approval is open on its conversation or background",
     "budget_exhausted": "its grant's usage reached token_limit",
+    "runtime_not_admitted": "the worker runtime it names is not admitted (contract v1.2 section 1.4)",
 }
 
 BlockFacts = Callable[[Resolver, ev.BlockFact, int, "str | None"], list[Fact]]
@@ -110,6 +111,18 @@ def _budget(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: s
     ]
 
 
+def _runtime(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    state = fact.runtime_state or "never admitted"
+    return [
+        Fact(
+            name="runtime",
+            text=f"runtime {fact.runtime_id} is {state}",
+            value={"runtime_id": fact.runtime_id, "state": fact.runtime_state},
+            source=resolver.source(("runtime", fact.runtime_id or ""), position),
+        )
+    ]
+
+
 # Per blocking code, the facts its BlockFact names (any other code: the BlockFact itself).
 BLOCK_FACTS: dict[str, BlockFacts] = {
     "prerequisite_pending": _prerequisites,
@@ -123,6 +136,7 @@ BLOCK_FACTS: dict[str, BlockFacts] = {
     "resource_busy": _resource,
     "approval_pending": _approvals,
     "budget_exhausted": _budget,
+    "runtime_not_admitted": _runtime,
 }
 
 

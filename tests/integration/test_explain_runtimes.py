@@ -69,3 +69,14 @@ def test_a_store_without_runtimes_lists_the_kinds_it_always_did():
     with pytest.raises(ExplainError) as v12:
         explain(stored("39_no_inherited_tools_forbidden_tool_denied_before_execution"), "nothing-here")
     assert "reconciliation, runtime)" in str(v12.value)
+
+
+def test_an_action_blocked_by_its_runtime_names_the_runtime_and_its_refusal():
+    engine = Engine(open_store("memory:"), with_views=False, snapshot_every=0)
+    trace = GATES.parent / "traces" / "worker_tools_denied_before_execution_outside_its_action.jsonl"
+    ingest(engine, read_trace(str(trace)))
+    [operation] = explain(engine.store, "op-1", kind="operation")
+    blocked = next(link for link in operation.steps if link.event == "ActionBlocked")
+    [fact] = blocked.facts
+    assert fact.name == "runtime" and fact.value == {"runtime_id": "w-1", "state": "refused"}
+    assert fact.source is not None and fact.source.event == "RuntimeRefused"
