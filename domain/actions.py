@@ -29,6 +29,7 @@ from tandem.domain.lookups import known_action, known_conversation, known_grant,
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Attempt, Grant
 from tandem.domain.state import State
+from tandem.domain.tools import check_background_admitted
 
 # ------------------------------------------------------------ proposal checks
 
@@ -40,6 +41,12 @@ def _check_generation(state: State, value: Any, task_id: str | None) -> None:
     bound = conversation.generation if conversation is not None else None
     if bound is None or value.generation != bound:
         raise Rejected("generation_fenced", f"generation {value.generation} is not the bound generation ({bound})")
+
+
+def _check_runtime(state: State, value: Any, task_id: str | None) -> None:
+    """runtime_not_admitted (contract v1.2 section 1.3): the background bound to the task's conversation."""
+    conversation = state.conversations[state.tasks[task_id].conversation_id] if task_id else None
+    check_background_admitted(state, value, [conversation.background_id if conversation is not None else None])
 
 
 def _check_revisions(state: State, revisions: inp.InputRevisions, grant: Grant, task_id: str | None) -> None:
@@ -124,10 +131,16 @@ def decide_proposal(state: State, value: inp.ProposeAction, seq: int) -> list[ev
     grant = known_grant(state, value.grant_id)
     for prerequisite in value.prerequisites:
         known_action(state, prerequisite.operation_id)
+    runtime_id = given(value.runtime_id)
+    if runtime_id is not None:
+        runtime = state.runtimes.get(runtime_id)
+        if runtime is None or runtime.role != "worker":
+            raise Rejected("unknown_runtime", f"no worker runtime {runtime_id!r}")
     if value.operation_id in state.actions:
         raise Rejected("already_exists", f"operation {value.operation_id!r} already exists")
     _check_scope(value, grant, task_id, rule_id)
     _check_generation(state, value, task_id)
+    _check_runtime(state, value, task_id)
     if task is not None and task.state != "active":
         raise Rejected("task_not_active", f"task {task.task_id!r} is {task.state}")
     check_authority(state, value.operation, value.write_paths, grant)
@@ -163,6 +176,7 @@ def decide_proposal(state: State, value: inp.ProposeAction, seq: int) -> list[ev
             source_revision=value.source_revision,
             target_sha=value.target_sha,
             moot_statuses=list(dict.fromkeys(value.moot_statuses)) if value.moot_statuses is not UNSET else UNSET,
+            runtime_id=value.runtime_id,
         )
     ]
 
@@ -174,6 +188,7 @@ def decide_revalidation(state: State, value: inp.RevalidateAction, seq: int) -> 
     if value.sender == "background" and action.task_id is None:
         raise Rejected("grant_scope", f"{action.operation_id!r} is a rule action: only the daemon's rule may use its grant")
     _check_generation(state, value, action.task_id)
+    _check_runtime(state, value, action.task_id)
     if action.task_id is not None and state.tasks[action.task_id].state != "active":
         raise Rejected("task_not_active", f"task {action.task_id!r} is {state.tasks[action.task_id].state}")
     grant = state.grants[action.grant_id]
@@ -442,7 +457,10 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
         source_revision=given(event.source_revision),
         target_sha=given(event.target_sha),
         moot_statuses=tuple(event.moot_statuses) if event.moot_statuses is not UNSET else (),
+        runtime_id=given(event.runtime_id),
     )
+    if action.runtime_id is not None:
+        state.actions_by_runtime.setdefault(action.runtime_id, set()).add(event.operation_id)
     for prerequisite in event.prerequisites:
         state.actions[prerequisite.operation_id].dependents.append(event.operation_id)
     if event.task_id is not None:

@@ -22,6 +22,7 @@ from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Conversation, Message
 from tandem.domain.state import State
+from tandem.domain.tools import check_background_admitted
 
 # ----------------------------------------------------------------- deciders
 
@@ -101,6 +102,7 @@ def decide_intent_synced(state: State, value: inp.SyncIntent, seq: int) -> list[
         raise Rejected(
             "generation_fenced", f"generation {value.generation} is not the bound generation ({conversation.generation})"
         )
+    check_background_admitted(state, value, [conversation.background_id])
     if value.intent_revision > conversation.intent_revision:
         raise Rejected("stale_revision", f"intent is at revision {conversation.intent_revision}, not {value.intent_revision}")
     if value.intent_revision <= conversation.synced_intent_revision:

@@ -126,6 +126,7 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
                 source_revision=action.source_revision if action.source_revision is not None else UNSET,
                 target_sha=action.target_sha if action.target_sha is not None else UNSET,
                 **({"deadline_at": deadline_at} if deadline_at is not None else {}),
+                **_runtime_envelope(state, action),
             ),
             facts=ev.ClaimFacts(
                 heartbeat_generation=state.heartbeat_generation,
@@ -135,6 +136,15 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
             ),
         )
     )
+
+
+def _runtime_envelope(state: State, action: Action) -> dict[str, object]:
+    """Contract v1.2 section 10: the runtime and the tool policy revision it was
+    admitted at, for an action naming one (nothing, so a v1 envelope is unchanged)."""
+    if action.runtime_id is None:
+        return {}
+    runtime = state.runtimes[action.runtime_id]
+    return {"runtime_id": runtime.runtime_id, "tool_policy_revision": runtime.tool_policy_revision}
 
 
 # ----------------------------------------------------------------- blockers
@@ -170,6 +180,8 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
         codes.append("budget_exhausted")
     if action.rule_id is not None and not state.opted_in(action.rule_id, action.cause_key):
         codes.append("rule_opted_out")
+    if action.runtime_id is not None and _runtime_state(state, action.runtime_id) != "admitted":
+        codes.append("runtime_not_admitted")
     if action.retry_at is not None and retry_blocked(state, action):
         codes.append("retry_backoff")
     return tuple(codes)
@@ -186,6 +198,11 @@ def awaiting_evidence(state: State, action: Action) -> tuple[str, ...]:
         and state.actions[p.operation_id].state == "succeeded"
         and state.prerequisite_status(p) == "pending"
     )
+
+
+def _runtime_state(state: State, runtime_id: str) -> str | None:
+    runtime = state.runtimes.get(runtime_id)
+    return runtime.state if runtime is not None else None
 
 
 def _approval_pending(state: State, conversation_id: str) -> bool:

@@ -27,8 +27,19 @@ from msgspec import UNSET, UnsetType
 from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is facts.BlockFact
     AlertFacts, ApprovalRef, BlockFact, CandidateUpdate, ClaimFacts, DeadlineFacts, DeferralFacts, DeliveryBudget,
     Envelope, PrerequisiteFact, PrerequisiteSpec, QuestionRef, RefusalFacts, Revisions, SourceFacts, TaskStateFact,
+    ToolFacts,
 )
 from tandem.domain.event_base import Decision, Event, InputAccepted, InputRejected, SourceProgressed  # noqa: F401
+from tandem.domain.budget_events import DeadlineExceeded, DeliveryDeferred  # contract v1.2 section 3 (file size)
+from tandem.domain.source_events import EvidenceAttached, SourceRuleApplied  # contract v1.2 section 2 (file size)
+from tandem.domain.tool_events import (  # contract v1.2 section 1, in a module of their own (file size)
+    RuntimeAdmitted,
+    RuntimeFenced,
+    RuntimeRefused,
+    ToolCallAllowed,
+    ToolCallDenied,
+    ToolPolicySet,
+)
 
 # ------------------------------------------------------ configuration, policy
 
@@ -184,6 +195,8 @@ class ActionProposed(Decision, frozen=True, kw_only=True):
     source_revision: int | UnsetType = UNSET  # contract v1.2 section 2.1: only when given
     target_sha: str | UnsetType = UNSET
     moot_statuses: list[str] | UnsetType = UNSET
+    # Contract v1.2 section 1.4: only when the proposal names one (a v1 event is unchanged).
+    runtime_id: str | UnsetType = UNSET
 
 
 class ActionRevalidated(Decision, frozen=True, kw_only=True):
@@ -192,20 +205,6 @@ class ActionRevalidated(Decision, frozen=True, kw_only=True):
     source_revision: int | UnsetType = UNSET  # contract v1.2 section 2.3: the revision it answers now
 
 
-class SourceRuleApplied(Decision, frozen=True, kw_only=True):  # contract v1.2 section 2.2: its cause moved on
-    # "superseded" (reason source_resolved or target_moved), "fenced" (a task's:
-    # reason source_moved) or "restamped" (a rule's: it answers `source_revision` now).
-    operation_id: str
-    outcome: str
-    reason: str | None
-    source_revision: int
-    facts: SourceFacts
-
-
-class EvidenceAttached(Decision, frozen=True, kw_only=True):  # contract v1.2 section 2.5
-    operation_id: str
-    evidence_ref: str
-    artifact_revision: str | None  # set when it sets the action's (which had none)
 
 
 class ActionCancelled(Decision, frozen=True, kw_only=True):
@@ -216,14 +215,6 @@ class ActionCancelRequested(Decision, frozen=True, kw_only=True):
     operation_id: str
     reason: str  # "human", "task_cancelled" or "budget_exhausted"
 
-
-class DeadlineExceeded(Decision, frozen=True, kw_only=True):
-    """Its execution deadline passed, not terminal (contract v1.2 section 3.3)."""
-
-    operation_id: str
-    deadline_at: datetime.datetime
-    action_state: str
-    facts: DeadlineFacts
 
 
 class ActionClaimed(Decision, frozen=True, kw_only=True):
@@ -558,14 +549,6 @@ class FailureHoldChanged(Decision, frozen=True, kw_only=True):
     delivery_retries_max: int | UnsetType = UNSET
 
 
-class DeliveryDeferred(Decision, frozen=True, kw_only=True):
-    """Why its next delivery waits changed (v1.2 sections 3.6, 3.7); None: no more."""
-
-    conversation_id: str
-    reason: str | None
-    until: datetime.datetime | None
-    facts: DeferralFacts | None = None
-
 
 # --------------------------------------- section 6: alerts, obligations, health
 
@@ -678,6 +661,7 @@ AnyEvent = Union[
     DeadlineExceeded, DeliveryDeferred,
     AlertRaised, AlertSeen, AlertResolved, IncidentOpened, IncidentRecovered, DaemonStopped, DaemonStarted,
     ObligationOpened, ObligationMet, ObligationDue, QuestionResurfaced,
+    ToolPolicySet, RuntimeAdmitted, RuntimeRefused, RuntimeFenced, ToolCallAllowed, ToolCallDenied,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

@@ -53,6 +53,10 @@ class Envelope(Struct, frozen=True, kw_only=True):
     # Contract v1.2 section 3.3: the action's execution deadline (the same on
     # every attempt: set at the first claim, never moved).
     deadline_at: datetime.datetime | UnsetType = UNSET
+    # Contract v1.2 section 1.4: the worker runtime that executes it and the
+    # tool policy revision it was admitted at (set only for an action naming one).
+    runtime_id: str | UnsetType = UNSET
+    tool_policy_revision: int | UnsetType = UNSET
 
 
 class PrerequisiteFact(Struct, frozen=True, kw_only=True):
@@ -152,6 +156,7 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
     - rule_opted_out (contract v1.2 section 2.4): `rule_id`, its `scopes`, and
       `scope`, the scope of the cause's latest observation (None: none yet).
     - retry_backoff: `retry_at` and the refused or not received `attempts` so far.
+    - runtime_not_admitted: `runtime_id`, `runtime_state` (None: never admitted).
     """
 
     code: str
@@ -175,6 +180,26 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
     scopes: list[str] | None = None
     retry_at: datetime.datetime | None = None
     attempts: int | None = None
+    runtime_id: str | None = None
+    runtime_state: str | None = None
+
+
+class ToolFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Why a runtime was refused or revoked, or a tool call denied (contract
+    v1.2 section 10): the failed `check` (its reason code), the first
+    offending `entry` (the inherited, non-exact or missing tool, the read
+    root or path), the tool policy revision in force, and the evidence the
+    admission named. For a call: the tool policy revision the runtime was
+    admitted at (`admitted_revision`; its RuntimeAdmitted is found by the
+    runtime's key) and, for a denied tool, where it is missing."""
+
+    check: str
+    tool_policy_revision: int
+    entry: str | None = None
+    isolation_test_ref: str | None = None
+    admitted_revision: int | None = None
+    in_admission: bool | None = None  # a denied tool: was it among the admitted tools?
+    in_allowlist: bool | None = None  # ... and in the role's current allowlist?
 
 
 class DeliveryBudget(Struct, frozen=True, kw_only=True):
@@ -240,6 +265,7 @@ class AlertFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     delivery_id: str | None = None
     due_at: datetime.datetime | None = None
     card_id: str | None = None
+    runtime_id: str | None = None
     # Budgets (contract v1.2 section 3): a deadline, an exhausted action, a failing conversation.
     deadline_at: datetime.datetime | None = None
     attempt_id: str | None = None

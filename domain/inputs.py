@@ -76,6 +76,10 @@ ACTORS: dict[str, tuple[str, ...]] = {
     "daemon.start": ("daemon",),
     "card.propose": ("background",),
     "tick": ("daemon",),
+    # Contract v1.2 section 1
+    "tool_policy.set": ("daemon", "human"),
+    "runtime.admit": ("daemon",),
+    "tool.request": ("daemon",),
 }
 HUMAN_ONLY: tuple[str, ...] = ("human",)
 
@@ -161,8 +165,7 @@ class ObservationFields(Struct, frozen=True, forbid_unknown_fields=True, kw_only
     tokens: Tokens | UnsetType = UNSET
     deleted: bool = False
     origin_conversation: Identifier | UnsetType = UNSET
-    # Contract v1.1 (section 10): left out, they are not recorded at all, so
-    # a v1 input is stored byte for byte as before.
+    # Contract v1.1 (section 10): unset when left out, so a v1 input is stored as before.
     subject: Identifier | UnsetType = UNSET
     source_time: Annotated[datetime.datetime, Meta(tz=True)] | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
@@ -291,6 +294,8 @@ class ProposeAction(Input, tag="action.propose"):
     source_revision: Revision | UnsetType = UNSET
     target_sha: Identifier | UnsetType = UNSET
     moot_statuses: Annotated[list[Text], Meta(max_length=list_items_max)] | UnsetType = UNSET
+    # Contract v1.2 section 1.4: the worker runtime that will execute it.
+    runtime_id: Identifier | UnsetType = UNSET
 
     def __post_init__(self) -> None:
         _require_exactly_one(self, "task_id", "rule_id")
@@ -363,8 +368,7 @@ class Observe(Input, tag="observe"):
     tokens: Tokens | UnsetType = UNSET
     deleted: bool = False
     origin_conversation: Identifier | UnsetType = UNSET
-    # Contract v1.1 (section 10): left out, they are not recorded at all, so
-    # a v1 input is stored byte for byte as before.
+    # Contract v1.1 (section 10): unset when left out, so a v1 input is stored as before.
     subject: Identifier | UnsetType = UNSET
     source_time: Annotated[datetime.datetime, Meta(tz=True)] | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
@@ -558,6 +562,47 @@ class ResolveAlert(Input, tag="alert.resolve"):
     alert_id: Identifier
 
 
+# ------------------------------------ contract v1.2 section 1: tool policy and runtimes
+
+ToolRole = Literal["background", "worker"]
+
+
+class SetToolPolicy(Input, tag="tool_policy.set"):
+    role: ToolRole
+    allowed_tools: Annotated[list[Identifier], Meta(max_length=list_items_max)]
+    read_roots: Annotated[list[Text], Meta(max_length=list_items_max)]
+
+
+class AdmitRuntime(Input, tag="runtime.admit"):
+    runtime_id: Identifier
+    role: ToolRole
+    adapter: Identifier
+    tool_policy_revision: Revision
+    tools: Annotated[list[Identifier], Meta(max_length=list_items_max)]
+    read_roots: Annotated[list[Text], Meta(max_length=list_items_max)]
+    conversation_id: Identifier | UnsetType = UNSET
+    generation: Revision | UnsetType = UNSET
+    inherited_tools: Annotated[list[Identifier], Meta(max_length=list_items_max)] = []
+    isolation_test_ref: Identifier | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        background = self.role == "background"
+        for name in ("conversation_id", "generation"):
+            if background and getattr(self, name) is UNSET:
+                raise ValueError(f"a background runtime needs `{name}`")
+            if not background and getattr(self, name) is not UNSET:
+                raise ValueError(f"`{name}` is only for a background runtime")
+
+
+class RequestTool(Input, tag="tool.request"):
+    runtime_id: Identifier
+    call_id: Identifier
+    tool: Identifier
+    read_paths: Annotated[list[Text], Meta(max_length=list_items_max)] = []
+    write_paths: Annotated[list[Text], Meta(max_length=list_items_max)] = []
+    operation_id: Identifier | UnsetType = UNSET
+
+
 AnyInput = Union[
     ConfigureEngine, SetPolicy, SetRule,
     DelegateTask, ReviseTask, ReviseGrant, CancelTask, CompleteTask, RaiseQuestion, AnswerQuestion,
@@ -569,6 +614,7 @@ AnyInput = Union[
     HoldFailure, ReleaseHold,
     Heartbeat, RaiseIncident, RecoverIncident, StopDaemon, StartDaemon, PauseScope, ResumeScope,
     ProposeCard, Tick, SeeAlert, ResolveAlert,
+    SetToolPolicy, AdmitRuntime, RequestTool,
 ]  # fmt: skip
 
 INPUT_KINDS: tuple[str, ...] = tuple(cls.__struct_config__.tag for cls in AnyInput.__args__)  # type: ignore[attr-defined]

@@ -94,6 +94,12 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.ObligationOpened: ("obligation: operation_id",),
     ev.ObligationMet: ("obligation: operation_id", "turn: turn_id", "delivery: delivery_id"),
     ev.ObligationDue: ("obligation: operation_id", "turn: turn_id", "delivery: delivery_id"),
+    ev.ToolPolicySet: ("tool_policy", "runtime: revoked[]", "runtime: restamped[]"),
+    ev.RuntimeAdmitted: ("runtime: runtime_id", "runtimes"),
+    ev.RuntimeRefused: ("runtime: runtime_id", "runtimes"),
+    ev.RuntimeFenced: ("runtime: runtime_id",),
+    ev.ToolCallAllowed: ("runtime: runtime_id", "action: operation_id"),
+    ev.ToolCallDenied: ("runtime: runtime_id", "action: operation_id"),
 }
 assert set(KEYS) == set(ev.EVENT_TYPES.values()), "every event type declares its keys (() for none)"
 

@@ -239,6 +239,22 @@ class ObligationMachine(StateMachine):
     meet = open.to(met) | due.to(met)
 
 
+class RuntimeMachine(StateMachine):
+    """A runtime's admission (contract v1.2 section 1): admitted at a tool
+    policy revision; refused (a failed admission, or revoked by a narrower
+    tool policy); fenced (its background was bound at a new generation).
+    Only a new admission makes it admitted again; a refusal creates it refused."""
+
+    admitted = State(initial=True)
+    refused = State()
+    fenced = State()
+
+    admit = admitted.to.itself() | refused.to(admitted) | fenced.to(admitted)
+    refuse = admitted.to(refused) | refused.to.itself() | fenced.to(refused)
+    revoke = admitted.to(refused)
+    fence = admitted.to(fenced)
+
+
 INITIAL = "(created)"  # in an `after` declaration: the event creates the thing, in its initial state
 
 AfterKey = type | tuple[type, Any]
@@ -451,7 +467,19 @@ ALERT = Lifecycle(
 OBLIGATION = Lifecycle(
     ObligationMachine, after={ev.ObligationOpened: INITIAL, ev.ObligationDue: "fall_due", ev.ObligationMet: "meet"}
 )
-LIFECYCLES = (ACTION, ATTEMPT, TASK, GRANT, QUESTION, DELIVERY, UPDATE, CONSUMER, MESSAGE, TURN, ALERT, OBLIGATION)
+RUNTIME = Lifecycle(
+    RuntimeMachine,
+    # A first RuntimeAdmitted creates it admitted, a first RuntimeRefused refused.
+    after={
+        ev.RuntimeAdmitted: "admit",
+        ev.RuntimeRefused: "refuse",
+        ev.ToolPolicySet: "revoke",  # the runtimes it lists in `revoked`
+        ev.RuntimeFenced: "fence",
+    },
+)
+LIFECYCLES = (
+    ACTION, ATTEMPT, TASK, GRANT, QUESTION, DELIVERY, UPDATE, CONSUMER, MESSAGE, TURN, ALERT, OBLIGATION, RUNTIME,
+)  # fmt: skip
 
 # The action states the contract calls in flight (an attempt is out with the executor).
 IN_FLIGHT = ACTION.in_flight

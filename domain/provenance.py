@@ -227,6 +227,13 @@ def _retry_backoff(state: State, action: Action) -> ev.BlockFact:
     return ev.BlockFact(code="retry_backoff", retry_at=action.retry_at, attempts=refused)
 
 
+def _runtime(state: State, action: Action) -> ev.BlockFact:
+    runtime = state.runtimes.get(action.runtime_id or "")
+    return ev.BlockFact(
+        code="runtime_not_admitted", runtime_id=action.runtime_id, runtime_state=runtime.state if runtime else None
+    )
+
+
 _ACTION_FACTS = {
     "prerequisite_pending": _prerequisites_pending,
     "prerequisite_failed": _prerequisites_failed,
@@ -240,6 +247,7 @@ _ACTION_FACTS = {
     "approval_pending": _approval_pending,
     "budget_exhausted": _budget,
     "rule_opted_out": _opted_out,
+    "runtime_not_admitted": _runtime,
     "retry_backoff": _retry_backoff,
 }
 

@@ -52,6 +52,14 @@ Reason = Literal[
     "not_succeeded",
     "artifact_mismatch",
     "limit_reached",
+    # contract v1.2 section 1 (tool policy and runtime admission)
+    "unknown_runtime",
+    "runtime_not_admitted",
+    "isolation_unavailable",
+    "tools_inherited",
+    "tool_not_exact",
+    "tool_not_allowed",
+    "read_outside_roots",
 ]
 
 BLOCKING_CODES: tuple[str, ...] = (
@@ -66,9 +74,9 @@ BLOCKING_CODES: tuple[str, ...] = (
     "resource_busy",
     "approval_pending",
     "budget_exhausted",
-    # contract v1.2, appended (its section 13)
+    # contract v1.2, appended in its section 9 order: sections 2.4, 1.4, 3.5
     "rule_opted_out",
-    # contract v1.2 section 9 (appended): section 3.5
+    "runtime_not_admitted",
     "retry_backoff",
 )
 

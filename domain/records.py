@@ -25,6 +25,7 @@ from tandem.domain.lifecycles import (
     MESSAGE,
     OBLIGATION,
     QUESTION,
+    RUNTIME,
     TASK,
     TURN,
     UPDATE,
@@ -152,6 +153,8 @@ class Action:
     deadline_at: datetime.datetime | None = None  # its first claim + execution_deadline_s (v1.2 section 3.3)
     first_claim_at: datetime.datetime | None = None  # when it was (only with a deadline)
     retry_at: datetime.datetime | None = None  # not claimed before (v1.2 section 3.5), once refused
+    runtime_id: str | None = None  # contract v1.2 section 1.4: the worker runtime executing it
+    calls: int = 0  # allowed tool calls charged to it
 
     @property
     def terminal(self) -> bool:
@@ -365,6 +368,34 @@ class Obligation:
     state: str = OBLIGATION.initial  # due: its fallback alert is raised
 
 
+
+
+@dataclass(slots=True)
+class ToolPolicy:
+    """A role's tool policy (contract v1.2 section 1.1): exact tools, normalised read roots."""
+
+    tools: frozenset[str] = frozenset()
+    read_roots: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Runtime:
+    """A process that runs a model with tools (contract v1.2 section 1.2): a
+    background's runner or a worker profile, as last admitted or refused."""
+
+    runtime_id: str
+    role: str
+    conversation_id: str | None
+    generation: int | None
+    adapter: str
+    tool_policy_revision: int
+    tools: tuple[str, ...]
+    read_roots: tuple[str, ...]
+    state: str = RUNTIME.initial
+    reason: str | None = None
+    calls_allowed: int = 0
+    calls_denied: int = 0
+    call_ids: set[str] = field(default_factory=set)  # every call asked (allowed or denied)
 
 
 @dataclass(slots=True)

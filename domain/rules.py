@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tandem.domain import actions, alerts, authority, budgets, consumer, conversation, delivery, inbox, source_rule, tasks
+from tandem.domain import actions, alerts, authority, budgets, consumer, conversation, delivery, inbox, source_rule, tasks, tools
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.reasons import Rejected
@@ -32,7 +32,7 @@ Evolver = Callable[[State, Any], None]
 Reaction = Callable[[State, Any], list[ev.Event]]
 Emit = Callable[[ev.Event], None]
 
-AREAS = (authority, tasks, actions, source_rule, inbox, consumer, conversation, delivery, alerts, budgets)
+AREAS = (authority, tasks, actions, source_rule, inbox, consumer, conversation, delivery, alerts, budgets, tools)
 
 
 # ------------------------------------------------------------ the record

@@ -33,8 +33,10 @@ from tandem.domain.records import (
     Obligation,
     Policy,
     Question,
+    Runtime,
     Source,
     Task,
+    ToolPolicy,
     TraceProgress,
     Update,
 )
@@ -109,6 +111,11 @@ class State:
     deadline_timers: Timers = field(default_factory=Timers)
     # Pending actions refused under a grant's retry back-off (v1.2 section 3.5): op -> retry_at.
     backing_off: dict[str, datetime.datetime] = field(default_factory=dict)
+    # Contract v1.2 section 1: the tool policy per role ("background", "worker"), its
+    # revision (one counter for both), and the runtimes by id.
+    tool_policy_revision: int = 0
+    tool_policies: dict[str, ToolPolicy] = field(default_factory=dict)
+    runtimes: dict[str, Runtime] = field(default_factory=dict)
     # ---- indexes
     pending: set[str] = field(default_factory=set)
     fenced: set[str] = field(default_factory=set)
@@ -122,6 +129,7 @@ class State:
     question_ops: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # op id -> open questions listing it
     task_questions: dict[str, set[str]] = field(default_factory=dict)  # task -> open "task" question keys
     unknown_questions: set[tuple[str, str]] = field(default_factory=set)  # open "unknown" questions
+    actions_by_runtime: dict[str, set[str]] = field(default_factory=dict)  # runtime -> actions naming it
     # ---- what the pass must look at again (filled by evolve, emptied by the pass)
     dirty_actions: set[str] = field(default_factory=set)
     dirty_tasks: set[str] = field(default_factory=set)
@@ -235,6 +243,12 @@ class State:
             waiting = self.pending_by_task.get(task_id)
             if waiting:
                 self.dirty_actions.update(waiting)
+
+    def touch_runtime(self, runtime_id: str) -> None:
+        """The pending actions naming the runtime (runtime_not_admitted)."""
+        for operation_id in self.actions_by_runtime.get(runtime_id, ()):
+            if operation_id in self.pending:
+                self.dirty_actions.add(operation_id)
 
     def touch_grant(self, grant_id: str) -> None:
         waiting = self.pending_by_grant.get(grant_id)

@@ -27,6 +27,7 @@ from tandem.domain.lookups import known_conversation, known_task
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Question, Task
 from tandem.domain.state import State
+from tandem.domain.tools import check_background_admitted
 
 # ----------------------------------------------------------------- deciders
 
@@ -92,8 +93,14 @@ def decide_task_cancel(state: State, value: inp.CancelTask, seq: int) -> list[ev
     return events
 
 
+def _check_runtime(state: State, value: inp.Input, task: Task) -> None:
+    """runtime_not_admitted (contract v1.2 section 1.3): the background bound to the task's conversation."""
+    check_background_admitted(state, value, [state.conversations[task.conversation_id].background_id])
+
+
 def decide_task_completion(state: State, value: inp.CompleteTask, seq: int) -> list[ev.Event]:
     task = known_task(state, value.task_id)
+    _check_runtime(state, value, task)
     if not TASK.allows(task.state, "complete"):
         raise Rejected("task_not_active", f"task {task.task_id!r} is {task.state}")
     outstanding = [op for op in task.actions if not state.actions[op].terminal]
@@ -109,6 +116,7 @@ def decide_task_completion(state: State, value: inp.CompleteTask, seq: int) -> l
 
 def decide_question(state: State, value: inp.RaiseQuestion, seq: int) -> list[ev.Event]:
     task = known_task(state, value.task_id)
+    _check_runtime(state, value, task)
     if task.state != "active":
         raise Rejected("task_not_active", f"task {task.task_id!r} is {task.state}")
     existing = state.questions.get((value.task_id, value.question_key))

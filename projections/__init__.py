@@ -19,6 +19,7 @@ from tandem.projections.health import HealthView
 from tandem.projections.inbox import InboxView
 from tandem.projections.questions import QuestionsView
 from tandem.projections.rejections import RejectionsView
+from tandem.projections.runtimes import RuntimesView
 from tandem.projections.tasks import TasksView
 from tandem.projections.usage import UsageView
 
@@ -34,6 +35,7 @@ VIEW_NAMES: tuple[str, ...] = (
     "usage",
     "cards",
     "rejections",
+    "runtimes",  # contract v1.2: new top-level keys after `rejections`
 )
 
 
@@ -51,6 +53,7 @@ class Views:
             UsageView(),
             CardsView(),
             RejectionsView(),
+            RuntimesView(),
         ]
         self.by_name = {view.name: view for view in views}
         assert tuple(self.by_name) == VIEW_NAMES

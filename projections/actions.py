@@ -15,6 +15,7 @@ from typing import Any
 from msgspec import UNSET
 
 from tandem.domain import events as ev
+from tandem.domain.inputs import given
 from tandem.domain.lifecycles import ACTION, ATTEMPT
 from tandem.projections.base import View, picked_rows, rfc3339, sorted_rows
 
@@ -57,6 +58,9 @@ class ActionsView(View):
             "reason": None,
             "source_revision": event.source_revision if event.source_revision is not UNSET else None,
             "evidence_refs": [],
+            # contract v1.2 section 1.6 (every added key after the existing ones)
+            "runtime_id": given(event.runtime_id),
+            "calls": 0,
             # Contract v1.2 section 3.10:
             "deadline_at": None,
             "retry_at": None,
@@ -130,6 +134,12 @@ class ActionsView(View):
     def _deadline(self, event: ev.DeadlineExceeded) -> None:
         self._set_state(event.operation_id, event.action_state)
 
+    def _call(self, event: ev.ToolCallAllowed) -> bool:
+        if event.operation_id is None:
+            return False
+        self.rows[event.operation_id]["calls"] += 1
+        return True
+
     handlers = {
         ev.ActionProposed: _proposed,
         ev.PolicySet: _fenced,
@@ -146,6 +156,7 @@ class ActionsView(View):
         ev.TaskCancelled: _task_cancelled,
         ev.SourceRuleApplied: _source_rule,
         ev.EvidenceAttached: _evidence,
+        ev.ToolCallAllowed: _call,
     }
 
     def render(self) -> list[dict[str, Any]]:

@@ -39,6 +39,8 @@ class HealthView(View):
         self.backoff: set[str] = set()  # conversations deferred by `backoff`
         self.engine_held: set[str] = set()
         self.backing_off: set[str] = set()  # pending actions blocked by retry_backoff
+        self.tool_policy_revision = 0  # contract v1.2 section 1.6
+        self.refused_runtimes: set[str] = set()
 
     def _input(self, event: ev.InputAccepted | ev.InputRejected) -> bool:
         fresh = self._fresh()
@@ -143,7 +145,20 @@ class HealthView(View):
     def _recovered(self, event: ev.IncidentRecovered) -> None:
         self.open_incidents.discard(event.incident_id)
 
+    def _tool_policy(self, event: ev.ToolPolicySet) -> None:
+        self.tool_policy_revision = event.revision
+        self.refused_runtimes.update(event.revoked)
+
+    def _runtime_admitted(self, event: ev.RuntimeAdmitted) -> None:
+        self.refused_runtimes.discard(event.runtime_id)
+
+    def _runtime_refused(self, event: ev.RuntimeRefused) -> None:
+        self.refused_runtimes.add(event.runtime_id)
+
     handlers = {
+        ev.ToolPolicySet: _tool_policy,
+        ev.RuntimeAdmitted: _runtime_admitted,
+        ev.RuntimeRefused: _runtime_refused,
         ev.IncidentOpened: _incident,
         ev.IncidentRecovered: _recovered,
         ev.ObservationRecorded: _recorded,
@@ -203,5 +218,7 @@ class HealthView(View):
                 "oldest_untriaged_at": rfc3339(min(self.untriaged.values())) if self.untriaged else None,
                 "deliverable": sum(deliverable.values()),
             },
+            "tool_policy_revision": self.tool_policy_revision,
+            "isolation_unavailable": sorted(self.refused_runtimes),
             "degraded": self._degraded(deliverable),
         }

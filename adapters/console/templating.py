@@ -38,6 +38,7 @@ BLOCK_WORDS = {
     "approval_pending": "an approval is open on its conversation",
     "budget_exhausted": "its grant's token budget is used up",
     "rule_opted_out": "its rule is not opted in for its cause's scope",
+    "runtime_not_admitted": "the worker runtime it names is not admitted",
     "retry_backoff": "refused: it waits for its retry back-off",
 }
 HOLD_WORDS = {

@@ -31,6 +31,10 @@ def _watched(resolver: Resolver, f: ev.AlertFacts, position: int, decided_at: st
         text = f"question {named}" + (f" open since {rfc3339(f.first_seen_at)}, k = {f.k}" if f.k else "")
         raised = resolver.source(("question", named), position, of_type(ev.QuestionRaised))
         yield Fact(name="question", text=text, value=named, source=raised, now=question_now(resolver, named))
+    if f.runtime_id is not None:  # contract v1.2 section 1: isolation_unavailable, tool_denied
+        latest = resolver.source(("runtime", f.runtime_id), position)
+        text = f"runtime {f.runtime_id}" + (f": {f.reason}" if f.reason else "")
+        yield Fact(name="runtime", text=text, value=f.runtime_id, source=latest)
     if f.request_id is not None and f.conversation_id is not None:
         key = ("approval", f"{f.conversation_id}/{f.request_id}")
         opened = resolver.source(key, position, of_type(ev.ApprovalOpened))
@@ -125,6 +129,8 @@ class Alert(Chain):
             related.append(f"question {facts.task_id}/{facts.question_key}")
         if facts is not None and facts.reconciliation_id:
             related.append(f"reconciliation {facts.reconciliation_id}")
+        if facts is not None and facts.runtime_id:
+            related.append(f"runtime {facts.runtime_id}")
         return related
 
 

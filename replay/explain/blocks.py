@@ -27,6 +27,7 @@ WAITING_TEXT = {
     "approval_pending": "an approval is open on its conversation or background",
     "budget_exhausted": "its grant's usage reached token_limit",
     "rule_opted_out": "its rule is not opted in for the scope of its cause's latest observation",
+    "runtime_not_admitted": "the worker runtime it names is not admitted (contract v1.2 section 1.4)",
     "retry_backoff": "refused, it waits for its grant's retry back-off",
 }
 
@@ -134,6 +135,18 @@ def _retry(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: st
     ]
 
 
+def _runtime(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    state = fact.runtime_state or "never admitted"
+    return [
+        Fact(
+            name="runtime",
+            text=f"runtime {fact.runtime_id} is {state}",
+            value={"runtime_id": fact.runtime_id, "state": fact.runtime_state},
+            source=resolver.source(("runtime", fact.runtime_id or ""), position),
+        )
+    ]
+
+
 # Per blocking code, the facts its BlockFact names (any other code: the BlockFact itself).
 BLOCK_FACTS: dict[str, BlockFacts] = {
     "prerequisite_pending": _prerequisites,
@@ -148,6 +161,7 @@ BLOCK_FACTS: dict[str, BlockFacts] = {
     "approval_pending": _approvals,
     "budget_exhausted": _budget,
     "rule_opted_out": _opted_out,
+    "runtime_not_admitted": _runtime,
     "retry_backoff": _retry,
 }
 

@@ -20,6 +20,7 @@ from tandem.domain.lifecycles import (
     LIFECYCLES,
     OBLIGATION,
     QUESTION,
+    RUNTIME,
     TASK,
     Lifecycle,
 )
@@ -79,6 +80,8 @@ def state_after(lifecycle: Lifecycle, event: Any, identifier: str | None = None)
         return getattr(event, field)
     if lifecycle is ACTION and kind in FENCES and identifier not in event.fenced:
         return None  # re-stamped, not fenced
+    if lifecycle is RUNTIME and kind is ev.ToolPolicySet and identifier not in event.revoked:
+        return None  # re-stamped, not revoked
     if kind in _LOOPS[lifecycle.name]:
         return None
     return lifecycle.state_after(event)

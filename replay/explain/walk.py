@@ -16,6 +16,7 @@ from tandem.replay.explain.keys import Key
 from tandem.replay.explain.log import Grow, Log, Resolver
 from tandem.replay.explain.model import Document, ExplainError, Explanation
 from tandem.replay.explain.operations import Attempt, Operation
+from tandem.replay.explain.runtimes import Runtime
 from tandem.replay.explain.tasks import Question, Task
 from tandem.replay.port import EventStore
 
@@ -25,9 +26,13 @@ if TYPE_CHECKING:
 # The kinds an id may name, in the order matches are reported.
 CHAINS: dict[str, type[Chain]] = {
     chain.kind: chain
-    for chain in (Operation, Attempt, Delivery, Turn, Alert, Question, Task, Obligation, Cause, Reconciliation)
+    for chain in (Operation, Attempt, Delivery, Turn, Alert, Question, Task, Obligation, Cause, Reconciliation, Runtime)
 }
 KINDS = tuple(CHAINS)
+# The kinds contract v1.2 added, each with the singleton key every event that makes one has:
+# an id that names nothing lists them only when the store holds one (so a v1
+# store's message is what it was).
+LATER_KINDS: dict[str, Key] = {Runtime.kind: ("runtimes",)}
 
 # Bounded output: the links of one explanation (the latest are kept).
 steps_max = 2_000
@@ -77,6 +82,11 @@ def _named(log: Any, identifier: str) -> list[str]:
     ]
 
 
+def _listed(log: Any) -> list[str]:
+    """The kinds an id could name in this store (for the message of an id that names none)."""
+    return [kind for kind in KINDS if kind not in LATER_KINDS or log.by_key.get(LATER_KINDS[kind])]
+
+
 def _kinds(log: Any, identifier: str, kind: str | None) -> list[str]:
     """The kinds `identifier` names, or only `kind`."""
     kinds = _named(log, identifier)
@@ -88,7 +98,7 @@ def _kinds(log: Any, identifier: str, kind: str | None) -> list[str]:
             for r in log.rejected
         )
         hint = f"; it is named by refused inputs only: {refused}" if refused else ""
-        raise ExplainError(f"nothing in the store is named {identifier!r} (kinds: {', '.join(KINDS)}){hint}")
+        raise ExplainError(f"nothing in the store is named {identifier!r} (kinds: {', '.join(_listed(log))}){hint}")
     if kind is None:
         return kinds
     if kind not in kinds:
@@ -121,6 +131,7 @@ def document(
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
     wanted: set[Key] = {key for chain in CHAINS.values() for key in chain.keys(identifier)}
+    wanted.update(LATER_KINDS.values())
     log: Any = None
     if index is not None:  # as of the index's head, or `until` before it, either way
         until = index.head if until is None else min(until, index.head)

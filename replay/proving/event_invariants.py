@@ -380,7 +380,8 @@ def alerts_raised_once_per_occurrence(before: State, event: Event, applying: App
     """Alerts are raised once per occurrence: "cause-specific notification
     identity and resolution"; "repeated polls must not reset deadlines"; a
     continuing condition is not raised again — only a new update revision, a
-    new incident or a new stale-question period is a new occurrence."""
+    new incident, a new stale-question period or a new denied tool call is a
+    new occurrence."""
     if not isinstance(event, ev.AlertRaised):
         return None
     if any(isinstance(e, ev.AlertRaised) and e.alert_id == event.alert_id for e in applying.events):
@@ -401,6 +402,10 @@ def alerts_raised_once_per_occurrence(before: State, event: Event, applying: App
     if kind == "incident":
         incident_id = event.alert_id.partition(":")[2]
         if any(isinstance(e, ev.IncidentOpened) and e.incident_id == incident_id for e in applying.events):
+            return None
+    if kind == "tool_denied":  # contract v1.2 section 12: every denied call is a new occurrence
+        runtime_id = event.alert_id.partition(":")[2]
+        if any(isinstance(e, ev.ToolCallDenied) and e.runtime_id == runtime_id for e in applying.events):
             return None
     return f"{event.alert_id} raised again while its condition goes on (count {alert.count}, no new occurrence)"
 

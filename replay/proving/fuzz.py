@@ -246,6 +246,11 @@ class TandemMachine(RuleBasedStateMachine):
         self.send(self.draw_line(data, ["holding_question"]))
 
     @rule(data=st.data())
+    def tools(self, data: st.DataObject) -> None:
+        """Tool policies, runtime admissions and tool calls (contract v1.2 section 1)."""
+        self.send(self.draw_line(data, _TOOLS))
+
+    @rule(data=st.data())
     def heartbeat(self, data: st.DataObject) -> None:
         self.send(self.draw_line(data, ["watchdog.heartbeat"]))
 
@@ -354,6 +359,7 @@ _CONVERSATION = (
 # Seconds before each input the machine sends: mostly short (the watchdog, at
 # 120 s, stays fresh between heartbeats); `time_passes` makes the long jumps.
 _MACHINE_GAPS = st.sampled_from([0, 0, 1, 1, 1, 2, 3, 5, 10, 30])
+_TOOLS = ("tool_policy.set", "runtime.admit", "tool.request", "tool.request", "tool.request", "action.propose")
 _LATE_KINDS = frozenset({"executor.receipt", "executor.reconcile", "executor.outcome", "provider.receipt", "provider.reconcile", "turn.ended"})
 
 

@@ -51,6 +51,7 @@ from tandem.replay.proving.event_invariants import (
     unknown_is_never_retried,
 )
 from tandem.replay.proving.model import Invariant
+from tandem.replay.proving.tool_invariants import tools_within_admitted_allowlist
 from tandem.replay.proving.state_invariants import (
     blocked_by_is_section_4,
     human_messages_kept,
@@ -66,6 +67,7 @@ BUILTIN: tuple[Invariant, ...] = (
     claims_under_current_authority,
     no_claim_behind_source_revision,
     grants_within_policy,
+    tools_within_admitted_allowlist,
     budget_usage_adds_up,
     fenced_generation_commits_nothing,
     stale_triage_is_refused,

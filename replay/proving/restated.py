@@ -23,7 +23,7 @@ HOLDING = frozenset({"submitting", "accepted", "unknown"})  # a delivery in thes
 CODE_ORDER = (
     "prerequisite_pending", "prerequisite_failed", "question_hold", "wider_hold", "scope_paused",
     "task_held", "intent_unsynced", "watchdog_unavailable", "resource_busy", "approval_pending",
-    "budget_exhausted", "rule_opted_out", "retry_backoff",
+    "budget_exhausted", "rule_opted_out", "runtime_not_admitted", "retry_backoff",
 )  # fmt: skip
 # Events that change an action (a terminal one must never see them again).
 ACTION_EVENTS = (
@@ -99,6 +99,9 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
         codes.add("rule_opted_out")
     if action.retry_at is not None and at is not None and at < action.retry_at:
         codes.add("retry_backoff")  # contract v1.2 section 3.5
+    runtime = state.runtimes.get(action.runtime_id) if action.runtime_id is not None else None
+    if action.runtime_id is not None and (runtime is None or runtime.state != "admitted"):
+        codes.add("runtime_not_admitted")
     return [code for code in CODE_ORDER if code in codes]
 
 

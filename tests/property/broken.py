@@ -11,11 +11,14 @@ decision, passed as `Engine(step=...)`.
   foreground a refusal's back-off defers (contract v1.2 section 3.6).
 - `skip_source_rule`: the pass without the source rule (contract v1.2
   section 2.2): claims an action for a source revision older than its cause's.
+- `allow_unlisted_tool`: a tool host that skips the allowlist check (contract
+  v1.2 section 1.5): a call denied `tool_not_allowed` is allowed anyway.
 """
 
 from __future__ import annotations
 
 from tandem.domain import delivery, dispatch
+from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
 from tandem.domain.rules import reacting, record
 from tandem.domain.inputs import Input
@@ -49,6 +52,8 @@ def resend_during_backoff(state: State, value: Input, seq: int, file: str | None
         if conversation.queue and conversation.running_turn is None and not conversation.failure_held:
             if not conversation.approvals and conversation.recovery is None and not conversation.reseed_due:
                 delivery._human_turn(state, conversation, seq, emit, delivery._room(conversation))
+
+
 def skip_source_rule(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
     """The pass without the source rule (contract v1.2 section 2.2): an action
     for an older revision of its cause is claimed as if nothing had moved."""
@@ -57,3 +62,25 @@ def skip_source_rule(state: State, value: Input, seq: int, file: str | None, lin
         emit(event)
     state.dirty_sources.clear()
     run_pass(state, seq, value.at, emit)
+
+
+def allow_unlisted_tool(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    denied: list[ev.ToolCallDenied] = []
+
+    def noting(event: ev.Event) -> None:
+        if isinstance(event, ev.ToolCallDenied) and event.reason == "tool_not_allowed":
+            denied.append(event)
+        emit(event)
+
+    handle_input(state, value, seq, file, line, noting)
+    for event in denied:
+        emit(
+            ev.ToolCallAllowed(
+                cause=seq,
+                runtime_id=event.runtime_id,
+                call_id=event.call_id,
+                tool=event.tool,
+                operation_id=event.operation_id,
+                tool_policy_revision=state.tool_policy_revision,
+            )
+        )

@@ -30,7 +30,7 @@ from tandem.replay.proving import check, check_trace, load_scenario, register, s
 from tests.property import broken
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
-DEPTH = {"receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4}
+DEPTH = {"receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4, "tools_admission": 3}
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
 
@@ -244,3 +244,24 @@ def test_cli_depth_must_be_a_small_number(tmp_path: Path, capsys: pytest.Capture
         main(["check", str(SCENARIOS / "holds_no_bypass.json"), "--depth", "-1"])
     assert exited.value.code == 2
     assert "the depth is from 0 to 64" in capsys.readouterr().err
+
+
+# ------------------------------------------- contract v1.2 section 1: tool policy
+
+
+def test_the_worked_example_of_section_1_violates_the_allowlist_only_with_a_broken_tool_host() -> None:
+    """The gate 39 trace: `shell:exec` is denied by the real engine; a tool host
+    that skips the allowlist (broken.allow_unlisted_tool) allows it, and the
+    catalog's `tools_within_admitted_allowlist` says so at that input."""
+    trace = SCENARIOS.parent / "gates" / "39_no_inherited_tools_forbidden_tool_denied_before_execution.jsonl"
+    assert check_trace(trace) is None
+    found = check_trace(trace, step=broken.allow_unlisted_tool)
+    assert found is not None and found.invariant.name == "tools_within_admitted_allowlist"
+    assert "shell:exec" in found.detail and found.applying.input.input_type == "tool.request"
+
+
+def test_the_checker_finds_a_tool_host_skipping_the_allowlist_in_one_move() -> None:
+    scenario = SCENARIOS / "tools_admission.json"
+    found = check(scenario, 3, step=broken.allow_unlisted_tool).counterexample
+    assert found is not None and found.invariant == "tools_within_admitted_allowlist"
+    assert found.moves == ["call-shell-bg"]

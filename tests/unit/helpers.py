@@ -493,3 +493,34 @@ def update_for(cause_key: str, disposition: str = "actionable", n: float = 0, fi
 
 def attach_evidence(operation_id: str = "op-1", evidence_ref: str = "ev/1", **kw: Any) -> Line:
     return _with(line("evidence.attach", "executor", operation_id=operation_id, evidence_ref=evidence_ref), kw)
+
+
+# ------------------------------------------- tool policy and runtimes (contract v1.2 section 1)
+
+BG_TOOLS = ("tandem:read_evidence", "mcp:github/get_pull_request")
+
+
+def tool_policy(role: str = "background", tools=BG_TOOLS, roots=("/repo",), **kw: Any) -> Line:
+    return _with(line("tool_policy.set", "human", role=role, allowed_tools=list(tools), read_roots=list(roots)), kw)
+
+
+def admit(runtime_id: str = "bg-codex", role: str = "background", tools=BG_TOOLS, roots=("/repo",),
+          revision: int = 1, conversation_id: str | None = "bg", generation: int | None = 1,
+          isolation_test_ref: str | None = "ev/iso-codex-7", **kw: Any) -> Line:
+    result = line("runtime.admit", "daemon", runtime_id=runtime_id, role=role, adapter="codex",
+                  tool_policy_revision=revision, tools=list(tools), read_roots=list(roots))
+    if role == "background":
+        result["conversation_id"] = conversation_id
+        result["generation"] = generation
+    if isolation_test_ref is not None:
+        result["isolation_test_ref"] = isolation_test_ref
+    return _with(result, kw)
+
+
+def tool_request(call_id: str = "c1", tool: str = "mcp:github/get_pull_request", runtime_id: str = "bg-codex",
+                 **kw: Any) -> Line:
+    return _with(line("tool.request", "daemon", runtime_id=runtime_id, call_id=call_id, tool=tool), kw)
+
+
+def runtime_row(engine: Engine, runtime_id: str = "bg-codex") -> dict[str, Any]:
+    return next(row for row in engine.views.view("runtimes") if row["runtime_id"] == runtime_id)

@@ -455,8 +455,10 @@ def test_blocked_by_lists_every_code_in_the_section_4_table_order():
         "budget_exhausted",
     ]
     # approval_pending needs an approval; rule_opted_out (contract v1.2) a rule action;
-    # retry_backoff (contract v1.2) a refused attempt: tests/unit/test_budgets.py.
-    assert expected == [code for code in BLOCKING_CODES if code not in ("approval_pending", "rule_opted_out", "retry_backoff")]
+    # runtime_not_admitted a worker runtime; retry_backoff a refused attempt (tests/unit/test_budgets.py).
+    assert expected == [
+        code for code in BLOCKING_CODES if code not in ("approval_pending", "rule_opted_out", "runtime_not_admitted", "retry_backoff")
+    ]
     assert events[4].blocked_by == expected
     assert blocked_by(engine, "main") == expected
     assert task_row(engine, "t")["holds"] == ["question_hold", "wider_hold", "scope_paused", "task_held"]

@@ -33,6 +33,7 @@ from tandem.replay.proving.generators.conversations import (
     turn_ended,
 )
 from tandem.replay.proving.generators.sources import log_batch, log_pruned, log_reconcile, observe, triage_classify
+from tandem.replay.proving.generators.tools import runtime_admit, tool_policy_set, tool_request
 from tandem.replay.proving.generators.universe import IN_FLIGHT, INPUT_IDS, Builder, Draw, often, preamble
 from tandem.replay.proving.generators.work import (
     action_cancel,
@@ -112,6 +113,9 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "alert.resolve": (alert_resolve, 1),
     "conversation.open": (conversation_open, 1),
     "engine.configure": (engine_configure, 1),
+    "tool_policy.set": (tool_policy_set, 1),  # contract v1.2 section 1
+    "runtime.admit": (runtime_admit, 1),
+    "tool.request": (tool_request, 1),
     "lost_ack": (lost_ack, 0),  # (kinds of the machine's own rules: not drawn by traces())
     "holding_question": (holding_question, 0),
 }
@@ -150,6 +154,8 @@ def applicable(kind: str, b: Builder) -> bool:
         return any(d.attempt_state == "unknown" for c in b.state.conversations.values() for d in c.deliveries.values())
     if kind == "turn.ended":
         return any(c.running_turn is not None for c in b.state.conversations.values())
+    if kind == "tool.request":
+        return bool(b.state.runtimes)
     if kind in ("action.propose", "task.complete", "task.revise", "task.cancel", "question.raise"):
         return any(t.state == "active" for t in b.state.tasks.values())
     return True

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tandem.domain.inputs import format_at
 from tandem.replay.proving.generators.sources import COMMITS, SCOPES, STATUSES
+from tandem.replay.proving.generators.tools import worker_runtime
 from tandem.replay.proving.generators.universe import (
     ARTIFACTS,
     CAUSES,
@@ -227,6 +228,9 @@ def action_propose(draw: Draw, b: Builder) -> dict[str, Any]:
     if often(draw, 2):
         fields["unattended"] = draw(st.booleans())
     fields.update(_source_fields(draw, b, fields["cause_key"]))
+    runtime_id = worker_runtime(draw, b)  # contract v1.2 section 1.4 (no draw while no worker runtime exists)
+    if runtime_id is not None:
+        fields["runtime_id"] = runtime_id
     return b.line("action.propose", actor, **fields)
 
 
