@@ -162,7 +162,8 @@ def decide_configure(state: State, value: inp.ConfigureEngine, seq: int) -> list
         name: getattr(state.config, name) if getattr(value, name) is UNSET else getattr(value, name)
         for name in ("watchdog_max_age_s", "fallback_after_s", "question_resurface_s", "wake_batch_max")
     }
-    return [ev.EngineConfigured(cause=seq, **settings)]
+    # Contract v1.2: recorded only when given, so a v1 configuration keeps its bytes.
+    return [ev.EngineConfigured(cause=seq, **settings, suspend_gap_s=value.suspend_gap_s)]
 
 
 def decide_policy(state: State, value: inp.SetPolicy, seq: int) -> list[ev.Event]:
@@ -290,7 +291,8 @@ def fence(state: State, operation_ids: list[str], event: ev.Event) -> None:
 
 def _engine_configured(state: State, event: ev.EngineConfigured) -> None:
     state.config = Config(
-        event.watchdog_max_age_s, event.fallback_after_s, event.question_resurface_s, event.wake_batch_max
+        event.watchdog_max_age_s, event.fallback_after_s, event.question_resurface_s, event.wake_batch_max,
+        event.suspend_gap_s if event.suspend_gap_s is not UNSET else 0,
     )
 
 

@@ -326,6 +326,8 @@ def _conversation_pass(state: State, conversation: Conversation, cause: int, at:
     # 1. Not dispatchable: keep the queue and the updates.
     if conversation.approvals or conversation.failure_held:
         return
+    if state.provider_unready(conversation):
+        return  # contract v1.2 section 4.3: deferred provider_unready, messages stay queued
     if conversation.reseed_due and conversation.recovery is None:
         _reseed(state, conversation, cause, emit)
         return

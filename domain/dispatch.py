@@ -22,7 +22,7 @@ import datetime
 from collections.abc import Callable
 
 from tandem.domain import events as ev
-from tandem.domain.alerts import run_time_rules
+from tandem.domain.alerts import resolve_progressed, run_time_rules
 from tandem.domain.delivery import run_foreground_pass
 from tandem.domain.inputs import Input
 from tandem.domain.provenance import block_facts, hold_facts, prerequisite_facts
@@ -50,6 +50,7 @@ def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> Non
     run_time_rules(state, cause, at, emit)
     if state.dirty_actions or state.dirty_tasks:
         _actions_pass(state, cause, emit)
+        resolve_progressed(state, cause, emit)  # a claim, or holds lifting, is progress
     run_foreground_pass(state, cause, at, emit)
 
 

@@ -22,8 +22,9 @@ import datetime
 from typing import Any, Union
 
 import msgspec
-from msgspec import UNSET, Struct, UnsetType
+from msgspec import UNSET, UnsetType
 
+from tandem.domain.event_base import Decision, Event  # the bases, re-exported: `ev.Decision`
 from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is facts.BlockFact
     AlertFacts,
     ApprovalRef,
@@ -39,17 +40,13 @@ from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is
     Revisions,
     TaskStateFact,
 )
+from tandem.domain.health_events import (  # contract v1.2 section 4, re-exported: `ev.HostSuspended`
+    HostResumed,
+    HostSuspended,
+    ProviderReadinessRecorded,
+    TaskStalled,
+)
 from tandem.domain.inputs import AnyInput
-
-
-class Event(Struct, frozen=True, tag_field="event", kw_only=True, omit_defaults=False):
-    pass
-
-
-class Decision(Event, frozen=True, kw_only=True):
-    """An event caused by an input; `cause` is that input's sequence number."""
-
-    cause: int
 
 
 # ----------------------------------------------------------------- inputs
@@ -89,6 +86,7 @@ class EngineConfigured(Decision, frozen=True, kw_only=True):
     fallback_after_s: int
     question_resurface_s: int
     wake_batch_max: int
+    suspend_gap_s: int | UnsetType = UNSET  # contract v1.2 section 4.5, only when given
 
 
 class PolicySet(Decision, frozen=True, kw_only=True):
@@ -153,6 +151,7 @@ class TaskDelegated(Decision, frozen=True, kw_only=True):
     fallback_decisions: dict[str, str]
     depends_on: list[str]
     grant_id: str
+    progress_deadline_s: int | UnsetType = UNSET  # contract v1.2 section 4.4, only when given
 
 
 class TaskRevised(Decision, frozen=True, kw_only=True):
@@ -163,6 +162,7 @@ class TaskRevised(Decision, frozen=True, kw_only=True):
     constraints: dict[str, Any]
     fallback_decisions: dict[str, str]
     fenced: list[str]
+    progress_deadline_s: int | UnsetType = UNSET  # contract v1.2 section 4.4, only when given
 
 
 class TaskCompleted(Decision, frozen=True, kw_only=True):
@@ -283,6 +283,7 @@ class ActionBlocked(Decision, frozen=True, kw_only=True):
 class HeartbeatRecorded(Decision, frozen=True, kw_only=True):
     generation: int
     at: datetime.datetime
+    beat_at: datetime.datetime | UnsetType = UNSET  # v1.2: min(beat_at, at), only when given
 
 
 class ScopePaused(Decision, frozen=True, kw_only=True):
@@ -326,6 +327,7 @@ class ConversationOpened(Decision, frozen=True, kw_only=True):
     reserve: int
     steer: bool
     foreground_id: str | None
+    provider: str | UnsetType = UNSET  # contract v1.2 section 4.3, only when given
 
 
 class BackgroundBound(Decision, frozen=True, kw_only=True):
@@ -599,7 +601,9 @@ class IncidentOpened(Decision, frozen=True, kw_only=True):
     incident_id: str
     kind: str
     detail: str
-    reported_by: str  # the actor: watchdog or daemon
+    reported_by: str  # the actor: watchdog or daemon ("engine": a known credential expiry)
+    observed_at: datetime.datetime | UnsetType = UNSET  # contract v1.2 section 4.2, only when given
+    last_success_at: datetime.datetime | UnsetType = UNSET
 
 
 class IncidentRecovered(Decision, frozen=True, kw_only=True):
@@ -670,6 +674,7 @@ AnyEvent = Union[
     ApprovalOpened, ApprovalResolved, FailureHoldChanged,
     AlertRaised, AlertSeen, AlertResolved, IncidentOpened, IncidentRecovered, DaemonStopped, DaemonStarted,
     ObligationOpened, ObligationMet, ObligationDue, QuestionResurfaced,
+    ProviderReadinessRecorded, HostSuspended, HostResumed, TaskStalled,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

@@ -71,6 +71,9 @@ ACTORS: dict[str, tuple[str, ...]] = {
     "watchdog.heartbeat": ("watchdog",),
     "health.incident": ("watchdog", "daemon"),
     "health.recovered": ("watchdog", "daemon"),
+    "provider.readiness": ("watchdog", "daemon"),  # never a model's (contract v1.2 section 4.3)
+    "host.suspend": ("daemon", "watchdog"),
+    "host.resume": ("daemon", "watchdog"),
     "daemon.stop": ("daemon",),
     "daemon.start": ("daemon",),
     "card.propose": ("background",),
@@ -175,6 +178,8 @@ class ConfigureEngine(Input, tag="engine.configure"):
     fallback_after_s: Count | UnsetType = UNSET
     question_resurface_s: Positive | UnsetType = UNSET
     wake_batch_max: Positive | UnsetType = UNSET
+    # Contract v1.2 (section 4.5): an input this long after the previous one is a resume.
+    suspend_gap_s: Positive | UnsetType = UNSET
 
 
 class SetPolicy(Input, tag="policy.set"):
@@ -200,6 +205,7 @@ class DelegateTask(Input, tag="task.delegate"):
     constraints: dict[str, Any] | UnsetType = UNSET
     fallback_decisions: dict[str, Text] | UnsetType = UNSET
     depends_on: Annotated[list[Identifier], Meta(max_length=list_items_max)] | UnsetType = UNSET
+    progress_deadline_s: Positive | UnsetType = UNSET  # contract v1.2 section 4.4
 
 
 class ReviseTask(Input, tag="task.revise"):
@@ -209,9 +215,10 @@ class ReviseTask(Input, tag="task.revise"):
     done_when: Annotated[list[Text], Meta(min_length=1, max_length=list_items_max)] | UnsetType = UNSET
     constraints: dict[str, Any] | UnsetType = UNSET
     fallback_decisions: dict[str, Text] | UnsetType = UNSET
+    progress_deadline_s: Positive | UnsetType = UNSET  # contract v1.2 section 4.4
 
     def __post_init__(self) -> None:
-        _require_one_of(self, "goal", "done_when", "constraints", "fallback_decisions")
+        _require_one_of(self, "goal", "done_when", "constraints", "fallback_decisions", "progress_deadline_s")
 
 
 class ReviseGrant(Input, tag="grant.revise"):
@@ -377,6 +384,7 @@ class OpenConversation(Input, tag="conversation.open"):
     reserve: Count
     steer: bool = False
     foreground_id: Identifier | UnsetType = UNSET
+    provider: Identifier | UnsetType = UNSET  # contract v1.2 section 4.3: the provider account
 
     def __post_init__(self) -> None:
         if self.role == "background" and self.foreground_id is UNSET:
@@ -473,14 +481,43 @@ class ReleaseHold(Input, tag="hold.release"):
 # ------------------------------------------------- 6 alerts, health and time
 
 
+Time = Annotated[datetime.datetime, Meta(tz=True)]
+
+
 class Heartbeat(Input, tag="watchdog.heartbeat"):
     generation: Revision
+    beat_at: Time | UnsetType = UNSET  # contract v1.2 section 4.1: when the watchdog wrote it
 
 
 class RaiseIncident(Input, tag="health.incident"):
     incident_id: Identifier
     kind: Identifier
     detail: Text
+    # Contract v1.2 section 4.2: when the prober saw it, and its last successful check.
+    observed_at: Time | UnsetType = UNSET
+    last_success_at: Time | UnsetType = UNSET
+
+
+class ReportProviderReadiness(Input, tag="provider.readiness"):
+    """Contract v1.2 section 4.3: a provider account is ready, or not and why."""
+
+    provider: Identifier
+    ready: bool
+    reason: Identifier | UnsetType = UNSET
+    auth_expires_at: Time | UnsetType = UNSET
+    observed_at: Time | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        if not self.ready and self.reason is UNSET:
+            raise ValueError("`ready: false` needs `reason`")
+
+
+class SuspendHost(Input, tag="host.suspend"):
+    pass
+
+
+class ResumeHost(Input, tag="host.resume"):
+    pass
 
 
 class RecoverIncident(Input, tag="health.recovered"):
@@ -532,6 +569,7 @@ AnyInput = Union[
     HoldFailure, ReleaseHold,
     Heartbeat, RaiseIncident, RecoverIncident, StopDaemon, StartDaemon, PauseScope, ResumeScope,
     ProposeCard, Tick, SeeAlert, ResolveAlert,
+    ReportProviderReadiness, SuspendHost, ResumeHost,
 ]  # fmt: skip
 
 INPUT_KINDS: tuple[str, ...] = tuple(cls.__struct_config__.tag for cls in AnyInput.__args__)  # type: ignore[attr-defined]

@@ -90,6 +90,10 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.ObligationOpened: ("obligation: operation_id",),
     ev.ObligationMet: ("obligation: operation_id", "turn: turn_id", "delivery: delivery_id"),
     ev.ObligationDue: ("obligation: operation_id", "turn: turn_id", "delivery: delivery_id"),
+    ev.ProviderReadinessRecorded: ("provider: provider",),
+    ev.HostSuspended: ("host",),
+    ev.HostResumed: ("host",),
+    ev.TaskStalled: ("task: task_id",),
 }
 assert set(KEYS) == set(ev.EVENT_TYPES.values()), "every event type declares its keys (() for none)"
 

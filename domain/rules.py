@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tandem.domain import actions, alerts, authority, consumer, conversation, delivery, inbox, tasks
+from tandem.domain import actions, alerts, authority, consumer, conversation, delivery, health, inbox, tasks
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.reasons import Rejected
@@ -32,7 +32,7 @@ Evolver = Callable[[State, Any], None]
 Reaction = Callable[[State, Any], list[ev.Event]]
 Emit = Callable[[ev.Event], None]
 
-AREAS = (authority, tasks, actions, inbox, consumer, conversation, delivery, alerts)
+AREAS = (authority, tasks, actions, inbox, consumer, conversation, delivery, alerts, health)
 
 
 # ------------------------------------------------------------ the record
@@ -73,6 +73,7 @@ def decide(state: State, value: inp.Input, seq: int) -> list[ev.Event]:
 def _input_recorded(state: State, event: ev.InputAccepted | ev.InputRejected) -> None:
     value = event.input
     state.seq = event.seq
+    state.previous_at = state.last_at  # contract v1.2 section 4.5: the gap an input follows
     state.last_at = value.at
     if value.input_type != "engine.configure":
         state.configurable = False

@@ -198,6 +198,7 @@ class Engine:
         # Dirty marks made while folding facts are not decisions to take again.
         state.dirty_actions.clear()
         state.dirty_tasks.clear()
+        state.unstalled.clear()  # their no_progress resolutions are in the log already
         state.watchdog_fresh = state.is_fresh(state.last_at)
         self.state, self.views, self._kept_views = state, views, views
 
