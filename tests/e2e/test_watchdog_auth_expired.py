@@ -90,6 +90,8 @@ def test_an_expired_login_is_an_incident_through_the_real_watchdog(tmp_path: Pat
     assert (fg["provider"], fg["queue"], fg["deliveries"]) == ("anthropic", ["m1"], [])  # deliveries wait
     heartbeats = [e.input for e in recorded(url) if e.input.input_type == "watchdog.heartbeat"]
     assert heartbeats and all(beat.beat_at is not None for beat in heartbeats)  # each row's own time
+    # Rows written while the daemon was down were imported at its start: their beat times are earlier.
+    assert any(beat.beat_at < beat.at for beat in heartbeats)
     assert shown["health"]["last_heartbeat_imported_at"] is not None
 
     # The login is renewed: a ready row; the daemon recovers the incident and m1 goes.
