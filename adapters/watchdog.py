@@ -13,7 +13,16 @@ interval it
 3. if the daemon is dead or stale, opens one incident row (`daemon_dead-{n}`)
    for that occurrence and notifies through a path that does not depend on
    the daemon (a notify log file and stderr, and `notify-send` when it is on
-   PATH); once the daemon is back and fresh, writes a recovery row.
+   PATH); once the daemon is back and fresh, writes a recovery row;
+4. with `--providers`, reads the provider snapshot (`adapters/providers_file.py`)
+   and writes a readiness row for each provider whose readiness changed (a
+   known credential expiry passing included), notifying when one is not ready
+   (contract v1.2 section 4.3): an expired login is an incident without the
+   daemon.
+
+A heartbeat row carries the time the watchdog wrote it: imported after the
+daemon's downtime, it becomes `beat_at`, so it never looks fresh (contract
+v1.2 section 4.1).
 
 The daemon imports those rows by id (`read_facts`, read-only, outside its own
 transactions): that is how the engine learns of heartbeats and incidents. A
@@ -42,6 +51,7 @@ from tandem.adapters.commands.common import EXIT_USAGE
 from tandem.adapters.file_lock import ExclusiveLock, LockHeld
 from tandem.adapters.health_file import SnapshotUnreadable, format_time, parse_time, read_snapshot, utc_now
 from tandem.adapters.process import ProcessError
+from tandem.adapters.providers_file import ProvidersUnreadable, Readiness, read_providers
 from tandem.adapters.terminal import printable
 
 watchdog_format = "tandem-watchdog/1"
@@ -73,6 +83,9 @@ CREATE TABLE IF NOT EXISTS incidents (
 CREATE TABLE IF NOT EXISTS recoveries (
     id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, incident_id TEXT NOT NULL UNIQUE,
     detail TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS readiness (
+    id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, provider TEXT NOT NULL, ready INTEGER NOT NULL,
+    reason TEXT, auth_expires_at TEXT, at TEXT NOT NULL);
 """
 
 
@@ -161,6 +174,23 @@ class WatchdogStore:
                 (f"watchdog/recovered/{incident_id}", seq, incident_id, detail, format_time(at)),
             )
 
+    def readiness(self, judged: Readiness, at: datetime.datetime) -> str:
+        """A provider's readiness changed (contract v1.2 section 4.3)."""
+        with self._transaction() as cursor:
+            seq = self._take(cursor, "next_seq")
+            row_id = f"watchdog/readiness/{seq}"
+            cursor.execute(
+                "INSERT INTO readiness VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (row_id, seq, judged.provider, int(judged.ready), judged.reason,
+                 format_time(judged.auth_expires_at), format_time(at)),
+            )
+        return row_id
+
+    def latest_readiness(self) -> dict[str, tuple[bool, str | None, str | None]]:
+        """Each provider's latest readiness row: (ready, reason, auth_expires_at)."""
+        rows = self.connection.execute("SELECT provider, ready, reason, auth_expires_at FROM readiness ORDER BY seq")
+        return {provider: (bool(ready), reason, expires) for provider, ready, reason, expires in rows}
+
     def open_incidents(self) -> list[tuple[str, datetime.datetime]]:
         """Incidents without a recovery, oldest first: (incident_id, opened at)."""
         rows = self.connection.execute(
@@ -198,12 +228,24 @@ class Fact:
     incident_id: str | None = None
     kind: str | None = None
     detail: str | None = None
+    provider: str | None = None
+    ready: bool | None = None
+    auth_expires_at: str | None = None
 
     def input_fields(self) -> dict[str, Any]:
-        """The input this row becomes, without `at` (the daemon stamps it)."""
+        """The input this row becomes, without `at` (the daemon stamps it):
+        a heartbeat's `beat_at` and a readiness row's `observed_at` are when
+        the watchdog wrote it."""
         fields: dict[str, Any] = {"type": self.type, "actor": "watchdog", "id": self.id}
         if self.type == "watchdog.heartbeat":
             fields["generation"] = self.generation
+            fields["beat_at"] = format_time(parse_time(self.at))
+        elif self.type == "provider.readiness":
+            fields.update(provider=self.provider, ready=self.ready, observed_at=format_time(parse_time(self.at)))
+            if not self.ready:
+                fields["reason"] = self.kind
+            if self.auth_expires_at is not None:
+                fields["auth_expires_at"] = self.auth_expires_at
         elif self.type == "health.incident":
             fields.update(incident_id=self.incident_id, kind=self.kind, detail=self.detail)
         else:
@@ -243,6 +285,7 @@ def read_facts(path: Path, after_seq: int, limit: int = facts_read_max) -> tuple
             "SELECT seq, id, incident_id, at FROM recoveries WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit)
         ):
             rows.append(Fact(seq, row_id, "health.recovered", at, incident_id=incident_id))
+        rows.extend(_readiness_facts(connection, after_seq, limit))
     except sqlite3.Error as error:
         raise WatchdogUnreadable(f"cannot read {path}: {error}") from error
     finally:
@@ -251,6 +294,19 @@ def read_facts(path: Path, after_seq: int, limit: int = facts_read_max) -> tuple
     # Each table gave at most `limit` rows; the first `limit` of the merge
     # are then exactly the next `limit` rows of the file.
     return meta["store_id"], rows[:limit]
+
+
+def _readiness_facts(connection: sqlite3.Connection, after_seq: int, limit: int) -> list[Fact]:
+    """The readiness rows after `after_seq` (none in a file older than the table)."""
+    if not connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'readiness'").fetchone():
+        return []
+    return [
+        Fact(seq, row_id, "provider.readiness", at, kind=reason, provider=provider, ready=bool(ready), auth_expires_at=expires)
+        for seq, row_id, provider, ready, reason, expires, at in connection.execute(
+            "SELECT seq, id, provider, ready, reason, auth_expires_at, at FROM readiness WHERE seq > ? ORDER BY seq LIMIT ?",
+            (after_seq, limit),
+        )
+    ]
 
 
 # ---------------------------------------------------------- judging the daemon
@@ -380,8 +436,10 @@ class Watchdog:
         notify: Callable[[datetime.datetime, str, str, bool], None],
         clock: Callable[[], datetime.datetime] = utc_now,
         alive: Callable[[int], bool] = pid_alive,
+        providers_path: Path | None = None,
     ) -> None:
         self.store = store
+        self.providers_path = providers_path
         self.health_path = health_path
         self.max_age_s = max_age_s
         self.notify = notify
@@ -414,7 +472,34 @@ class Watchdog:
                 if back:
                     self.store.recover(incident_id, verdict.detail, now)
                     self.notify(now, f"Tandem daemon back ({incident_id} recovered)", verdict.detail, False)
+        if self.providers_path is not None:
+            self.check_providers(now)
         return verdict
+
+    def check_providers(self, now: datetime.datetime) -> None:
+        """Contract v1.2 section 4.3: one readiness row per change of a
+        provider's readiness; a provider not ready is notified (urgent), one
+        ready again too. An unreadable snapshot is said once per round and
+        changes nothing (a provider is not judged from a file we cannot read)."""
+        assert self.providers_path is not None
+        try:
+            judged = read_providers(self.providers_path, now)
+        except ProvidersUnreadable as error:
+            self.notify(now, "Tandem provider snapshot unreadable", str(error), False)
+            return
+        latest = self.store.latest_readiness()
+        for readiness in judged:
+            expires = format_time(readiness.auth_expires_at)
+            if latest.get(readiness.provider) == (readiness.ready, readiness.reason, expires):
+                continue
+            was_ready = latest.get(readiness.provider, (True, None, None))[0]
+            self.store.readiness(readiness, now)
+            if not readiness.ready:
+                expired = f", credential expired at {expires}" if expires and readiness.reason == "auth_expired" else ""
+                title = f"Tandem provider {readiness.provider} not ready ({readiness.reason})"
+                self.notify(now, title, f"{readiness.provider}: {readiness.reason}{expired}", True)
+            elif not was_ready:
+                self.notify(now, f"Tandem provider {readiness.provider} ready again", f"{readiness.provider} is ready", False)
 
     def run(self, interval_s: float, stopping: Callable[[], bool]) -> None:
         """Rounds every `interval_s` until `stopping()`. Sleeps in short
@@ -457,7 +542,10 @@ def run(args: argparse.Namespace) -> None:
     signal.signal(signal.SIGINT, on_signal)
     store = WatchdogStore(db_path)
     try:
-        watchdog = Watchdog(store, args.health, args.max_age, Notifier(log_path, shutil.which("notify-send")))
+        watchdog = Watchdog(
+            store, args.health, args.max_age, Notifier(log_path, shutil.which("notify-send")),
+            providers_path=getattr(args, "providers", None),
+        )  # fmt: skip
         print(
             f"tandem watchdog: generation {watchdog.generation} on {printable(str(db_path))}, watching "
             f"{printable(str(args.health))} (max age {args.max_age:g}s, every {args.interval:g}s), notifying to "

@@ -22,6 +22,7 @@ from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.authority import allows, check_authority
 from tandem.domain.budgets import retry_at
+from tandem.domain.health import note_progress
 from tandem.domain.inbox import outcome_update_events
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import ACTION, ATTEMPT, IN_FLIGHT
@@ -468,6 +469,7 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
     state.grants[event.grant_id].actions.append(event.operation_id)
     state.actions_by_cause.setdefault(event.cause_key, []).append(event.operation_id)
     state.add_action(action)
+    _progressed(state, action, event)
 
 
 def _action_revalidated(state: State, event: ev.ActionRevalidated) -> None:
@@ -495,6 +497,7 @@ def _action_claimed(state: State, event: ev.ActionClaimed) -> None:
         action.deadline_at, action.first_claim_at = deadline_at, state.last_at
         state.deadline_timers.add((deadline_at, action.operation_id))
     state.move_action(action, _CLAIMED)
+    _progressed(state, action, event)
 
 
 def _attempt_updated(state: State, event: ev.AttemptUpdated) -> None:
@@ -506,6 +509,8 @@ def _attempt_updated(state: State, event: ev.AttemptUpdated) -> None:
     if event.retry_at is not UNSET:
         action.retry_at = event.retry_at
         state.backing_off[action.operation_id] = event.retry_at
+    if event.attempt_state == "accepted":
+        _progressed(state, action, event)
 
 
 def _action_outcome_reported(state: State, event: ev.ActionOutcomeReported) -> None:
@@ -517,6 +522,13 @@ def _action_outcome_reported(state: State, event: ev.ActionOutcomeReported) -> N
     if event.attempt_state is not None:
         action.attempts[-1].state = event.attempt_state
     state.move_action(action, event.action_state)
+    _progressed(state, action, event)
+
+
+def _progressed(state: State, action: Action, event: ev.Event) -> None:
+    """Contract v1.2 section 4.4: what a task's action does is its task's progress."""
+    if action.task_id is not None and state.tasks[action.task_id].state == "active":
+        note_progress(state, action.task_id, type(event).__name__)
 
 
 def _evidence_attached(state: State, event: ev.EvidenceAttached) -> None:

@@ -16,7 +16,7 @@ area with reactions; a task action's outcome opening its delivery obligation,
 and a completed turn meeting it, are reactions too); `rules.reacting` runs
 them after every event is applied, so a rule reads the state that event made.
 The rest are decided by the pass: the time rules (`run_time_rules`, first in
-every pass), the urgent rule (`urgent_rule`, after each foreground) and
+every pass), the urgent rule (domain/delivery.py's `urgent_rule`, after each foreground) and
 compaction (the delivery area's wake).
 """
 
@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
+from tandem.domain.health import expiry_due, progress_due, provider_incident_opened, unannounced_resume
 from tandem.domain.lifecycles import ALERT, OBLIGATION
 from tandem.domain.lookups import known_alert
 from tandem.domain.reasons import Rejected
@@ -192,6 +193,16 @@ def _on_grant_revised(state: State, event: ev.GrantRevised) -> list[ev.Event]:
 
 
 def _on_incident(state: State, event: ev.IncidentOpened) -> list[ev.Event]:
+    provider = state.providers.get(event.incident_id.removeprefix("provider/"))
+    if provider is not None and event.incident_id.startswith("provider/"):
+        # Contract v1.2 section 10: the readiness report, or the recorded expiry.
+        facts = ev.AlertFacts(
+            incident_id=event.incident_id, reason=event.kind, provider=provider.provider,
+            observed_at=provider.observed_at if event.reported_by != "engine" else None,  # a report, or the expiry
+            auth_expires_at=provider.auth_expires_at,
+        )  # fmt: skip
+    else:
+        facts = ev.AlertFacts(incident_id=event.incident_id)
     return raise_alert(
         state,
         event.cause,
@@ -199,8 +210,25 @@ def _on_incident(state: State, event: ev.IncidentOpened) -> list[ev.Event]:
         _at(state),
         new_occurrence=True,
         detail=f"{event.kind} ({event.reported_by}): {event.detail}",
-        facts=ev.AlertFacts(incident_id=event.incident_id),
+        facts=facts,
     )
+
+
+def _on_task_stalled(state: State, event: ev.TaskStalled) -> list[ev.Event]:
+    """Contract v1.2 section 4.4: once per occurrence (its timer is gone until it progresses)."""
+    return raise_alert(
+        state,
+        event.cause,
+        f"no_progress:{event.task_id}",
+        _at(state),
+        new_occurrence=True,
+        detail=f"no progress since {event.last_progress_event} at {inp.format_at(event.last_progress_at)}"
+        f" ({event.progress_deadline_s} s deadline)",
+        facts=ev.AlertFacts(
+            task_id=event.task_id, due_at=event.due_at, progress_deadline_s=event.progress_deadline_s,
+            last_progress_at=event.last_progress_at, last_progress_event=event.last_progress_event,
+        ),
+    )  # fmt: skip
 
 
 def _on_recovered(state: State, event: ev.IncidentRecovered) -> list[ev.Event]:
@@ -398,13 +426,16 @@ def _on_obligation_met(state: State, event: ev.ObligationMet) -> list[ev.Event]:
 
 
 def run_time_rules(
-    state: State, cause: int, at: datetime.datetime, emit: Emit, deadline: Callable[[], None] | None = None
+    state: State, cause: int, at: datetime.datetime, emit: Emit, deadline: Callable[[], ev.Event] | None = None
 ) -> None:
-    """Spec 6, on every input's `at`: the watchdog's freshness, obligations
-    falling due, questions resurfacing, and (contract v1.2 section 9) the
-    execution deadlines, `deadline()` stopping the first due one, in time
-    order, ties in that order. Overdue ones go out at the first pass (after a
-    restart too: the timers are part of the folded state)."""
+    """Spec 6, on every input's `at`: an unannounced suspend (contract v1.2
+    section 4.5), the watchdog's freshness, then the timers in time order
+    (`_next_timer`; `deadline()` makes the first due execution deadline's
+    event, contract v1.2 section 3.3). Overdue ones go out at the first pass
+    (after a restart too: the timers are part of the folded state)."""
+    resumed = unannounced_resume(state, cause, at)
+    if resumed is not None:
+        emit(resumed)
     fresh = state.is_fresh(at)
     if fresh != state.watchdog_fresh:
         state.watchdog_fresh = fresh
@@ -419,57 +450,60 @@ def run_time_rules(
             detail = f"heartbeat generation {state.heartbeat_generation} is fresh"
             for event in resolve_alert(state, cause, WATCHDOG_ALERT, detail=detail, facts=facts):
                 emit(event)
-    obligations, questions = state.obligation_timers, state.timers.entries
+    resolve_progressed(state, cause, emit)
     while True:
-        # Each event below removes its timer (evolve), so this loop ends; an
-        # obligation goes first when both fall due at the same time.
-        obligation = next(iter(obligations.items()), None)
-        question_due = questions[0][0] if questions else None
-        deadlines = state.deadline_timers.entries
-        deadline_due = deadlines[0][0] if deadlines and deadline is not None else None
-        if deadline_due is not None and deadline_due <= at and all(
-            due is None or deadline_due < due for due in (obligation[1] if obligation else None, question_due)
-        ):
-            deadline()  # type: ignore[misc]
-        elif obligation is not None and obligation[1] <= at and (question_due is None or obligation[1] <= question_due):
-            emit(ev.ObligationDue(cause=cause, operation_id=obligation[0], reason="overdue"))
-        elif question_due is not None and question_due <= at:
-            _, _, first, second = questions[0]
-            question = state.questions[(first, second)]
-            k = int((at - question.first_seen_at).total_seconds() // state.config.question_resurface_s)
-            due_at = question.first_seen_at + datetime.timedelta(seconds=k * state.config.question_resurface_s)
-            emit(ev.QuestionResurfaced(cause=cause, task_id=first, question_key=second, k=k, due_at=due_at))
-        else:
+        # Each event below removes its timer (evolve), so this loop ends.
+        event = _next_timer(state, cause, at, deadline)
+        if event is None:
             return
+        emit(event)
 
 
-def urgent_rule(state: State, conversation_id: str, cause: int, at: datetime.datetime, emit: Emit) -> None:
-    """Spec 5.3: an urgent revision still deliverable after the pass (it was
-    not put into a delivery) raises `urgent:{cause_key}`, once per revision."""
-    conversation = state.conversations[conversation_id]
-    for cause_key in sorted(conversation.urgent):
-        update = state.updates[cause_key]
-        alert = state.alerts.get(f"urgent:{cause_key}")
-        if alert is not None and alert.open and alert.revision == update.revision:
-            continue  # continuing: this revision was raised already
-        reason = "not dispatchable" if conversation.running_turn is None else "running turn"
-        facts = ev.AlertFacts(
-            reason=reason.replace(" ", "_"),
-            conversation_id=conversation_id,
-            turn_id=conversation.running_turn.turn_id if conversation.running_turn is not None else None,
-        )
-        for event in raise_alert(
-            state,
-            cause,
-            f"urgent:{cause_key}",
-            at,
-            new_occurrence=True,
-            cause_key=cause_key,
-            revision=update.revision,
-            detail=f"revision {update.revision} not delivered to {conversation_id} ({reason})",
-            facts=facts,
-        ):
+def _next_timer(
+    state: State, cause: int, at: datetime.datetime, deadline: Callable[[], ev.Event] | None = None
+) -> ev.Event | None:
+    """The earliest timer `at` has reached; ties in the contract v1.2 section 9
+    order: obligations, questions, execution deadlines, task progress, known
+    auth expiry."""
+    due: list[tuple[datetime.datetime, int, Callable[[], ev.Event]]] = []
+    obligation = next(iter(state.obligation_timers.items()), None)
+    if obligation is not None:
+        due.append((obligation[1], 0, lambda: ev.ObligationDue(cause=cause, operation_id=obligation[0], reason="overdue")))
+    if state.timers.entries:
+        due.append((state.timers.entries[0][0], 1, lambda: _resurfaced(state, cause, at)))
+    if deadline is not None and state.deadline_timers.entries:
+        due.append((state.deadline_timers.entries[0][0], 2, deadline))
+    for rank, timer in ((4, progress_due(state, cause)), (5, expiry_due(state, cause))):
+        if timer is not None:
+            due.append((timer[0], rank, lambda event=timer[1]: event))  # type: ignore[misc]
+    ready = [entry for entry in due if entry[0] <= at]
+    return min(ready, key=lambda entry: entry[:2])[2]() if ready else None
+
+
+def _resurfaced(state: State, cause: int, at: datetime.datetime) -> ev.QuestionResurfaced:
+    _, _, first, second = state.timers.entries[0]
+    question = state.questions[(first, second)]
+    k = int((at - question.first_seen_at).total_seconds() // state.config.question_resurface_s)
+    due_at = question.first_seen_at + datetime.timedelta(seconds=k * state.config.question_resurface_s)
+    return ev.QuestionResurfaced(cause=cause, task_id=first, question_key=second, k=k, due_at=due_at)
+
+
+def resolve_progressed(state: State, cause: int, emit: Emit) -> None:
+    """Contract v1.2 section 4.4: a stalled task that progressed, or is no
+    longer active, has its no_progress resolved (in every pass's time rules,
+    and again after its actions: a claim is progress)."""
+    if not state.unstalled:
+        return
+    for task_id in sorted(state.unstalled):
+        task = state.tasks[task_id]
+        active = task.state == "active"
+        reason = "progressed" if active else task.state
+        detail = f"{task_id} progressed ({task.last_progress_event})" if active else f"{task_id} is {task.state}"
+        facts = ev.AlertFacts(reason=reason, task_id=task_id, last_progress_event=task.last_progress_event)
+        for event in resolve_alert(state, cause, f"no_progress:{task_id}", detail=detail, facts=facts):
             emit(event)
+    state.unstalled.clear()
+
 
 
 # ================================================================= deciders
@@ -480,9 +514,10 @@ def decide_incident(state: State, value: inp.RaiseIncident, seq: int) -> list[ev
         return []  # open already: accepted, no new occurrence
     return [
         ev.IncidentOpened(
-            cause=seq, incident_id=value.incident_id, kind=value.kind, detail=value.detail, reported_by=value.sender
+            cause=seq, incident_id=value.incident_id, kind=value.kind, detail=value.detail, reported_by=value.sender,
+            observed_at=value.observed_at, last_success_at=value.last_success_at,
         )
-    ]
+    ]  # fmt: skip
 
 
 def decide_recovered(state: State, value: inp.RecoverIncident, seq: int) -> list[ev.Event]:
@@ -526,12 +561,6 @@ def decide_alert_resolve(state: State, value: inp.ResolveAlert, seq: int) -> lis
     return [ev.AlertResolved(cause=seq, alert_id=alert.alert_id, by="human")]
 
 
-def decide_heartbeat(state: State, value: inp.Heartbeat, seq: int) -> list[ev.Event]:
-    if state.heartbeat_generation is not None and value.generation < state.heartbeat_generation:
-        raise Rejected("stale_generation", f"generation {value.generation} is below {state.heartbeat_generation}")
-    return [ev.HeartbeatRecorded(cause=seq, generation=value.generation, at=value.at)]
-
-
 def decide_tick(state: State, value: inp.Tick, seq: int) -> list[ev.Event]:
     return []  # time passes: the time rules run in the pass
 
@@ -568,6 +597,7 @@ def _alert_resolved(state: State, event: ev.AlertResolved) -> None:
 
 def _incident_opened(state: State, event: ev.IncidentOpened) -> None:
     state.incidents[event.incident_id] = True
+    provider_incident_opened(state, event)
     if event.kind == "daemon_crash":
         state.crashes += 1
 
@@ -582,11 +612,6 @@ def _daemon_stopped(state: State, event: ev.DaemonStopped) -> None:
 
 def _daemon_started(state: State, event: ev.DaemonStarted) -> None:
     state.daemon_last = "start"
-
-
-def _heartbeat_recorded(state: State, event: ev.HeartbeatRecorded) -> None:
-    state.heartbeat_generation = event.generation
-    state.heartbeat_at = event.at
 
 
 def _obligation_opened(state: State, event: ev.ObligationOpened) -> None:
@@ -619,7 +644,6 @@ DECIDERS = {
     inp.StartDaemon: decide_daemon_start,
     inp.SeeAlert: decide_alert_seen,
     inp.ResolveAlert: decide_alert_resolve,
-    inp.Heartbeat: decide_heartbeat,
     inp.Tick: decide_tick,
 }
 EVOLVERS = {
@@ -630,7 +654,6 @@ EVOLVERS = {
     ev.IncidentRecovered: _incident_recovered,
     ev.DaemonStopped: _daemon_stopped,
     ev.DaemonStarted: _daemon_started,
-    ev.HeartbeatRecorded: _heartbeat_recorded,
     ev.ObligationOpened: _obligation_opened,
     ev.ObligationMet: _obligation_met,
     ev.ObligationDue: _obligation_due,
@@ -654,4 +677,5 @@ REACTIONS = {
     ev.TurnEnded: _on_turn_ended,
     ev.ObligationDue: _on_obligation_due,
     ev.ObligationMet: _on_obligation_met,
+    ev.TaskStalled: _on_task_stalled,
 }

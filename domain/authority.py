@@ -166,7 +166,8 @@ def decide_configure(state: State, value: inp.ConfigureEngine, seq: int) -> list
         for name in ("watchdog_max_age_s", "fallback_after_s", "question_resurface_s", "wake_batch_max")
     }
     budgets = {name: getattr(value, name) for name in BUDGET_SETTINGS}  # UNSET when not given
-    return [ev.EngineConfigured(cause=seq, **settings, **budgets)]
+    # Contract v1.2: recorded only when given, so a v1 configuration keeps its bytes.
+    return [ev.EngineConfigured(cause=seq, **settings, **budgets, suspend_gap_s=value.suspend_gap_s)]
 
 
 # Contract v1.2 section 3.2: recorded only when given.
@@ -336,6 +337,7 @@ def _engine_configured(state: State, event: ev.EngineConfigured) -> None:
         question_resurface_s=event.question_resurface_s,
         wake_batch_max=event.wake_batch_max,
         **budgets,
+        **({"suspend_gap_s": event.suspend_gap_s} if event.suspend_gap_s is not UNSET else {}),
     )
 
 

@@ -49,12 +49,12 @@ def deadline_for(state: State, action: Action, at: datetime.datetime) -> datetim
     return at + _seconds(seconds) if seconds is not None and not action.attempts else None
 
 
-def deadline_rule(state: State, cause: int, emit: Emit) -> Callable[[], None]:
+def deadline_rule(state: State, cause: int) -> Callable[[], ev.DeadlineExceeded]:
     """The time rules' step for execution deadlines (`alerts.run_time_rules`
-    calls it while the first one, in time order then by id, is due): stop
-    that action (its evolver removes the timer)."""
+    calls it while the first one, in time order then by id, is due): the
+    event that stops that action (its evolver removes the timer)."""
 
-    def stop_first() -> None:
+    def stop_first() -> ev.DeadlineExceeded:
         deadline_at, operation_id = state.deadline_timers.entries[0]
         action = state.actions[operation_id]
         if ACTION.allows(action.state, "request_cancel"):
@@ -69,10 +69,8 @@ def deadline_rule(state: State, cause: int, emit: Emit) -> Callable[[], None]:
             execution_deadline_s=int((deadline_at - action.first_claim_at).total_seconds()),
             state=action.state,
         )
-        emit(
-            ev.DeadlineExceeded(
-                cause=cause, operation_id=operation_id, deadline_at=deadline_at, action_state=action_state, facts=facts
-            )
+        return ev.DeadlineExceeded(
+            cause=cause, operation_id=operation_id, deadline_at=deadline_at, action_state=action_state, facts=facts
         )
 
     return stop_first

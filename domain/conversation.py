@@ -42,6 +42,7 @@ def decide_open(state: State, value: inp.OpenConversation, seq: int) -> list[ev.
             reserve=value.reserve,
             steer=value.steer,
             foreground_id=foreground_id,
+            provider=value.provider,
         )
     ]
 
@@ -169,6 +170,7 @@ def _conversation_opened(state: State, event: ev.ConversationOpened) -> None:
         reserve=event.reserve,
         steer=event.steer,
         foreground_id=event.foreground_id,
+        provider=given(event.provider),
     )
     if event.role == "foreground":
         state.foregrounds.append(event.conversation_id)

@@ -24,7 +24,7 @@ import msgspec
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
-from tandem.domain.alerts import raise_alert, resolve_alert, urgent_rule
+from tandem.domain.alerts import raise_alert, resolve_alert
 from tandem.domain.budgets import Deferral, delivery_deferral, engine_hold, record_deferral, wake_deferral
 from tandem.domain.lifecycles import DELIVERY, MESSAGE, TURN
 from tandem.domain.lookups import numbered_owner
@@ -341,7 +341,9 @@ def _first_rule(state: State, conversation: Conversation, cause: int, at: dateti
     (a wake may be deferred: contract v1.2 section 3.7)."""
     # 1. Not dispatchable: keep the queue and the updates.
     if conversation.approvals or conversation.failure_held:
-        return None
+        return
+    if state.provider_unready(conversation):
+        return  # contract v1.2 section 4.3: deferred provider_unready, messages stay queued
     if conversation.reseed_due and conversation.recovery is None:
         _reseed(state, conversation, cause, emit)
         return None
@@ -440,6 +442,35 @@ def _reseed(state: State, conversation: Conversation, cause: int, emit: Emit) ->
         return
     fitted = _fit(_ranked(state, conversation.deliverable), room - required)
     _deliver(state, conversation, cause, emit, "reseed", None, "reseed", [(fitted, False)], [], 0, required)
+
+
+def urgent_rule(state: State, conversation_id: str, cause: int, at: datetime.datetime, emit: Emit) -> None:
+    """Spec 5.3: an urgent revision still deliverable after the pass (it was
+    not put into a delivery) raises `urgent:{cause_key}`, once per revision."""
+    conversation = state.conversations[conversation_id]
+    for cause_key in sorted(conversation.urgent):
+        update = state.updates[cause_key]
+        alert = state.alerts.get(f"urgent:{cause_key}")
+        if alert is not None and alert.open and alert.revision == update.revision:
+            continue  # continuing: this revision was raised already
+        reason = "not dispatchable" if conversation.running_turn is None else "running turn"
+        facts = ev.AlertFacts(
+            reason=reason.replace(" ", "_"),
+            conversation_id=conversation_id,
+            turn_id=conversation.running_turn.turn_id if conversation.running_turn is not None else None,
+        )
+        for event in raise_alert(
+            state,
+            cause,
+            f"urgent:{cause_key}",
+            at,
+            new_occurrence=True,
+            cause_key=cause_key,
+            revision=update.revision,
+            detail=f"revision {update.revision} not delivered to {conversation_id} ({reason})",
+            facts=facts,
+        ):
+            emit(event)
 
 
 # ----------------------------------------------------------------- evolvers

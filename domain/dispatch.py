@@ -24,7 +24,7 @@ from collections.abc import Callable
 from msgspec import UNSET
 
 from tandem.domain import events as ev
-from tandem.domain.alerts import run_time_rules
+from tandem.domain.alerts import resolve_progressed, run_time_rules
 from tandem.domain.budgets import deadline_for, deadline_rule, retry_blocked, touch_backed_off
 from tandem.domain.delivery import run_foreground_pass
 from tandem.domain.inputs import Input
@@ -51,13 +51,14 @@ def handle_input(state: State, value: Input, seq: int, file: str | None, line: i
 def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> None:
     """Decide the engine's own events: time rules, then actions in proposal
     order, then foreground delivery (contract section 4)."""
-    run_time_rules(state, cause, at, emit, deadline_rule(state, cause, emit) if state.deadline_timers.entries else None)
+    run_time_rules(state, cause, at, emit, deadline_rule(state, cause) if state.deadline_timers.entries else None)
     if state.backing_off:
         touch_backed_off(state, at)
     if state.dirty_sources:
         run_source_rule(state, cause, emit)
     if state.dirty_actions or state.dirty_tasks:
         _actions_pass(state, cause, emit)
+        resolve_progressed(state, cause, emit)  # a claim, or holds lifting, is progress
     run_foreground_pass(state, cause, at, emit)
 
 

@@ -24,6 +24,7 @@ from typing import Any, Union
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from tandem.domain.event_base import Decision, Event  # the bases, re-exported: `ev.Decision`
 from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is facts.BlockFact
     AlertFacts, ApprovalRef, BlockFact, CandidateUpdate, ClaimFacts, DeadlineFacts, DeferralFacts, DeliveryBudget,
     Envelope, PrerequisiteFact, PrerequisiteSpec, QuestionRef, RefusalFacts, Revisions, SourceFacts, TaskStateFact,
@@ -39,6 +40,12 @@ from tandem.domain.tool_events import (  # contract v1.2 section 1, in a module 
     ToolCallAllowed,
     ToolCallDenied,
     ToolPolicySet,
+)
+from tandem.domain.health_events import (  # contract v1.2 section 4, re-exported: `ev.HostSuspended`
+    HostResumed,
+    HostSuspended,
+    ProviderReadinessRecorded,
+    TaskStalled,
 )
 
 # ------------------------------------------------------ configuration, policy
@@ -56,6 +63,7 @@ class EngineConfigured(Decision, frozen=True, kw_only=True):
     delivery_retries_max: int | UnsetType = UNSET
     backlog_degraded_at: int | UnsetType = UNSET
     exhausted_alerts: bool | UnsetType = UNSET
+    suspend_gap_s: int | UnsetType = UNSET  # contract v1.2 section 4.5, only when given
 
 
 class PolicySet(Decision, frozen=True, kw_only=True):
@@ -127,6 +135,7 @@ class TaskDelegated(Decision, frozen=True, kw_only=True):
     fallback_decisions: dict[str, str]
     depends_on: list[str]
     grant_id: str
+    progress_deadline_s: int | UnsetType = UNSET  # contract v1.2 section 4.4, only when given
 
 
 class TaskRevised(Decision, frozen=True, kw_only=True):
@@ -137,6 +146,7 @@ class TaskRevised(Decision, frozen=True, kw_only=True):
     constraints: dict[str, Any]
     fallback_decisions: dict[str, str]
     fenced: list[str]
+    progress_deadline_s: int | UnsetType = UNSET  # contract v1.2 section 4.4, only when given
 
 
 class TaskCompleted(Decision, frozen=True, kw_only=True):
@@ -268,6 +278,7 @@ class ActionBlocked(Decision, frozen=True, kw_only=True):
 class HeartbeatRecorded(Decision, frozen=True, kw_only=True):
     generation: int
     at: datetime.datetime
+    beat_at: datetime.datetime | UnsetType = UNSET  # v1.2: min(beat_at, at), only when given
 
 
 class ScopePaused(Decision, frozen=True, kw_only=True):
@@ -311,6 +322,7 @@ class ConversationOpened(Decision, frozen=True, kw_only=True):
     reserve: int
     steer: bool
     foreground_id: str | None
+    provider: str | UnsetType = UNSET  # contract v1.2 section 4.3, only when given
 
 
 class BackgroundBound(Decision, frozen=True, kw_only=True):
@@ -589,7 +601,9 @@ class IncidentOpened(Decision, frozen=True, kw_only=True):
     incident_id: str
     kind: str
     detail: str
-    reported_by: str  # the actor: watchdog or daemon
+    reported_by: str  # the actor: watchdog or daemon ("engine": a known credential expiry)
+    observed_at: datetime.datetime | UnsetType = UNSET  # contract v1.2 section 4.2, only when given
+    last_success_at: datetime.datetime | UnsetType = UNSET
 
 
 class IncidentRecovered(Decision, frozen=True, kw_only=True):
@@ -662,6 +676,7 @@ AnyEvent = Union[
     AlertRaised, AlertSeen, AlertResolved, IncidentOpened, IncidentRecovered, DaemonStopped, DaemonStarted,
     ObligationOpened, ObligationMet, ObligationDue, QuestionResurfaced,
     ToolPolicySet, RuntimeAdmitted, RuntimeRefused, RuntimeFenced, ToolCallAllowed, ToolCallDenied,
+    ProviderReadinessRecorded, HostSuspended, HostResumed, TaskStalled,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

@@ -149,7 +149,8 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
     - task_held: `tasks` it depends on that are not completed;
     - intent_unsynced: `conversation_id`, `intent_revision`, `synced_intent_revision`;
     - watchdog_unavailable: the last heartbeat (`heartbeat_generation`,
-      `heartbeat_at`, None if never seen) and `watchdog_max_age_s`;
+      `heartbeat_at`, None if never seen) and `watchdog_max_age_s`; `host` and
+      `last_resume_at` when the host is not running (contract v1.2 section 4.5);
     - resource_busy: `resource` and the in-flight `operations` holding it;
     - approval_pending: the open `approvals`;
     - budget_exhausted: `grant_id`, `usage`, `token_limit`;
@@ -170,6 +171,9 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
     heartbeat_generation: int | None = None
     heartbeat_at: datetime.datetime | None = None
     watchdog_max_age_s: int | None = None
+    # Contract v1.2 section 4.5: the host suspended or resuming (left out while it runs).
+    host: str | None = None
+    last_resume_at: datetime.datetime | None = None
     resource: str | None = None
     operations: list[str] | None = None
     approvals: list[ApprovalRef] | None = None
@@ -266,6 +270,13 @@ class AlertFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     due_at: datetime.datetime | None = None
     card_id: str | None = None
     runtime_id: str | None = None
+    # Contract v1.2 section 4: no_progress (the task's last progress and deadline) and a provider incident.
+    progress_deadline_s: int | None = None
+    last_progress_at: datetime.datetime | None = None
+    last_progress_event: str | None = None
+    provider: str | None = None
+    observed_at: datetime.datetime | None = None
+    auth_expires_at: datetime.datetime | None = None
     # Budgets (contract v1.2 section 3): a deadline, an exhausted action, a failing conversation.
     deadline_at: datetime.datetime | None = None
     attempt_id: str | None = None

@@ -27,100 +27,25 @@ from tandem.domain.nesting import (
     too_deep_in_value,
 )
 
-# Bounds (principle 7: a limit on everything, units last in the name).
-identifier_chars_max = 512
-text_chars_max = 262_144
-list_items_max = 4_096
-
-Identifier = Annotated[str, Meta(min_length=1, max_length=identifier_chars_max)]
-Text = Annotated[str, Meta(max_length=text_chars_max)]
-Count = Annotated[int, Meta(ge=0)]
-Positive = Annotated[int, Meta(ge=1)]
-Revision = Annotated[int, Meta(ge=0)]
-Tokens = Annotated[int, Meta(ge=0)]
-
-Actor = Literal["human", "foreground", "background", "daemon", "executor", "source", "watchdog"]
-
-# The actors each kind accepts; the first is the default. A kind not listed
-# accepts only `human` (contract section 1).
-ACTORS: dict[str, tuple[str, ...]] = {
-    "engine.configure": ("daemon",),
-    "policy.set": ("daemon", "human"),
-    "task.complete": ("background", "human"),
-    "question.raise": ("background", "foreground"),
-    "action.propose": ("background", "daemon", "human"),
-    "action.revalidate": ("background", "human"),
-    "executor.receipt": ("executor",),
-    "executor.reconcile": ("executor", "daemon"),
-    "executor.outcome": ("executor",),
-    "evidence.attach": ("executor", "source"),
-    "observe": ("source",),
-    "log.batch": ("source",),
-    "log.pruned": ("source",),
-    "log.reconcile": ("source",),
-    "triage.classify": ("background",),
-    "conversation.open": ("daemon",),
-    "background.bind": ("daemon",),
-    "intent.synced": ("background",),
-    "provider.receipt": ("daemon",),
-    "provider.reconcile": ("daemon",),
-    "turn.ended": ("daemon",),
-    "context.reset": ("daemon",),
-    "usage.report": ("daemon", "executor"),
-    "approval.required": ("daemon",),
-    "hold.failure": ("daemon",),
-    "watchdog.heartbeat": ("watchdog",),
-    "health.incident": ("watchdog", "daemon"),
-    "health.recovered": ("watchdog", "daemon"),
-    "daemon.stop": ("daemon",),
-    "daemon.start": ("daemon",),
-    "card.propose": ("background",),
-    "tick": ("daemon",),
-    # Contract v1.2 section 1
-    "tool_policy.set": ("daemon", "human"),
-    "runtime.admit": ("daemon",),
-    "tool.request": ("daemon",),
-}
-HUMAN_ONLY: tuple[str, ...] = ("human",)
-
-
-def given(value: Any) -> Any:
-    """A field's value, or None when the input left it out (UNSET)."""
-    return None if value is UNSET else value
-
-
-def accepted_actors(kind: str) -> tuple[str, ...]:
-    return ACTORS.get(kind, HUMAN_ONLY)
-
-
-class Input(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", kw_only=True):
-    """Fields every input carries (contract section 1)."""
-
-    at: Annotated[datetime.datetime, Meta(tz=True)]
-    actor: Actor | None = None
-    id: Identifier | None = None
-
-    @property
-    def input_type(self) -> str:
-        """The `type` of the trace line (the kind of input)."""
-        return self.__struct_config__.tag  # type: ignore[return-value]
-
-    @property
-    def sender(self) -> str:
-        """The actor, or the kind's default actor when none was given."""
-        return self.actor if self.actor is not None else accepted_actors(self.input_type)[0]
-
-
-def _require_one_of(value: Input, *names: str) -> None:
-    if all(getattr(value, name) is UNSET for name in names):
-        raise ValueError(f"{value.input_type} needs at least one of " + ", ".join(f"`{n}`" for n in names))
-
-
-def _require_exactly_one(value: Input, first: str, second: str) -> None:
-    given = [name for name in (first, second) if getattr(value, name) is not UNSET]
-    if len(given) != 1:
-        raise ValueError(f"{value.input_type} needs exactly one of `{first}` and `{second}`")
-
+from tandem.domain.input_base import (  # noqa: F401 (re-exported: `inp.Identifier` is input_base's)
+    identifier_chars_max,
+    text_chars_max,
+    list_items_max,
+    Identifier,
+    Text,
+    Count,
+    Positive,
+    Revision,
+    Tokens,
+    Actor,
+    ACTORS,
+    HUMAN_ONLY,
+    given,
+    accepted_actors,
+    Input,
+    require_one_of,
+    require_exactly_one,
+)
 
 # ---------------------------------------------------------------- shared parts
 
@@ -191,6 +116,8 @@ class ConfigureEngine(Input, tag="engine.configure"):
     delivery_retries_max: Count | UnsetType = UNSET
     backlog_degraded_at: Positive | UnsetType = UNSET
     exhausted_alerts: bool | UnsetType = UNSET
+    # Contract v1.2 (section 4.5): an input this long after the previous one is a resume.
+    suspend_gap_s: Positive | UnsetType = UNSET
 
 
 class SetPolicy(Input, tag="policy.set"):
@@ -218,6 +145,7 @@ class DelegateTask(Input, tag="task.delegate"):
     constraints: dict[str, Any] | UnsetType = UNSET
     fallback_decisions: dict[str, Text] | UnsetType = UNSET
     depends_on: Annotated[list[Identifier], Meta(max_length=list_items_max)] | UnsetType = UNSET
+    progress_deadline_s: Positive | UnsetType = UNSET  # contract v1.2 section 4.4
 
 
 class ReviseTask(Input, tag="task.revise"):
@@ -227,9 +155,10 @@ class ReviseTask(Input, tag="task.revise"):
     done_when: Annotated[list[Text], Meta(min_length=1, max_length=list_items_max)] | UnsetType = UNSET
     constraints: dict[str, Any] | UnsetType = UNSET
     fallback_decisions: dict[str, Text] | UnsetType = UNSET
+    progress_deadline_s: Positive | UnsetType = UNSET  # contract v1.2 section 4.4
 
     def __post_init__(self) -> None:
-        _require_one_of(self, "goal", "done_when", "constraints", "fallback_decisions")
+        require_one_of(self, "goal", "done_when", "constraints", "fallback_decisions", "progress_deadline_s")
 
 
 class ReviseGrant(Input, tag="grant.revise"):
@@ -243,7 +172,7 @@ class ReviseGrant(Input, tag="grant.revise"):
     retry_backoff_s: Count | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        _require_one_of(
+        require_one_of(
             self,
             "allowed_operations", "write_roots", "max_attempts", "token_limit", "execution_deadline_s", "retry_backoff_s",
         )  # fmt: skip
@@ -298,7 +227,7 @@ class ProposeAction(Input, tag="action.propose"):
     runtime_id: Identifier | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        _require_exactly_one(self, "task_id", "rule_id")
+        require_exactly_one(self, "task_id", "rule_id")
         if self.sender == "background" and self.generation is UNSET:
             raise ValueError("`generation` is required when the actor is background")
         for name in ("target_sha", "moot_statuses"):
@@ -417,6 +346,7 @@ class OpenConversation(Input, tag="conversation.open"):
     reserve: Count
     steer: bool = False
     foreground_id: Identifier | UnsetType = UNSET
+    provider: Identifier | UnsetType = UNSET  # contract v1.2 section 4.3: the provider account
 
     def __post_init__(self) -> None:
         if self.role == "background" and self.foreground_id is UNSET:
@@ -488,7 +418,7 @@ class ReportUsage(Input, tag="usage.report"):
     context_tokens: Tokens | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        _require_exactly_one(self, "conversation_id", "operation_id")
+        require_exactly_one(self, "conversation_id", "operation_id")
 
 
 class RequireApproval(Input, tag="approval.required"):
@@ -513,14 +443,43 @@ class ReleaseHold(Input, tag="hold.release"):
 # ------------------------------------------------- 6 alerts, health and time
 
 
+Time = Annotated[datetime.datetime, Meta(tz=True)]
+
+
 class Heartbeat(Input, tag="watchdog.heartbeat"):
     generation: Revision
+    beat_at: Time | UnsetType = UNSET  # contract v1.2 section 4.1: when the watchdog wrote it
 
 
 class RaiseIncident(Input, tag="health.incident"):
     incident_id: Identifier
     kind: Identifier
     detail: Text
+    # Contract v1.2 section 4.2: when the prober saw it, and its last successful check.
+    observed_at: Time | UnsetType = UNSET
+    last_success_at: Time | UnsetType = UNSET
+
+
+class ReportProviderReadiness(Input, tag="provider.readiness"):
+    """Contract v1.2 section 4.3: a provider account is ready, or not and why."""
+
+    provider: Identifier
+    ready: bool
+    reason: Identifier | UnsetType = UNSET
+    auth_expires_at: Time | UnsetType = UNSET
+    observed_at: Time | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        if not self.ready and self.reason is UNSET:
+            raise ValueError("`ready: false` needs `reason`")
+
+
+class SuspendHost(Input, tag="host.suspend"):
+    pass
+
+
+class ResumeHost(Input, tag="host.resume"):
+    pass
 
 
 class RecoverIncident(Input, tag="health.recovered"):
@@ -615,6 +574,7 @@ AnyInput = Union[
     Heartbeat, RaiseIncident, RecoverIncident, StopDaemon, StartDaemon, PauseScope, ResumeScope,
     ProposeCard, Tick, SeeAlert, ResolveAlert,
     SetToolPolicy, AdmitRuntime, RequestTool,
+    ReportProviderReadiness, SuspendHost, ResumeHost,
 ]  # fmt: skip
 
 INPUT_KINDS: tuple[str, ...] = tuple(cls.__struct_config__.tag for cls in AnyInput.__args__)  # type: ignore[attr-defined]

@@ -100,6 +100,10 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.RuntimeFenced: ("runtime: runtime_id",),
     ev.ToolCallAllowed: ("runtime: runtime_id", "action: operation_id"),
     ev.ToolCallDenied: ("runtime: runtime_id", "action: operation_id"),
+    ev.ProviderReadinessRecorded: ("provider: provider",),
+    ev.HostSuspended: ("host",),
+    ev.HostResumed: ("host",),
+    ev.TaskStalled: ("task: task_id",),
 }
 assert set(KEYS) == set(ev.EVENT_TYPES.values()), "every event type declares its keys (() for none)"
 

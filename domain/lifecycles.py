@@ -255,6 +255,22 @@ class RuntimeMachine(StateMachine):
     fence = admitted.to(fenced)
 
 
+class HostMachine(StateMachine):
+    """The engine's host (contract v1.2 section 4.5): asleep after `host.suspend`;
+    after a resume (`host.resume`, or a gap longer than `suspend_gap_s`) the
+    watchdog is not fresh until a heartbeat written since (`recheck`); a
+    resume that finds one recorded already is running at once."""
+
+    running = State(initial=True)
+    suspended = State()
+    resuming = State()
+
+    suspend = running.to(suspended) | suspended.to.itself() | resuming.to(suspended)
+    resume = running.to(resuming) | suspended.to(resuming) | resuming.to.itself()
+    resume_rechecked = running.to.itself() | suspended.to(running) | resuming.to(running)
+    recheck = resuming.to(running)
+
+
 INITIAL = "(created)"  # in an `after` declaration: the event creates the thing, in its initial state
 
 AfterKey = type | tuple[type, Any]
@@ -477,8 +493,15 @@ RUNTIME = Lifecycle(
         ev.RuntimeFenced: "fence",
     },
 )
+# A heartbeat rechecks a resuming host only if written since the resume (the
+# evolver says: `HOST.target(host, "recheck")`), so HeartbeatRecorded is not here.
+HOST = Lifecycle(
+    HostMachine,
+    after={ev.HostSuspended: "suspend", (ev.HostResumed, False): "resume", (ev.HostResumed, True): "resume_rechecked"},
+    by={ev.HostResumed: "running"},
+)
 LIFECYCLES = (
-    ACTION, ATTEMPT, TASK, GRANT, QUESTION, DELIVERY, UPDATE, CONSUMER, MESSAGE, TURN, ALERT, OBLIGATION, RUNTIME,
+    ACTION, ATTEMPT, TASK, GRANT, QUESTION, DELIVERY, UPDATE, CONSUMER, MESSAGE, TURN, ALERT, OBLIGATION, RUNTIME, HOST,
 )  # fmt: skip
 
 # The action states the contract calls in flight (an attempt is out with the executor).

@@ -178,6 +178,8 @@ def _watchdog(state: State, action: Action) -> ev.BlockFact:
         heartbeat_generation=state.heartbeat_generation,
         heartbeat_at=state.heartbeat_at,
         watchdog_max_age_s=state.config.watchdog_max_age_s,
+        host=state.host if state.host != "running" else None,
+        last_resume_at=state.last_resume_at if state.host == "resuming" else None,
     )
 
 

@@ -47,6 +47,7 @@ class Config:
     delivery_retries_max: int | None = None  # unbounded
     backlog_degraded_at: int | None = None
     exhausted_alerts: bool = False
+    suspend_gap_s: Seconds = 0  # contract v1.2 section 4.5: 0, no unannounced suspend
 
 
 @dataclass(slots=True)
@@ -94,6 +95,13 @@ class Task:
     actions: list[str] = field(default_factory=list)
     dependents: list[str] = field(default_factory=list)  # tasks whose depends_on names this one
     open_questions: int = 0
+    # Contract v1.2 section 4.4: the latest progress (its time and event), the
+    # deadline, and the due time the progress timer holds (None: no timer).
+    last_progress_at: datetime.datetime | None = None
+    last_progress_event: str = "TaskDelegated"
+    progress_deadline_s: Seconds | None = None
+    progress_due_at: datetime.datetime | None = None
+    stalled_at: datetime.datetime | None = None  # while no_progress is raised: when
 
 
 @dataclass(slots=True)
@@ -203,6 +211,7 @@ class Conversation:
     reserve: int
     steer: bool
     foreground_id: str | None
+    provider: str | None = None  # contract v1.2 section 4.3
     epoch: int = 1
     generation: int | None = None  # the bound background's generation (foreground only)
     background_id: str | None = None
@@ -396,6 +405,21 @@ class Runtime:
     calls_allowed: int = 0
     calls_denied: int = 0
     call_ids: set[str] = field(default_factory=set)  # every call asked (allowed or denied)
+
+
+@dataclass(slots=True)
+class Provider:
+    """A provider account's readiness (contract v1.2 section 4.3): its latest
+    report, its known credential expiry, and whether that expiry still needs
+    checking (`expiry_due`: not yet passed, or passed and not yet checked)."""
+
+    provider: str
+    ready: bool
+    reason: str | None
+    observed_at: datetime.datetime
+    auth_expires_at: datetime.datetime | None = None
+    last_ready_at: datetime.datetime | None = None
+    expiry_due: bool = False
 
 
 @dataclass(slots=True)

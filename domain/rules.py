@@ -20,7 +20,9 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tandem.domain import actions, alerts, authority, budgets, consumer, conversation, delivery, inbox, source_rule, tasks, tools
+from tandem.domain import (
+    actions, alerts, authority, budgets, consumer, conversation, delivery, health, inbox, source_rule, tasks, tools,
+)  # fmt: skip
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.reasons import Rejected
@@ -32,7 +34,7 @@ Evolver = Callable[[State, Any], None]
 Reaction = Callable[[State, Any], list[ev.Event]]
 Emit = Callable[[ev.Event], None]
 
-AREAS = (authority, tasks, actions, source_rule, inbox, consumer, conversation, delivery, alerts, budgets, tools)
+AREAS = (authority, tasks, actions, source_rule, inbox, consumer, conversation, delivery, alerts, budgets, tools, health)
 
 
 # ------------------------------------------------------------ the record
@@ -73,6 +75,7 @@ def decide(state: State, value: inp.Input, seq: int) -> list[ev.Event]:
 def _input_recorded(state: State, event: ev.InputAccepted | ev.InputRejected) -> None:
     value = event.input
     state.seq = event.seq
+    state.previous_at = state.last_at  # contract v1.2 section 4.5: the gap an input follows
     state.last_at = value.at
     if value.input_type != "engine.configure":
         state.configurable = False

@@ -32,6 +32,7 @@ from tandem.domain.records import (
     LatestObservation,
     Obligation,
     Policy,
+    Provider,
     Question,
     Runtime,
     Source,
@@ -88,7 +89,14 @@ class State:
     idempotency: dict[str, bytes] = field(default_factory=dict)  # input id -> body digest
     traces: dict[str, TraceProgress] = field(default_factory=dict)  # ingest progress by trace name
     heartbeat_generation: int | None = None
-    heartbeat_at: datetime.datetime | None = None
+    heartbeat_at: datetime.datetime | None = None  # the greatest beat time (contract v1.2 section 4.1)
+    heartbeat_imported_at: datetime.datetime | None = None  # the `at` of the heartbeat that set it
+    # Contract v1.2 section 4.5: the host's announced (or inferred) sleep.
+    previous_at: datetime.datetime | None = None  # the `at` of the input before the last one
+    host: str = "running"  # running, suspended, resuming
+    last_resume_at: datetime.datetime | None = None
+    host_announced_at: datetime.datetime | None = None  # the latest host.suspend/resume's `at`
+    providers: dict[str, Provider] = field(default_factory=dict)  # contract v1.2 section 4.3
     paused: set[str] = field(default_factory=set)
     sources: dict[str, Source] = field(default_factory=dict)
     updates: dict[str, Update] = field(default_factory=dict)
@@ -116,6 +124,10 @@ class State:
     tool_policy_revision: int = 0
     tool_policies: dict[str, ToolPolicy] = field(default_factory=dict)
     runtimes: dict[str, Runtime] = field(default_factory=dict)
+    # Contract v1.2 section 4.4: (progress_due_at, task_id) of each active, unheld task with a
+    # deadline; and the stalled tasks that progressed or ended since (no_progress to resolve).
+    progress_timers: Timers = field(default_factory=Timers)
+    unstalled: set[str] = field(default_factory=set)
     # ---- indexes
     pending: set[str] = field(default_factory=set)
     fenced: set[str] = field(default_factory=set)
@@ -145,10 +157,16 @@ class State:
         return update.revision if update is not None else 0
 
     def is_fresh(self, at: datetime.datetime | None) -> bool:
-        """Spec 6: fresh iff a heartbeat exists and at - last <= max age."""
-        if self.heartbeat_at is None or at is None:
+        """Spec 6: fresh iff a heartbeat exists and at - last <= max age (the
+        last beat time, contract v1.2 section 4.1), and the host is running
+        (not suspended, nor resuming before a heartbeat since: section 4.5)."""
+        if self.heartbeat_at is None or at is None or self.host != "running":
             return False
         return (at - self.heartbeat_at).total_seconds() <= self.config.watchdog_max_age_s
+
+    def provider_unready(self, conversation: Conversation) -> bool:
+        """Contract v1.2 section 4.3: its provider's incident is open."""
+        return conversation.provider is not None and bool(self.incidents.get(f"provider/{conversation.provider}"))
 
     def question_active(self, key: tuple[str, str]) -> bool:
         question = self.questions[key]

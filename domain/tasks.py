@@ -21,6 +21,7 @@ from msgspec import UNSET
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.authority import fence, issue_grant
+from tandem.domain.health import note_progress, reschedule_progress, task_ended
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import ACTION, QUESTION, TASK
 from tandem.domain.lookups import known_conversation, known_task
@@ -55,6 +56,7 @@ def decide_delegation(state: State, value: inp.DelegateTask, seq: int) -> list[e
             fallback_decisions=given(value.fallback_decisions) or {},
             depends_on=depends_on,
             grant_id=value.grant.grant_id,
+            progress_deadline_s=value.progress_deadline_s,
         ),
     ]
 
@@ -75,6 +77,7 @@ def decide_task_revision(state: State, value: inp.ReviseTask, seq: int) -> list[
             constraints=value.constraints if value.constraints is not UNSET else task.constraints,
             fallback_decisions=value.fallback_decisions if value.fallback_decisions is not UNSET else task.fallback_decisions,
             fenced=state.pending_of_task(task.task_id),
+            progress_deadline_s=value.progress_deadline_s,
         )
     ]
 
@@ -191,6 +194,8 @@ def _task_delegated(state: State, event: ev.TaskDelegated) -> None:
         state.tasks[dependency].dependents.append(event.task_id)
     state.conversations[event.conversation_id].tasks.append(event.task_id)
     state.dirty_tasks.add(event.task_id)
+    task.progress_deadline_s = given(event.progress_deadline_s)
+    note_progress(state, event.task_id, "TaskDelegated")
 
 
 def _task_revised(state: State, event: ev.TaskRevised) -> None:
@@ -201,12 +206,16 @@ def _task_revised(state: State, event: ev.TaskRevised) -> None:
     task.constraints = dict(event.constraints)
     task.fallback_decisions = dict(event.fallback_decisions)
     fence(state, event.fenced, event)
+    if event.progress_deadline_s is not UNSET:
+        task.progress_deadline_s = event.progress_deadline_s
+    note_progress(state, event.task_id, "TaskRevised")  # an answer included
 
 
 def _task_ended(state: State, event: ev.TaskCompleted | ev.TaskCancelled) -> None:
     task_id = event.task_id
     task = state.tasks[task_id]
     task.state = TASK.after[type(event)]
+    task_ended(state, task)
     # Its questions stop holding anything; tasks depending on it change task_held.
     state.touch_task(task_id)
     if any(state.questions[key].state == "open" for key in state.unknown_questions if key[0] == task_id):
@@ -283,7 +292,12 @@ def _question_answered(state: State, event: ev.QuestionAnswered) -> None:
 
 
 def _task_holds_changed(state: State, event: ev.TaskHoldsChanged) -> None:
-    state.tasks[event.task_id].holds = tuple(event.holds)
+    task = state.tasks[event.task_id]
+    task.holds = tuple(event.holds)
+    if task.holds or task.state != "active":
+        reschedule_progress(state, task)  # held is waiting, not stalled: no timer
+    else:
+        note_progress(state, task.task_id, "TaskHoldsChanged")  # the holds lifted: its clock restarts
 
 
 DECIDERS = {

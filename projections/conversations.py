@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import UNSET
+
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import DELIVERY
 from tandem.projections.base import View, rfc3339, sorted_rows
@@ -32,6 +34,7 @@ class ConversationsView(View):
             "queue": [],
             "context_tokens": 0,
             "deliveries": [],
+            "provider": event.provider if event.provider is not UNSET else None,  # contract v1.2 section 4.3
             # Contract v1.2 section 3.10:
             "refusals": 0,
             "deferred": None,

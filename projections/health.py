@@ -1,21 +1,30 @@
 """The `health` view: watchdog freshness, unattended dispatch, incidents,
-backlog, and the degradation the budgets make visible (contract v1.2 section
-3.9): every code that holds after the pass, from the events already recorded
-(the deliverable updates as the inbox view follows them, the deferrals, the
-engine's holds, the actions blocked by their back-off)."""
+backlog; (contract v1.2 section 4.6) when the freshest heartbeat was imported,
+the host's suspend and resume, the open incidents' times, the providers'
+readiness; and the degradation the budgets make visible (contract v1.2
+section 3.9): every code that holds after the pass, from the events already
+recorded (the deliverable updates as the inbox view follows them, the
+deferrals, the engine's holds, the actions blocked by their back-off)."""
 
 from __future__ import annotations
 
 import datetime
 from typing import Any
 
+from msgspec import UNSET
+
 from tandem.domain import events as ev
 from tandem.domain.records import DELIVERABLE_DISPOSITIONS
+from tandem.domain.health import beat_time
+from tandem.domain.lifecycles import HOST
 from tandem.projections.base import View, rfc3339
 
 DEGRADED_CODES = (
     "backlog", "over_wake_batch_max", "delivery_backoff", "delivery_failing", "action_backoff", "provider_unready",
 )  # fmt: skip
+
+
+PROVIDER_KEYS = ("provider", "ready", "reason", "observed_at", "auth_expires_at", "last_ready_at")
 
 
 class HealthView(View):
@@ -41,6 +50,11 @@ class HealthView(View):
         self.backing_off: set[str] = set()  # pending actions blocked by retry_backoff
         self.tool_policy_revision = 0  # contract v1.2 section 1.6
         self.refused_runtimes: set[str] = set()
+        self.heartbeat_imported_at: datetime.datetime | None = None
+        self.host = HOST.initial
+        self.last_resume_at: datetime.datetime | None = None
+        self.incidents: dict[str, dict[str, Any]] = {}  # open incident -> its row
+        self.providers: dict[str, dict[str, Any]] = {}
 
     def _input(self, event: ev.InputAccepted | ev.InputRejected) -> bool:
         fresh = self._fresh()
@@ -55,7 +69,27 @@ class HealthView(View):
 
     def _heartbeat(self, event: ev.HeartbeatRecorded) -> None:
         self.generation = event.generation
-        self.heartbeat_at = event.at
+        beat = beat_time(event)
+        if self.heartbeat_at is None or beat >= self.heartbeat_at:
+            self.heartbeat_at = beat
+            self.heartbeat_imported_at = event.at
+        if HOST.allows(self.host, "recheck") and self.last_resume_at is not None and self.heartbeat_at >= self.last_resume_at:
+            self.host = HOST.table[(self.host, "recheck")]
+
+    def _suspended(self, event: ev.HostSuspended) -> None:
+        self.host = HOST.after[ev.HostSuspended]
+
+    def _resumed(self, event: ev.HostResumed) -> None:
+        self.host = HOST.after[ev.HostResumed, event.running]
+        self.last_resume_at = event.at
+
+    def _readiness(self, event: ev.ProviderReadinessRecorded) -> None:
+        row = self.providers.setdefault(event.provider, dict.fromkeys(PROVIDER_KEYS))
+        row.update(provider=event.provider, ready=event.ready, reason=event.reason, observed_at=rfc3339(event.observed_at))
+        if event.auth_expires_at is not None:
+            row["auth_expires_at"] = rfc3339(event.auth_expires_at)
+        if event.ready:
+            row["last_ready_at"] = rfc3339(event.observed_at)
 
     def _recorded(self, event: ev.ObservationRecorded) -> None:
         if event.update_revision is not None:
@@ -141,9 +175,16 @@ class HealthView(View):
 
     def _incident(self, event: ev.IncidentOpened) -> None:
         self.open_incidents.add(event.incident_id)
+        self.incidents[event.incident_id] = {
+            "incident_id": event.incident_id,
+            "kind": event.kind,
+            "observed_at": rfc3339(event.observed_at) if event.observed_at is not UNSET else None,
+            "last_success_at": rfc3339(event.last_success_at) if event.last_success_at is not UNSET else None,
+        }
 
     def _recovered(self, event: ev.IncidentRecovered) -> None:
         self.open_incidents.discard(event.incident_id)
+        self.incidents.pop(event.incident_id, None)
 
     def _tool_policy(self, event: ev.ToolPolicySet) -> None:
         self.tool_policy_revision = event.revision
@@ -181,11 +222,15 @@ class HealthView(View):
         ev.PolicySet: _fenced,
         ev.GrantRevised: _fenced,
         ev.TaskRevised: _fenced,
+        ev.HostSuspended: _suspended,
+        ev.HostResumed: _resumed,
+        ev.ProviderReadinessRecorded: _readiness,
     }
 
     def _fresh(self) -> bool:
         return (
-            self.heartbeat_at is not None
+            self.host == HOST.initial  # running
+            and self.heartbeat_at is not None
             and self.now is not None
             and (self.now - self.heartbeat_at).total_seconds() <= self.max_age_s
         )
@@ -218,6 +263,11 @@ class HealthView(View):
                 "oldest_untriaged_at": rfc3339(min(self.untriaged.values())) if self.untriaged else None,
                 "deliverable": sum(deliverable.values()),
             },
+            "last_heartbeat_imported_at": rfc3339(self.heartbeat_imported_at),
+            "host": self.host,
+            "last_resume_at": rfc3339(self.last_resume_at),
+            "incidents": [dict(self.incidents[incident_id]) for incident_id in sorted(self.open_incidents)],
+            "providers": [dict(self.providers[name]) for name in sorted(self.providers)],
             "tool_policy_revision": self.tool_policy_revision,
             "isolation_unavailable": sorted(self.refused_runtimes),
             "degraded": self._degraded(deliverable),

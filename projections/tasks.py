@@ -1,13 +1,17 @@
-"""The `tasks` view: each task's revision, state, grant revision, holds and actions."""
+"""The `tasks` view: each task's revision, state, grant revision, holds and
+actions; and (contract v1.2 section 4.4) its last progress and when it is due."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 from typing import Any
 
+from msgspec import UNSET
+
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import TASK
-from tandem.projections.base import View, picked_rows, sorted_rows
+from tandem.projections.base import View, picked_rows, rfc3339, sorted_rows
 
 
 class TasksView(View):
@@ -18,6 +22,33 @@ class TasksView(View):
         self.rows: dict[str, dict[str, Any]] = {}
         self.grant_revisions: dict[str, int] = {}
         self.open_questions: set[tuple[str, str]] = set()
+        self.now: datetime.datetime | None = None  # the input's `at`
+        self.action_tasks: dict[str, str] = {}  # operation_id -> task_id
+        self.deadlines: dict[str, int] = {}  # task_id -> progress_deadline_s
+        self.stalled: set[str] = set()  # no progress by the due time, since
+        self.last_progress: dict[str, datetime.datetime] = {}  # task_id -> its last progress
+
+    def _input(self, event: ev.InputAccepted | ev.InputRejected) -> bool:
+        self.now = event.input.at
+        return False
+
+    def _progress(self, task_id: str | None) -> None:
+        """Contract v1.2 section 4.4: the task progressed now (if active)."""
+        row = self.rows.get(task_id) if task_id is not None else None
+        if row is None or row["state"] != "active":
+            return
+        assert self.now is not None
+        self.stalled.discard(row["task_id"])
+        self.last_progress[row["task_id"]] = self.now
+        row["last_progress_at"] = rfc3339(self.now)
+        self._due(row)
+
+    def _due(self, row: dict[str, Any]) -> None:
+        deadline = self.deadlines.get(row["task_id"])
+        due = None
+        if deadline is not None and row["state"] == "active" and not row["holds"] and row["task_id"] not in self.stalled:
+            due = rfc3339(self.last_progress[row["task_id"]] + datetime.timedelta(seconds=deadline))
+        row["progress_due_at"] = due
 
     def _delegated(self, event: ev.TaskDelegated) -> None:
         self.rows[event.task_id] = {
@@ -31,7 +62,14 @@ class TasksView(View):
             "holds": [],
             "open_questions": 0,
             "actions": [],
+            "last_progress_at": rfc3339(self.now),
+            "progress_due_at": None,
         }
+        assert self.now is not None
+        self.last_progress[event.task_id] = self.now
+        if event.progress_deadline_s is not UNSET:
+            self.deadlines[event.task_id] = event.progress_deadline_s
+        self._due(self.rows[event.task_id])
 
     def _grant(self, event: ev.GrantIssued | ev.GrantRevised) -> None:
         self.grant_revisions[event.grant_id] = event.revision
@@ -43,15 +81,36 @@ class TasksView(View):
         row = self.rows[event.task_id]
         row["revision"] = event.revision
         row["goal"] = event.goal
+        if event.progress_deadline_s is not UNSET:
+            self.deadlines[event.task_id] = event.progress_deadline_s
+        self._progress(event.task_id)
 
     def _completed(self, event: ev.TaskCompleted) -> None:
         self.rows[event.task_id]["state"] = TASK.after[ev.TaskCompleted]
+        self._due(self.rows[event.task_id])
 
     def _cancelled(self, event: ev.TaskCancelled) -> None:
         self.rows[event.task_id]["state"] = TASK.after[ev.TaskCancelled]
+        self._due(self.rows[event.task_id])
 
     def _holds(self, event: ev.TaskHoldsChanged) -> None:
-        self.rows[event.task_id]["holds"] = list(event.holds)
+        row = self.rows[event.task_id]
+        row["holds"] = list(event.holds)
+        if row["holds"]:
+            self._due(row)
+        else:
+            self._progress(event.task_id)
+
+    def _stalled(self, event: ev.TaskStalled) -> None:
+        self.stalled.add(event.task_id)
+        self._due(self.rows[event.task_id])
+
+    def _action(self, event: ev.ActionClaimed | ev.ActionOutcomeReported) -> None:
+        self._progress(self.action_tasks.get(event.operation_id))
+
+    def _attempt(self, event: ev.AttemptUpdated) -> None:
+        if event.attempt_state == "accepted":
+            self._progress(self.action_tasks.get(event.operation_id))
 
     def _raised(self, event: ev.QuestionRaised) -> None:
         key = (event.task_id, event.question_key)
@@ -66,6 +125,8 @@ class TasksView(View):
     def _proposed(self, event: ev.ActionProposed) -> None:
         if event.task_id is not None:
             self.rows[event.task_id]["actions"].append(event.operation_id)
+            self.action_tasks[event.operation_id] = event.task_id
+            self._progress(event.task_id)
 
     handlers = {
         ev.TaskDelegated: _delegated,
@@ -78,6 +139,12 @@ class TasksView(View):
         ev.QuestionRaised: _raised,
         ev.QuestionAnswered: _answered,
         ev.ActionProposed: _proposed,
+        ev.InputAccepted: _input,
+        ev.InputRejected: _input,
+        ev.ActionClaimed: _action,
+        ev.ActionOutcomeReported: _action,
+        ev.AttemptUpdated: _attempt,
+        ev.TaskStalled: _stalled,
     }
 
     def render(self) -> list[dict[str, Any]]:

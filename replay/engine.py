@@ -199,6 +199,7 @@ class Engine:
         state.dirty_actions.clear()
         state.dirty_tasks.clear()
         state.dirty_sources.clear()
+        state.unstalled.clear()  # their no_progress resolutions are in the log already
         state.watchdog_fresh = state.is_fresh(state.last_at)
         self.state, self.views, self._kept_views = state, views, views
 

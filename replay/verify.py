@@ -321,7 +321,7 @@ def _check_snapshot(
     except Exception as error:
         return (f"the snapshot cannot be loaded ({type(error).__name__}: {error})", None, None, [])
     derived_state = engine.state
-    difference = first_difference(state, derived_state, "state", ignore={"dirty_actions", "dirty_tasks", "dirty_sources"})
+    difference = first_difference(state, derived_state, "state", ignore={"dirty_actions", "dirty_tasks", "dirty_sources", "unstalled"})
     if difference is not None:
         return ("the snapshot's state differs from the state derived from the events", *difference)
     for name, view in views.by_name.items():

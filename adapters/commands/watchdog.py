@@ -60,6 +60,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(default: tandem-watchdog-notify.log next to --db); they also go to stderr, "
         "and to notify-send when it is on PATH",
     )
+    parser.add_argument(
+        "--providers",
+        type=Path,
+        metavar="FILE",
+        help="a provider snapshot (tandem-providers/1 JSON: each provider's login and, when exposed, its "
+        "credential expiry); each change of a provider's readiness becomes a readiness row, notified when "
+        "not ready (default: none)",
+    )
 
 
 def run(args: argparse.Namespace) -> None:

@@ -68,6 +68,31 @@ def _measured(resolver: Resolver, f: ev.AlertFacts, position: int) -> Iterator[F
         yield Fact(name="turn", text=f"turn {f.turn_id}", value=f.turn_id, source=started)
     if f.due_at is not None:
         yield Fact(name="due_at", text=f"due at {rfc3339(f.due_at)}", value=rfc3339(f.due_at))
+    yield from _probed(resolver, f, position)
+
+
+def _probed(resolver: Resolver, f: ev.AlertFacts, position: int) -> Iterator[Fact]:
+    """Contract v1.2 section 10: a no_progress alert's last progress and deadline;
+    a provider incident's readiness report, or its recorded expiry."""
+    if f.progress_deadline_s is not None and f.task_id is not None:
+        text = (
+            f"last progress of {f.task_id}: {f.last_progress_event} at {rfc3339(f.last_progress_at)}"
+            f" (progress_deadline_s {f.progress_deadline_s})"
+        )
+        value = {"task_id": f.task_id, "last_progress_event": f.last_progress_event,
+                 "last_progress_at": rfc3339(f.last_progress_at), "progress_deadline_s": f.progress_deadline_s}  # fmt: skip
+        stalled = resolver.source(("task", f.task_id), position, of_type(ev.TaskStalled))
+        yield Fact(name="task_progress", text=text, value=value, source=stalled)
+    if f.provider is not None:
+        expiry = f", credential expires at {rfc3339(f.auth_expires_at)}" if f.auth_expires_at is not None else ""
+        if f.observed_at is None:  # no report: the recorded expiry passed
+            text = f"provider {f.provider}: the recorded credential expiry {rfc3339(f.auth_expires_at)} passed"
+        else:
+            text = f"provider {f.provider}: {f.reason}, observed at {rfc3339(f.observed_at)}{expiry}"
+        value = {"provider": f.provider, "reason": f.reason, "observed_at": rfc3339(f.observed_at),
+                 "auth_expires_at": rfc3339(f.auth_expires_at)}  # fmt: skip
+        reported = resolver.source(("provider", f.provider), position, of_type(ev.ProviderReadinessRecorded))
+        yield Fact(name="provider_readiness", text=text, value=value, source=reported)
 
 
 def alert_facts(resolver: Resolver, facts: ev.AlertFacts | None, entry: Entry) -> list[Fact]:

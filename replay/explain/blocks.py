@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from tandem.domain import events as ev
+from tandem.projections.base import rfc3339
 from tandem.replay.explain.log import Entry, Resolver, at_of, of_type, source
 from tandem.replay.explain.model import Fact, Waiting
 from tandem.replay.explain.facts import heartbeat_fact, intent_facts, prerequisite_fact, question_fact
@@ -69,7 +70,13 @@ def _intent(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: s
 
 def _watchdog(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
     generation, at, max_age = fact.heartbeat_generation, fact.heartbeat_at, fact.watchdog_max_age_s
-    return [heartbeat_fact(resolver, generation, at, max_age, position, False, decided_at)]
+    facts = [heartbeat_fact(resolver, generation, at, max_age, position, False, decided_at)]
+    if fact.host is not None:  # contract v1.2 section 4.5: not fresh while the host sleeps or wakes
+        since = f" since {rfc3339(fact.last_resume_at)}, no heartbeat written since" if fact.last_resume_at else ""
+        text = f"the host is {fact.host}{since}"
+        source = resolver.source(("host",), position)
+        facts.append(Fact(name="host", text=text, value={"host": fact.host, "last_resume_at": rfc3339(fact.last_resume_at)}, source=source))
+    return facts
 
 
 def _resource(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:

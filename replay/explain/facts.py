@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from tandem.domain import events as ev
+from tandem.domain.health import beat_time
 from tandem.domain.records import Config
 from tandem.projections.base import rfc3339
 from tandem.replay.explain.keys import Key
@@ -108,7 +109,8 @@ def heartbeat_fact(
     if at is None:
         text = f"no watchdog heartbeat ever seen (fresh means within {max_age_s} s)"
         return Fact(name="heartbeat", text=text, value=value)
-    seen = resolver.source(("heartbeat",), position, lambda e: e.generation == generation and e.at == at)
+    # Its beat time (contract v1.2 section 4.1): `beat_at` when the row carried one.
+    seen = resolver.source(("heartbeat",), position, lambda e: e.generation == generation and beat_time(e) == at)
     age = ""
     if decided_at:
         seconds = (datetime.datetime.fromisoformat(decided_at.replace("Z", "+00:00")) - at).total_seconds()

@@ -287,6 +287,7 @@ def _counterexample(problem: _Problem, scenario: Scenario, lines: Sequence[dict[
 # of what a state IS (two orders of the same moves may differ in them only).
 _SKIPPED_STATE_FIELDS = {
     "position": 0, "seq": 0, "dirty_actions": set(), "dirty_tasks": set(), "dirty_sources": set(), "watchdog_fresh": False, "traces": {},
+    "unstalled": set(),
 }  # fmt: skip
 
 

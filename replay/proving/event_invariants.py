@@ -461,3 +461,41 @@ def budgets_never_exceeded(before: State, event: Event, applying: Applying) -> s
         if until is not None and at < until:
             return f"{event.delivery_id} made at {at.isoformat()}, during the back-off of {event.conversation_id} (until {until.isoformat()})"
     return None
+
+
+# ------------------------------------------------ contract v1.2 section 4
+
+
+@event_invariant
+def heartbeat_never_fresher_than_its_beat(before: State, event: Event, applying: Applying) -> str | None:
+    """A heartbeat is never fresher than its own `beat_at`: "a cached successful
+    read must not extend freshness" (contract v1.2 section 4.1) — the beat time
+    recorded is at most the input's `at` and at most the `beat_at` the watchdog
+    wrote; and no unattended claim is made while the host is suspended, or
+    resuming with no heartbeat written since ("recheck health on resume")."""
+    if isinstance(event, ev.HeartbeatRecorded):
+        value = applying.input
+        if not isinstance(value, inp.Heartbeat):
+            return f"a heartbeat recorded for a {value.input_type}"
+        beat = event.beat_at if event.beat_at is not UNSET else event.at
+        if beat > value.at or (value.beat_at is not UNSET and beat > value.beat_at):
+            written = value.beat_at if value.beat_at is not UNSET else value.at
+            return f"heartbeat recorded at {inp.format_at(beat)}, written at {inp.format_at(written)}"
+    elif isinstance(event, ev.ActionClaimed):
+        action = before.actions.get(event.operation_id)
+        if action is not None and action.unattended and before.host != "running":
+            return f"unattended {event.operation_id} claimed while the host is {before.host}"
+    return None
+
+
+@event_invariant
+def no_delivery_while_provider_unready(before: State, event: Event, applying: Applying) -> str | None:
+    """While a provider is not ready, nothing is delivered to a conversation
+    on it (contract v1.2 section 4.3, "provider readiness/auth failures"):
+    messages stay queued until a ready report recovers `provider/{provider}`."""
+    if not isinstance(event, ev.DeliveryCreated):
+        return None
+    conversation = before.conversations[event.conversation_id]
+    if conversation.provider is not None and before.incidents.get(f"provider/{conversation.provider}"):
+        return f"{event.delivery_id} delivered to {event.conversation_id} while provider/{conversation.provider} is open"
+    return None

@@ -32,7 +32,7 @@ ACTION_EVENTS = (
 )  # fmt: skip
 # (EvidenceAttached is not one: evidence attaches to a succeeded action, contract v1.2 section 2.5.)
 # State fields that are the pass's scratch, not facts (a fold does not rebuild them).
-PASS_SCRATCH = frozenset({"dirty_actions", "dirty_tasks", "dirty_sources", "watchdog_fresh"})
+PASS_SCRATCH = frozenset({"dirty_actions", "dirty_tasks", "dirty_sources", "watchdog_fresh", "unstalled"})
 
 
 def normalised(path: str) -> str | None:
@@ -79,6 +79,7 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
         state.heartbeat_at is not None
         and at is not None
         and (at - state.heartbeat_at).total_seconds() <= state.config.watchdog_max_age_s
+        and state.host == "running"  # contract v1.2 section 4.5
     )
     if action.unattended and not fresh:
         codes.add("watchdog_unavailable")

@@ -90,6 +90,8 @@ def human_messages_kept(world: World) -> str | None:
             or conversation.reseed_due
             or (reseed is not None and reseed.attempt_state != "accepted")
             or _backing_off(world.state, conversation)
+            # contract v1.2 section 4.3: its provider is not ready (the incident, recomputed)
+            or (conversation.provider is not None and world.state.incidents.get(f"provider/{conversation.provider}"))
         )
         if not held:
             return f"{conversation.conversation_id} is idle and dispatchable with {queue} queued: no human turn started"

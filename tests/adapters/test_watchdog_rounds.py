@@ -170,3 +170,56 @@ def test_heartbeats_are_pruned_to_the_latest(tmp_path: Path) -> None:
     store.prune_heartbeats(keep=3)
     _, facts = read_facts(tmp_path / "wd.db", 0)
     assert [fact.id for fact in facts] == [f"watchdog/heartbeat/1/{n}" for n in (5, 6, 7)]
+
+
+# ------------------------------------------- contract v1.2 section 4: probes
+
+
+def providers(path: Path, **anthropic: object) -> None:
+    body = {"format": "tandem-providers/1", "providers": [{"provider": "anthropic", **anthropic}]}
+    write_atomically(path, json.dumps(body).encode())
+
+
+def test_a_heartbeat_row_becomes_an_input_with_its_own_beat_at(tmp_path: Path) -> None:
+    store = WatchdogStore(tmp_path / "wd.db")
+    store.heartbeat(1, 1, seconds(5))
+    _, [fact] = read_facts(tmp_path / "wd.db", 0)
+    value = decode_input(json.dumps({"at": "2026-03-01T11:00:00Z", **fact.input_fields()}))
+    assert value.beat_at == seconds(5)  # imported later, it keeps the time it was written
+
+
+def test_a_provider_readiness_row_per_change_and_a_known_expiry_by_the_watchdogs_clock(tmp_path: Path) -> None:
+    health, clock, notes, path = tmp_path / "health.json", Clock(), Notes(), tmp_path / "providers.json"
+    snapshot(health, written=0)
+    providers(path, ready=True, auth_expires_at=format_time(seconds(30)))
+    watchdog = Watchdog(WatchdogStore(tmp_path / "wd.db"), health, MAX_AGE, notes, clock, alive, providers_path=path)
+    watchdog.step()
+    clock.at(5)
+    snapshot(health, written=5)
+    watchdog.step()  # unchanged: no second row
+    clock.at(30)
+    snapshot(health, written=30)
+    watchdog.step()  # the known expiry passed: not ready, notified though nobody reported it
+    _, facts = read_facts(tmp_path / "wd.db", 0)
+    rows = [fact for fact in facts if fact.type == "provider.readiness"]
+    assert [(fact.ready, fact.kind) for fact in rows] == [(True, None), (False, "auth_expired")]
+    assert notes.seen == [("Tandem provider anthropic not ready (auth_expired)", True)]
+    value = decode_input(json.dumps({"at": "2026-03-01T09:00:31Z", **rows[-1].input_fields()}))
+    assert (value.provider, value.ready, value.reason, value.observed_at) == ("anthropic", False, "auth_expired", seconds(30))
+    assert value.auth_expires_at == seconds(30)
+    providers(path, ready=True, auth_expires_at=format_time(seconds(9000)))  # renewed
+    clock.at(31)
+    snapshot(health, written=31)
+    watchdog.step()
+    assert notes.seen[-1] == ("Tandem provider anthropic ready again", False)
+
+
+def test_an_unreadable_provider_snapshot_changes_nothing(tmp_path: Path) -> None:
+    health, clock, notes, path = tmp_path / "health.json", Clock(), Notes(), tmp_path / "providers.json"
+    snapshot(health, written=0)
+    path.write_text("{")
+    watchdog = Watchdog(WatchdogStore(tmp_path / "wd.db"), health, MAX_AGE, notes, clock, alive, providers_path=path)
+    watchdog.step()
+    _, facts = read_facts(tmp_path / "wd.db", 0)
+    assert [fact.type for fact in facts] == ["watchdog.heartbeat"]
+    assert notes.seen == [("Tandem provider snapshot unreadable", False)]

@@ -176,7 +176,7 @@ def watchdog_rows(database: Path, table: str) -> list[tuple[Any, ...]]:
     "command, options",
     [
         ("daemon", ["--store", "--spool", "--spool-actors", "--health", "--watchdog-db", "--interval", "--publish-interval", "--tick", "--batch"]),
-        ("watchdog", ["--health", "--db", "--max-age", "--interval", "--notify-log"]),
+        ("watchdog", ["--health", "--db", "--max-age", "--interval", "--notify-log", "--providers"]),
     ],
 )  # fmt: skip
 def test_help_explains_every_option(command: str, options: list[str]) -> None:

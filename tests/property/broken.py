@@ -13,15 +13,20 @@ decision, passed as `Engine(step=...)`.
   section 2.2): claims an action for a source revision older than its cause's.
 - `allow_unlisted_tool`: a tool host that skips the allowlist check (contract
   v1.2 section 1.5): a call denied `tool_not_allowed` is allowed anyway.
+- `stamp_heartbeats_at_import`, `deliver_while_provider_unready`: contract
+  v1.2 section 4's rules broken (an imported heartbeat counted at its import,
+  a delivery to a provider that is not ready).
 """
 
 from __future__ import annotations
 
+from msgspec import UNSET
+
 from tandem.domain import delivery, dispatch
 from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
+from tandem.domain.inputs import Heartbeat, Input
 from tandem.domain.rules import reacting, record
-from tandem.domain.inputs import Input
 from tandem.domain.state import State
 
 
@@ -84,3 +89,25 @@ def allow_unlisted_tool(state: State, value: Input, seq: int, file: str | None, 
                 tool_policy_revision=state.tool_policy_revision,
             )
         )
+
+
+def stamp_heartbeats_at_import(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 4.1 broken: a heartbeat row imported with its own
+    `beat_at` is recorded again at the import's `at` (v1's stamping), so an
+    old row looks fresh."""
+    handle_input(state, value, seq, file, line, emit)
+    if isinstance(value, Heartbeat) and value.beat_at is not UNSET and state.heartbeat_generation == value.generation:
+        emit(ev.HeartbeatRecorded(cause=seq, generation=value.generation, at=value.at))
+        dispatch.run_pass(state, seq, value.at, emit)
+
+
+def deliver_while_provider_unready(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 4.3 broken: the foreground pass forgets the
+    provider's readiness (a human turn goes to a conversation whose provider
+    incident is open)."""
+    handle_input(state, value, seq, file, line, emit)
+    for conversation_id in state.foregrounds:
+        conversation = state.conversations[conversation_id]
+        dispatchable = not (conversation.approvals or conversation.failure_held or conversation.recovery)
+        if state.provider_unready(conversation) and conversation.queue and conversation.running_turn is None and dispatchable:
+            delivery._human_turn(state, conversation, seq, emit, delivery._room(conversation))

@@ -5,10 +5,12 @@ kinds (a lost acknowledgement, a question that holds work, a big message)."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from hypothesis import strategies as st
 
+from tandem.domain.inputs import format_at
 from tandem.replay.proving.generators.universe import (
     CAUSES,
     FUZZ_BUDGETS,
@@ -126,7 +128,32 @@ def hold_release(draw: Draw, b: Builder) -> dict[str, Any]:
 def health_incident(draw: Draw, b: Builder) -> dict[str, Any]:
     line = b.line("health.incident", draw(st.sampled_from(["watchdog", "daemon"])), incident_id=draw(st.sampled_from(INCIDENTS)))
     line.update(kind=draw(st.sampled_from(["daemon_dead", "auth_expired", "ingestion_stalled"])), detail="seen by the fuzzer")
+    if often(draw, 2):  # contract v1.2 section 4.2: the prober's own times
+        line.update(observed_at=format_at(b.now), last_success_at=format_at(b.now - datetime.timedelta(seconds=90)))
     return line
+
+
+def provider_readiness(draw: Draw, b: Builder) -> dict[str, Any]:
+    """Contract v1.2 section 4.3: p1 (fg's provider) or p2 ready or not, sometimes
+    with a known expiry ahead or passed; now and then from a model (not_authorized)."""
+    actor = draw(st.sampled_from(["watchdog", "daemon"])) if often(draw, 8) else "background"
+    ready = draw(st.booleans())
+    line = b.line("provider.readiness", actor, provider=draw(st.sampled_from(["p1", "p1", "p2"])), ready=ready)
+    if not ready:
+        line["reason"] = draw(st.sampled_from(["auth_expired", "not_logged_in", "unreachable"]))
+    if often(draw, 3):
+        line["auth_expires_at"] = format_at(b.now + datetime.timedelta(seconds=draw(st.sampled_from([-10, 30, 300]))))
+    if often(draw, 3):
+        line["observed_at"] = format_at(b.now - datetime.timedelta(seconds=draw(st.sampled_from([0, 20]))))
+    return line
+
+
+def host_suspend(draw: Draw, b: Builder) -> dict[str, Any]:
+    return b.line("host.suspend", draw(st.sampled_from(["daemon", "watchdog"])))
+
+
+def host_resume(draw: Draw, b: Builder) -> dict[str, Any]:
+    return b.line("host.resume", draw(st.sampled_from(["daemon", "watchdog"])))
 
 
 def health_recovered(draw: Draw, b: Builder) -> dict[str, Any]:
@@ -171,13 +198,19 @@ def conversation_open(draw: Draw, b: Builder) -> dict[str, Any]:
     """Mostly a used id again (already_exists); sometimes a second foreground."""
     if often(draw, 7):
         return b.line("conversation.open", "daemon", conversation_id="fg", role="foreground", context_limit=1000, reserve=100)
-    return b.line("conversation.open", "daemon", conversation_id="fg2", role="foreground", context_limit=4000, reserve=400)
+    line = b.line("conversation.open", "daemon", conversation_id="fg2", role="foreground", context_limit=4000, reserve=400)
+    if often(draw):
+        line["provider"] = "p2"  # contract v1.2 section 4.3
+    return line
 
 
 def engine_configure(draw: Draw, b: Builder) -> dict[str, Any]:
     """Too late once anything else was applied (too_late)."""
     budgets = {name: value for name, value in FUZZ_BUDGETS.items() if often(draw, 2)}  # contract v1.2 section 3.2
-    return b.line("engine.configure", "daemon", wake_batch_max=draw(st.integers(1, 3)), **budgets)
+    line = b.line("engine.configure", "daemon", wake_batch_max=draw(st.integers(1, 3)), **budgets)
+    if often(draw):
+        line["suspend_gap_s"] = 120  # contract v1.2 section 4.5
+    return line
 
 
 def lost_ack(draw: Draw, b: Builder) -> dict[str, Any]:

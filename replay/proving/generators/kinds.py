@@ -24,9 +24,12 @@ from tandem.replay.proving.generators.conversations import (
     health_incident,
     health_recovered,
     hold_failure,
+    host_resume,
+    host_suspend,
     hold_release,
     holding_question,
     lost_ack,
+    provider_readiness,
     provider_receipt,
     provider_reconcile,
     queue_edit,
@@ -116,6 +119,9 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "tool_policy.set": (tool_policy_set, 1),  # contract v1.2 section 1
     "runtime.admit": (runtime_admit, 1),
     "tool.request": (tool_request, 1),
+    "provider.readiness": (provider_readiness, 1),  # contract v1.2 section 4
+    "host.suspend": (host_suspend, 1),
+    "host.resume": (host_resume, 1),
     "lost_ack": (lost_ack, 0),  # (kinds of the machine's own rules: not drawn by traces())
     "holding_question": (holding_question, 0),
 }

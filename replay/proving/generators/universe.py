@@ -46,7 +46,7 @@ def preamble() -> list[dict[str, Any]]:
         {"type": "policy.set", "at": at, "actor": "daemon",
          "allowed_operations": ["worker.start", "worker.test", "scm.push"], "write_roots": ["/repo", "/srv"]},
         {"type": "conversation.open", "at": at, "actor": "daemon", "conversation_id": "fg",
-         "role": "foreground", "context_limit": 200000, "reserve": 20000},
+         "role": "foreground", "context_limit": 200000, "reserve": 20000, "provider": "p1"},
         {"type": "conversation.open", "at": at, "actor": "daemon", "conversation_id": "bg",
          "role": "background", "foreground_id": "fg", "context_limit": 100000, "reserve": 10000},
         {"type": "background.bind", "at": at, "actor": "daemon", "conversation_id": "bg",
@@ -71,12 +71,12 @@ def fuzz_preamble(steer: bool = True, budgets: bool = False) -> list[dict[str, A
     at = format_at(T0)
     return [
         {"type": "engine.configure", "at": at, "actor": "daemon", "watchdog_max_age_s": 120,
-         "fallback_after_s": 300, "question_resurface_s": 900, "wake_batch_max": 2,
+         "fallback_after_s": 300, "question_resurface_s": 900, "wake_batch_max": 2, "suspend_gap_s": 600,
          **(FUZZ_BUDGETS if budgets else {})},
         {"type": "policy.set", "at": at, "actor": "daemon",
          "allowed_operations": ["worker.start", "worker.test", "scm.push"], "write_roots": ["/repo", "/srv"]},
         {"type": "conversation.open", "at": at, "actor": "daemon", "conversation_id": "fg",
-         "role": "foreground", "context_limit": 2000, "reserve": 200, "steer": steer},
+         "role": "foreground", "context_limit": 2000, "reserve": 200, "steer": steer, "provider": "p1"},
         {"type": "conversation.open", "at": at, "actor": "daemon", "conversation_id": "bg",
          "role": "background", "foreground_id": "fg", "context_limit": 2000, "reserve": 200},
         {"type": "background.bind", "at": at, "actor": "daemon", "conversation_id": "bg",

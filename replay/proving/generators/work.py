@@ -4,6 +4,7 @@ policy; and `repeat` (an earlier input again)."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from hypothesis import strategies as st
@@ -49,6 +50,8 @@ def task_delegate(draw: Draw, b: Builder) -> dict[str, Any]:
     existing = [t for t in b.state.tasks if t != task_id]
     if existing and often(draw, 5):
         fields["depends_on"] = subset(draw, existing, 1)
+    if often(draw, 3):
+        fields["progress_deadline_s"] = draw(st.sampled_from([1, 30, 120, 600]))  # contract v1.2 section 4.4
     return b.line("task.delegate", **fields)
 
 
@@ -56,12 +59,13 @@ def task_revise(draw: Draw, b: Builder) -> dict[str, Any]:
     task_id = pick(draw, list(b.state.tasks), TASKS)
     task = b.state.tasks.get(task_id)
     fields: dict[str, Any] = {"task_id": task_id, "expected_revision": revision_near(draw, task.revision if task else 1)}
-    which = draw(st.sampled_from(["goal", "done_when", "constraints", "fallback_decisions"]))
+    which = draw(st.sampled_from(["goal", "done_when", "constraints", "fallback_decisions", "progress_deadline_s"]))
     fields[which] = {
         "goal": "a revised goal",
         "done_when": ["it works"],
         "constraints": {"push": False},
         "fallback_decisions": {"db": "sqlite"},
+        "progress_deadline_s": 60,
     }[which]
     return b.line("task.revise", **fields)
 
@@ -350,7 +354,11 @@ def usage_report(draw: Draw, b: Builder) -> dict[str, Any]:
 def heartbeat(draw: Draw, b: Builder) -> dict[str, Any]:
     current = b.state.heartbeat_generation or 1
     generation = draw(st.sampled_from([current, current, current, current + 1, max(current - 1, 0)]))
-    return b.line("watchdog.heartbeat", "watchdog", generation=generation)
+    line = b.line("watchdog.heartbeat", "watchdog", generation=generation)
+    if often(draw, 3):
+        # Contract v1.2 section 4.1: a row written earlier (imported after downtime), or a clock ahead.
+        line["beat_at"] = format_at(b.now + datetime.timedelta(seconds=draw(st.sampled_from([-3600, -200, -30, 0, 5]))))
+    return line
 
 
 def scope_pause(draw: Draw, b: Builder) -> dict[str, Any]:

@@ -1,0 +1,50 @@
+"""The health probes' own events (contract v1.2 section 4): provider
+readiness, the host's suspend and resume, and a task passing its progress
+due time. Part of the one union of domain/events.py (which re-exports them:
+`ev.HostSuspended`); the fields the probes add to existing events are there."""
+
+from __future__ import annotations
+
+import datetime
+
+from tandem.domain.event_base import Decision
+
+
+class ProviderReadinessRecorded(Decision, frozen=True, kw_only=True):
+    """A `provider.readiness` report, as recorded: `observed_at` is the
+    report's (else its `at`); `auth_expires_at` the credential's known expiry,
+    when the report gave one."""
+
+    provider: str
+    ready: bool
+    reason: str | None
+    observed_at: datetime.datetime
+    auth_expires_at: datetime.datetime | None
+
+
+class HostSuspended(Decision, frozen=True, kw_only=True):
+    """`host.suspend`: the host announced it goes to sleep."""
+
+
+class HostResumed(Decision, frozen=True, kw_only=True):
+    """The host woke at `at`: announced (`host.resume`), or not (an input more
+    than `suspend_gap_s` after the previous one, whose `at` is `previous_at`).
+    `running`: a heartbeat at or after `at` is recorded already, so health is
+    rechecked at once."""
+
+    at: datetime.datetime
+    announced: bool
+    running: bool
+    previous_at: datetime.datetime | None = None
+
+
+class TaskStalled(Decision, frozen=True, kw_only=True):
+    """An active, unheld task reached `last_progress_at + progress_deadline_s`
+    with no progress (`no_progress:{task_id}`): its last progress was
+    `last_progress_event` at `last_progress_at`."""
+
+    task_id: str
+    due_at: datetime.datetime
+    last_progress_at: datetime.datetime
+    last_progress_event: str
+    progress_deadline_s: int

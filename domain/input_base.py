@@ -1,0 +1,109 @@
+"""The parts every input shares (re-exported by domain/inputs.py, where the
+kinds are): the bounds, the field types, the actors each kind accepts, and
+the `Input` base. A module of its own so that domain/inputs.py stays under
+the file limit.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Annotated, Any, Literal
+
+from msgspec import UNSET, Meta, Struct
+
+# Bounds (principle 7: a limit on everything, units last in the name).
+identifier_chars_max = 512
+text_chars_max = 262_144
+list_items_max = 4_096
+
+Identifier = Annotated[str, Meta(min_length=1, max_length=identifier_chars_max)]
+Text = Annotated[str, Meta(max_length=text_chars_max)]
+Count = Annotated[int, Meta(ge=0)]
+Positive = Annotated[int, Meta(ge=1)]
+Revision = Annotated[int, Meta(ge=0)]
+Tokens = Annotated[int, Meta(ge=0)]
+
+Actor = Literal["human", "foreground", "background", "daemon", "executor", "source", "watchdog"]
+
+# The actors each kind accepts; the first is the default. A kind not listed
+# accepts only `human` (contract section 1).
+ACTORS: dict[str, tuple[str, ...]] = {
+    "engine.configure": ("daemon",),
+    "policy.set": ("daemon", "human"),
+    "task.complete": ("background", "human"),
+    "question.raise": ("background", "foreground"),
+    "action.propose": ("background", "daemon", "human"),
+    "action.revalidate": ("background", "human"),
+    "executor.receipt": ("executor",),
+    "executor.reconcile": ("executor", "daemon"),
+    "executor.outcome": ("executor",),
+    "evidence.attach": ("executor", "source"),
+    "observe": ("source",),
+    "log.batch": ("source",),
+    "log.pruned": ("source",),
+    "log.reconcile": ("source",),
+    "triage.classify": ("background",),
+    "conversation.open": ("daemon",),
+    "background.bind": ("daemon",),
+    "intent.synced": ("background",),
+    "provider.receipt": ("daemon",),
+    "provider.reconcile": ("daemon",),
+    "turn.ended": ("daemon",),
+    "context.reset": ("daemon",),
+    "usage.report": ("daemon", "executor"),
+    "approval.required": ("daemon",),
+    "hold.failure": ("daemon",),
+    "watchdog.heartbeat": ("watchdog",),
+    "health.incident": ("watchdog", "daemon"),
+    "health.recovered": ("watchdog", "daemon"),
+    "provider.readiness": ("watchdog", "daemon"),  # never a model's (contract v1.2 section 4.3)
+    "host.suspend": ("daemon", "watchdog"),
+    "host.resume": ("daemon", "watchdog"),
+    "daemon.stop": ("daemon",),
+    "daemon.start": ("daemon",),
+    "card.propose": ("background",),
+    "tick": ("daemon",),
+    # Contract v1.2 section 1
+    "tool_policy.set": ("daemon", "human"),
+    "runtime.admit": ("daemon",),
+    "tool.request": ("daemon",),
+}
+HUMAN_ONLY: tuple[str, ...] = ("human",)
+
+
+def given(value: Any) -> Any:
+    """A field's value, or None when the input left it out (UNSET)."""
+    return None if value is UNSET else value
+
+
+def accepted_actors(kind: str) -> tuple[str, ...]:
+    return ACTORS.get(kind, HUMAN_ONLY)
+
+
+class Input(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", kw_only=True):
+    """Fields every input carries (contract section 1)."""
+
+    at: Annotated[datetime.datetime, Meta(tz=True)]
+    actor: Actor | None = None
+    id: Identifier | None = None
+
+    @property
+    def input_type(self) -> str:
+        """The `type` of the trace line (the kind of input)."""
+        return self.__struct_config__.tag  # type: ignore[return-value]
+
+    @property
+    def sender(self) -> str:
+        """The actor, or the kind's default actor when none was given."""
+        return self.actor if self.actor is not None else accepted_actors(self.input_type)[0]
+
+
+def require_one_of(value: Input, *names: str) -> None:
+    if all(getattr(value, name) is UNSET for name in names):
+        raise ValueError(f"{value.input_type} needs at least one of " + ", ".join(f"`{n}`" for n in names))
+
+
+def require_exactly_one(value: Input, first: str, second: str) -> None:
+    given = [name for name in (first, second) if getattr(value, name) is not UNSET]
+    if len(given) != 1:
+        raise ValueError(f"{value.input_type} needs exactly one of `{first}` and `{second}`")
