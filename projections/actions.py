@@ -132,7 +132,8 @@ class ActionsView(View):
             row["retry_at"] = None
 
     def _deadline(self, event: ev.DeadlineExceeded) -> None:
-        self._set_state(event.operation_id, event.action_state)
+        moved = self.rows[event.operation_id]["state"] != event.action_state  # a cancel_requested one stays as it was
+        self._set_state(event.operation_id, event.action_state, "deadline" if moved else None)
 
     def _call(self, event: ev.ToolCallAllowed) -> bool:
         if event.operation_id is None:

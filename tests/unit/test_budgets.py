@@ -93,9 +93,11 @@ def test_deadline_stops_an_accepted_action_and_raises_deadline_exceeded():
     assert kinds(events) == ["InputAccepted", "DeadlineExceeded", "AlertRaised"]
     assert events[1].facts.attempt_id == "op-1/a1" and events[1].facts.execution_deadline_s == 600
     assert action_state(engine, "op-1") == "cancel_requested"
+    assert action_row(engine, "op-1")["reason"] == "deadline"  # contract v1.2 section 2.6
     assert alert(engine, "deadline_exceeded:op-1")["state"] == "raised"
     when(engine, outcome("op-1", "cancelled", at=at(620)))
     assert action_state(engine, "op-1") == "cancelled"
+    assert action_row(engine, "op-1")["reason"] == "deadline"  # cancelled after that request, it keeps it
 
 
 def test_deadline_exhausts_a_pending_action_and_no_claim_follows():
@@ -105,6 +107,7 @@ def test_deadline_exhausts_a_pending_action_and_no_claim_follows():
     events = when(engine, tick(at=at(200)))  # the back-off ended too, but the deadline passed first
     assert of_type(events, ev.ActionClaimed) == []
     assert action_state(engine, "op-1") == "exhausted"
+    assert action_row(engine, "op-1")["reason"] == "deadline"
     assert alert(engine, "deadline_exceeded:op-1") is not None
 
 
@@ -116,6 +119,7 @@ def test_deadline_leaves_a_cancel_requested_action_as_it_is_and_still_alerts():
     events = when(engine, tick(at=at(70)))
     assert of_type(events, ev.DeadlineExceeded)[0].action_state == "cancel_requested"
     assert action_state(engine, "op-1") == "cancel_requested"
+    assert action_row(engine, "op-1")["reason"] == "human"  # the request it was already under
     assert alert(engine, "deadline_exceeded:op-1") is not None
     assert of_type(when(engine, tick(at=at(80))), ev.DeadlineExceeded) == []  # once
 
