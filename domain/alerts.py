@@ -184,7 +184,8 @@ def _on_grant_revised(state: State, event: ev.GrantRevised) -> list[ev.Event]:
     detail = f"grant revision {event.revision} lifts token_limit to {grant.token_limit} (usage {grant.usage})"
     calls: dict[str, int] = {}
     if grant.call_limit is not None:  # contract v1.2 section 3.4
-        detail += f", call_limit to {grant.call_limit} (calls {grant.calls})"
+        lifted = f"call_limit to {grant.call_limit} (calls {grant.calls})"
+        detail = f"{detail}, {lifted}" if grant.token_limit is not None else f"grant revision {event.revision} lifts {lifted}"
         calls = {"calls": grant.calls, "call_limit": grant.call_limit}
     return resolve_alert(
         state,
