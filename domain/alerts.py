@@ -181,13 +181,19 @@ def _on_grant_revised(state: State, event: ev.GrantRevised) -> list[ev.Event]:
     grant = state.grants[event.grant_id]
     if grant.budget_exhausted:
         return []
+    detail = f"grant revision {event.revision} lifts token_limit to {grant.token_limit} (usage {grant.usage})"
+    calls: dict[str, int] = {}
+    if grant.call_limit is not None:  # contract v1.2 section 3.4
+        lifted = f"call_limit to {grant.call_limit} (calls {grant.calls})"
+        detail = f"{detail}, {lifted}" if grant.token_limit is not None else f"grant revision {event.revision} lifts {lifted}"
+        calls = {"calls": grant.calls, "call_limit": grant.call_limit}
     return resolve_alert(
         state,
         event.cause,
         f"budget_exhausted:{event.grant_id}",
-        detail=f"grant revision {event.revision} lifts token_limit to {grant.token_limit} (usage {grant.usage})",
+        detail=detail,
         facts=ev.AlertFacts(
-            reason="limit_lifted", grant_id=grant.grant_id, usage=grant.usage, token_limit=grant.token_limit
+            reason="limit_lifted", grant_id=grant.grant_id, usage=grant.usage, token_limit=grant.token_limit, **calls
         ),
     )
 

@@ -177,7 +177,7 @@ BUDGET_SETTINGS = (
 )  # fmt: skip
 
 
-def grant_budgets(execution_deadline_s: Any, retry_backoff_s: Any) -> dict[str, Any]:
+def grant_budgets(execution_deadline_s: Any, retry_backoff_s: Any, call_limit: Any = UNSET) -> dict[str, Any]:
     """A grant's budgets (contract v1.2 section 3.1) as its events record them:
     only when set, so a v1 grant's events are unchanged."""
     budgets: dict[str, Any] = {}
@@ -185,6 +185,8 @@ def grant_budgets(execution_deadline_s: Any, retry_backoff_s: Any) -> dict[str, 
         budgets["execution_deadline_s"] = execution_deadline_s
     if retry_backoff_s not in (0, UNSET):
         budgets["retry_backoff_s"] = retry_backoff_s
+    if call_limit not in (None, UNSET):
+        budgets["call_limit"] = call_limit
     return budgets
 
 
@@ -229,7 +231,7 @@ def issue_grant(
         policy_revision=state.policy.revision,
         dropped_operations=dropped_operations,
         dropped_roots=dropped_roots,
-        **grant_budgets(request.execution_deadline_s, request.retry_backoff_s),
+        **grant_budgets(request.execution_deadline_s, request.retry_backoff_s, request.call_limit),
     )
 
 
@@ -284,7 +286,7 @@ def decide_rule(state: State, value: inp.SetRule, seq: int) -> list[ev.Event]:
     grant = state.grants[current]
     events = _revise_grant_events(
         state, seq, grant, request.allowed_operations, request.write_roots, request.max_attempts, request.token_limit,
-        grant_budgets(request.execution_deadline_s, request.retry_backoff_s),
+        grant_budgets(request.execution_deadline_s, request.retry_backoff_s, request.call_limit),
     )  # fmt: skip
     if value.scopes is not UNSET:  # set again without scopes, a rule keeps its own (v1: no event)
         events.append(ev.RuleSet(cause=seq, rule_id=value.rule_id, grant_id=current, scopes=_scopes(value)))
@@ -313,6 +315,7 @@ def decide_grant_revision(state: State, value: inp.ReviseGrant, seq: int) -> lis
         grant_budgets(
             value.execution_deadline_s if value.execution_deadline_s is not UNSET else grant.execution_deadline_s,
             value.retry_backoff_s if value.retry_backoff_s is not UNSET else grant.retry_backoff_s,
+            value.call_limit if value.call_limit is not UNSET else grant.call_limit,
         ),
     )
 
@@ -359,6 +362,7 @@ def _grant_issued(state: State, event: ev.GrantIssued) -> None:
         state=GRANT.after[ev.GrantIssued],
         execution_deadline_s=given(event.execution_deadline_s),
         retry_backoff_s=given(event.retry_backoff_s) or 0,
+        call_limit=given(event.call_limit),
     )
 
 
@@ -372,6 +376,7 @@ def _grant_revised(state: State, event: ev.GrantRevised) -> None:
     grant.token_limit = event.token_limit
     grant.execution_deadline_s = given(event.execution_deadline_s)
     grant.retry_backoff_s = given(event.retry_backoff_s) or 0
+    grant.call_limit = given(event.call_limit)
     fence(state, event.fenced, event)
     for operation_id in event.restamped:
         action = state.actions[operation_id]

@@ -91,6 +91,7 @@ class GrantIssued(Decision, frozen=True, kw_only=True):
     # Contract v1.2 section 3.1: only when set (unset: none, and 0).
     execution_deadline_s: int | UnsetType = UNSET
     retry_backoff_s: int | UnsetType = UNSET
+    call_limit: int | UnsetType = UNSET  # contract v1.2 section 3.4
 
 
 class GrantRevised(Decision, frozen=True, kw_only=True):
@@ -110,6 +111,7 @@ class GrantRevised(Decision, frozen=True, kw_only=True):
     # Contract v1.2 section 3.1: only when set (unset: none, and 0).
     execution_deadline_s: int | UnsetType = UNSET
     retry_backoff_s: int | UnsetType = UNSET
+    call_limit: int | UnsetType = UNSET  # contract v1.2 section 3.4
 
 
 class GrantRevoked(Decision, frozen=True, kw_only=True):

@@ -153,7 +153,8 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
       `last_resume_at` when the host is not running (contract v1.2 section 4.5);
     - resource_busy: `resource` and the in-flight `operations` holding it;
     - approval_pending: the open `approvals`;
-    - budget_exhausted: `grant_id`, `usage`, `token_limit`;
+    - budget_exhausted: `grant_id`, `usage`, `token_limit`, and `calls`,
+      `call_limit` when it has a call limit (contract v1.2 section 3.4);
     - rule_opted_out (contract v1.2 section 2.4): `rule_id`, its `scopes`, and
       `scope`, the scope of the cause's latest observation (None: none yet).
     - retry_backoff: `retry_at` and the refused or not received `attempts` so far.
@@ -180,6 +181,8 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
     grant_id: str | None = None
     usage: int | None = None
     token_limit: int | None = None
+    calls: int | None = None
+    call_limit: int | None = None
     rule_id: str | None = None
     scopes: list[str] | None = None
     retry_at: datetime.datetime | None = None
@@ -204,6 +207,11 @@ class ToolFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     admitted_revision: int | None = None
     in_admission: bool | None = None  # a denied tool: was it among the admitted tools?
     in_allowlist: bool | None = None  # ... and in the role's current allowlist?
+    # budget_exhausted (contract v1.2 section 3.4): the grant's count and limits.
+    calls: int | None = None
+    call_limit: int | None = None
+    usage: int | None = None
+    token_limit: int | None = None
 
 
 class DeliveryBudget(Struct, frozen=True, kw_only=True):
@@ -255,6 +263,8 @@ class AlertFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     grant_id: str | None = None
     usage: int | None = None
     token_limit: int | None = None
+    calls: int | None = None  # budget_exhausted by calls (contract v1.2 section 3.4)
+    call_limit: int | None = None
     task_id: str | None = None
     question_key: str | None = None
     k: int | None = None

@@ -59,6 +59,7 @@ class GrantRequest(Struct, frozen=True, forbid_unknown_fields=True):
     # Contract v1.2 section 3.1: left out, they are not recorded at all.
     execution_deadline_s: Positive | UnsetType = UNSET
     retry_backoff_s: Count | UnsetType = UNSET
+    call_limit: Positive | UnsetType = UNSET
 
 
 class Prerequisite(Struct, frozen=True, forbid_unknown_fields=True):
@@ -170,11 +171,13 @@ class ReviseGrant(Input, tag="grant.revise"):
     token_limit: Positive | UnsetType = UNSET
     execution_deadline_s: Positive | UnsetType = UNSET
     retry_backoff_s: Count | UnsetType = UNSET
+    call_limit: Positive | UnsetType = UNSET
 
     def __post_init__(self) -> None:
         require_one_of(
             self,
             "allowed_operations", "write_roots", "max_attempts", "token_limit", "execution_deadline_s", "retry_backoff_s",
+            "call_limit",
         )  # fmt: skip
 
 

@@ -208,8 +208,9 @@ def _approval_pending(state: State, action: Action) -> ev.BlockFact:
 def _budget(state: State, action: Action) -> ev.BlockFact:
     grant = state.grants[action.grant_id]
     return ev.BlockFact(
-        code="budget_exhausted", grant_id=grant.grant_id, usage=grant.usage, token_limit=grant.token_limit
-    )
+        code="budget_exhausted", grant_id=grant.grant_id, usage=grant.usage, token_limit=grant.token_limit,
+        **({"calls": grant.calls, "call_limit": grant.call_limit} if grant.call_limit is not None else {}),
+    )  # fmt: skip
 
 
 def _opted_out(state: State, action: Action) -> ev.BlockFact:

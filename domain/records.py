@@ -71,11 +71,18 @@ class Grant:
     usage: int = 0
     execution_deadline_s: Seconds | None = None  # contract v1.2 section 3.3
     retry_backoff_s: Seconds = 0  # contract v1.2 section 3.5
+    call_limit: int | None = None  # contract v1.2 section 3.4
+    calls: int = 0  # the allowed tool calls of its actions (section 3.4)
     actions: list[str] = field(default_factory=list)
 
     @property
     def budget_exhausted(self) -> bool:
-        return self.token_limit is not None and self.usage >= self.token_limit
+        return (self.token_limit is not None and self.usage >= self.token_limit) or self.calls_reached
+
+    @property
+    def calls_reached(self) -> bool:
+        """Contract v1.2 section 3.4: its actions made `call_limit` calls."""
+        return self.call_limit is not None and self.calls >= self.call_limit
 
 
 @dataclass(slots=True)

@@ -29,7 +29,7 @@ from tandem.domain import inputs as inp
 from tandem.domain.alerts import raise_alert, resolve_alert
 from tandem.domain.authority import inside_any, normalise_path, path_allowed
 from tandem.domain.inputs import given
-from tandem.domain.lifecycles import RUNTIME
+from tandem.domain.lifecycles import ACTION, IN_FLIGHT, RUNTIME
 from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Runtime, ToolPolicy
@@ -287,7 +287,22 @@ def call_denial(state: State, runtime: Runtime, value: inp.RequestTool) -> ev.To
     escaping = next((p for p in value.write_paths if not path_allowed(p, grant.roots, state.policy.roots)), None)
     if escaping is not None:
         return ev.ToolFacts(check="write_outside_roots", entry=escaping, **facts)
+    if grant.budget_exhausted:  # check 8 (contract v1.2 section 3.4)
+        return ev.ToolFacts(
+            check="budget_exhausted", entry=grant.grant_id, calls=grant.calls, call_limit=grant.call_limit,
+            usage=grant.usage, token_limit=grant.token_limit, **facts,
+        )  # fmt: skip
     return None
+
+
+def _stopped_by_budget(state: State, denied: ev.ToolCallDenied) -> list[ev.Event]:
+    """A worker denied `budget_exhausted` is asked to stop if in flight (section 1.5)."""
+    action = state.actions.get(denied.operation_id) if denied.operation_id is not None else None
+    if denied.reason != "budget_exhausted" or action is None:
+        return []
+    if action.state not in IN_FLIGHT or not ACTION.allows(action.state, "request_cancel"):
+        return []
+    return [ev.ActionCancelRequested(cause=denied.cause, operation_id=action.operation_id, reason="budget_exhausted")]
 
 
 def decide_tool_request(state: State, value: inp.RequestTool, seq: int) -> list[ev.Event]:
@@ -309,7 +324,8 @@ def decide_tool_request(state: State, value: inp.RequestTool, seq: int) -> list[
             facts=denial,
         )
         detail = f"denied before execution: {denial.check} ({denial.entry!r}, tool policy revision {denial.tool_policy_revision})"
-        raise Rejected(denial.check, detail, consequences=[denied])  # type: ignore[arg-type]
+        consequences = [denied, *_stopped_by_budget(state, denied)]
+        raise Rejected(denial.check, detail, consequences=consequences)  # type: ignore[arg-type]
     return [
         ev.ToolCallAllowed(
             cause=seq,
@@ -359,6 +375,21 @@ def _on_tool_call_denied(state: State, event: ev.ToolCallDenied) -> list[ev.Even
     alert_id = f"{DENIED_ALERT}:{event.runtime_id}"
     facts = _alert_facts(event.runtime_id, event.reason)
     return raise_alert(state, event.cause, alert_id, state.last_at, new_occurrence=True, detail=detail, facts=facts)
+
+
+def _on_tool_call_allowed(state: State, event: ev.ToolCallAllowed) -> list[ev.Event]:
+    """The call that brings its grant's calls to `call_limit` raises the alert (section 3.4)."""
+    if event.operation_id is None:
+        return []
+    grant = state.grants[state.actions[event.operation_id].grant_id]
+    if grant.call_limit is None or grant.calls != grant.call_limit:
+        return []
+    assert state.last_at is not None
+    facts = ev.AlertFacts(
+        grant_id=grant.grant_id, calls=grant.calls, call_limit=grant.call_limit, operation_id=event.operation_id
+    )
+    detail = f"calls {grant.calls} reached call_limit {grant.call_limit}"
+    return raise_alert(state, event.cause, f"budget_exhausted:{grant.grant_id}", state.last_at, detail=detail, facts=facts)
 
 
 def _on_background_bound(state: State, event: ev.BackgroundBound) -> list[ev.Event]:
@@ -427,7 +458,13 @@ def _tool_call_allowed(state: State, event: ev.ToolCallAllowed) -> None:
     runtime.calls_allowed += 1
     runtime.call_ids.add(event.call_id)
     if event.operation_id is not None:
-        state.actions[event.operation_id].calls += 1
+        action = state.actions[event.operation_id]
+        action.calls += 1
+        grant = state.grants[action.grant_id]
+        was_exhausted = grant.budget_exhausted
+        grant.calls += 1
+        if grant.budget_exhausted != was_exhausted:
+            state.touch_grant(grant.grant_id)
 
 
 def _tool_call_denied(state: State, event: ev.ToolCallDenied) -> None:
@@ -454,5 +491,6 @@ REACTIONS = {
     ev.RuntimeRefused: _on_runtime_refused,
     ev.RuntimeAdmitted: _on_runtime_admitted,
     ev.ToolCallDenied: _on_tool_call_denied,
+    ev.ToolCallAllowed: _on_tool_call_allowed,
     ev.BackgroundBound: _on_background_bound,
 }

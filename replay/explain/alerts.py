@@ -47,6 +47,13 @@ def _measured(resolver: Resolver, f: ev.AlertFacts, position: int) -> Iterator[F
     if f.grant_id is not None:
         text = f"grant {f.grant_id}: usage {f.usage}, token_limit {f.token_limit}"
         value = {"grant_id": f.grant_id, "usage": f.usage, "token_limit": f.token_limit}
+        if f.call_limit is not None:  # contract v1.2 section 3.4
+            text = f"grant {f.grant_id}: calls {f.calls}, call_limit {f.call_limit}" + (
+                f", usage {f.usage}, token_limit {f.token_limit}" if f.usage is not None else ""
+            )
+            value = {"grant_id": f.grant_id, "calls": f.calls, "call_limit": f.call_limit} | (
+                {"usage": f.usage, "token_limit": f.token_limit} if f.usage is not None else {}
+            )
         yield Fact(name="grant_budget", text=text, value=value, source=resolver.source(("grant", f.grant_id), position))
     if f.incident_id is not None:
         opened = resolver.source(("incident", f.incident_id), position)

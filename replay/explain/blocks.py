@@ -110,11 +110,16 @@ def _approvals(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at
 
 
 def _budget(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    text = f"grant {fact.grant_id} used {fact.usage} of its token_limit {fact.token_limit}"
+    value: dict[str, object] = {"grant_id": fact.grant_id, "usage": fact.usage, "token_limit": fact.token_limit}
+    if fact.call_limit is not None:  # contract v1.2 section 3.4
+        text += f" and made {fact.calls} of its call_limit {fact.call_limit} calls"
+        value |= {"calls": fact.calls, "call_limit": fact.call_limit}
     return [
         Fact(
             name="grant_budget",
-            text=f"grant {fact.grant_id} used {fact.usage} of its token_limit {fact.token_limit}",
-            value={"grant_id": fact.grant_id, "usage": fact.usage, "token_limit": fact.token_limit},
+            text=text,
+            value=value,
             source=resolver.source(("grant", fact.grant_id or ""), position, of_type(ev.BudgetExhausted)),
         )
     ]

@@ -26,6 +26,7 @@ _CHECKS = {
     "runtime_not_admitted": "the runtime is not admitted at its current generation",
     "unknown_operation": "the worker names no action it executes",
     "stale_attempt": "the action is not in flight",
+    "budget_exhausted": "the action's grant reached its call_limit or token_limit (contract v1.2 section 3.4)",
 }
 
 
@@ -58,6 +59,12 @@ def tool_facts(resolver: Resolver, facts: ev.ToolFacts, position: int, runtime_i
         admitted = resolver.find(("runtime", runtime_id), position, of_type(ev.RuntimeAdmitted))
         text = f"{runtime_id} admitted at tool policy revision {facts.admitted_revision}"
         found.append(Fact(name="admission", text=text, value=facts.admitted_revision, source=source(admitted)))
+    if facts.check == "budget_exhausted":  # contract v1.2 section 3.4: the grant's count and limits
+        text = f"grant {facts.entry}: calls {facts.calls} of call_limit {facts.call_limit}, usage {facts.usage}" + (
+            f" of token_limit {facts.token_limit}" if facts.token_limit is not None else ""
+        )
+        value = {"calls": facts.calls, "call_limit": facts.call_limit, "usage": facts.usage, "token_limit": facts.token_limit}
+        found.append(Fact(name="grant_budget", text=text, value=value, source=resolver.source(("grant", facts.entry or ""), position)))
     return found
 
 

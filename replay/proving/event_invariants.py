@@ -445,10 +445,15 @@ def budgets_never_exceeded(before: State, event: Event, applying: Applying) -> s
     batch size and wait, investigation duration, calls, tokens, retries and
     wake frequency". No claim at or after an action's `deadline_at`, nor
     before its `retry_at`; no delivery of any kind to a conversation before
-    its refusal back-off's `until`. (Calls, contract v1.2 section 3.4, need
-    `tool.request`: not here.)"""
+    its refusal back-off's `until`; no tool call allowed for an action whose
+    grant has already made `call_limit` calls (section 3.4)."""
     at = applying.at
-    if isinstance(event, ev.ActionClaimed):
+    if isinstance(event, ev.ToolCallAllowed) and event.operation_id is not None:
+        action = before.actions.get(event.operation_id)
+        grant = before.grants.get(action.grant_id) if action is not None else None
+        if grant is not None and grant.call_limit is not None and grant.calls >= grant.call_limit:
+            return f"call {event.call_id} of {event.operation_id} allowed with grant {grant.grant_id} at {grant.calls} of its call_limit {grant.call_limit}"
+    elif isinstance(event, ev.ActionClaimed):
         action = before.actions.get(event.operation_id)
         if action is None:
             return None

@@ -96,6 +96,8 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
     grant = state.grants[action.grant_id]
     if grant.token_limit is not None and grant.usage >= grant.token_limit:
         codes.add("budget_exhausted")
+    if grant.call_limit is not None and grant.calls >= grant.call_limit:  # contract v1.2 section 3.4
+        codes.add("budget_exhausted")
     if action.rule_id is not None and not _opted_in(state, action):
         codes.add("rule_opted_out")
     if action.retry_at is not None and at is not None and at < action.retry_at:

@@ -91,6 +91,30 @@ def allow_unlisted_tool(state: State, value: Input, seq: int, file: str | None, 
         )
 
 
+def allow_past_call_limit(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 3.4 broken: a call denied `budget_exhausted` is
+    allowed as well (check 8 ignored), past its grant's `call_limit`."""
+    denied: list[ev.ToolCallDenied] = []
+
+    def noting(event: ev.Event) -> None:
+        if isinstance(event, ev.ToolCallDenied) and event.reason == "budget_exhausted":
+            denied.append(event)
+        emit(event)
+
+    handle_input(state, value, seq, file, line, noting)
+    for event in denied:
+        emit(
+            ev.ToolCallAllowed(
+                cause=seq,
+                runtime_id=event.runtime_id,
+                call_id=event.call_id,
+                tool=event.tool,
+                operation_id=event.operation_id,
+                tool_policy_revision=state.tool_policy_revision,
+            )
+        )
+
+
 def stamp_heartbeats_at_import(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
     """Contract v1.2 section 4.1 broken: a heartbeat row imported with its own
     `beat_at` is recorded again at the import's `at` (v1's stamping), so an

@@ -32,7 +32,7 @@ from tests.property import broken
 SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
 DEPTH = {
     "receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4, "tools_admission": 3,
-    "health_probes": 3,
+    "health_probes": 3, "call_limit": 4,
 }  # fmt: skip
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
@@ -83,6 +83,19 @@ def test_the_checker_finds_a_broken_engine_with_the_shortest_counterexample(
     assert main(["replay", str(out), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert [row["operation_id"] for row in document["actions"]] == ["op-build"]
+
+
+def test_the_checker_finds_a_call_allowed_past_its_call_limit(tmp_path: Path) -> None:
+    """Contract v1.2 section 3.4: an engine that allows the call denied
+    `budget_exhausted` breaks budgets_never_exceeded at the second call."""
+    scenario = SCENARIOS / "call_limit.json"
+    out = tmp_path / "counterexample.jsonl"
+    found = check(scenario, 3, step=broken.allow_past_call_limit, out=out).counterexample
+    assert found is not None and found.invariant == "budgets_never_exceeded", found
+    assert found.moves == ["call-1", "call-2"]
+    again = check_trace(out, step=broken.allow_past_call_limit)
+    assert again is not None and again.invariant.name == "budgets_never_exceeded"
+    assert check_trace(out) is None
 
 
 def test_the_checker_finds_a_pass_without_the_source_rule(tmp_path: Path) -> None:

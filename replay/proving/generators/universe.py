@@ -165,4 +165,6 @@ def grant_request(draw: Draw, grant_id: str) -> dict[str, Any]:
         request["execution_deadline_s"] = draw(st.sampled_from([60, 300, 900]))
     if often(draw, 3):
         request["retry_backoff_s"] = draw(st.sampled_from([0, 10, 60]))
+    if often(draw, 3):  # contract v1.2 section 3.4
+        request["call_limit"] = draw(st.sampled_from([1, 2, 5]))
     return request

@@ -75,7 +75,9 @@ def grant_revise(draw: Draw, b: Builder) -> dict[str, Any]:
     grant = b.state.grants.get(grant_id)
     fields: dict[str, Any] = {"grant_id": grant_id, "expected_revision": revision_near(draw, grant.revision if grant else 1)}
     changes = subset(
-        draw, ("allowed_operations", "write_roots", "max_attempts", "token_limit", "execution_deadline_s", "retry_backoff_s"), 1
+        draw,
+        ("allowed_operations", "write_roots", "max_attempts", "token_limit", "execution_deadline_s", "retry_backoff_s", "call_limit"),
+        1,
     )
     for change in changes:
         if change == "allowed_operations":
@@ -88,6 +90,8 @@ def grant_revise(draw: Draw, b: Builder) -> dict[str, Any]:
             fields[change] = draw(st.sampled_from([60, 300, 900]))
         elif change == "retry_backoff_s":
             fields[change] = draw(st.sampled_from([0, 10, 60]))
+        elif change == "call_limit":
+            fields[change] = draw(st.sampled_from([1, 2, 5, 50]))
         else:
             fields[change] = draw(st.sampled_from([50, 200, 1000, 100000]))
     return b.line("grant.revise", **fields)
