@@ -110,6 +110,21 @@ def backoff_until(state: State, conversation: Conversation) -> datetime.datetime
     return conversation.refused_at + _seconds(state.config.delivery_backoff_s * 2 ** (conversation.refusals - 1))
 
 
+def unready_deferral(state: State, conversation: Conversation) -> Deferral | None:
+    """ v1.2 section 4.3 (first in section 3.10's order): nothing is delivered
+    while its provider's incident is open; until null (its recovery ends it)."""
+    if not state.provider_unready(conversation):
+        return None
+    assert conversation.provider is not None
+    provider = state.providers.get(conversation.provider)
+    facts = ev.DeferralFacts(
+        provider=conversation.provider,
+        incident_id=f"provider/{conversation.provider}",
+        observed_at=provider.incident_observed_at if provider is not None else None,
+    )
+    return "provider_unready", None, facts
+
+
 def delivery_deferral(state: State, conversation: Conversation, at: datetime.datetime) -> Deferral | None:
     """3.6: the back-off after a refusal covers every delivery kind."""
     until = backoff_until(state, conversation)

@@ -25,7 +25,7 @@ import msgspec
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.alerts import raise_alert, resolve_alert
-from tandem.domain.budgets import Deferral, delivery_deferral, engine_hold, record_deferral, wake_deferral
+from tandem.domain.budgets import Deferral, delivery_deferral, engine_hold, record_deferral, unready_deferral, wake_deferral
 from tandem.domain.lifecycles import DELIVERY, MESSAGE, TURN
 from tandem.domain.lookups import numbered_owner
 from tandem.domain.reasons import Rejected
@@ -327,10 +327,11 @@ def _start_turn(conversation: Conversation, cause: int, emit: Emit, kind: str, r
 
 
 def _conversation_pass(state: State, conversation: Conversation, cause: int, at: datetime.datetime, emit: Emit) -> None:
-    """One foreground: no delivery of any kind while a refusal's back-off
-    lasts (contract v1.2 section 3.6), else the first rule that applies; then
-    why its next delivery waits, if that changed."""
-    deferral = delivery_deferral(state, conversation, at)
+    """One foreground: no delivery of any kind while its provider is not
+    ready (contract v1.2 section 4.3, messages stay queued) or a refusal's
+    back-off lasts (section 3.6), else the first rule that applies; then why
+    its next delivery waits, if that changed (section 3.10's order)."""
+    deferral = unready_deferral(state, conversation) or delivery_deferral(state, conversation, at)
     if deferral is None:
         deferral = _first_rule(state, conversation, cause, at, emit)
     record_deferral(state, conversation, cause, deferral, emit)
@@ -342,8 +343,6 @@ def _first_rule(state: State, conversation: Conversation, cause: int, at: dateti
     # 1. Not dispatchable: keep the queue and the updates.
     if conversation.approvals or conversation.failure_held:
         return
-    if state.provider_unready(conversation):
-        return  # contract v1.2 section 4.3: deferred provider_unready, messages stay queued
     if conversation.reseed_due and conversation.recovery is None:
         _reseed(state, conversation, cause, emit)
         return None

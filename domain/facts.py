@@ -317,7 +317,9 @@ class DeferralFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     `wake_interval`: the previous wake (`last_wake_at`) and
     `wake_min_interval_s`; `batch_wait`: the oldest deliverable update
     (`cause_key`, `deliverable_since`), the `waiting` updates and
-    `wake_batch_wait_s`."""
+    `wake_batch_wait_s`; `provider_unready` (v1.2 section 4.3): the
+    conversation's `provider`, its open `incident_id` and the incident's
+    `observed_at`."""
 
     refusals: int | None = None
     delivery_id: str | None = None
@@ -329,3 +331,6 @@ class DeferralFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     deliverable_since: datetime.datetime | None = None
     waiting: int | None = None
     wake_batch_wait_s: int | None = None
+    provider: str | None = None
+    incident_id: str | None = None
+    observed_at: datetime.datetime | None = None

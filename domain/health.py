@@ -250,8 +250,11 @@ def _task_stalled(state: State, event: ev.TaskStalled) -> None:
 
 
 def provider_incident_opened(state: State, event: ev.IncidentOpened) -> None:
-    """An open provider incident covers a known expiry that has passed."""
+    """An open provider incident covers a known expiry that has passed; its
+    observed_at is what a provider_unready deferral says (section 4.3)."""
     provider = state.providers.get(event.incident_id.removeprefix("provider/"))
+    if provider is not None and event.incident_id.startswith("provider/"):
+        provider.incident_observed_at = given(event.observed_at) or state.last_at
     if (
         provider is not None
         and event.incident_id.startswith("provider/")

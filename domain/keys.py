@@ -83,7 +83,9 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.ApprovalResolved: ("approval: conversation_id/request_id",),
     ev.FailureHoldChanged: (),
     ev.DeadlineExceeded: ("action: operation_id",),
-    ev.DeliveryDeferred: ("conversation: conversation_id", "delivery: facts.delivery_id", "update: facts.cause_key"),
+    ev.DeliveryDeferred: (
+        "conversation: conversation_id", "delivery: facts.delivery_id", "update: facts.cause_key", "incident: facts.incident_id",
+    ),  # fmt: skip
     ev.AlertRaised: ("alert: alert_id", "delivery: facts.delivery_id", "update: cause_key"),
     ev.AlertSeen: ("alert: alert_id",),
     ev.AlertResolved: ("alert: alert_id", "delivery: facts.delivery_id"),

@@ -427,6 +427,7 @@ class Provider:
     auth_expires_at: datetime.datetime | None = None
     last_ready_at: datetime.datetime | None = None
     expiry_due: bool = False
+    incident_observed_at: datetime.datetime | None = None  # its open incident's observed_at (section 4.3)
 
 
 @dataclass(slots=True)

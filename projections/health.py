@@ -242,7 +242,7 @@ class HealthView(View):
             "delivery_backoff": bool(self.backoff),
             "delivery_failing": bool(self.engine_held),
             "action_backoff": bool(self.backing_off),
-            "provider_unready": False,  # provider incidents: contract v1.2 section 4.3
+            "provider_unready": any(incident.startswith("provider/") for incident in self.open_incidents),  # section 4.3
         }
         return [code for code in DEGRADED_CODES if holds[code]]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import msgspec
+
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import ALERT, OBLIGATION
 from tandem.projections.base import rfc3339
@@ -16,6 +18,7 @@ from tandem.replay.explain.now import question_now
 from tandem.replay.explain.operations import outcome_summary
 
 FALLBACK = "fallback_delivery"  # the alert of an obligation not met in time: `fallback_delivery:{operation_id}`
+INCIDENT_ALERT = "incident:"  # the alert of an open incident: `incident:{incident_id}`
 
 
 def _watched(resolver: Resolver, f: ev.AlertFacts, position: int, decided_at: str | None) -> Iterator[Fact]:
@@ -134,7 +137,30 @@ class Alert(Chain):
         summary = "resolved by the engine" + (f": {event.detail}" if event.detail else "")
         return summary, alert_facts(self.resolver, event.facts, entry)
 
-    renderers = {ev.AlertRaised: occurred, ev.AlertSeen: said("seen by the human"), ev.AlertResolved: resolved}
+    @classmethod
+    def keys(cls, identifier: str) -> list[Key]:
+        """A provider incident's alert also walks its incident's key: the
+        deliveries it defers (contract v1.2 section 4.3)."""
+        incident_id = identifier.removeprefix(INCIDENT_ALERT)
+        if identifier.startswith(INCIDENT_ALERT) and incident_id.startswith("provider/"):
+            return [(cls.key, identifier), ("incident", incident_id)]
+        return [(cls.key, identifier)]
+
+    def deferred(self, entry: Entry, event: ev.DeliveryDeferred) -> Rendered:
+        """A conversation on the provider waits for it (v1.2 sections 3.10, 4.3)."""
+        facts = event.facts
+        if facts is None or event.reason != "provider_unready":
+            return None
+        summary = f"nothing is delivered to {event.conversation_id} while {facts.provider} is not ready: deferred provider_unready"
+        text = f"incident {facts.incident_id} open, observed at {rfc3339(facts.observed_at)}; its recovery ends it"
+        return summary, [Fact(name="provider_unready", text=text, value=msgspec.to_builtins(facts))]
+
+    renderers = {
+        ev.AlertRaised: occurred,
+        ev.AlertSeen: said("seen by the human"),
+        ev.AlertResolved: resolved,
+        ev.DeliveryDeferred: deferred,
+    }
 
     def summary(self) -> str:
         return f"{self.raised.kind} alert, raised {self.count} time(s)"

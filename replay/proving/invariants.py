@@ -59,6 +59,7 @@ from tandem.replay.proving.state_invariants import (
     human_messages_kept,
     one_live_action_per_cause,
     restart_is_replay,
+    unready_provider_is_the_deferral,
 )
 
 BUILTIN: tuple[Invariant, ...] = (
@@ -86,6 +87,7 @@ BUILTIN: tuple[Invariant, ...] = (
     one_live_action_per_cause,
     blocked_by_is_section_4,
     human_messages_kept,
+    unready_provider_is_the_deferral,
     restart_is_replay,
 )
 _registered: list[Invariant] = []

@@ -125,3 +125,24 @@ def restart_is_replay(world: World) -> str | None:
 # The invariant reported when an event does not survive its own codec.
 RESTART_IS_REPLAY = restart_is_replay
 
+
+
+@state_invariant
+def unready_provider_is_the_deferral(world: World) -> str | None:
+    """A foreground whose provider is not ready says so: "provider
+    readiness/auth failures" are visible (contract v1.2 sections 3.10, 4.3):
+    deferred `provider_unready` (until null) exactly while `provider/{provider}`
+    is open (the incident, recomputed), in the state and in the view."""
+    views = world.views if world.views is not None else world.replayed_views
+    rows = {row["conversation_id"]: row for row in views.view("conversations")}
+    for conversation_id in world.state.foregrounds:
+        conversation = world.state.conversations[conversation_id]
+        provider = conversation.provider
+        unready = provider is not None and bool(world.state.incidents.get(f"provider/{provider}"))
+        deferred = conversation.deferred
+        if unready != (deferred is not None and deferred[0] == "provider_unready"):
+            return f"{conversation_id} on {provider} (incident open: {unready}) is deferred {deferred}"
+        shown = rows[conversation_id]["deferred"]
+        if unready and shown != {"until": None, "reason": "provider_unready"}:
+            return f"{conversation_id}'s view shows deferred {shown} while provider/{provider} is open"
+    return None

@@ -13,9 +13,10 @@ decision, passed as `Engine(step=...)`.
   section 2.2): claims an action for a source revision older than its cause's.
 - `allow_unlisted_tool`: a tool host that skips the allowlist check (contract
   v1.2 section 1.5): a call denied `tool_not_allowed` is allowed anyway.
-- `stamp_heartbeats_at_import`, `deliver_while_provider_unready`: contract
-  v1.2 section 4's rules broken (an imported heartbeat counted at its import,
-  a delivery to a provider that is not ready).
+- `stamp_heartbeats_at_import`, `deliver_while_provider_unready`,
+  `forget_unready_deferral`: contract v1.2 section 4's rules broken (an
+  imported heartbeat counted at its import, a delivery to a provider that is
+  not ready, a provider that is not ready deferring nothing it records).
 """
 
 from __future__ import annotations
@@ -135,3 +136,14 @@ def deliver_while_provider_unready(state: State, value: Input, seq: int, file: s
         dispatchable = not (conversation.approvals or conversation.failure_held or conversation.recovery)
         if state.provider_unready(conversation) and conversation.queue and conversation.running_turn is None and dispatchable:
             delivery._human_turn(state, conversation, seq, emit, delivery._room(conversation))
+
+
+def forget_unready_deferral(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 sections 3.10, 4.3 broken: a conversation whose provider
+    is not ready waits with no recorded deferral (what the engine did before
+    provider_unready was one): the deferral is dropped as soon as it is made."""
+    handle_input(state, value, seq, file, line, emit)
+    for conversation_id in state.foregrounds:
+        conversation = state.conversations[conversation_id]
+        if conversation.deferred is not None and conversation.deferred[0] == "provider_unready":
+            emit(ev.DeliveryDeferred(cause=seq, conversation_id=conversation_id, reason=None, until=None))

@@ -1,6 +1,6 @@
 """Contract v1.2 section 4 under the bounded checker and the fuzzer: the
 health probes' invariants (`heartbeat_never_fresher_than_its_beat`,
-`no_delivery_while_provider_unready`) hold for every interleaving of the
+`no_delivery_while_provider_unready`, `unready_provider_is_the_deferral`) hold for every interleaving of the
 shipped scenario, and each finds its deliberately broken rule
 (tests/property/broken.py) with a shortest counterexample the real engine
 replays clean."""
@@ -24,8 +24,9 @@ SCENARIO = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios" / "hea
     [
         (broken.stamp_heartbeats_at_import, "heartbeat_never_fresher_than_its_beat", ["old-row-imported"]),
         (broken.deliver_while_provider_unready, "no_delivery_while_provider_unready", ["login-expired", "message"]),
+        (broken.forget_unready_deferral, "unready_provider_is_the_deferral", ["login-expired"]),
     ],
-    ids=["heartbeat-stamped-at-import", "delivered-while-unready"],
+    ids=["heartbeat-stamped-at-import", "delivered-while-unready", "unready-not-deferred"],
 )
 def test_the_checker_finds_each_broken_probe(rules, invariant: str, moves: list[str], tmp_path: Path) -> None:
     out = tmp_path / "counterexample.jsonl"

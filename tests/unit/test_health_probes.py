@@ -397,3 +397,45 @@ def test_a_block_while_the_host_sleeps_says_so():
     [blocked] = of_type(when(engine, propose("op-1", at=at(2))), ev.ActionBlocked)
     [fact] = blocked.facts
     assert (fact.code, fact.host) == ("watchdog_unavailable", "suspended")
+
+
+# ------------------------------------- 4.3 with 3.9, 3.10: provider_unready
+
+
+def test_an_unready_provider_defers_its_conversations_until_it_is_ready():
+    engine = given(*provider_world())
+    # When the provider is not ready, fg is deferred provider_unready (until null) and health is degraded
+    events = when(engine, readiness(n=6, observed_at=at(4)))
+    [deferred] = of_type(events, ev.DeliveryDeferred)
+    assert (deferred.conversation_id, deferred.reason, deferred.until) == ("fg", "provider_unready", None)
+    assert conversation_row(engine)["deferred"] == {"until": None, "reason": "provider_unready"}
+    assert health(engine)["degraded"] == ["provider_unready"]
+    # a message while it lasts changes nothing about it
+    assert not of_type(when(engine, message("m7", at=at(30))), ev.DeliveryDeferred)
+    # Then its recovery ends the deferral, and m7 goes in that pass
+    events = when(engine, readiness(ready=True, n=40))
+    [ended] = of_type(events, ev.DeliveryDeferred)
+    assert (ended.reason, ended.until, ended.facts) == (None, None, None)
+    assert of_type(events, ev.TurnStarted)
+    assert conversation_row(engine)["deferred"] is None
+    assert health(engine)["degraded"] == []
+
+
+def test_a_conversation_on_a_ready_provider_is_not_deferred():
+    engine = given(policy(), open_foreground("fg", provider="openai"), heartbeat(1))
+    assert not of_type(when(engine, readiness(n=1)), ev.DeliveryDeferred)
+    assert conversation_row(engine)["deferred"] is None
+    assert health(engine)["degraded"] == ["provider_unready"]  # an open provider incident (section 3.9)
+
+
+def test_the_unready_deferral_records_the_provider_and_its_incident():
+    engine = given(*provider_world())
+    [deferred] = of_type(when(engine, readiness(n=6, observed_at=at(4))), ev.DeliveryDeferred)
+    facts = deferred.facts
+    assert (facts.provider, facts.incident_id) == ("anthropic", "provider/anthropic")
+    assert facts.observed_at == engine.state.providers["anthropic"].observed_at
+    # a known expiry's incident: observed at the expiry
+    engine = given(*provider_world(), readiness(ready=True, n=1, auth_expires_at=at(100)))
+    [deferred] = of_type(when(engine, tick(at=at(100))), ev.DeliveryDeferred)
+    assert deferred.facts.observed_at == engine.state.providers["anthropic"].auth_expires_at
+
