@@ -33,7 +33,6 @@ built (the filtered timeline says it looked at exactly the rows it shows).
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import http.client
 import re
@@ -66,7 +65,7 @@ from tandem.replay.explain import document, encode_json  # noqa: E402
 from tandem.replay.index import LogIndex  # noqa: E402
 from tandem.replay.port import EventStore  # noqa: E402
 from tandem.replay.timeline import timeline  # noqa: E402
-from bench.workload import alternate, synthetic_trace  # noqa: E402
+from bench.workload import alternate, bench_main, synthetic_trace  # noqa: E402
 
 goal_ratio_max = 2.0
 
@@ -332,14 +331,7 @@ def run(sizes: Sizes, tmp: str | None = None, out: Any = sys.stdout) -> list[Res
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10k vs 1k events: a smoke run")
-    parser.add_argument("--tmp", default=None, help="parent of the scratch directory (default: system temp dir)")
-    arguments = parser.parse_args(argv)
-    started = time.perf_counter()
-    run(QUICK if arguments.quick else FULL, arguments.tmp)
-    print(f"\n({time.perf_counter() - started:,.0f} s)")
-    return 0
+    return bench_main(__doc__, run, FULL, QUICK, "10k vs 1k events: a smoke run", argv)
 
 
 if __name__ == "__main__":

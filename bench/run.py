@@ -30,7 +30,6 @@ And for snapshots (a time ratio, lower is better):
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import gc
 import math
@@ -56,7 +55,7 @@ from tandem.adapters.trace import parse_trace  # noqa: E402
 from tandem.domain.events import decode_event  # noqa: E402
 from tandem.replay.engine import Engine, Located  # noqa: E402
 from tandem.replay.snapshot import Written  # noqa: E402
-from bench.workload import alternate, observation_trace, synthetic_trace  # noqa: E402
+from bench.workload import alternate, bench_main, observation_trace, synthetic_trace  # noqa: E402
 from tandem.projections.inbox import InboxView  # noqa: E402
 
 raw_row_bytes = 200  # the body size of a baseline row: about one stored event
@@ -645,14 +644,7 @@ def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run under a minute")
-    parser.add_argument("--tmp", default=None, help="parent of the scratch directory (default: system temp dir)")
-    arguments = parser.parse_args(argv)
-    started = time.perf_counter()
-    run(QUICK if arguments.quick else FULL, arguments.tmp)
-    print(f"\n({time.perf_counter() - started:,.0f} s)")
-    return 0
+    return bench_main(__doc__, run, FULL, QUICK, "small sizes: a smoke run under a minute", argv)
 
 
 if __name__ == "__main__":

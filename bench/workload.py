@@ -127,3 +127,19 @@ def alternate(first: Callable[[], float], second: Callable[[], float], repetitio
         for function, values in order[::-1] if repetition % 2 else order:
             values.append(function())
     return a_values, b_values
+
+
+def bench_main(doc: str, run: Callable[[Any, Any], Any], full: Any, quick: Any, quick_help: str, argv: Any = None) -> int:
+    """A benchmark's command line: `--quick` (small sizes), `--tmp DIR` (where
+    the scratch stores go); runs `run(sizes, tmp)` and prints how long it took."""
+    import argparse
+    import time
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--tmp", default=None, help="parent of the scratch directory (default: system temp dir)")
+    arguments = parser.parse_args(argv)
+    started = time.perf_counter()
+    run(quick if arguments.quick else full, arguments.tmp)
+    print(f"\n({time.perf_counter() - started:,.0f} s)")
+    return 0

@@ -21,6 +21,9 @@ decision, passed as `Engine(step=...)`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Optional
+
 from msgspec import UNSET
 
 from tandem.domain import delivery, dispatch
@@ -29,6 +32,9 @@ from tandem.domain.dispatch import Emit, handle_input, run_pass
 from tandem.domain.inputs import Heartbeat, Input
 from tandem.domain.rules import reacting, record
 from tandem.domain.state import State
+
+
+Step = Callable[[State, Input, int, Optional[str], Optional[int], Emit], None]  # an engine step (handle_input)
 
 
 def retry_unknown(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
@@ -70,50 +76,40 @@ def skip_source_rule(state: State, value: Input, seq: int, file: str | None, lin
     run_pass(state, seq, value.at, emit)
 
 
-def allow_unlisted_tool(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
-    denied: list[ev.ToolCallDenied] = []
+def _allowing_denied(reason: str) -> Step:
+    """A tool host that lets through the calls the engine denies for `reason`:
+    each such ToolCallDenied is followed by a ToolCallAllowed of the same call."""
 
-    def noting(event: ev.Event) -> None:
-        if isinstance(event, ev.ToolCallDenied) and event.reason == "tool_not_allowed":
-            denied.append(event)
-        emit(event)
+    def step(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+        denied: list[ev.ToolCallDenied] = []
 
-    handle_input(state, value, seq, file, line, noting)
-    for event in denied:
-        emit(
-            ev.ToolCallAllowed(
-                cause=seq,
-                runtime_id=event.runtime_id,
-                call_id=event.call_id,
-                tool=event.tool,
-                operation_id=event.operation_id,
-                tool_policy_revision=state.tool_policy_revision,
+        def noting(event: ev.Event) -> None:
+            if isinstance(event, ev.ToolCallDenied) and event.reason == reason:
+                denied.append(event)
+            emit(event)
+
+        handle_input(state, value, seq, file, line, noting)
+        for event in denied:
+            emit(
+                ev.ToolCallAllowed(
+                    cause=seq,
+                    runtime_id=event.runtime_id,
+                    call_id=event.call_id,
+                    tool=event.tool,
+                    operation_id=event.operation_id,
+                    tool_policy_revision=state.tool_policy_revision,
+                )
             )
-        )
+
+    return step
 
 
-def allow_past_call_limit(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
-    """Contract v1.2 section 3.4 broken: a call denied `budget_exhausted` is
-    allowed as well (check 8 ignored), past its grant's `call_limit`."""
-    denied: list[ev.ToolCallDenied] = []
-
-    def noting(event: ev.Event) -> None:
-        if isinstance(event, ev.ToolCallDenied) and event.reason == "budget_exhausted":
-            denied.append(event)
-        emit(event)
-
-    handle_input(state, value, seq, file, line, noting)
-    for event in denied:
-        emit(
-            ev.ToolCallAllowed(
-                cause=seq,
-                runtime_id=event.runtime_id,
-                call_id=event.call_id,
-                tool=event.tool,
-                operation_id=event.operation_id,
-                tool_policy_revision=state.tool_policy_revision,
-            )
-        )
+# Contract v1.2 section 1.5 broken: the allowlist check skipped.
+allow_unlisted_tool = _allowing_denied("tool_not_allowed")
+allow_unlisted_tool.__name__ = "allow_unlisted_tool"
+# Contract v1.2 section 3.4 broken: check 8 ignored, calls past the grant's `call_limit` allowed.
+allow_past_call_limit = _allowing_denied("budget_exhausted")
+allow_past_call_limit.__name__ = "allow_past_call_limit"
 
 
 def stamp_heartbeats_at_import(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
