@@ -167,7 +167,11 @@ def decide_configure(state: State, value: inp.ConfigureEngine, seq: int) -> list
     }
     budgets = {name: getattr(value, name) for name in BUDGET_SETTINGS}  # UNSET when not given
     # Contract v1.2: recorded only when given, so a v1 configuration keeps its bytes.
-    return [ev.EngineConfigured(cause=seq, **settings, **budgets, suspend_gap_s=value.suspend_gap_s)]
+    return [
+        ev.EngineConfigured(
+            cause=seq, **settings, **budgets, suspend_gap_s=value.suspend_gap_s, payload_required=value.payload_required
+        )
+    ]
 
 
 # Contract v1.2 section 3.2: recorded only when given.
@@ -341,6 +345,7 @@ def _engine_configured(state: State, event: ev.EngineConfigured) -> None:
         wake_batch_max=event.wake_batch_max,
         **budgets,
         **({"suspend_gap_s": event.suspend_gap_s} if event.suspend_gap_s is not UNSET else {}),
+        **({"payload_required": event.payload_required} if event.payload_required is not UNSET else {}),
     )
 
 

@@ -27,7 +27,8 @@ from tandem.domain import inputs as inp
 from tandem.domain.alerts import raise_alert, resolve_alert
 from tandem.domain.budgets import Deferral, delivery_deferral, engine_hold, record_deferral, unready_deferral, wake_deferral
 from tandem.domain.lifecycles import DELIVERY, MESSAGE, TURN
-from tandem.domain.lookups import numbered_owner
+from tandem.domain.composition import require_payload
+from tandem.domain.lookups import known_delivery, numbered_owner
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Conversation, Delivery, Turn, Update
 from tandem.domain.state import State
@@ -44,14 +45,6 @@ reseed_action_tokens = 30
 candidates_recorded_max = 64
 
 # ------------------------------------------------- receipts and turn ends
-
-
-def _delivery(state: State, delivery_id: str) -> tuple[Conversation, Delivery]:
-    conversation = state.conversations.get(numbered_owner(delivery_id, "d") or "")
-    delivery = conversation.deliveries.get(delivery_id) if conversation is not None else None
-    if conversation is None or delivery is None:
-        raise Rejected("stale_attempt", f"no delivery {delivery_id!r}")
-    return conversation, delivery
 
 
 def end_turn(conversation: Conversation, seq: int, outcome: str, delivered: list[str] | None) -> ev.TurnEnded:
@@ -115,10 +108,11 @@ def _settle_delivery(
 
 
 def _settle_from(state: State, delivery_id: str, delivery_event: str, expected: str, seq: int) -> list[ev.Event]:
-    conversation, delivery = _delivery(state, delivery_id)
+    conversation, delivery = known_delivery(state, delivery_id)
     attempt_state = DELIVERY.target(delivery.attempt_state, delivery_event)
     if attempt_state is None:
         raise Rejected("stale_attempt", f"{delivery_id!r} is {delivery.attempt_state}, not {expected}")
+    require_payload(state, delivery, attempt_state)  # contract v1.2 section 6
     return _settle_delivery(state, conversation, delivery, attempt_state, seq)
 
 

@@ -41,12 +41,8 @@ from tandem.domain.tool_events import (  # contract v1.2 section 1, in a module 
     ToolCallDenied,
     ToolPolicySet,
 )
-from tandem.domain.health_events import (  # contract v1.2 section 4, re-exported: `ev.HostSuspended`
-    HostResumed,
-    HostSuspended,
-    ProviderReadinessRecorded,
-    TaskStalled,
-)
+from tandem.domain.health_events import HostResumed, HostSuspended, ProviderReadinessRecorded, TaskStalled  # v1.2 section 4
+from tandem.domain.composition_events import DeliveryComposed  # contract v1.2 section 6, re-exported (file size)
 
 # ------------------------------------------------------ configuration, policy
 
@@ -64,6 +60,7 @@ class EngineConfigured(Decision, frozen=True, kw_only=True):
     backlog_degraded_at: int | UnsetType = UNSET
     exhausted_alerts: bool | UnsetType = UNSET
     suspend_gap_s: int | UnsetType = UNSET  # contract v1.2 section 4.5, only when given
+    payload_required: bool | UnsetType = UNSET  # contract v1.2 section 6, only when given
 
 
 class PolicySet(Decision, frozen=True, kw_only=True):
@@ -679,6 +676,7 @@ AnyEvent = Union[
     ObligationOpened, ObligationMet, ObligationDue, QuestionResurfaced,
     ToolPolicySet, RuntimeAdmitted, RuntimeRefused, RuntimeFenced, ToolCallAllowed, ToolCallDenied,
     ProviderReadinessRecorded, HostSuspended, HostResumed, TaskStalled,
+    DeliveryComposed,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

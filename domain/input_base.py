@@ -67,6 +67,8 @@ ACTORS: dict[str, tuple[str, ...]] = {
     "tool_policy.set": ("daemon", "human"),
     "runtime.admit": ("daemon",),
     "tool.request": ("daemon",),
+    # Contract v1.2 section 6: the daemon's composer
+    "delivery.composed": ("daemon",),
 }
 HUMAN_ONLY: tuple[str, ...] = ("human",)
 

@@ -119,6 +119,7 @@ class ConfigureEngine(Input, tag="engine.configure"):
     exhausted_alerts: bool | UnsetType = UNSET
     # Contract v1.2 (section 4.5): an input this long after the previous one is a resume.
     suspend_gap_s: Positive | UnsetType = UNSET
+    payload_required: bool | UnsetType = UNSET  # contract v1.2 section 6
 
 
 class SetPolicy(Input, tag="policy.set"):
@@ -565,6 +566,18 @@ class RequestTool(Input, tag="tool.request"):
     operation_id: Identifier | UnsetType = UNSET
 
 
+# Contract v1.2 section 6: `sha256:` and 64 lowercase hex digits (schema).
+PayloadDigest = Annotated[str, Meta(pattern="^sha256:[0-9a-f]{64}$")]
+
+
+class ComposeDelivery(Input, tag="delivery.composed"):
+    delivery_id: Identifier
+    payload_ref: Identifier
+    payload_digest: PayloadDigest
+    adapter: Identifier
+    tokens: Tokens | UnsetType = UNSET
+
+
 AnyInput = Union[
     ConfigureEngine, SetPolicy, SetRule,
     DelegateTask, ReviseTask, ReviseGrant, CancelTask, CompleteTask, RaiseQuestion, AnswerQuestion,
@@ -578,6 +591,7 @@ AnyInput = Union[
     ProposeCard, Tick, SeeAlert, ResolveAlert,
     SetToolPolicy, AdmitRuntime, RequestTool,
     ReportProviderReadiness, SuspendHost, ResumeHost,
+    ComposeDelivery,
 ]  # fmt: skip
 
 INPUT_KINDS: tuple[str, ...] = tuple(cls.__struct_config__.tag for cls in AnyInput.__args__)  # type: ignore[attr-defined]

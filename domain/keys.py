@@ -106,6 +106,7 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.HostSuspended: ("host",),
     ev.HostResumed: ("host",),
     ev.TaskStalled: ("task: task_id",),
+    ev.DeliveryComposed: ("delivery: delivery_id",),
 }
 assert set(KEYS) == set(ev.EVENT_TYPES.values()), "every event type declares its keys (() for none)"
 

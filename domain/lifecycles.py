@@ -158,6 +158,7 @@ class DeliveryMachine(StateMachine):
     receipt_refused = submitting.to(refused)
     reconcile_accepted = unknown.to(accepted)
     reconcile_not_received = unknown.to(not_received)
+    compose = submitting.to.itself()  # its exact payload recorded (contract v1.2 section 6)
 
 
 class UpdateMachine(StateMachine):
@@ -429,7 +430,7 @@ QUESTION = Lifecycle(
 )
 DELIVERY = Lifecycle(
     DeliveryMachine,
-    after={ev.DeliveryCreated: INITIAL},  # DeliveryReceipted records `attempt_state`
+    after={ev.DeliveryCreated: INITIAL, ev.DeliveryComposed: "compose"},  # DeliveryReceipted records `attempt_state`
     # With the provider, not settled: it keeps holding what it holds.
     in_flight=("submitting", "unknown"),
 )

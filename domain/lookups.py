@@ -9,7 +9,7 @@ whose they are.
 from __future__ import annotations
 
 from tandem.domain.reasons import Rejected
-from tandem.domain.records import Action, Alert, Conversation, Grant, Task
+from tandem.domain.records import Action, Alert, Conversation, Delivery, Grant, Task
 from tandem.domain.state import State
 
 
@@ -54,3 +54,13 @@ def numbered_owner(identifier: str, marker: str) -> str | None:
     """The conversation id of `{conversation_id}/{marker}{n}`, or None."""
     head, separator, number = identifier.rpartition(f"/{marker}")
     return head if separator and number.isdigit() else None
+
+
+def known_delivery(state: State, delivery_id: str) -> tuple[Conversation, Delivery]:
+    """The delivery and its conversation; a delivery that does not exist is `stale_attempt`
+    (contract section 5.1: a receipt of nothing in flight)."""
+    conversation = state.conversations.get(numbered_owner(delivery_id, "d") or "")
+    delivery = conversation.deliveries.get(delivery_id) if conversation is not None else None
+    if conversation is None or delivery is None:
+        raise Rejected("stale_attempt", f"no delivery {delivery_id!r}")
+    return conversation, delivery

@@ -60,6 +60,9 @@ Reason = Literal[
     "tool_not_exact",
     "tool_not_allowed",
     "read_outside_roots",
+    # contract v1.2 section 6 (delivery composition)
+    "payload_mismatch",
+    "payload_unrecorded",
 ]
 
 BLOCKING_CODES: tuple[str, ...] = (

@@ -48,6 +48,7 @@ class Config:
     backlog_degraded_at: int | None = None
     exhausted_alerts: bool = False
     suspend_gap_s: Seconds = 0  # contract v1.2 section 4.5: 0, no unannounced suspend
+    payload_required: bool = False  # contract v1.2 section 6: acceptance needs the exact payload
 
 
 @dataclass(slots=True)
@@ -198,6 +199,17 @@ class Delivery:
     attempt_state: str = DELIVERY.initial
     released: bool = False  # its turn failed or was interrupted: it holds nothing now
     orphaned: bool = False  # its turn failed while it was unknown: released once reconciled
+    payload: Payload | None = None  # its exact payload, once composed (contract v1.2 section 6)
+
+
+@dataclass(slots=True, frozen=True)
+class Payload:
+    """What `delivery.composed` recorded of a delivery's provider payload."""
+
+    ref: str
+    digest: str
+    adapter: str
+    tokens: int | None
 
 
 @dataclass(slots=True)

@@ -1,7 +1,14 @@
-"""The `conversations` view: identity, epoch, binding generation, intent and queue."""
+"""The `conversations` view: identity, epoch, binding generation, intent and queue.
+
+A delivery's `display_digest` and `untrusted` (contract v1.2 section 6) are
+computed here from events every trace records: the texts of its messages as
+they were when it was made (after edits), and which of its causes' included
+revisions came from an observation.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from msgspec import UNSET
@@ -21,6 +28,11 @@ class ConversationsView(View):
         self.delivery_rows: dict[str, dict[str, Any]] = {}
         self.recovery: dict[str, bool] = {}
         self.failure_held: dict[str, bool] = {}
+        # Contract v1.2 section 6: the texts of messages that may still be dispatched,
+        # by (conversation, message); and the causes whose current revision was observed.
+        self.texts: dict[tuple[str, str], str] = {}
+        self.turn_messages: dict[str, list[str]] = {}  # a human turn's messages (forgotten when it completes)
+        self.observed: set[str] = set()
 
     def _opened(self, event: ev.ConversationOpened) -> None:
         self.rows[event.conversation_id] = {
@@ -47,12 +59,34 @@ class ConversationsView(View):
         row = self.rows[event.conversation_id]
         row["queue"].append(event.message_id)
         row["intent_revision"] = event.intent_revision
+        self.texts[event.conversation_id, event.message_id] = event.text
 
     def _edited(self, event: ev.QueueEdited) -> None:
         row = self.rows[event.conversation_id]
         if event.op == "withdraw":
             row["queue"].remove(event.message_id)
+            self.texts.pop((event.conversation_id, event.message_id), None)  # never dispatched now
+        else:
+            self.texts[event.conversation_id, event.message_id] = event.text or ""
         row["intent_revision"] = event.intent_revision
+
+    def _observed(self, event: ev.ObservationRecorded) -> bool:
+        """Its cause's new revision is external text (contract v1.2 section 6)."""
+        if event.update_revision is not None and event.out_of_order is not True:
+            self.observed.add(event.cause_key)
+        return False  # nothing the view shows changed
+
+    def _revised(self, event: ev.UpdateRevised) -> bool:
+        """The engine's own update (an executor outcome): no external text."""
+        self.observed.discard(event.cause_key)
+        return False
+
+    def _display_digest(self, conversation_id: str, messages: list[str]) -> str | None:
+        """`sha256:` + hex SHA-256 of the messages' texts, UTF-8, joined by U+001E."""
+        if not messages:
+            return None
+        joined = "\x1e".join(self.texts[conversation_id, message_id] for message_id in messages)
+        return "sha256:" + hashlib.sha256(joined.encode("utf-8")).hexdigest()
 
     def _synced(self, event: ev.IntentSynced) -> None:
         self.rows[event.conversation_id]["synced_intent_revision"] = event.synced_revision
@@ -73,12 +107,26 @@ class ConversationsView(View):
                 "messages": list(event.messages),
                 "tokens": event.tokens,
                 "attempt_state": DELIVERY.after[ev.DeliveryCreated],
+                # Contract v1.2 section 6:
+                "payload": None,
+                "display_digest": self._display_digest(event.conversation_id, event.messages),
+                "untrusted": [cause_key for cause_key, _ in event.included if cause_key in self.observed],
             }
         )
         self.delivery_rows[event.delivery_id] = delivery
+        if event.turn_id is not None and event.messages:
+            self.turn_messages.setdefault(event.turn_id, []).extend(event.messages)
         if event.messages:
             sent = set(event.messages)
             row["queue"] = [m for m in row["queue"] if m not in sent]
+
+    def _composed(self, event: ev.DeliveryComposed) -> None:
+        self.delivery_rows[event.delivery_id]["payload"] = {
+            "ref": event.payload_ref,
+            "digest": event.payload_digest,
+            "adapter": event.adapter,
+            "tokens": event.tokens,
+        }
 
     def _receipted(self, event: ev.DeliveryReceipted) -> None:
         self.delivery_rows[event.delivery_id]["attempt_state"] = event.attempt_state
@@ -93,6 +141,10 @@ class ConversationsView(View):
         self.running.pop(event.conversation_id, None)
         row = self.rows[event.conversation_id]
         row["queue"] = list(event.requeued) + row["queue"]
+        handled = self.turn_messages.pop(event.turn_id, [])
+        if event.outcome == "completed":
+            for message_id in handled:  # handled: never dispatched again
+                self.texts.pop((event.conversation_id, message_id), None)
 
     def _reset(self, event: ev.ContextReset) -> None:
         row = self.rows[event.conversation_id]
@@ -124,6 +176,9 @@ class ConversationsView(View):
         ev.UsageReported: _usage,
         ev.TurnStarted: _turn_started,
         ev.DeliveryCreated: _delivery,
+        ev.DeliveryComposed: _composed,
+        ev.ObservationRecorded: _observed,
+        ev.UpdateRevised: _revised,
         ev.DeliveryReceipted: _receipted,
         ev.TurnEnded: _turn_ended,
         ev.ContextReset: _reset,

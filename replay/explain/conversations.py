@@ -9,7 +9,7 @@ from tandem.domain.lifecycles import DELIVERY, TURN
 from tandem.domain.lookups import numbered_owner
 from tandem.replay.explain.chain import Chain, Rendered, Renderer, said
 from tandem.replay.explain.keys import Key
-from tandem.replay.explain.log import Entry, Resolver
+from tandem.replay.explain.log import Entry, Resolver, source
 from tandem.replay.explain.model import Fact, Waiting
 
 # The rules of the foreground pass (docs/contract.md section 5.3, the same numbers).
@@ -79,6 +79,39 @@ def delivery_created(resolver: Resolver, entry: Entry, event: ev.DeliveryCreated
     return delivery_summary(event), facts
 
 
+def _untrusted_facts(resolver: Resolver, created: ev.DeliveryCreated, position: int) -> list[Fact]:
+    """The manifest's causes whose included revision came from an observation
+    (contract v1.2 section 6): external text the composer labels untrusted."""
+    facts: list[Fact] = []
+    for cause_key, revision in created.included:
+        observed = resolver.find(
+            ("update", cause_key), position, lambda e: type(e) is ev.ObservationRecorded and e.update_revision == revision
+        )
+        if observed is None:
+            continue
+        text = f"{cause_key} revision {revision} is observed ({observed[1].kind}): untrusted text, labelled; it grants nothing"
+        facts.append(Fact(name="untrusted", text=text, value=[cause_key, revision], source=source(observed)))
+    return facts
+
+
+def delivery_composed(resolver: Resolver, entry: Entry, event: ev.DeliveryComposed, created: ev.DeliveryCreated) -> Rendered:
+    """The exact payload recorded for a manifest (contract v1.2 section 6): where, its digest, the adapter."""
+    tokens = f", {event.tokens} tokens" if event.tokens is not None else ""
+    summary = f"composed by {event.adapter}: payload {event.payload_digest} at {event.payload_ref}{tokens}"
+    value = {"ref": event.payload_ref, "digest": event.payload_digest, "adapter": event.adapter, "tokens": event.tokens}
+    text = f"payload {event.payload_ref} ({event.adapter}{tokens}): {event.payload_digest} of its bytes"
+    facts = [Fact(name="payload", text=text, value=value), *_untrusted_facts(resolver, created, entry[0])]
+    if _payload_required(resolver, entry[0]):
+        text = "payload_required: the provider's acceptance is recorded only once this payload is (payload_unrecorded before)"
+        facts.append(Fact(name="payload_required", text=text, value=True, source=resolver.source(("config",), entry[0])))
+    return summary, facts
+
+
+def _payload_required(resolver: Resolver, position: int | None = None) -> bool:
+    config = resolver.find(("config",), position)
+    return config is not None and config[1].payload_required is True
+
+
 def _once_created(render: Renderer) -> Renderer:
     """A delivery's renderer of what comes after it was created (what came before is no link)."""
     return lambda chain, entry, event: render(chain, entry, event) if chain.created is not None else None
@@ -87,6 +120,7 @@ def _once_created(render: Renderer) -> Renderer:
 class Delivery(Chain):
     kind, key, lifecycle = "delivery", "delivery", DELIVERY
     created: ev.DeliveryCreated | None = None
+    payload: ev.DeliveryComposed | None = None  # contract v1.2 section 6
     settled = False  # released, or its epoch is over: nothing it waits for matters now
 
     @classmethod
@@ -97,6 +131,11 @@ class Delivery(Chain):
     def made(self, entry: Entry, event: ev.DeliveryCreated) -> Rendered:
         self.created = event
         return delivery_created(self.resolver, entry, event)
+
+    def composed(self, entry: Entry, event: ev.DeliveryComposed) -> Rendered:
+        assert self.created is not None
+        self.payload = event
+        return delivery_composed(self.resolver, entry, event, self.created)
 
     def receipted(self, entry: Entry, event: ev.DeliveryReceipted) -> Rendered:
         summary = f"provider says {event.attempt_state}; context now {event.context_tokens} tokens"
@@ -137,6 +176,7 @@ class Delivery(Chain):
         **{
             event_type: _once_created(render)
             for event_type, render in {
+                ev.DeliveryComposed: composed,
                 ev.DeliveryReceipted: receipted,
                 ev.TurnEnded: turn_ended,
                 ev.ContextReset: reset,
@@ -159,7 +199,17 @@ class Delivery(Chain):
     }
 
     def waiting(self) -> list[Waiting]:
-        return [] if self.settled else super().waiting()
+        if self.settled:
+            return []
+        if self.state == "submitting" and self.payload is None and _payload_required(self.resolver):
+            # Contract v1.2 section 6: its acceptance would be rejected payload_unrecorded.
+            text = (
+                "sent for delivery with no payload recorded: under payload_required, a provider.receipt "
+                "accepted or unknown is rejected payload_unrecorded until delivery.composed"
+            )
+            fact = Fact(name="payload_required", text="payload_required: true", value=True, source=self.resolver.source(("config",)))
+            return [Waiting(code="delivery.composed", text=text, facts=[fact], since=self.since())]
+        return super().waiting()
 
     def related(self) -> list[str]:
         assert self.created is not None

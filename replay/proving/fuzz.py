@@ -143,7 +143,8 @@ class TandemMachine(RuleBasedStateMachine):
         self.builder.engine = self._open_engine()
         self.monitor = Monitor(type(self).checked_invariants)
         budgets = data.draw(st.booleans())  # contract v1.2 section 3.2 settings, or none
-        for line in fuzz_preamble(steer, budgets):
+        payload_required = data.draw(st.booleans())  # contract v1.2 section 6
+        for line in fuzz_preamble(steer, budgets, payload_required):
             self.send(line)
         for _ in range(tasks):
             self.send(task_delegate(data.draw, self.builder))
@@ -232,7 +233,7 @@ class TandemMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def conversation_lifecycle(self, data: st.DataObject) -> None:
         """Human messages and edits, triage, provider receipts and reconciles,
-        turn ends, resets, approvals, holds."""
+        turn ends, resets, approvals, holds, composed payloads (contract v1.2 section 6)."""
         self.send(self.draw_line(data, _CONVERSATION))
 
     @rule(data=st.data())
@@ -353,7 +354,7 @@ _EXECUTOR = (
 _CONVERSATION = (
     "human.message", "human.message", "human.queue_edit", "observe", "triage.classify", "triage.classify",
     "provider.receipt", "provider.receipt", "provider.reconcile", "turn.ended", "turn.ended", "context.reset",
-    "approval.required", "approval.resolved", "hold.failure", "hold.release",
+    "approval.required", "approval.resolved", "hold.failure", "hold.release", "delivery.composed", "delivery.composed",
 )  # fmt: skip
 
 # Seconds before each input the machine sends: mostly short (the watchdog, at

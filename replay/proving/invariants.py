@@ -54,6 +54,7 @@ from tandem.replay.proving.event_invariants import (
 )
 from tandem.replay.proving.model import Invariant
 from tandem.replay.proving.tool_invariants import tools_within_admitted_allowlist
+from tandem.replay.proving.composition_invariants import payload_frozen_before_acceptance
 from tandem.replay.proving.state_invariants import (
     blocked_by_is_section_4,
     human_messages_kept,
@@ -84,6 +85,7 @@ BUILTIN: tuple[Invariant, ...] = (
     budgets_never_exceeded,
     heartbeat_never_fresher_than_its_beat,
     no_delivery_while_provider_unready,
+    payload_frozen_before_acceptance,
     one_live_action_per_cause,
     blocked_by_is_section_4,
     human_messages_kept,

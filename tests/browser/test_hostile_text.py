@@ -5,7 +5,8 @@ field docs/contract.md has (a task's goal, a card's summary, a comment's
 text, a question's blocking reason and recipient, an incident's and an
 approval's detail, an action's target and resource), in the ids actors
 choose (task, operation, question key, card, incident, approval request,
-source, cause, message) and in the trace file's name.
+source, cause, message, a composed delivery's payload ref and adapter) and in
+the trace file's name.
 
 On every page where one of them appears, now and in the past (`?at=`), and
 after a live refresh swapped one in: nothing ran (`window.__pwned` stays
@@ -75,6 +76,8 @@ FIELDS = {  # what a page shows, by what the text is
     "source": SOURCE,
     "cause": CAUSE,
     "message": MESSAGE,
+    "payload": "payloads " + ID,  # a composed delivery's payload_ref (contract v1.2 section 6)
+    "adapter": "adapter " + ID,
     "file": FILE + ".jsonl",
 }
 
@@ -92,6 +95,8 @@ def trace() -> list[dict[str, Any]]:
         {"type": "background.bind", "at": at(0), "actor": "daemon", "conversation_id": "bg", "foreground_id": "fg", "generation": 1},
         {"type": "watchdog.heartbeat", "at": at(0), "actor": "watchdog", "generation": 1},
         {"type": "human.message", "at": at(1), "conversation_id": "fg", "message_id": MESSAGE, "text": "message " + TEXT},
+        {"type": "delivery.composed", "at": at(1), "actor": "daemon", "delivery_id": "fg/d1", "payload_ref": FIELDS["payload"],
+         "payload_digest": "sha256:" + "0" * 64, "adapter": FIELDS["adapter"]},
         {"type": "task.delegate", "at": at(2), "task_id": TASK, "conversation_id": "fg", "message_refs": [MESSAGE], "goal": FIELDS["goal"], "done_when": ["done " + TEXT], "grant": grant},
         {"type": "action.propose", "at": at(3), "actor": "background", "generation": 1, "operation_id": OPERATION, "cause_key": CAUSE, "operation": "worker.start",
          "target": FIELDS["target"], "resource": FIELDS["resource"], "task_id": TASK, "grant_id": "g1", "input_revisions": {"task": 1, "grant": 1}},
@@ -116,7 +121,7 @@ PAGES = {  # a page: the texts it shows
     "/questions": ["reason", "recipient", "question", "task", "operation"],
     "/inbox": ["source", "comment"],
     "/alerts": ["card", "incident", "request"],
-    "/conversations": ["message"],
+    "/conversations": ["message", "payload", "adapter"],
     "/timeline": ["file", "question", "card", "incident", "request", "source", "cause", "task", "operation"],
     path("/explain/", TASK): ["goal", "reason", "question", "target", "file"],
     path("/explain/", COMMENT_CAUSE): ["summary", "card", "source"],
@@ -124,7 +129,7 @@ PAGES = {  # a page: the texts it shows
     path("/explain/", "incident:" + INCIDENT): ["detail", "incident"],
     path("/explain/", f"approval_required:fg/{REQUEST}"): ["approval", "request"],
     path("/explain/", f"{TASK}/{QUESTION}"): ["reason", "recipient", "question"],
-    "/explain/fg%2Fd1": ["message"],
+    "/explain/fg%2Fd1": ["message", "payload", "adapter"],
 }
 
 

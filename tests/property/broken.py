@@ -29,7 +29,9 @@ from msgspec import UNSET
 from tandem.domain import delivery, dispatch
 from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
-from tandem.domain.inputs import Heartbeat, Input
+from tandem.domain.inputs import Heartbeat, Input, ProviderReceipt
+from tandem.domain.lifecycles import DELIVERY
+from tandem.domain.lookups import known_delivery
 from tandem.domain.rules import reacting, record
 from tandem.domain.state import State
 
@@ -143,3 +145,25 @@ def forget_unready_deferral(state: State, value: Input, seq: int, file: str | No
         conversation = state.conversations[conversation_id]
         if conversation.deferred is not None and conversation.deferred[0] == "provider_unready":
             emit(ev.DeliveryDeferred(cause=seq, conversation_id=conversation_id, reason=None, until=None))
+
+
+def accept_without_payload(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 6 broken: a receipt or reconcile rejected
+    `payload_unrecorded` is recorded as if `payload_required` were off."""
+    refused: list[ev.InputRejected] = []
+
+    def noting(event: ev.Event) -> None:
+        if isinstance(event, ev.InputRejected) and event.reason == "payload_unrecorded":
+            refused.append(event)
+        emit(event)
+
+    handle_input(state, value, seq, file, line, noting)
+    if refused:
+        conversation, held = known_delivery(state, value.delivery_id)  # type: ignore[attr-defined]
+        name = f"receipt_{value.result}" if isinstance(value, ProviderReceipt) else f"reconcile_{value.observed}"  # type: ignore[attr-defined]
+        attempt_state = DELIVERY.target(held.attempt_state, name)
+        assert attempt_state is not None
+        settled = reacting(state, emit)
+        for event in delivery._settle_delivery(state, conversation, held, attempt_state, seq):
+            settled(event)
+        dispatch.run_pass(state, seq, value.at, settled)

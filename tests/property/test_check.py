@@ -32,7 +32,7 @@ from tests.property import broken
 SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
 DEPTH = {
     "receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4, "tools_admission": 3,
-    "health_probes": 3, "call_limit": 4,
+    "health_probes": 3, "call_limit": 4, "payload_required": 4,
 }  # fmt: skip
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
@@ -95,6 +95,20 @@ def test_the_checker_finds_a_call_allowed_past_its_call_limit(tmp_path: Path) ->
     assert found.moves == ["call-1", "call-2"]
     again = check_trace(out, step=broken.allow_past_call_limit)
     assert again is not None and again.invariant.name == "budgets_never_exceeded"
+    assert check_trace(out) is None
+
+
+def test_the_checker_finds_an_acceptance_with_no_payload_in_one_move(tmp_path: Path) -> None:
+    """Contract v1.2 section 6: an engine that records the receipt refused
+    `payload_unrecorded` breaks payload_frozen_before_acceptance at once; the
+    real one never does, in any order of the receipts and the composition."""
+    scenario = SCENARIOS / "payload_required.json"
+    out = tmp_path / "counterexample.jsonl"
+    found = check(scenario, 3, step=broken.accept_without_payload, out=out).counterexample
+    assert found is not None and found.invariant == "payload_frozen_before_acceptance", found
+    assert found.moves == ["accepted"]
+    again = check_trace(out, step=broken.accept_without_payload)
+    assert again is not None and again.invariant.name == "payload_frozen_before_acceptance"
     assert check_trace(out) is None
 
 

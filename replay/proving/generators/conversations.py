@@ -6,6 +6,7 @@ kinds (a lost acknowledgement, a question that holds work, a big message)."""
 from __future__ import annotations
 
 import datetime
+import hashlib
 from typing import Any
 
 from hypothesis import strategies as st
@@ -66,6 +67,23 @@ def provider_receipt(draw: Draw, b: Builder) -> dict[str, Any]:
         delivery_id=_delivery_id(draw, b, ("submitting",)),
         result=draw(st.sampled_from(["accepted", "accepted", "unknown", "refused"])),
     )
+
+
+def delivery_composed(draw: Draw, b: Builder) -> dict[str, Any]:
+    """The composer's payload of a delivery (contract v1.2 section 6), mostly
+    of a submitting one: mostly its own digest (so the same again is a
+    repeat), sometimes another (payload_mismatch)."""
+    delivery_id = _delivery_id(draw, b, ("submitting",))
+    payload = delivery_id if often(draw, 6) else f"{delivery_id} again"
+    fields: dict[str, Any] = {
+        "delivery_id": delivery_id,
+        "payload_ref": f"payloads/{delivery_id}",
+        "payload_digest": "sha256:" + hashlib.sha256(payload.encode()).hexdigest(),
+        "adapter": draw(st.sampled_from(["codex", "claude"])),
+    }
+    if often(draw):
+        fields["tokens"] = draw(st.integers(0, 500))
+    return b.line("delivery.composed", "daemon", **fields)
 
 
 def provider_reconcile(draw: Draw, b: Builder) -> dict[str, Any]:
@@ -210,6 +228,8 @@ def engine_configure(draw: Draw, b: Builder) -> dict[str, Any]:
     line = b.line("engine.configure", "daemon", wake_batch_max=draw(st.integers(1, 3)), **budgets)
     if often(draw):
         line["suspend_gap_s"] = 120  # contract v1.2 section 4.5
+    if often(draw):
+        line["payload_required"] = True  # contract v1.2 section 6
     return line
 
 

@@ -18,6 +18,7 @@ from tandem.replay.proving.generators.conversations import (
     card_propose,
     context_reset,
     conversation_open,
+    delivery_composed,
     daemon_start,
     daemon_stop,
     engine_configure,
@@ -122,6 +123,7 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "provider.readiness": (provider_readiness, 1),  # contract v1.2 section 4
     "host.suspend": (host_suspend, 1),
     "host.resume": (host_resume, 1),
+    "delivery.composed": (delivery_composed, 2),  # contract v1.2 section 6
     "lost_ack": (lost_ack, 0),  # (kinds of the machine's own rules: not drawn by traces())
     "holding_question": (holding_question, 0),
 }
@@ -154,7 +156,7 @@ def applicable(kind: str, b: Builder) -> bool:
         return bool(b.state.updates)
     if kind == "log.reconcile":
         return any(c.state == "reconciliation_required" for c in b.state.consumers.values())
-    if kind == "provider.receipt":
+    if kind in ("provider.receipt", "delivery.composed"):
         return any(d.attempt_state == "submitting" for c in b.state.conversations.values() for d in c.deliveries.values())
     if kind == "provider.reconcile":
         return any(d.attempt_state == "unknown" for c in b.state.conversations.values() for d in c.deliveries.values())

@@ -63,7 +63,7 @@ FUZZ_BUDGETS: dict[str, Any] = {
 }  # fmt: skip
 
 
-def fuzz_preamble(steer: bool = True, budgets: bool = False) -> list[dict[str, Any]]:
+def fuzz_preamble(steer: bool = True, budgets: bool = False, payload_required: bool = False) -> list[dict[str, Any]]:
     """The machine's start: short timers (so fallbacks, stale questions and a
     stale watchdog happen within a run), a small foreground context (so
     budgets, recovery and compaction happen), a bound background, a heartbeat;
@@ -72,7 +72,7 @@ def fuzz_preamble(steer: bool = True, budgets: bool = False) -> list[dict[str, A
     return [
         {"type": "engine.configure", "at": at, "actor": "daemon", "watchdog_max_age_s": 120,
          "fallback_after_s": 300, "question_resurface_s": 900, "wake_batch_max": 2, "suspend_gap_s": 600,
-         **(FUZZ_BUDGETS if budgets else {})},
+         **(FUZZ_BUDGETS if budgets else {}), **({"payload_required": True} if payload_required else {})},
         {"type": "policy.set", "at": at, "actor": "daemon",
          "allowed_operations": ["worker.start", "worker.test", "scm.push"], "write_roots": ["/repo", "/srv"]},
         {"type": "conversation.open", "at": at, "actor": "daemon", "conversation_id": "fg",
