@@ -1,4 +1,9 @@
-"""The `conversations` view: identity, epoch, binding generation, intent and queue."""
+"""The `conversations` view: identity, epoch, binding generation, intent and queue.
+
+Contract v1.2 adds, after the v1 keys: `provider` (section 4.3), `refusals`
+and `deferred` (section 3.10), `stop_requested` (section 8.2: while a failure
+hold is on a conversation whose turn runs, that turn's id; computed, so a v1
+trace with such a hold shows it)."""
 
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ class ConversationsView(View):
             # Contract v1.2 section 3.10:
             "refusals": 0,
             "deferred": None,
+            "stop_requested": None,  # contract v1.2 section 8.2 (computed in render)
         }
 
     def _bound(self, event: ev.BackgroundBound) -> None:
@@ -145,4 +151,7 @@ class ConversationsView(View):
                 row["state"] = "running"
             else:
                 row["state"] = "idle"
+            # Contract v1.2 section 8.2: a failure hold asks the running turn to stop, until its end.
+            held = self.failure_held.get(conversation_id, False)
+            row["stop_requested"] = self.running.get(conversation_id) if held else None
         return rows
