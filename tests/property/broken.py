@@ -17,6 +17,9 @@ decision, passed as `Engine(step=...)`.
   `forget_unready_deferral`: contract v1.2 section 4's rules broken (an
   imported heartbeat counted at its import, a delivery to a provider that is
   not ready, a provider that is not ready deferring nothing it records).
+- `claim_while_owner_active`, `forget_preemption`: contract v1.2 section
+  8.1 broken (a maintenance action claimed while the owner is active; a
+  human message that asks no running maintenance action to stop).
 """
 
 from __future__ import annotations
@@ -143,3 +146,25 @@ def forget_unready_deferral(state: State, value: Input, seq: int, file: str | No
         conversation = state.conversations[conversation_id]
         if conversation.deferred is not None and conversation.deferred[0] == "provider_unready":
             emit(ev.DeliveryDeferred(cause=seq, conversation_id=conversation_id, reason=None, until=None))
+
+
+def claim_while_owner_active(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 8.1 broken: after the real pass, claims every
+    pending maintenance action that only owner_active holds (a pass whose
+    blockers dropped owner_active)."""
+    handle_input(state, value, seq, file, line, emit)
+    for operation_id in sorted(state.pending, key=lambda op: state.actions[op].order):
+        action = state.actions[operation_id]
+        if action.state == "pending" and dispatch.blockers(state, action) == ("owner_active",):
+            dispatch._claim(state, seq, action, emit)
+
+
+def forget_preemption(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 8.1 broken: a human message leaves running
+    maintenance work running (its preempting cancel requests are dropped)."""
+
+    def dropping(event: ev.Event) -> None:
+        if not (isinstance(event, ev.ActionCancelRequested) and event.reason == "preempted"):
+            emit(event)
+
+    handle_input(state, value, seq, file, line, dropping)
