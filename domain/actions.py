@@ -178,6 +178,7 @@ def decide_proposal(state: State, value: inp.ProposeAction, seq: int) -> list[ev
             target_sha=value.target_sha,
             moot_statuses=list(dict.fromkeys(value.moot_statuses)) if value.moot_statuses is not UNSET else UNSET,
             runtime_id=value.runtime_id,
+            priority=value.priority,
         )
     ]
 
@@ -459,6 +460,7 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
         target_sha=given(event.target_sha),
         moot_statuses=tuple(event.moot_statuses) if event.moot_statuses is not UNSET else (),
         runtime_id=given(event.runtime_id),
+        priority=given(event.priority) or "normal",
     )
     if action.runtime_id is not None:
         state.actions_by_runtime.setdefault(action.runtime_id, set()).add(event.operation_id)

@@ -16,6 +16,7 @@ from typing import Any
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.delivery import end_turn, release
+from tandem.domain.foreman import preempt_maintenance
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import MESSAGE
 from tandem.domain.lookups import known_conversation
@@ -71,7 +72,8 @@ def decide_message(state: State, value: inp.HumanMessage, seq: int) -> list[ev.E
             text=value.text,
             tokens=given(value.tokens),
             intent_revision=conversation.intent_revision + 1,
-        )
+        ),
+        *preempt_maintenance(state, conversation.conversation_id, value.message_id, seq),  # v1.2 section 8.1
     ]
 
 
@@ -192,6 +194,7 @@ def _message_queued(state: State, event: ev.MessageQueued) -> None:
     conversation.queue.append(event.message_id)
     conversation.intent_revision = event.intent_revision
     state.touch_conversation(event.conversation_id)
+    state.touch_maintenance()  # the owner is active (contract v1.2 section 8.1)
 
 
 def _queue_edited(state: State, event: ev.QueueEdited) -> None:
@@ -205,6 +208,7 @@ def _queue_edited(state: State, event: ev.QueueEdited) -> None:
         message.tokens = None
     conversation.intent_revision = event.intent_revision
     state.touch_conversation(event.conversation_id)
+    state.touch_maintenance()  # a withdrawal may leave the owner idle
 
 
 def _intent_synced(state: State, event: ev.IntentSynced) -> None:

@@ -550,6 +550,7 @@ def _turn_ended(state: State, event: ev.TurnEnded) -> None:
     conversation.running_turn = None
     conversation.last_turn = turn
     conversation.not_steered.clear()
+    state.touch_maintenance()  # the owner may be idle now (contract v1.2 section 8.1)
     message_state = MESSAGE.after[ev.TurnEnded, event.outcome]  # handled, or queued again
     for message_id in turn.messages:
         conversation.messages[message_id].state = message_state

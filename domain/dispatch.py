@@ -185,6 +185,8 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
         codes.append("runtime_not_admitted")
     if action.retry_at is not None and retry_blocked(state, action):
         codes.append("retry_backoff")
+    if action.priority == "maintenance" and state.owner_active() is not None:
+        codes.append("owner_active")  # contract v1.2 section 8.1
     return tuple(codes)
 
 

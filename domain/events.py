@@ -27,8 +27,8 @@ from msgspec import UNSET, UnsetType
 from tandem.domain.event_base import Decision, Event  # the bases, re-exported: `ev.Decision`
 from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is facts.BlockFact
     AlertFacts, ApprovalRef, BlockFact, CandidateUpdate, ClaimFacts, DeadlineFacts, DeferralFacts, DeliveryBudget,
-    Envelope, PrerequisiteFact, PrerequisiteSpec, QuestionRef, RefusalFacts, Revisions, SourceFacts, TaskStateFact,
-    ToolFacts,
+    Envelope, PreemptFacts, PrerequisiteFact, PrerequisiteSpec, QuestionRef, RefusalFacts, Revisions, SourceFacts,
+    TaskStateFact, ToolFacts,
 )
 from tandem.domain.event_base import Decision, Event, InputAccepted, InputRejected, SourceProgressed  # noqa: F401
 from tandem.domain.budget_events import DeadlineExceeded, DeliveryDeferred  # contract v1.2 section 3 (file size)
@@ -206,6 +206,7 @@ class ActionProposed(Decision, frozen=True, kw_only=True):
     moot_statuses: list[str] | UnsetType = UNSET
     # Contract v1.2 section 1.4: only when the proposal names one (a v1 event is unchanged).
     runtime_id: str | UnsetType = UNSET
+    priority: str | UnsetType = UNSET  # contract v1.2 section 8.1: only when given
 
 
 class ActionRevalidated(Decision, frozen=True, kw_only=True):
@@ -214,16 +215,14 @@ class ActionRevalidated(Decision, frozen=True, kw_only=True):
     source_revision: int | UnsetType = UNSET  # contract v1.2 section 2.3: the revision it answers now
 
 
-
-
 class ActionCancelled(Decision, frozen=True, kw_only=True):
     operation_id: str
 
 
 class ActionCancelRequested(Decision, frozen=True, kw_only=True):
     operation_id: str
-    reason: str  # "human", "task_cancelled" or "budget_exhausted"
-
+    reason: str  # "human", "task_cancelled", "budget_exhausted" or "preempted" (v1.2 section 8.1)
+    preempted_by: PreemptFacts | UnsetType = UNSET  # "preempted": the human message
 
 
 class ActionClaimed(Decision, frozen=True, kw_only=True):

@@ -159,6 +159,9 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
       `scope`, the scope of the cause's latest observation (None: none yet).
     - retry_backoff: `retry_at` and the refused or not received `attempts` so far.
     - runtime_not_admitted: `runtime_id`, `runtime_state` (None: never admitted).
+    - owner_active (contract v1.2 section 8.1): what makes the owner active, the
+      first foreground in id order that does: `conversation_id` and its queued
+      `messages`, or its running human turn (`turn_id`).
     """
 
     code: str
@@ -189,6 +192,16 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
     attempts: int | None = None
     runtime_id: str | None = None
     runtime_state: str | None = None
+    messages: list[str] | None = None
+    turn_id: str | None = None
+
+
+class PreemptFacts(Struct, frozen=True, kw_only=True):
+    """What preempted a maintenance action (contract v1.2 section 8.1): the
+    human message queued, and its conversation."""
+
+    conversation_id: str
+    message_id: str
 
 
 class ToolFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):

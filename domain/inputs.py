@@ -229,6 +229,7 @@ class ProposeAction(Input, tag="action.propose"):
     moot_statuses: Annotated[list[Text], Meta(max_length=list_items_max)] | UnsetType = UNSET
     # Contract v1.2 section 1.4: the worker runtime that will execute it.
     runtime_id: Identifier | UnsetType = UNSET
+    priority: Literal["normal", "maintenance"] | UnsetType = UNSET  # contract v1.2 section 8.1
 
     def __post_init__(self) -> None:
         require_exactly_one(self, "task_id", "rule_id")

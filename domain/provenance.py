@@ -21,6 +21,7 @@ from __future__ import annotations
 from msgspec import UNSET
 
 from tandem.domain import events as ev
+from tandem.domain.foreman import owner_fact
 from tandem.domain.records import Action
 from tandem.domain.state import State, reachable
 
@@ -252,6 +253,7 @@ _ACTION_FACTS = {
     "rule_opted_out": _opted_out,
     "runtime_not_admitted": _runtime,
     "retry_backoff": _retry_backoff,
+    "owner_active": lambda state, action: owner_fact(state),
 }
 
 _TASK_FACTS = {

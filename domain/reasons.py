@@ -77,10 +77,11 @@ BLOCKING_CODES: tuple[str, ...] = (
     "resource_busy",
     "approval_pending",
     "budget_exhausted",
-    # contract v1.2, appended in its section 9 order: sections 2.4, 1.4, 3.5
+    # contract v1.2, appended in its section 9 order: sections 2.4, 1.4, 3.5, 8.1
     "rule_opted_out",
     "runtime_not_admitted",
     "retry_backoff",
+    "owner_active",
 )
 
 # Task-level holds, in the section 4 table's order.

@@ -171,6 +171,7 @@ class Action:
     retry_at: datetime.datetime | None = None  # not claimed before (v1.2 section 3.5), once refused
     runtime_id: str | None = None  # contract v1.2 section 1.4: the worker runtime executing it
     calls: int = 0  # allowed tool calls charged to it
+    priority: str = "normal"  # contract v1.2 section 8.1: "maintenance" yields to the owner
 
     @property
     def terminal(self) -> bool:

@@ -142,6 +142,7 @@ class State:
     task_questions: dict[str, set[str]] = field(default_factory=dict)  # task -> open "task" question keys
     unknown_questions: set[tuple[str, str]] = field(default_factory=set)  # open "unknown" questions
     actions_by_runtime: dict[str, set[str]] = field(default_factory=dict)  # runtime -> actions naming it
+    maintenance: set[str] = field(default_factory=set)  # live maintenance actions (contract v1.2 section 8.1)
     # ---- what the pass must look at again (filled by evolve, emptied by the pass)
     dirty_actions: set[str] = field(default_factory=set)
     dirty_tasks: set[str] = field(default_factory=set)
@@ -168,6 +169,16 @@ class State:
         """Contract v1.2 section 4.3: its provider's incident is open."""
         return conversation.provider is not None and bool(self.incidents.get(f"provider/{conversation.provider}"))
 
+    def owner_active(self) -> Conversation | None:
+        """Contract v1.2 section 8.1: the first foreground (in id order) with a
+        queued human message or a running human turn; None: the owner is idle."""
+        for conversation_id in self.foregrounds:
+            conversation = self.conversations[conversation_id]
+            turn = conversation.running_turn
+            if conversation.queue or (turn is not None and turn.kind == "human"):
+                return conversation
+        return None
+
     def question_active(self, key: tuple[str, str]) -> bool:
         question = self.questions[key]
         return question.state == "open" and self.tasks[question.task_id].state == "active"
@@ -182,6 +193,10 @@ class State:
 
     def touch_all_pending(self) -> None:
         self.dirty_actions.update(self.pending)
+
+    def touch_maintenance(self) -> None:
+        """Whether the owner is active may have changed: the pending maintenance actions (owner_active)."""
+        self.dirty_actions.update(op for op in self.maintenance if op in self.pending)
 
     def touch_dependents(self, operation_id: str) -> None:
         """An action and, transitively, every action listing it as a prerequisite."""
@@ -305,6 +320,8 @@ class State:
         self.dirty_actions.add(operation_id)
         if action.source_revision is not None:
             self.dirty_sources.add(operation_id)
+        if action.priority == "maintenance":
+            self.maintenance.add(operation_id)
 
     def move_action(self, action: Action, new_state: str) -> None:
         """Move an action and keep the pending/fenced/resource indexes in step."""
@@ -337,6 +354,8 @@ class State:
             self._busy_changed(resource, operation_id, is_busy)
         if new_state in TERMINAL and action.deadline_at is not None:
             self.deadline_timers.discard((action.deadline_at, operation_id))
+        if new_state in TERMINAL:
+            self.maintenance.discard(operation_id)
         if new_state in ("pending", "fenced") and action.source_revision is not None:
             self.dirty_sources.add(operation_id)  # back at pending or fenced: the source rule first
         if new_state in TERMINAL and action.dependents:

@@ -58,6 +58,7 @@ class ActionsView(View):
             "reason": None,
             "source_revision": event.source_revision if event.source_revision is not UNSET else None,
             "evidence_refs": [],
+            "priority": event.priority if event.priority is not UNSET else "normal",  # contract v1.2 section 8.4
             # contract v1.2 section 1.6 (every added key after the existing ones)
             "runtime_id": given(event.runtime_id),
             "calls": 0,

@@ -1,9 +1,12 @@
 """The `conversations` view: identity, epoch, binding generation, intent and queue.
 
-A delivery's `display_digest` and `untrusted` (contract v1.2 section 6) are
-computed here from events every trace records: the texts of its messages as
-they were when it was made (after edits), and which of its causes' included
-revisions came from an observation.
+Contract v1.2 adds, after the v1 keys: `provider` (section 4.3), `refusals`
+and `deferred` (section 3.10), `stop_requested` (section 8.2: while a failure
+hold is on a conversation whose turn runs, that turn's id; computed, so a v1
+trace with such a hold shows it). A delivery's `display_digest` and
+`untrusted` (section 6) are computed here from events every trace records:
+the texts of its messages as they were when it was made (after edits), and
+which of its causes' included revisions came from an observation.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class ConversationsView(View):
             # Contract v1.2 section 3.10:
             "refusals": 0,
             "deferred": None,
+            "stop_requested": None,  # contract v1.2 section 8.2 (computed in render)
         }
 
     def _bound(self, event: ev.BackgroundBound) -> None:
@@ -200,4 +204,7 @@ class ConversationsView(View):
                 row["state"] = "running"
             else:
                 row["state"] = "idle"
+            # Contract v1.2 section 8.2: a failure hold asks the running turn to stop, until its end.
+            held = self.failure_held.get(conversation_id, False)
+            row["stop_requested"] = self.running.get(conversation_id) if held else None
         return rows

@@ -30,6 +30,7 @@ WAITING_TEXT = {
     "rule_opted_out": "its rule is not opted in for the scope of its cause's latest observation",
     "runtime_not_admitted": "the worker runtime it names is not admitted (contract v1.2 section 1.4)",
     "retry_backoff": "refused, it waits for its grant's retry back-off",
+    "owner_active": "maintenance work waits while the owner is active (contract v1.2 section 8.1)",
 }
 
 BlockFacts = Callable[[Resolver, ev.BlockFact, int, "str | None"], list[Fact]]
@@ -159,6 +160,23 @@ def _runtime(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: 
     ]
 
 
+def _owner(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
+    """Contract v1.2 section 8.1: the queued messages or the running human turn that make the owner active."""
+    conversation_id = fact.conversation_id or ""
+    if fact.messages:
+        what = f"human message(s) {', '.join(fact.messages)} queued on {conversation_id}"
+        first = fact.messages[0]
+        queued = lambda event: isinstance(event, ev.MessageQueued) and event.message_id == first  # noqa: E731
+        where = resolver.source(("intent", conversation_id), position, queued)
+    else:
+        what = f"human turn {fact.turn_id} running on {conversation_id}"
+        where = resolver.source(("turn", fact.turn_id or ""), position, of_type(ev.TurnStarted))
+    if fact.messages and fact.turn_id:
+        what += f", human turn {fact.turn_id} running"
+    value = {"conversation_id": fact.conversation_id, "messages": fact.messages, "turn_id": fact.turn_id}
+    return [Fact(name="owner_active", text=f"the owner is active: {what}", value=value, source=where)]
+
+
 # Per blocking code, the facts its BlockFact names (any other code: the BlockFact itself).
 BLOCK_FACTS: dict[str, BlockFacts] = {
     "prerequisite_pending": _prerequisites,
@@ -175,6 +193,7 @@ BLOCK_FACTS: dict[str, BlockFacts] = {
     "rule_opted_out": _opted_out,
     "runtime_not_admitted": _runtime,
     "retry_backoff": _retry,
+    "owner_active": _owner,
 }
 
 

@@ -106,6 +106,19 @@ def deadline_exceeded(chain: Chain, entry: Entry, event: ev.DeadlineExceeded) ->
     return summary, [Fact(name="deadline", text=text, value=msgspec.to_builtins(facts))]
 
 
+def cancel_requested(chain: Chain, entry: Entry, event: ev.ActionCancelRequested) -> Rendered:
+    """A stop asked; a preemption (contract v1.2 section 8.1) names the human message that made it."""
+    summary = f"cancel requested ({event.reason})"
+    preempted = event.preempted_by
+    if preempted is UNSET:
+        return summary, []
+    summary += ": maintenance work yields to the owner; it ends on the executor's word"
+    queued = lambda e: isinstance(e, ev.MessageQueued) and e.message_id == preempted.message_id  # noqa: E731
+    where = chain.resolver.source(("intent", preempted.conversation_id), entry[0], queued)
+    text = f"human message {preempted.message_id} on {preempted.conversation_id}: the owner is active"
+    return summary, [Fact(name="preempted_by", text=text, value=msgspec.to_builtins(preempted), source=where)]
+
+
 def attempt_updated(chain: Chain, entry: Entry, event: ev.AttemptUpdated) -> Rendered:
     summary = f"attempt {event.attempt_id} {event.attempt_state}; action {event.action_state}"
     facts: list[Fact] = []
@@ -208,6 +221,8 @@ class Operation(Chain):
             f"proposed by {event.proposed_by}{generation} for {owner}: {event.operation} {event.target} "
             f"on {event.resource}, cause {event.cause_key}"
         )
+        if event.priority is not UNSET and event.priority != "normal":  # contract v1.2 section 8.1
+            summary += f" ({event.priority})"
         if event.cause_revision:
             summary += f" (at its update revision {event.cause_revision})"
         if event.source_revision is not UNSET:  # contract v1.2 section 2.1
@@ -284,7 +299,7 @@ class Operation(Chain):
         ev.AttemptUpdated: attempt_updated,
         ev.ActionOutcomeReported: outcome,
         ev.ActionCancelled: said("cancelled"),
-        ev.ActionCancelRequested: said("cancel requested ({e.reason})"),
+        ev.ActionCancelRequested: cancel_requested,
         ev.DeadlineExceeded: deadline_exceeded,
         ev.ActionRevalidated: revalidated,
         ev.SourceRuleApplied: source_rule_applied,

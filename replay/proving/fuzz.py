@@ -252,6 +252,12 @@ class TandemMachine(RuleBasedStateMachine):
         self.send(self.draw_line(data, _TOOLS))
 
     @rule(data=st.data())
+    def owner(self, data: st.DataObject) -> None:
+        """Proposals (maintenance work among them), the owner's messages and
+        turn ends, executor receipts (contract v1.2 section 8.1)."""
+        self.send(self.draw_line(data, _OWNER))
+
+    @rule(data=st.data())
     def heartbeat(self, data: st.DataObject) -> None:
         self.send(self.draw_line(data, ["watchdog.heartbeat"]))
 
@@ -355,6 +361,10 @@ _CONVERSATION = (
     "human.message", "human.message", "human.queue_edit", "observe", "triage.classify", "triage.classify",
     "provider.receipt", "provider.receipt", "provider.reconcile", "turn.ended", "turn.ended", "context.reset",
     "approval.required", "approval.resolved", "hold.failure", "hold.release", "delivery.composed", "delivery.composed",
+)  # fmt: skip
+_OWNER = (
+    "action.propose", "action.propose", "human.message", "turn.ended", "provider.receipt", "executor.receipt",
+    "executor.outcome",
 )  # fmt: skip
 
 # Seconds before each input the machine sends: mostly short (the watchdog, at

@@ -52,6 +52,7 @@ from tandem.replay.proving.event_invariants import (
     terminal_actions_never_change,
     unknown_is_never_retried,
 )
+from tandem.replay.proving.foreman_invariants import maintenance_yields_to_the_owner
 from tandem.replay.proving.model import Invariant
 from tandem.replay.proving.tool_invariants import tools_within_admitted_allowlist
 from tandem.replay.proving.composition_invariants import payload_frozen_before_acceptance
@@ -90,6 +91,7 @@ BUILTIN: tuple[Invariant, ...] = (
     blocked_by_is_section_4,
     human_messages_kept,
     unready_provider_is_the_deferral,
+    maintenance_yields_to_the_owner,
     restart_is_replay,
 )
 _registered: list[Invariant] = []

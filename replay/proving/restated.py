@@ -23,7 +23,7 @@ HOLDING = frozenset({"submitting", "accepted", "unknown"})  # a delivery in thes
 CODE_ORDER = (
     "prerequisite_pending", "prerequisite_failed", "question_hold", "wider_hold", "scope_paused",
     "task_held", "intent_unsynced", "watchdog_unavailable", "resource_busy", "approval_pending",
-    "budget_exhausted", "rule_opted_out", "runtime_not_admitted", "retry_backoff",
+    "budget_exhausted", "rule_opted_out", "runtime_not_admitted", "retry_backoff", "owner_active",
 )  # fmt: skip
 # Events that change an action (a terminal one must never see them again).
 ACTION_EVENTS = (
@@ -98,14 +98,31 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
         codes.add("budget_exhausted")
     if grant.call_limit is not None and grant.calls >= grant.call_limit:  # contract v1.2 section 3.4
         codes.add("budget_exhausted")
+    codes.update(_v12_codes(state, action, at))
+    return [code for code in CODE_ORDER if code in codes]
+
+
+def _v12_codes(state: State, action: Action, at: datetime.datetime | None) -> Iterable[str]:
+    """The blocking codes contract v1.2 appends (sections 2.4, 1.4, 3.5, 8.1)."""
     if action.rule_id is not None and not _opted_in(state, action):
-        codes.add("rule_opted_out")
+        yield "rule_opted_out"
     if action.retry_at is not None and at is not None and at < action.retry_at:
-        codes.add("retry_backoff")  # contract v1.2 section 3.5
+        yield "retry_backoff"
     runtime = state.runtimes.get(action.runtime_id) if action.runtime_id is not None else None
     if action.runtime_id is not None and (runtime is None or runtime.state != "admitted"):
-        codes.add("runtime_not_admitted")
-    return [code for code in CODE_ORDER if code in codes]
+        yield "runtime_not_admitted"
+    if action.priority == "maintenance" and owner_active(state):
+        yield "owner_active"
+
+
+def owner_active(state: State) -> bool:
+    """Contract v1.2 section 8.1, restated: some foreground has a queued human
+    message or a running human turn."""
+    return any(
+        conversation.role == "foreground"
+        and (bool(conversation.queue) or (conversation.running_turn is not None and conversation.running_turn.kind == "human"))
+        for conversation in state.conversations.values()
+    )
 
 
 def _prerequisite_code(other: Action, prerequisite: ev.PrerequisiteSpec) -> str | None:

@@ -17,6 +17,9 @@ decision, passed as `Engine(step=...)`.
   `forget_unready_deferral`: contract v1.2 section 4's rules broken (an
   imported heartbeat counted at its import, a delivery to a provider that is
   not ready, a provider that is not ready deferring nothing it records).
+- `claim_while_owner_active`, `forget_preemption`: contract v1.2 section
+  8.1 broken (a maintenance action claimed while the owner is active; a
+  human message that asks no running maintenance action to stop).
 """
 
 from __future__ import annotations
@@ -167,3 +170,25 @@ def accept_without_payload(state: State, value: Input, seq: int, file: str | Non
         for event in delivery._settle_delivery(state, conversation, held, attempt_state, seq):
             settled(event)
         dispatch.run_pass(state, seq, value.at, settled)
+
+
+def claim_while_owner_active(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 8.1 broken: after the real pass, claims every
+    pending maintenance action that only owner_active holds (a pass whose
+    blockers dropped owner_active)."""
+    handle_input(state, value, seq, file, line, emit)
+    for operation_id in sorted(state.pending, key=lambda op: state.actions[op].order):
+        action = state.actions[operation_id]
+        if action.state == "pending" and dispatch.blockers(state, action) == ("owner_active",):
+            dispatch._claim(state, seq, action, emit)
+
+
+def forget_preemption(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 8.1 broken: a human message leaves running
+    maintenance work running (its preempting cancel requests are dropped)."""
+
+    def dropping(event: ev.Event) -> None:
+        if not (isinstance(event, ev.ActionCancelRequested) and event.reason == "preempted"):
+            emit(event)
+
+    handle_input(state, value, seq, file, line, dropping)

@@ -26,13 +26,13 @@ import pytest
 
 from tandem.adapters.cli import main
 from tandem.adapters.trace import read_trace
-from tandem.replay.proving import check, check_trace, load_scenario, register, state_invariant, unregister
+from tandem.replay.proving import by_name, check, check_trace, load_scenario, register, state_invariant, unregister
 from tests.property import broken
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
 DEPTH = {
     "receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4, "tools_admission": 3,
-    "health_probes": 3, "call_limit": 4, "payload_required": 4,
+    "health_probes": 3, "call_limit": 4, "payload_required": 4, "owner_preempts_maintenance": 4,
 }  # fmt: skip
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
@@ -125,6 +125,34 @@ def test_the_checker_finds_a_pass_without_the_source_rule(tmp_path: Path) -> Non
     again = check_trace(out, step=broken.skip_source_rule)
     assert again is not None and again.invariant.name == "no_claim_behind_source_revision"
     assert check_trace(out) is None
+
+
+@pytest.mark.parametrize(
+    ("rules", "invariant", "moves"),
+    [
+        (broken.forget_preemption, "maintenance_yields_to_the_owner", ["message"]),
+        (broken.claim_while_owner_active, "claims_respect_blockers", ["message", "dream-2"]),
+    ],
+    ids=["preemption-forgotten", "claimed-while-owner-active"],
+)
+def test_the_checker_finds_maintenance_that_does_not_yield_to_the_owner(
+    rules, invariant: str, moves: list[str], tmp_path: Path
+) -> None:
+    """Contract v1.2 section 8.1: a human message that leaves dream-1 running,
+    or a pass that claims dream-2 while the message is queued."""
+    scenario = SCENARIOS / "owner_preempts_maintenance.json"
+    out = tmp_path / "counterexample.jsonl"
+    found = check(scenario, 3, step=rules, out=out).counterexample
+    assert found is not None and found.invariant == invariant, found
+    assert found.moves == moves
+    assert check(scenario, len(moves) - 1, step=rules).counterexample is None
+    again = check_trace(out, step=rules)
+    assert again is not None and again.invariant.name == invariant
+    assert check_trace(out) is None
+    # The state invariant sees the claimed one too (the catalog reports the claim's check first).
+    if rules is broken.claim_while_owner_active:
+        own = check(scenario, 3, step=rules, invariants=by_name(["maintenance_yields_to_the_owner"])).counterexample
+        assert own is not None and own.invariant == "maintenance_yields_to_the_owner" and own.moves == moves
 
 
 # ------------------------------------------------------------ exploration

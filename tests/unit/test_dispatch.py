@@ -455,9 +455,12 @@ def test_blocked_by_lists_every_code_in_the_section_4_table_order():
         "budget_exhausted",
     ]
     # approval_pending needs an approval; rule_opted_out (contract v1.2) a rule action;
-    # runtime_not_admitted a worker runtime; retry_backoff a refused attempt (tests/unit/test_budgets.py).
+    # runtime_not_admitted a worker runtime; retry_backoff a refused attempt (tests/unit/test_budgets.py);
+    # owner_active a maintenance action (tests/unit/test_foreman.py).
     assert expected == [
-        code for code in BLOCKING_CODES if code not in ("approval_pending", "rule_opted_out", "runtime_not_admitted", "retry_backoff")
+        code
+        for code in BLOCKING_CODES
+        if code not in ("approval_pending", "rule_opted_out", "runtime_not_admitted", "retry_backoff", "owner_active")
     ]
     assert events[4].blocked_by == expected
     assert blocked_by(engine, "main") == expected

@@ -239,6 +239,8 @@ def action_propose(draw: Draw, b: Builder) -> dict[str, Any]:
     runtime_id = worker_runtime(draw, b)  # contract v1.2 section 1.4 (no draw while no worker runtime exists)
     if runtime_id is not None:
         fields["runtime_id"] = runtime_id
+    if often(draw, 4):  # contract v1.2 section 8.1: often maintenance work
+        fields["priority"] = draw(st.sampled_from(["maintenance", "maintenance", "normal"]))
     return b.line("action.propose", actor, **fields)
 
 
