@@ -34,19 +34,14 @@ from tandem.domain.event_base import Decision, Event, InputAccepted, InputReject
 from tandem.domain.budget_events import DeadlineExceeded, DeliveryDeferred  # contract v1.2 section 3 (file size)
 from tandem.domain.source_events import EvidenceAttached, SourceRuleApplied  # contract v1.2 section 2 (file size)
 from tandem.domain.tool_events import (  # contract v1.2 section 1, in a module of their own (file size)
-    RuntimeAdmitted,
-    RuntimeFenced,
-    RuntimeRefused,
-    ToolCallAllowed,
-    ToolCallDenied,
-    ToolPolicySet,
-)
+    RuntimeAdmitted, RuntimeFenced, RuntimeRefused, ToolCallAllowed, ToolCallDenied, ToolPolicySet,
+)  # fmt: skip
 from tandem.domain.health_events import (  # contract v1.2 section 4, re-exported: `ev.HostSuspended`
-    HostResumed,
-    HostSuspended,
-    ProviderReadinessRecorded,
-    TaskStalled,
-)
+    HostResumed, HostSuspended, ProviderReadinessRecorded, TaskStalled,
+)  # fmt: skip
+from tandem.domain.continuity_events import (  # contract v1.2 section 5, re-exported: `ev.InvestigationOpened`
+    BackgroundCheckpointed, InvestigationClosed, InvestigationExhausted, InvestigationOpened,
+)  # fmt: skip
 
 # ------------------------------------------------------ configuration, policy
 
@@ -64,6 +59,8 @@ class EngineConfigured(Decision, frozen=True, kw_only=True):
     backlog_degraded_at: int | UnsetType = UNSET
     exhausted_alerts: bool | UnsetType = UNSET
     suspend_gap_s: int | UnsetType = UNSET  # contract v1.2 section 4.5, only when given
+    investigation_max_s: int | UnsetType = UNSET  # contract v1.2 section 5.1, only when given
+    investigation_calls_max: int | UnsetType = UNSET
 
 
 class PolicySet(Decision, frozen=True, kw_only=True):
@@ -503,6 +500,7 @@ class DeliveryCreated(Decision, frozen=True, kw_only=True):
     budget: DeliveryBudget | None = None
     candidates: list[CandidateUpdate] = []
     candidates_total: int = 0
+    checkpoint: str | UnsetType = UNSET  # a background reseed's (contract v1.2 section 5.3)
 
 
 class DeliveryReceipted(Decision, frozen=True, kw_only=True):
@@ -679,6 +677,7 @@ AnyEvent = Union[
     ObligationOpened, ObligationMet, ObligationDue, QuestionResurfaced,
     ToolPolicySet, RuntimeAdmitted, RuntimeRefused, RuntimeFenced, ToolCallAllowed, ToolCallDenied,
     ProviderReadinessRecorded, HostSuspended, HostResumed, TaskStalled,
+    InvestigationOpened, InvestigationExhausted, InvestigationClosed, BackgroundCheckpointed,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

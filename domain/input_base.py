@@ -67,6 +67,10 @@ ACTORS: dict[str, tuple[str, ...]] = {
     "tool_policy.set": ("daemon", "human"),
     "runtime.admit": ("daemon",),
     "tool.request": ("daemon",),
+    # Contract v1.2 section 5
+    "investigation.open": ("background",),
+    "investigation.close": ("background",),
+    "background.checkpoint": ("background",),
 }
 HUMAN_ONLY: tuple[str, ...] = ("human",)
 

@@ -46,6 +46,7 @@ from tandem.domain.input_base import (  # noqa: F401 (re-exported: `inp.Identifi
     require_one_of,
     require_exactly_one,
 )
+from tandem.domain.continuity_inputs import CheckpointBackground, CloseInvestigation, OpenInvestigation  # v1.2 section 5
 
 # ---------------------------------------------------------------- shared parts
 
@@ -119,6 +120,8 @@ class ConfigureEngine(Input, tag="engine.configure"):
     exhausted_alerts: bool | UnsetType = UNSET
     # Contract v1.2 (section 4.5): an input this long after the previous one is a resume.
     suspend_gap_s: Positive | UnsetType = UNSET
+    investigation_max_s: Positive | UnsetType = UNSET  # contract v1.2 section 5.1
+    investigation_calls_max: Positive | UnsetType = UNSET
 
 
 class SetPolicy(Input, tag="policy.set"):
@@ -563,6 +566,7 @@ class RequestTool(Input, tag="tool.request"):
     read_paths: Annotated[list[Text], Meta(max_length=list_items_max)] = []
     write_paths: Annotated[list[Text], Meta(max_length=list_items_max)] = []
     operation_id: Identifier | UnsetType = UNSET
+    investigation_id: Identifier | UnsetType = UNSET  # contract v1.2 section 5.1
 
 
 AnyInput = Union[
@@ -578,6 +582,7 @@ AnyInput = Union[
     ProposeCard, Tick, SeeAlert, ResolveAlert,
     SetToolPolicy, AdmitRuntime, RequestTool,
     ReportProviderReadiness, SuspendHost, ResumeHost,
+    OpenInvestigation, CloseInvestigation, CheckpointBackground,
 ]  # fmt: skip
 
 INPUT_KINDS: tuple[str, ...] = tuple(cls.__struct_config__.tag for cls in AnyInput.__args__)  # type: ignore[attr-defined]

@@ -60,6 +60,9 @@ Reason = Literal[
     "tool_not_exact",
     "tool_not_allowed",
     "read_outside_roots",
+    # contract v1.2 section 5 (background continuity)
+    "unknown_investigation",
+    "context_not_reseeded",
 ]
 
 BLOCKING_CODES: tuple[str, ...] = (

@@ -38,6 +38,7 @@ class ConversationsView(View):
             # Contract v1.2 section 3.10:
             "refusals": 0,
             "deferred": None,
+            "checkpoint": None,  # contract v1.2 section 5.5
         }
 
     def _bound(self, event: ev.BackgroundBound) -> None:
@@ -73,6 +74,7 @@ class ConversationsView(View):
                 "messages": list(event.messages),
                 "tokens": event.tokens,
                 "attempt_state": DELIVERY.after[ev.DeliveryCreated],
+                "checkpoint": event.checkpoint if event.checkpoint is not UNSET else None,  # v1.2 section 5.5
             }
         )
         self.delivery_rows[event.delivery_id] = delivery
@@ -111,6 +113,19 @@ class ConversationsView(View):
         deferred = None if event.reason is None else {"until": rfc3339(event.until), "reason": event.reason}
         self.rows[event.conversation_id]["deferred"] = deferred
 
+    def _checkpointed(self, event: ev.BackgroundCheckpointed) -> None:
+        self.rows[event.conversation_id]["checkpoint"] = {
+            "checkpoint_id": event.checkpoint_id,
+            "at": rfc3339(event.at),
+            "generation": event.generation,
+            "epoch": event.epoch,
+            "intent_revision": event.intent_revision,
+            "sync_cursor": event.sync_cursor,
+            "investigations": list(event.investigations),
+            "evidence_refs": list(event.evidence_refs),
+            "tokens": event.tokens,
+        }
+
     def _usage(self, event: ev.UsageReported) -> None:
         if event.conversation_id is not None and event.context_tokens is not None:
             self.rows[event.conversation_id]["context_tokens"] = event.context_tokens
@@ -130,6 +145,7 @@ class ConversationsView(View):
         ev.RecoveryChanged: _recovery,
         ev.FailureHoldChanged: _failure_hold,
         ev.DeliveryDeferred: _deferred,
+        ev.BackgroundCheckpointed: _checkpointed,
     }
 
     def render(self) -> list[dict[str, Any]]:
