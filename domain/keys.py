@@ -108,7 +108,7 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.HostSuspended: ("host",),
     ev.HostResumed: ("host",),
     ev.TaskStalled: ("task: task_id",),
-    ev.InvestigationOpened: ("investigation: investigation_id", "task: task_id"),
+    ev.InvestigationOpened: ("investigation: investigation_id", "task: task_id", "investigations"),
     ev.InvestigationExhausted: ("investigation: investigation_id",),
     ev.InvestigationClosed: ("investigation: investigation_id", "action: operation_id"),
     ev.BackgroundCheckpointed: ("checkpoint: checkpoint_id", "investigation: investigations[]"),
