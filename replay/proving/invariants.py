@@ -52,6 +52,7 @@ from tandem.replay.proving.event_invariants import (
     terminal_actions_never_change,
     unknown_is_never_retried,
 )
+from tandem.replay.proving.continuity_invariants import background_acts_only_reseeded
 from tandem.replay.proving.model import Invariant
 from tandem.replay.proving.tool_invariants import tools_within_admitted_allowlist
 from tandem.replay.proving.state_invariants import (
@@ -71,6 +72,7 @@ BUILTIN: tuple[Invariant, ...] = (
     no_claim_behind_source_revision,
     grants_within_policy,
     tools_within_admitted_allowlist,
+    background_acts_only_reseeded,
     budget_usage_adds_up,
     fenced_generation_commits_nothing,
     stale_triage_is_refused,
