@@ -335,9 +335,11 @@ def call_denial(state: State, runtime: Runtime, value: inp.RequestTool) -> ev.To
 
 
 def _investigation_exhausted(state: State, value: inp.RequestTool, facts: dict[str, Any]) -> ev.ToolFacts | None:
-    """Check 8 for a background: the investigation it names is exhausted (section 5.1)."""
+    """Check 8 for a background: the investigation it names is exhausted, or
+    reaches its due time with this very input (section 5.1: its time rule
+    runs in the pass after the input's own events)."""
     investigation = state.investigations.get(given(value.investigation_id) or "")
-    if investigation is None or investigation.state != EXHAUSTED:
+    if investigation is None or not (investigation.state == EXHAUSTED or value.at >= investigation.due_at):
         return None
     return ev.ToolFacts(
         check="budget_exhausted", entry=investigation.investigation_id, calls=investigation.calls,

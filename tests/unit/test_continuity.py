@@ -470,3 +470,26 @@ def test_the_views_gain_their_keys_in_order() -> None:
     when(engine, context_reset("fg", at=at(1)))
     assert list(deliveries(engine)[-1])[-2:] == ["attempt_state", "checkpoint"]
     assert deliveries(engine)[-1]["checkpoint"] is None
+
+
+def test_a_call_at_its_due_time_is_denied_and_the_investigation_exhausted_in_that_pass() -> None:
+    engine = given(configure(investigation_max_s=10), *admitted())  # inv-1 opened at 3: due at 13
+    events = when(engine, tool_request("c1", investigation_id="inv-1", at=at(13)))
+    assert rejection(events) == "budget_exhausted"
+    assert [e.by for e in of_type(events, ev.InvestigationExhausted)] == ["time"]
+    assert investigation_row(engine)["calls"] == 0
+
+
+def test_the_budget_invariant_covers_investigation_calls() -> None:
+    from tandem.replay.proving.invariants import catalog
+    from tandem.replay.proving.model import Applying
+
+    [found] = [invariant for invariant in catalog() if invariant.name == "budgets_never_exceeded"]
+    engine = given(configure(investigation_calls_max=1), *admitted(), tool_request("c1", investigation_id="inv-1", at=at(4)))
+    value = decode_input('{"type":"tool.request","at":"2026-03-01T09:00:05Z","runtime_id":"bg-codex","call_id":"c2","tool":"tandem:read_evidence","investigation_id":"inv-1"}')
+    allowed = ev.ToolCallAllowed(
+        cause=99, runtime_id="bg-codex", call_id="c2", tool="tandem:read_evidence", operation_id=None,
+        tool_policy_revision=1, investigation_id="inv-1",
+    )  # fmt: skip
+    problem = found.check(engine.state, allowed, Applying(input=value, number=99))
+    assert problem is not None and "inv-1" in problem
