@@ -52,7 +52,10 @@ def unresolved_investigations(state: State, conversation_id: str) -> list[str]:
     )
 
 
-def _acting_background(state: State, value: inp.OpenInvestigation | inp.CloseInvestigation | inp.CheckpointBackground) -> Conversation:
+BackgroundInput = inp.OpenInvestigation | inp.CloseInvestigation | inp.CheckpointBackground
+
+
+def _acting_background(state: State, value: BackgroundInput) -> Conversation:
     """unknown_conversation, generation_fenced, then the gates of sections 1.3 and 5.4."""
     conversation = known_conversation(state, value.conversation_id, "background")
     bound = binding_generation(state, value.conversation_id)
