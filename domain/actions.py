@@ -30,7 +30,7 @@ from tandem.domain.lookups import known_action, known_conversation, known_grant,
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Attempt, Grant
 from tandem.domain.state import State
-from tandem.domain.tools import check_background_admitted
+from tandem.domain.tools import check_background_gates
 
 # ------------------------------------------------------------ proposal checks
 
@@ -47,7 +47,7 @@ def _check_generation(state: State, value: Any, task_id: str | None) -> None:
 def _check_runtime(state: State, value: Any, task_id: str | None) -> None:
     """runtime_not_admitted (contract v1.2 section 1.3): the background bound to the task's conversation."""
     conversation = state.conversations[state.tasks[task_id].conversation_id] if task_id else None
-    check_background_admitted(state, value, [conversation.background_id if conversation is not None else None])
+    check_background_gates(state, value, [conversation.background_id if conversation is not None else None])
 
 
 def _check_revisions(state: State, revisions: inp.InputRevisions, grant: Grant, task_id: str | None) -> None:

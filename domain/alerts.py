@@ -35,6 +35,7 @@ from tandem.domain.records import Alert, Obligation
 from tandem.domain.state import State
 
 Emit = Callable[[ev.Event], None]
+Step = Callable[[], ev.Event]  # a timer's step: the event the first due one makes
 
 WATCHDOG_ALERT = "watchdog_unavailable:engine"
 
@@ -432,12 +433,13 @@ def _on_obligation_met(state: State, event: ev.ObligationMet) -> list[ev.Event]:
 
 
 def run_time_rules(
-    state: State, cause: int, at: datetime.datetime, emit: Emit, deadline: Callable[[], ev.Event] | None = None
+    state: State, cause: int, at: datetime.datetime, emit: Emit, deadline: Step | None = None, exhaust: Step | None = None
 ) -> None:
     """Spec 6, on every input's `at`: an unannounced suspend (contract v1.2
     section 4.5), the watchdog's freshness, then the timers in time order
     (`_next_timer`; `deadline()` makes the first due execution deadline's
-    event, contract v1.2 section 3.3). Overdue ones go out at the first pass
+    event, contract v1.2 section 3.3, `exhaust()` the first due
+    investigation's, section 5.1). Overdue ones go out at the first pass
     (after a restart too: the timers are part of the folded state)."""
     resumed = unannounced_resume(state, cause, at)
     if resumed is not None:
@@ -459,19 +461,19 @@ def run_time_rules(
     resolve_progressed(state, cause, emit)
     while True:
         # Each event below removes its timer (evolve), so this loop ends.
-        event = _next_timer(state, cause, at, deadline)
+        event = _next_timer(state, cause, at, deadline, exhaust)
         if event is None:
             return
         emit(event)
 
 
 def _next_timer(
-    state: State, cause: int, at: datetime.datetime, deadline: Callable[[], ev.Event] | None = None
+    state: State, cause: int, at: datetime.datetime, deadline: Step | None = None, exhaust: Step | None = None
 ) -> ev.Event | None:
     """The earliest timer `at` has reached; ties in the contract v1.2 section 9
-    order: obligations, questions, execution deadlines, task progress, known
-    auth expiry."""
-    due: list[tuple[datetime.datetime, int, Callable[[], ev.Event]]] = []
+    order: obligations, questions, execution deadlines, investigations, task
+    progress, known auth expiry."""
+    due: list[tuple[datetime.datetime, int, Step]] = []
     obligation = next(iter(state.obligation_timers.items()), None)
     if obligation is not None:
         due.append((obligation[1], 0, lambda: ev.ObligationDue(cause=cause, operation_id=obligation[0], reason="overdue")))
@@ -479,6 +481,8 @@ def _next_timer(
         due.append((state.timers.entries[0][0], 1, lambda: _resurfaced(state, cause, at)))
     if deadline is not None and state.deadline_timers.entries:
         due.append((state.deadline_timers.entries[0][0], 2, deadline))
+    if exhaust is not None and state.investigation_timers.entries:
+        due.append((state.investigation_timers.entries[0][0], 3, exhaust))
     for rank, timer in ((4, progress_due(state, cause)), (5, expiry_due(state, cause))):
         if timer is not None:
             due.append((timer[0], rank, lambda event=timer[1]: event))  # type: ignore[misc]

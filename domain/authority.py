@@ -174,10 +174,10 @@ def decide_configure(state: State, value: inp.ConfigureEngine, seq: int) -> list
     ]
 
 
-# Contract v1.2 section 3.2: recorded only when given.
+# Contract v1.2 section 3.2: recorded only when given (with section 5.1's investigation bounds).
 BUDGET_SETTINGS = (
     "wake_min_interval_s", "wake_batch_wait_s", "delivery_backoff_s", "delivery_retries_max",
-    "backlog_degraded_at", "exhausted_alerts",
+    "backlog_degraded_at", "exhausted_alerts", "investigation_max_s", "investigation_calls_max",
 )  # fmt: skip
 
 

@@ -23,7 +23,7 @@ from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Conversation, Message
 from tandem.domain.state import State
-from tandem.domain.tools import check_background_admitted
+from tandem.domain.tools import check_background_gates
 
 # ----------------------------------------------------------------- deciders
 
@@ -105,7 +105,7 @@ def decide_intent_synced(state: State, value: inp.SyncIntent, seq: int) -> list[
         raise Rejected(
             "generation_fenced", f"generation {value.generation} is not the bound generation ({conversation.generation})"
         )
-    check_background_admitted(state, value, [conversation.background_id])
+    check_background_gates(state, value, [conversation.background_id])
     if value.intent_revision > conversation.intent_revision:
         raise Rejected("stale_revision", f"intent is at revision {conversation.intent_revision}, not {value.intent_revision}")
     if value.intent_revision <= conversation.synced_intent_revision:
@@ -177,6 +177,9 @@ def _conversation_opened(state: State, event: ev.ConversationOpened) -> None:
     if event.role == "foreground":
         state.foregrounds.append(event.conversation_id)
         state.foregrounds.sort()
+    else:
+        state.backgrounds.append(event.conversation_id)
+        state.backgrounds.sort()
 
 
 def _background_bound(state: State, event: ev.BackgroundBound) -> None:
@@ -225,7 +228,8 @@ def _context_reset(state: State, event: ev.ContextReset) -> None:
     conversation.epoch = event.epoch
     conversation.context_tokens = 0
     conversation.reseed_id = None
-    conversation.reseed_due = True
+    # Contract v1.2 section 5.3: a background gets a reseed only once it has a checkpoint.
+    conversation.reseed_due = conversation.role == "foreground" or conversation.checkpoint is not None
 
 
 def _recovery_changed(state: State, event: ev.RecoveryChanged) -> None:

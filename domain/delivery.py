@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
@@ -180,7 +181,7 @@ class Fitted:
         return self.ranked[len(self.considered) :]
 
 
-def _fit(updates: list[Update], budget: int, limit: int | None = None) -> Fitted:
+def fit(updates: list[Update], budget: int, limit: int | None = None) -> Fitted:
     """Take updates in order, skipping those that would not fit (and, with a
     limit, leaving the rest once it is reached)."""
     fitted = Fitted(updates)
@@ -226,7 +227,7 @@ def _candidates(*parts: tuple[Fitted, bool]) -> tuple[list[ev.CandidateUpdate], 
     return recorded, total
 
 
-def _control_tokens(state: State, conversation: Conversation) -> int:
+def control_state_tokens(state: State, conversation: Conversation) -> int:
     """The reseed's required part: this conversation's control state."""
     total = 0
     for task_id in conversation.tasks:
@@ -255,7 +256,7 @@ def _delivery_id(conversation: Conversation) -> str:
     return f"{conversation.conversation_id}/d{len(conversation.deliveries) + 1}"
 
 
-def _deliver(
+def deliver(
     state: State,
     conversation: Conversation,
     cause: int,
@@ -267,9 +268,11 @@ def _deliver(
     messages: list[str],
     message_tokens_total: int = 0,
     control_tokens: int = 0,
+    checkpoint: str | None = None,
 ) -> None:
     """Record a delivery's manifest, and why (contract section 8): the rule that
-    applied, the budget, and the ranked candidates with their verdicts."""
+    applied, the budget, and the ranked candidates with their verdicts (and
+    a background reseed's checkpoint: contract v1.2 section 5.3)."""
     updates = [update for part, _ in fitted for update in part.chosen]
     update_tokens_total = sum(part.used for part, _ in fitted)
     candidates, candidates_total = _candidates(*fitted)
@@ -290,18 +293,19 @@ def _deliver(
                 context_limit=conversation.context_limit,
                 reserve=conversation.reserve,
                 context_tokens=conversation.context_tokens,
-                room=_room(conversation),
+                room=context_room(conversation),
                 message_tokens=message_tokens_total,
                 control_tokens=control_tokens,
                 update_tokens=update_tokens_total,
             ),
             candidates=candidates,
             candidates_total=candidates_total,
+            checkpoint=checkpoint if checkpoint is not None else UNSET,
         )
     )
 
 
-def _room(conversation: Conversation) -> int:
+def context_room(conversation: Conversation) -> int:
     return conversation.context_limit - conversation.reserve - conversation.context_tokens
 
 
@@ -346,7 +350,7 @@ def _first_rule(state: State, conversation: Conversation, cause: int, at: dateti
         reseed = conversation.deliveries[conversation.reseed_id]
         if reseed.attempt_state != "accepted":
             return None
-    room = _room(conversation)
+    room = context_room(conversation)
     if conversation.running_turn is not None:
         _steer(state, conversation, cause, emit, room)
     elif conversation.queue:
@@ -366,9 +370,9 @@ def _steer(state: State, conversation: Conversation, cause: int, emit: Emit, roo
             for update in _ranked(state, conversation.deliverable)
             if update.disposition == "urgent" and (update.cause_key, update.revision) not in conversation.not_steered
         ]
-        fitted = _fit(urgent, room)
+        fitted = fit(urgent, room)
         if fitted.chosen:
-            _deliver(state, conversation, cause, emit, "steer", turn.turn_id, "steer", [(fitted, False)], [])
+            deliver(state, conversation, cause, emit, "steer", turn.turn_id, "steer", [(fitted, False)], [])
 
 
 def _human_turn(state: State, conversation: Conversation, cause: int, emit: Emit, room: int) -> None:
@@ -382,10 +386,10 @@ def _human_turn(state: State, conversation: Conversation, cause: int, emit: Emit
             )
         )
         return
-    required = _fit(_ranked(state, conversation.deliverable), room - needed)
-    optional = _fit(_ranked(state, conversation.optional), room - needed - required.used)
+    required = fit(_ranked(state, conversation.deliverable), room - needed)
+    optional = fit(_ranked(state, conversation.optional), room - needed - required.used)
     turn_id = _start_turn(conversation, cause, emit, "human", "human_turn")
-    _deliver(
+    deliver(
         state, conversation, cause, emit, "turn", turn_id, "human_turn", [(required, False), (optional, True)],
         messages, needed,
     )  # fmt: skip
@@ -396,7 +400,7 @@ def _wake(
 ) -> Deferral | None:
     """4. One coalesced wake: up to wake_batch_max updates that fit (unless
     the wake interval or the batch wait defers it: contract v1.2 section 3.7)."""
-    fitted = _fit(_ranked(state, conversation.deliverable), room, state.config.wake_batch_max)
+    fitted = fit(_ranked(state, conversation.deliverable), room, state.config.wake_batch_max)
     compaction = f"compaction_required:{conversation.conversation_id}"
     if not fitted.chosen:
         # Nothing fits: raised once while it goes on.
@@ -418,14 +422,14 @@ def _wake(
     ):
         emit(event)  # a later wake fits
     turn_id = _start_turn(conversation, cause, emit, "wake", "wake")
-    _deliver(state, conversation, cause, emit, "turn", turn_id, "wake", [(fitted, False)], [])
+    deliver(state, conversation, cause, emit, "turn", turn_id, "wake", [(fitted, False)], [])
     return None
 
 
 def _reseed(state: State, conversation: Conversation, cause: int, emit: Emit) -> None:
     """A bounded reseed of the new epoch: the control state, then what fits."""
-    required = _control_tokens(state, conversation)
-    room = _room(conversation)
+    required = control_state_tokens(state, conversation)
+    room = context_room(conversation)
     if required > room:
         emit(
             ev.RecoveryChanged(
@@ -433,8 +437,8 @@ def _reseed(state: State, conversation: Conversation, cause: int, emit: Emit) ->
             )
         )
         return
-    fitted = _fit(_ranked(state, conversation.deliverable), room - required)
-    _deliver(state, conversation, cause, emit, "reseed", None, "reseed", [(fitted, False)], [], 0, required)
+    fitted = fit(_ranked(state, conversation.deliverable), room - required)
+    deliver(state, conversation, cause, emit, "reseed", None, "reseed", [(fitted, False)], [], 0, required)
 
 
 def urgent_rule(state: State, conversation_id: str, cause: int, at: datetime.datetime, emit: Emit) -> None:
@@ -489,9 +493,11 @@ def _delivery_created(state: State, event: ev.DeliveryCreated) -> None:
         list(event.messages),
         event.tokens,
         attempt_state=DELIVERY.after[ev.DeliveryCreated],
+        checkpoint=event.checkpoint if event.checkpoint is not UNSET else None,
     )
     conversation.deliveries[event.delivery_id] = delivery
-    for cause_key, revision in delivery.included:
+    # A background's deliveries hold nothing (contract v1.2 section 5.3).
+    for cause_key, revision in delivery.included if conversation.role == "foreground" else ():
         update = state.updates[cause_key]
         if update.revision == revision:
             update.held_by = event.delivery_id

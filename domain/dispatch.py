@@ -25,9 +25,11 @@ from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain.alerts import resolve_progressed, run_time_rules
+from tandem.domain.background_pass import run_background_pass
 from tandem.domain.budgets import deadline_for, deadline_rule, retry_blocked, touch_backed_off
 from tandem.domain.delivery import run_foreground_pass
 from tandem.domain.inputs import Input
+from tandem.domain.investigations import exhaustion_rule
 from tandem.domain.provenance import block_facts, hold_facts, prerequisite_facts
 from tandem.domain.records import Action
 from tandem.domain.rules import reacting, record
@@ -50,8 +52,13 @@ def handle_input(state: State, value: Input, seq: int, file: str | None, line: i
 
 def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> None:
     """Decide the engine's own events: time rules, then actions in proposal
-    order, then foreground delivery (contract section 4)."""
-    run_time_rules(state, cause, at, emit, deadline_rule(state, cause) if state.deadline_timers.entries else None)
+    order, then foreground delivery (contract section 4), then the background
+    reseeds (contract v1.2 section 9)."""
+    run_time_rules(
+        state, cause, at, emit,
+        deadline_rule(state, cause) if state.deadline_timers.entries else None,
+        exhaustion_rule(state, cause) if state.investigation_timers.entries else None,
+    )  # fmt: skip
     if state.backing_off:
         touch_backed_off(state, at)
     if state.dirty_sources:
@@ -60,6 +67,7 @@ def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> Non
         _actions_pass(state, cause, emit)
         resolve_progressed(state, cause, emit)  # a claim, or holds lifting, is progress
     run_foreground_pass(state, cause, at, emit)
+    run_background_pass(state, cause, at, emit)
 
 
 def _actions_pass(state: State, cause: int, emit: Emit) -> None:

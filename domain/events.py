@@ -34,14 +34,14 @@ from tandem.domain.event_base import Decision, Event, InputAccepted, InputReject
 from tandem.domain.budget_events import DeadlineExceeded, DeliveryDeferred  # contract v1.2 section 3 (file size)
 from tandem.domain.source_events import EvidenceAttached, SourceRuleApplied  # contract v1.2 section 2 (file size)
 from tandem.domain.tool_events import (  # contract v1.2 section 1, in a module of their own (file size)
-    RuntimeAdmitted,
-    RuntimeFenced,
-    RuntimeRefused,
-    ToolCallAllowed,
-    ToolCallDenied,
-    ToolPolicySet,
-)
-from tandem.domain.health_events import HostResumed, HostSuspended, ProviderReadinessRecorded, TaskStalled  # v1.2 section 4
+    RuntimeAdmitted, RuntimeFenced, RuntimeRefused, ToolCallAllowed, ToolCallDenied, ToolPolicySet,
+)  # fmt: skip
+from tandem.domain.health_events import (  # contract v1.2 section 4, re-exported: `ev.HostSuspended`
+    HostResumed, HostSuspended, ProviderReadinessRecorded, TaskStalled,
+)  # fmt: skip
+from tandem.domain.continuity_events import (  # contract v1.2 section 5, re-exported: `ev.InvestigationOpened`
+    BackgroundCheckpointed, InvestigationClosed, InvestigationExhausted, InvestigationOpened,
+)  # fmt: skip
 from tandem.domain.composition_events import DeliveryComposed  # contract v1.2 section 6, re-exported (file size)
 
 # ------------------------------------------------------ configuration, policy
@@ -61,6 +61,8 @@ class EngineConfigured(Decision, frozen=True, kw_only=True):
     exhausted_alerts: bool | UnsetType = UNSET
     suspend_gap_s: int | UnsetType = UNSET  # contract v1.2 section 4.5, only when given
     payload_required: bool | UnsetType = UNSET  # contract v1.2 section 6, only when given
+    investigation_max_s: int | UnsetType = UNSET  # contract v1.2 section 5.1, only when given
+    investigation_calls_max: int | UnsetType = UNSET
 
 
 class PolicySet(Decision, frozen=True, kw_only=True):
@@ -499,6 +501,7 @@ class DeliveryCreated(Decision, frozen=True, kw_only=True):
     budget: DeliveryBudget | None = None
     candidates: list[CandidateUpdate] = []
     candidates_total: int = 0
+    checkpoint: str | UnsetType = UNSET  # a background reseed's (contract v1.2 section 5.3)
 
 
 class DeliveryReceipted(Decision, frozen=True, kw_only=True):
@@ -676,6 +679,7 @@ AnyEvent = Union[
     ToolPolicySet, RuntimeAdmitted, RuntimeRefused, RuntimeFenced, ToolCallAllowed, ToolCallDenied,
     ProviderReadinessRecorded, HostSuspended, HostResumed, TaskStalled,
     DeliveryComposed,
+    InvestigationOpened, InvestigationExhausted, InvestigationClosed, BackgroundCheckpointed,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

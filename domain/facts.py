@@ -225,6 +225,9 @@ class ToolFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     call_limit: int | None = None
     usage: int | None = None
     token_limit: int | None = None
+    # budget_exhausted by an investigation (contract v1.2 section 5.1): its calls and bounds.
+    investigation_calls_max: int | None = None
+    due_at: datetime.datetime | None = None
 
 
 class DeliveryBudget(Struct, frozen=True, kw_only=True):
@@ -309,6 +312,9 @@ class AlertFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     max_attempts: int | None = None
     refusals: int | None = None
     delivery_retries_max: int | None = None
+    # investigation_exhausted (contract v1.2 section 5.1): by "time" or "calls".
+    investigation_id: str | None = None
+    investigation_calls_max: int | None = None
 
 
 class DeadlineFacts(Struct, frozen=True, kw_only=True):

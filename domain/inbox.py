@@ -34,7 +34,7 @@ from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Conversation, LatestObservation, Source, SourceCause, Update
 from tandem.domain.state import State
-from tandem.domain.tools import check_background_admitted
+from tandem.domain.tools import check_background_gates
 
 
 def default_cause_key(fields: inp.ObservationFields | inp.Observe) -> str:
@@ -229,7 +229,7 @@ def _bound_foreground(state: State, background_id: str, generation: int) -> Conv
 
 def decide_triage(state: State, value: inp.ClassifyTriage, seq: int) -> list[ev.Event]:
     foreground = _bound_foreground(state, value.conversation_id, value.generation)
-    check_background_admitted(state, value, [value.conversation_id])
+    check_background_gates(state, value, [value.conversation_id])
     if state.conversations[value.conversation_id].approvals:
         raise Rejected("triage_blocked", f"{value.conversation_id!r} waits on an approval: never answered for it")
     update = state.updates.get(value.cause_key)
@@ -262,7 +262,7 @@ def decide_card(state: State, value: inp.ProposeCard, seq: int) -> list[ev.Event
     ]
     if not bound:
         raise Rejected("generation_fenced", f"no foreground is bound at generation {value.generation}")
-    check_background_admitted(state, value, bound)
+    check_background_gates(state, value, bound)
     if value.card_id in state.cards:
         raise Rejected("already_exists", f"card {value.card_id!r} already exists")
     return [ev.CardProposed(cause=seq, card_id=value.card_id, cause_key=value.cause_key, summary=value.summary)]

@@ -69,6 +69,10 @@ ACTORS: dict[str, tuple[str, ...]] = {
     "tool.request": ("daemon",),
     # Contract v1.2 section 6: the daemon's composer
     "delivery.composed": ("daemon",),
+    # Contract v1.2 section 5
+    "investigation.open": ("background",),
+    "investigation.close": ("background",),
+    "background.checkpoint": ("background",),
 }
 HUMAN_ONLY: tuple[str, ...] = ("human",)
 

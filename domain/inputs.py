@@ -46,6 +46,7 @@ from tandem.domain.input_base import (  # noqa: F401 (re-exported: `inp.Identifi
     require_one_of,
     require_exactly_one,
 )
+from tandem.domain.continuity_inputs import CheckpointBackground, CloseInvestigation, OpenInvestigation  # v1.2 section 5
 
 # ---------------------------------------------------------------- shared parts
 
@@ -120,6 +121,8 @@ class ConfigureEngine(Input, tag="engine.configure"):
     # Contract v1.2 (section 4.5): an input this long after the previous one is a resume.
     suspend_gap_s: Positive | UnsetType = UNSET
     payload_required: bool | UnsetType = UNSET  # contract v1.2 section 6
+    investigation_max_s: Positive | UnsetType = UNSET  # contract v1.2 section 5.1
+    investigation_calls_max: Positive | UnsetType = UNSET
 
 
 class SetPolicy(Input, tag="policy.set"):
@@ -565,6 +568,7 @@ class RequestTool(Input, tag="tool.request"):
     read_paths: Annotated[list[Text], Meta(max_length=list_items_max)] = []
     write_paths: Annotated[list[Text], Meta(max_length=list_items_max)] = []
     operation_id: Identifier | UnsetType = UNSET
+    investigation_id: Identifier | UnsetType = UNSET  # contract v1.2 section 5.1
 
 
 # Contract v1.2 section 6: `sha256:` and 64 lowercase hex digits (schema).
@@ -593,6 +597,7 @@ AnyInput = Union[
     SetToolPolicy, AdmitRuntime, RequestTool,
     ReportProviderReadiness, SuspendHost, ResumeHost,
     ComposeDelivery,
+    OpenInvestigation, CloseInvestigation, CheckpointBackground,
 ]  # fmt: skip
 
 INPUT_KINDS: tuple[str, ...] = tuple(cls.__struct_config__.tag for cls in AnyInput.__args__)  # type: ignore[attr-defined]

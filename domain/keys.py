@@ -74,7 +74,7 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.ReconciliationCommitted: ("reconciliation: reconciliation_id",),
     ev.CardProposed: ("update: cause_key",),
     ev.TurnStarted: ("turn: turn_id",),
-    ev.DeliveryCreated: ("delivery: delivery_id", "turn: turn_id", "update: included[].0"),
+    ev.DeliveryCreated: ("delivery: delivery_id", "turn: turn_id", "update: included[].0", "checkpoint: checkpoint"),
     ev.DeliveryReceipted: ("delivery: delivery_id",),
     ev.TurnEnded: ("turn: turn_id", "delivery: released[]", "delivery: delivery_id"),
     ev.ContextReset: ("conversation: conversation_id",),
@@ -86,7 +86,9 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.DeliveryDeferred: (
         "conversation: conversation_id", "delivery: facts.delivery_id", "update: facts.cause_key", "incident: facts.incident_id",
     ),  # fmt: skip
-    ev.AlertRaised: ("alert: alert_id", "delivery: facts.delivery_id", "update: cause_key"),
+    ev.AlertRaised: (
+        "alert: alert_id", "delivery: facts.delivery_id", "update: cause_key", "investigation: facts.investigation_id",
+    ),  # fmt: skip
     ev.AlertSeen: ("alert: alert_id",),
     ev.AlertResolved: ("alert: alert_id", "delivery: facts.delivery_id"),
     ev.IncidentOpened: ("incident: incident_id",),
@@ -100,13 +102,17 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.RuntimeAdmitted: ("runtime: runtime_id", "runtimes"),
     ev.RuntimeRefused: ("runtime: runtime_id", "runtimes"),
     ev.RuntimeFenced: ("runtime: runtime_id",),
-    ev.ToolCallAllowed: ("runtime: runtime_id", "action: operation_id"),
-    ev.ToolCallDenied: ("runtime: runtime_id", "action: operation_id"),
+    ev.ToolCallAllowed: ("runtime: runtime_id", "action: operation_id", "investigation: investigation_id"),
+    ev.ToolCallDenied: ("runtime: runtime_id", "action: operation_id", "investigation: investigation_id"),
     ev.ProviderReadinessRecorded: ("provider: provider",),
     ev.HostSuspended: ("host",),
     ev.HostResumed: ("host",),
     ev.TaskStalled: ("task: task_id",),
     ev.DeliveryComposed: ("delivery: delivery_id",),
+    ev.InvestigationOpened: ("investigation: investigation_id", "task: task_id", "investigations"),
+    ev.InvestigationExhausted: ("investigation: investigation_id",),
+    ev.InvestigationClosed: ("investigation: investigation_id", "action: operation_id"),
+    ev.BackgroundCheckpointed: ("checkpoint: checkpoint_id", "investigation: investigations[]"),
 }
 assert set(KEYS) == set(ev.EVENT_TYPES.values()), "every event type declares its keys (() for none)"
 

@@ -272,6 +272,23 @@ class HostMachine(StateMachine):
     recheck = resuming.to(running)
 
 
+class InvestigationMachine(StateMachine):
+    """A background's investigation (contract v1.2 section 5.1): open until its
+    duration or calls run out (exhausted: its calls are denied) or it is
+    closed; an exhausted one may still be closed."""
+
+    open = State(initial=True)
+    exhausted = State()
+    concluded = State(final=True)
+    abandoned = State(final=True)
+    delegated = State(final=True)
+
+    exhaust = open.to(exhausted)
+    conclude = open.to(concluded) | exhausted.to(concluded)
+    abandon = open.to(abandoned) | exhausted.to(abandoned)
+    delegate = open.to(delegated) | exhausted.to(delegated)
+
+
 INITIAL = "(created)"  # in an `after` declaration: the event creates the thing, in its initial state
 
 AfterKey = type | tuple[type, Any]
@@ -501,8 +518,20 @@ HOST = Lifecycle(
     after={ev.HostSuspended: "suspend", (ev.HostResumed, False): "resume", (ev.HostResumed, True): "resume_rechecked"},
     by={ev.HostResumed: "running"},
 )
+INVESTIGATION = Lifecycle(
+    InvestigationMachine,
+    after={
+        ev.InvestigationOpened: INITIAL,
+        ev.InvestigationExhausted: "exhaust",
+        (ev.InvestigationClosed, "concluded"): "conclude",
+        (ev.InvestigationClosed, "abandoned"): "abandon",
+        (ev.InvestigationClosed, "delegated"): "delegate",
+    },
+    by={ev.InvestigationClosed: "outcome"},
+)
 LIFECYCLES = (
     ACTION, ATTEMPT, TASK, GRANT, QUESTION, DELIVERY, UPDATE, CONSUMER, MESSAGE, TURN, ALERT, OBLIGATION, RUNTIME, HOST,
+    INVESTIGATION,
 )  # fmt: skip
 
 # The action states the contract calls in flight (an attempt is out with the executor).

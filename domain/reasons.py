@@ -63,6 +63,9 @@ Reason = Literal[
     # contract v1.2 section 6 (delivery composition)
     "payload_mismatch",
     "payload_unrecorded",
+    # contract v1.2 section 5 (background continuity)
+    "unknown_investigation",
+    "context_not_reseeded",
 ]
 
 BLOCKING_CODES: tuple[str, ...] = (

@@ -22,6 +22,7 @@ from tandem.domain.lifecycles import (
     CONSUMER,
     DELIVERY,
     GRANT,
+    INVESTIGATION,
     MESSAGE,
     OBLIGATION,
     QUESTION,
@@ -49,6 +50,9 @@ class Config:
     exhausted_alerts: bool = False
     suspend_gap_s: Seconds = 0  # contract v1.2 section 4.5: 0, no unannounced suspend
     payload_required: bool = False  # contract v1.2 section 6: acceptance needs the exact payload
+    # Contract v1.2 section 5.1: they bound only investigations, which v1 has none of.
+    investigation_max_s: Seconds = 3600
+    investigation_calls_max: int = 100
 
 
 @dataclass(slots=True)
@@ -201,6 +205,7 @@ class Delivery:
     released: bool = False  # its turn failed or was interrupted: it holds nothing now
     orphaned: bool = False  # its turn failed while it was unknown: released once reconciled
     payload: Payload | None = None  # its exact payload, once composed (contract v1.2 section 6)
+    checkpoint: str | None = None  # a background reseed's checkpoint (contract v1.2 section 5.3)
 
 
 @dataclass(slots=True, frozen=True)
@@ -262,10 +267,22 @@ class Conversation:
     engine_held: bool = False  # its failure hold is the engine's, after its retries
     last_wake_at: datetime.datetime | None = None  # the previous wake turn's start
     deferred: tuple[str, datetime.datetime | None] | None = None  # (reason, until), as the last pass left it
+    # Contract v1.2 section 5.2 (a background): its latest checkpoint, and how many it wrote.
+    checkpoint: Checkpoint | None = None
+    checkpoints: int = 0
 
     @property
     def intent_unsynced(self) -> bool:
         return self.intent_revision > self.synced_intent_revision
+
+    @property
+    def unreseeded(self) -> bool:
+        """Contract v1.2 section 5.4 (a background): a reset made its reseed
+        due, and that epoch's reseed is not accepted (none made, not settled,
+        refused, or too big: context recovery)."""
+        if self.reseed_due or self.recovery == "reseed":
+            return True
+        return self.reseed_id is not None and self.deliveries[self.reseed_id].attempt_state != "accepted"
 
     @property
     def view_state(self) -> str:
@@ -274,6 +291,38 @@ class Conversation:
         if self.failure_held:
             return "failure_held"
         return "running" if self.running_turn is not None else "idle"
+
+
+@dataclass(slots=True, frozen=True)
+class Checkpoint:
+    """A background's checkpoint (contract v1.2 section 5.2): what it wrote, and
+    the investigations the engine added (its open and exhausted ones)."""
+
+    checkpoint_id: str
+    at: datetime.datetime
+    generation: int
+    epoch: int
+    intent_revision: int
+    sync_cursor: str
+    investigations: tuple[str, ...]
+    evidence_refs: tuple[str, ...]
+    tokens: int
+
+
+@dataclass(slots=True)
+class Investigation:
+    """A background's bounded inquiry into a cause (contract v1.2 section 5.1)."""
+
+    investigation_id: str
+    conversation_id: str
+    cause_key: str
+    task_id: str | None
+    opened_at: datetime.datetime
+    due_at: datetime.datetime
+    state: str = INVESTIGATION.initial
+    calls: int = 0  # allowed tool calls naming it
+    evidence_refs: list[str] = field(default_factory=list)
+    operation_id: str | None = None  # the worker action it was delegated to
 
 
 @dataclass(slots=True)

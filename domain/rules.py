@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tandem.domain import (
-    actions, alerts, authority, budgets, composition, consumer, conversation, delivery, health, inbox, source_rule,
+    actions, alerts, authority, budgets, composition, consumer, conversation, delivery, health, inbox, investigations, source_rule,
     tasks, tools,
 )  # fmt: skip
 from tandem.domain import events as ev
@@ -38,6 +38,7 @@ Emit = Callable[[ev.Event], None]
 AREAS = (
     authority, tasks, actions, source_rule, inbox, consumer, conversation, delivery, alerts, budgets, tools, health,
     composition,
+    investigations,
 )  # fmt: skip
 
 

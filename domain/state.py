@@ -29,6 +29,7 @@ from tandem.domain.records import (
     Consumer,
     Conversation,
     Grant,
+    Investigation,
     LatestObservation,
     Obligation,
     Policy,
@@ -103,6 +104,7 @@ class State:
     consumers: dict[str, Consumer] = field(default_factory=dict)
     cards: dict[str, str] = field(default_factory=dict)  # card_id -> cause_key
     foregrounds: list[str] = field(default_factory=list)  # in id order: the foreground pass's order
+    backgrounds: list[str] = field(default_factory=list)  # in id order: the background pass's (v1.2 section 5.3)
     alerts: dict[str, Alert] = field(default_factory=dict)
     incidents: dict[str, bool] = field(default_factory=dict)  # incident_id -> open
     crashes: int = 0  # daemon_crash/{n} incidents issued
@@ -128,6 +130,9 @@ class State:
     # deadline; and the stalled tasks that progressed or ended since (no_progress to resolve).
     progress_timers: Timers = field(default_factory=Timers)
     unstalled: set[str] = field(default_factory=set)
+    # Contract v1.2 section 5.1: the investigations by id, and (due_at, investigation_id) of the open ones.
+    investigations: dict[str, Investigation] = field(default_factory=dict)
+    investigation_timers: Timers = field(default_factory=Timers)
     # ---- indexes
     pending: set[str] = field(default_factory=set)
     fenced: set[str] = field(default_factory=set)

@@ -28,7 +28,7 @@ from tandem.domain.lookups import known_conversation, known_task
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Question, Task
 from tandem.domain.state import State
-from tandem.domain.tools import check_background_admitted
+from tandem.domain.tools import check_background_gates
 
 # ----------------------------------------------------------------- deciders
 
@@ -98,7 +98,7 @@ def decide_task_cancel(state: State, value: inp.CancelTask, seq: int) -> list[ev
 
 def _check_runtime(state: State, value: inp.Input, task: Task) -> None:
     """runtime_not_admitted (contract v1.2 section 1.3): the background bound to the task's conversation."""
-    check_background_admitted(state, value, [state.conversations[task.conversation_id].background_id])
+    check_background_gates(state, value, [state.conversations[task.conversation_id].background_id])
 
 
 def decide_task_completion(state: State, value: inp.CompleteTask, seq: int) -> list[ev.Event]:

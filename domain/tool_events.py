@@ -6,6 +6,8 @@ module of their own only so that domain/events.py stays under the file limit.
 
 from __future__ import annotations
 
+from msgspec import UNSET, UnsetType
+
 from tandem.domain.event_base import Decision
 from tandem.domain.facts import ToolFacts
 
@@ -67,6 +69,7 @@ class ToolCallAllowed(Decision, frozen=True, kw_only=True):
     tool: str
     operation_id: str | None
     tool_policy_revision: int
+    investigation_id: str | UnsetType = UNSET  # the background's investigation it counts on (v1.2 section 5.1)
 
 
 class ToolCallDenied(Decision, frozen=True, kw_only=True):
@@ -78,3 +81,4 @@ class ToolCallDenied(Decision, frozen=True, kw_only=True):
     operation_id: str | None
     reason: str
     facts: ToolFacts
+    investigation_id: str | UnsetType = UNSET  # a named, known investigation (v1.2 section 5.1)

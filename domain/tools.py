@@ -14,9 +14,12 @@ ever allowed (replay/proving: `tools_within_admitted_allowlist`).
 
 Once a background tool policy is set, every input from actor `background`
 needs an admitted runtime of the background it acts for, at its current
-binding generation (`check_background_admitted`, called by the deciders of
-those kinds where the contract puts the check); a rebind fences the old
-runtime (the reaction to `BackgroundBound`).
+binding generation (`check_background_gates`, called by the deciders of
+those kinds where the contract puts the check, with section 5.4's
+`context_not_reseeded` right after); a rebind fences the old runtime (the
+reaction to `BackgroundBound`). A background's call may name one of its
+investigations (contract v1.2 section 5.1): counted on it, denied once it is
+exhausted.
 """
 
 from __future__ import annotations
@@ -24,15 +27,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from msgspec import UNSET
+
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.alerts import raise_alert, resolve_alert
 from tandem.domain.authority import inside_any, normalise_path, path_allowed
 from tandem.domain.inputs import given
-from tandem.domain.lifecycles import ACTION, IN_FLIGHT, RUNTIME
+from tandem.domain.lifecycles import ACTION, IN_FLIGHT, INVESTIGATION, RUNTIME
 from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
-from tandem.domain.records import Runtime, ToolPolicy
+from tandem.domain.records import Conversation, Runtime, ToolPolicy
 from tandem.domain.state import State
 
 ISOLATION_ALERT = "isolation_unavailable"
@@ -40,6 +45,7 @@ DENIED_ALERT = "tool_denied"
 _UNEXACT_CHARS = frozenset("*?[]{}")
 # The action states in which a worker may call tools (contract v1.2 section 1.5, check 4).
 CALLING_STATES = frozenset({"submitting", "queued", "accepted", "unknown"})
+EXHAUSTED = INVESTIGATION.after[ev.InvestigationExhausted]  # its calls are denied budget_exhausted (section 5.1)
 
 
 def is_exact(tool: str) -> bool:
@@ -79,19 +85,36 @@ def admitted_background(state: State, background_id: str | None) -> Runtime | No
     return None
 
 
-def check_background_admitted(state: State, value: inp.Input, background_ids: Iterable[str | None]) -> None:
+def check_background_gates(state: State, value: inp.Input, background_ids: Iterable[str | None]) -> None:
     """Section 1.3: once a background tool policy is set, a `background` input
-    needs one of the backgrounds it acts for to have an admitted runtime."""
-    if value.sender != "background" or "background" not in state.tool_policies:
+    needs one of the backgrounds it acts for to have an admitted runtime; and
+    (contract v1.2 section 5.4, right after) one of those to be reseeded
+    since its last context reset, if that reset made a reseed due."""
+    if value.sender != "background":
         return
     named = [background_id for background_id in background_ids if background_id is not None]
-    if any(admitted_background(state, background_id) is not None for background_id in named):
-        return
-    which = ", ".join(repr(name) for name in named) or "no bound background"
-    raise Rejected(
-        "runtime_not_admitted",
-        f"{which}: no runtime admitted at the current binding generation (tool policy revision {state.tool_policy_revision})",
-    )
+    if "background" in state.tool_policies:
+        named = [background_id for background_id in named if admitted_background(state, background_id) is not None]
+        if not named:
+            which = ", ".join(repr(name) for name in background_ids if name is not None) or "no bound background"
+            raise Rejected(
+                "runtime_not_admitted",
+                f"{which}: no runtime admitted at the current binding generation (tool policy revision {state.tool_policy_revision})",
+            )
+    if named and all(state.conversations[background_id].unreseeded for background_id in named):
+        background = state.conversations[named[0]]
+        raise Rejected(
+            "context_not_reseeded",
+            f"{named[0]!r}: its epoch {background.epoch} reseed is not accepted ({_reseed_state(background)})",
+        )
+
+
+def _reseed_state(background: Conversation) -> str:
+    if background.recovery == "reseed":
+        return "context recovery required: the reseed does not fit"
+    if background.reseed_id is None:
+        return "none made yet"
+    return f"{background.reseed_id} is {background.deliveries[background.reseed_id].attempt_state}"
 
 
 def _policy(state: State, role: str) -> ToolPolicy:
@@ -260,8 +283,20 @@ def _check_worker_call(state: State, runtime: Runtime, value: inp.RequestTool) -
     return None
 
 
+def _check_investigation(state: State, runtime: Runtime, value: inp.RequestTool) -> str | None:
+    """Check 4 for a background (contract v1.2 section 5.1): the investigation
+    it names is one of its background's, and not closed."""
+    investigation_id = given(value.investigation_id)
+    if investigation_id is None:
+        return None
+    investigation = state.investigations.get(investigation_id)
+    if investigation is None or investigation.conversation_id != runtime.conversation_id:
+        return "unknown_investigation"
+    return "not_open" if investigation.state in INVESTIGATION.terminal else None
+
+
 def call_denial(state: State, runtime: Runtime, value: inp.RequestTool) -> ev.ToolFacts | None:
-    """Checks 3-7 of `tool.request`, in order: why the call is denied, or None (allowed)."""
+    """Checks 3-8 of `tool.request`, in order: why the call is denied, or None (allowed)."""
     revision = state.tool_policy_revision
     facts = {"tool_policy_revision": revision, "admitted_revision": runtime.tool_policy_revision}
     if not runtime_admitted(state, runtime):
@@ -270,6 +305,10 @@ def call_denial(state: State, runtime: Runtime, value: inp.RequestTool) -> ev.To
         failed = _check_worker_call(state, runtime, value)
         if failed is not None:
             return ev.ToolFacts(check=failed[0], entry=given(value.operation_id), **facts)
+    else:
+        code = _check_investigation(state, runtime, value)
+        if code is not None:
+            return ev.ToolFacts(check=code, entry=given(value.investigation_id), **facts)
     policy = _policy(state, runtime.role)
     in_admission, in_allowlist = value.tool in runtime.tools, value.tool in policy.tools
     if not (in_admission and in_allowlist):
@@ -282,7 +321,7 @@ def call_denial(state: State, runtime: Runtime, value: inp.RequestTool) -> ev.To
     if runtime.role == "background":
         if value.write_paths:
             return ev.ToolFacts(check="write_outside_roots", entry=value.write_paths[0], **facts)
-        return None
+        return _investigation_exhausted(state, value, facts)
     grant = state.grants[state.actions[value.operation_id].grant_id]  # type: ignore[index]
     escaping = next((p for p in value.write_paths if not path_allowed(p, grant.roots, state.policy.roots)), None)
     if escaping is not None:
@@ -293,6 +332,45 @@ def call_denial(state: State, runtime: Runtime, value: inp.RequestTool) -> ev.To
             usage=grant.usage, token_limit=grant.token_limit, **facts,
         )  # fmt: skip
     return None
+
+
+def _investigation_exhausted(state: State, value: inp.RequestTool, facts: dict[str, Any]) -> ev.ToolFacts | None:
+    """Check 8 for a background: the investigation it names is exhausted, or
+    reaches its due time with this very input (section 5.1: its time rule
+    runs in the pass after the input's own events)."""
+    investigation = state.investigations.get(given(value.investigation_id) or "")
+    if investigation is None or not (investigation.state == EXHAUSTED or value.at >= investigation.due_at):
+        return None
+    return ev.ToolFacts(
+        check="budget_exhausted", entry=investigation.investigation_id, calls=investigation.calls,
+        investigation_calls_max=state.config.investigation_calls_max, due_at=investigation.due_at, **facts,
+    )  # fmt: skip
+
+
+def _named_investigation(state: State, runtime: Runtime, value: inp.RequestTool) -> Any:
+    """The investigation a background's call names, as its events record it
+    (UNSET: none, or one that does not exist, or a worker's call)."""
+    investigation_id = given(value.investigation_id)
+    if runtime.role != "background" or investigation_id not in state.investigations:
+        return UNSET
+    return investigation_id
+
+
+def _exhausted_by_call(state: State, investigation_id: Any, seq: int) -> list[ev.Event]:
+    """The allowed call that brings an open investigation's calls to
+    investigation_calls_max exhausts it (section 5.1)."""
+    if investigation_id is UNSET:
+        return []
+    investigation = state.investigations[investigation_id]
+    calls, calls_max = investigation.calls + 1, state.config.investigation_calls_max
+    if investigation.state != "open" or calls < calls_max:
+        return []
+    return [
+        ev.InvestigationExhausted(
+            cause=seq, investigation_id=investigation_id, conversation_id=investigation.conversation_id, by="calls",
+            due_at=investigation.due_at, calls=calls, calls_max=calls_max,
+        )
+    ]  # fmt: skip
 
 
 def _stopped_by_budget(state: State, denied: ev.ToolCallDenied) -> list[ev.Event]:
@@ -312,6 +390,7 @@ def decide_tool_request(state: State, value: inp.RequestTool, seq: int) -> list[
     if value.call_id in runtime.call_ids:
         raise Rejected("already_exists", f"call {value.call_id!r} was already asked for runtime {value.runtime_id!r}")
     operation_id = given(value.operation_id) if runtime.role == "worker" else None
+    investigation_id = _named_investigation(state, runtime, value)
     denial = call_denial(state, runtime, value)
     if denial is not None:
         denied = ev.ToolCallDenied(
@@ -322,6 +401,7 @@ def decide_tool_request(state: State, value: inp.RequestTool, seq: int) -> list[
             operation_id=operation_id if operation_id in state.actions else None,
             reason=denial.check,
             facts=denial,
+            investigation_id=investigation_id,
         )
         detail = f"denied before execution: {denial.check} ({denial.entry!r}, tool policy revision {denial.tool_policy_revision})"
         consequences = [denied, *_stopped_by_budget(state, denied)]
@@ -334,7 +414,9 @@ def decide_tool_request(state: State, value: inp.RequestTool, seq: int) -> list[
             tool=value.tool,
             operation_id=operation_id,
             tool_policy_revision=state.tool_policy_revision,
-        )
+            investigation_id=investigation_id,
+        ),
+        *_exhausted_by_call(state, investigation_id, seq),
     ]
 
 
@@ -457,6 +539,8 @@ def _tool_call_allowed(state: State, event: ev.ToolCallAllowed) -> None:
     runtime = state.runtimes[event.runtime_id]
     runtime.calls_allowed += 1
     runtime.call_ids.add(event.call_id)
+    if event.investigation_id is not UNSET:
+        state.investigations[event.investigation_id].calls += 1
     if event.operation_id is not None:
         action = state.actions[event.operation_id]
         action.calls += 1

@@ -17,6 +17,7 @@ from tandem.projections.consumers import ConsumersView
 from tandem.projections.conversations import ConversationsView
 from tandem.projections.health import HealthView
 from tandem.projections.inbox import InboxView
+from tandem.projections.investigations import InvestigationsView
 from tandem.projections.questions import QuestionsView
 from tandem.projections.rejections import RejectionsView
 from tandem.projections.runtimes import RuntimesView
@@ -36,6 +37,7 @@ VIEW_NAMES: tuple[str, ...] = (
     "cards",
     "rejections",
     "runtimes",  # contract v1.2: new top-level keys after `rejections`
+    "investigations",  # contract v1.2 section 5.5
 )
 
 
@@ -54,6 +56,7 @@ class Views:
             CardsView(),
             RejectionsView(),
             RuntimesView(),
+            InvestigationsView(),
         ]
         self.by_name = {view.name: view for view in views}
         assert tuple(self.by_name) == VIEW_NAMES

@@ -54,6 +54,7 @@ class ConversationsView(View):
             "refusals": 0,
             "deferred": None,
             "stop_requested": None,  # contract v1.2 section 8.2 (computed in render)
+            "checkpoint": None,  # contract v1.2 section 5.5
         }
 
     def _bound(self, event: ev.BackgroundBound) -> None:
@@ -115,6 +116,7 @@ class ConversationsView(View):
                 "payload": None,
                 "display_digest": self._display_digest(event.conversation_id, event.messages),
                 "untrusted": [cause_key for cause_key, _ in event.included if cause_key in self.observed],
+                "checkpoint": event.checkpoint if event.checkpoint is not UNSET else None,  # v1.2 section 5.5
             }
         )
         self.delivery_rows[event.delivery_id] = delivery
@@ -167,6 +169,19 @@ class ConversationsView(View):
         deferred = None if event.reason is None else {"until": rfc3339(event.until), "reason": event.reason}
         self.rows[event.conversation_id]["deferred"] = deferred
 
+    def _checkpointed(self, event: ev.BackgroundCheckpointed) -> None:
+        self.rows[event.conversation_id]["checkpoint"] = {
+            "checkpoint_id": event.checkpoint_id,
+            "at": rfc3339(event.at),
+            "generation": event.generation,
+            "epoch": event.epoch,
+            "intent_revision": event.intent_revision,
+            "sync_cursor": event.sync_cursor,
+            "investigations": list(event.investigations),
+            "evidence_refs": list(event.evidence_refs),
+            "tokens": event.tokens,
+        }
+
     def _usage(self, event: ev.UsageReported) -> None:
         if event.conversation_id is not None and event.context_tokens is not None:
             self.rows[event.conversation_id]["context_tokens"] = event.context_tokens
@@ -189,6 +204,7 @@ class ConversationsView(View):
         ev.RecoveryChanged: _recovery,
         ev.FailureHoldChanged: _failure_hold,
         ev.DeliveryDeferred: _deferred,
+        ev.BackgroundCheckpointed: _checkpointed,
     }
 
     def render(self) -> list[dict[str, Any]]:

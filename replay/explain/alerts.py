@@ -103,6 +103,12 @@ def _probed(resolver: Resolver, f: ev.AlertFacts, position: int) -> Iterator[Fac
                  "auth_expires_at": rfc3339(f.auth_expires_at)}  # fmt: skip
         reported = resolver.source(("provider", f.provider), position, of_type(ev.ProviderReadinessRecorded))
         yield Fact(name="provider_readiness", text=text, value=value, source=reported)
+    if f.investigation_id is not None:  # contract v1.2 section 5.1
+        bound = f"calls {f.calls} of investigation_calls_max {f.investigation_calls_max}" if f.calls is not None else ""
+        text = f"investigation {f.investigation_id}" + (f": {bound}" if bound else "")
+        value = {"investigation_id": f.investigation_id, "calls": f.calls, "investigation_calls_max": f.investigation_calls_max}
+        opened = resolver.source(("investigation", f.investigation_id), position, of_type(ev.InvestigationOpened))
+        yield Fact(name="investigation", text=text, value=value, source=opened)
 
 
 def alert_facts(resolver: Resolver, facts: ev.AlertFacts | None, entry: Entry) -> list[Fact]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import msgspec
+from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import DELIVERY, TURN
 from tandem.domain.lookups import numbered_owner
 from tandem.replay.explain.chain import Chain, Rendered, Renderer, said
 from tandem.replay.explain.keys import Key
-from tandem.replay.explain.log import Entry, Resolver, source
+from tandem.replay.explain.log import Entry, Resolver, of_type, source
 from tandem.replay.explain.model import Fact, Waiting
 
 # The rules of the foreground pass (docs/contract.md section 5.3, the same numbers).
@@ -18,6 +19,10 @@ _RULES = {
     "wake": "contract section 5.3 rule 4: idle, something deliverable, no * pause: one coalesced wake",
     "steer": "contract section 5.3 rule 2: running with steer: true: urgent updates steered into the turn",
     "reseed": "contract section 5.3 epochs: a context reset's bounded reseed of the control state",
+    "background_reseed": (
+        "contract v1.2 section 5.3: a background's reset with a checkpoint: its bounded reseed (required: its "
+        "foreground's control state, its unresolved investigations, the checkpoint; optional: untriaged updates)"
+    ),
 }
 _TURN_RULES = {
     "human_turn": "contract section 5.3 rule 3 (a human message queued)",
@@ -50,10 +55,26 @@ def _candidate_fact(resolver: Resolver, candidate: ev.CandidateUpdate, position:
     optional = " (routine, optional)" if candidate.optional else ""
     verdict = _VERDICTS.get(candidate.verdict, candidate.verdict)
     text = (
-        f"{candidate.cause_key} revision {revision} ({candidate.disposition}{ranked}, {candidate.tokens} tokens)"
+        f"{candidate.cause_key} revision {revision} ({candidate.disposition or 'untriaged'}{ranked}, {candidate.tokens} tokens)"
         f"{optional}: {verdict}"
     )
     return Fact(name="candidate", text=text, value=msgspec.to_builtins(candidate), source=triaged)
+
+
+def _checkpoint_fact(resolver: Resolver, checkpoint_id: str, position: int) -> Fact:
+    """The checkpoint a background reseed carries, with the input that wrote it (contract v1.2 section 10)."""
+    written = resolver.find(("checkpoint", checkpoint_id), position, of_type(ev.BackgroundCheckpointed))
+    event = written[1] if written is not None else None
+    if not isinstance(event, ev.BackgroundCheckpointed):
+        return Fact(name="checkpoint", text=f"checkpoint {checkpoint_id}", value=checkpoint_id)
+    text = (
+        f"checkpoint {checkpoint_id} (epoch {event.epoch}, intent revision {event.intent_revision}, sync cursor "
+        f"{event.sync_cursor}, investigations [{', '.join(event.investigations)}], evidence "
+        f"[{', '.join(event.evidence_refs)}], {event.tokens} tokens)"
+    )
+    value = {"checkpoint_id": checkpoint_id, "sync_cursor": event.sync_cursor, "investigations": list(event.investigations),
+             "evidence_refs": list(event.evidence_refs), "tokens": event.tokens}  # fmt: skip
+    return Fact(name="checkpoint", text=text, value=value, source=source(written))
 
 
 def delivery_created(resolver: Resolver, entry: Entry, event: ev.DeliveryCreated) -> Rendered:
@@ -71,6 +92,8 @@ def delivery_created(resolver: Resolver, entry: Entry, event: ev.DeliveryCreated
         facts.append(Fact(name="budget", text=text, value=msgspec.to_builtins(budget)))
     if event.messages:
         facts.append(Fact(name="messages", text=f"messages {', '.join(event.messages)}", value=list(event.messages)))
+    if event.checkpoint is not UNSET:
+        facts.append(_checkpoint_fact(resolver, event.checkpoint, entry[0]))
     facts.extend(_candidate_fact(resolver, candidate, entry[0]) for candidate in event.candidates)
     unrecorded = event.candidates_total - len(event.candidates)
     if unrecorded > 0:

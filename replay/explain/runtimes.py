@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import UNSET
+
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import RUNTIME
 from tandem.replay.explain.chain import Chain, Rendered
 from tandem.replay.explain.log import Entry, Resolver, of_type, source
 from tandem.replay.explain.model import Fact
+from tandem.projections.base import rfc3339
 
 _CHECKS = {
     "isolation_unavailable": "no isolation test evidence: a capability flag alone is not enforcement",
@@ -27,7 +30,11 @@ _CHECKS = {
     "unknown_operation": "the worker names no action it executes",
     "stale_attempt": "the action is not in flight",
     "budget_exhausted": "the action's grant reached its call_limit or token_limit (contract v1.2 section 3.4)",
+    "unknown_investigation": "the investigation it names is not one of its background's (contract v1.2 section 5.1)",
+    "not_open": "the investigation it names is closed (contract v1.2 section 5.1)",
 }
+# budget_exhausted for a background's call: its investigation ran out (contract v1.2 section 5.1).
+_INVESTIGATION_EXHAUSTED = "the investigation it names is exhausted: its duration or calls ran out (contract v1.2 section 5.1)"
 
 
 def tool_policy_fact(resolver: Resolver, revision: int, position: int) -> Fact:
@@ -41,7 +48,9 @@ def tool_policy_fact(resolver: Resolver, revision: int, position: int) -> Fact:
 
 def tool_facts(resolver: Resolver, facts: ev.ToolFacts, position: int, runtime_id: str) -> list[Fact]:
     """The failed check, the offending entry, the revision, the evidence or admission."""
-    found = [Fact(name="check", text=f"{facts.check}: {_CHECKS.get(facts.check, facts.check)}", value=facts.check)]
+    investigation = facts.investigation_calls_max is not None
+    words = _INVESTIGATION_EXHAUSTED if investigation else _CHECKS.get(facts.check, facts.check)
+    found = [Fact(name="check", text=f"{facts.check}: {words}", value=facts.check)]
     if facts.entry is not None:
         where = []
         if facts.in_admission is not None:
@@ -59,7 +68,15 @@ def tool_facts(resolver: Resolver, facts: ev.ToolFacts, position: int, runtime_i
         admitted = resolver.find(("runtime", runtime_id), position, of_type(ev.RuntimeAdmitted))
         text = f"{runtime_id} admitted at tool policy revision {facts.admitted_revision}"
         found.append(Fact(name="admission", text=text, value=facts.admitted_revision, source=source(admitted)))
-    if facts.check == "budget_exhausted":  # contract v1.2 section 3.4: the grant's count and limits
+    if investigation:  # contract v1.2 section 5.1: the investigation's count and bounds
+        text = (
+            f"investigation {facts.entry}: calls {facts.calls} of investigation_calls_max "
+            f"{facts.investigation_calls_max}, due at {rfc3339(facts.due_at)}"
+        )
+        value = {"calls": facts.calls, "investigation_calls_max": facts.investigation_calls_max, "due_at": rfc3339(facts.due_at)}
+        exhausted = resolver.source(("investigation", facts.entry or ""), position, of_type(ev.InvestigationExhausted))
+        found.append(Fact(name="investigation_budget", text=text, value=value, source=exhausted))
+    elif facts.check == "budget_exhausted":  # contract v1.2 section 3.4: the grant's count and limits
         text = f"grant {facts.entry}: calls {facts.calls} of call_limit {facts.call_limit}, usage {facts.usage}" + (
             f" of token_limit {facts.token_limit}" if facts.token_limit is not None else ""
         )
@@ -103,6 +120,8 @@ class Runtime(Chain):
 
     def allowed(self, entry: Entry, event: ev.ToolCallAllowed) -> Rendered:
         summary = f"call {event.call_id} {event.tool} allowed at tool policy revision {event.tool_policy_revision}"
+        if event.investigation_id is not UNSET:
+            summary += f" for investigation {event.investigation_id}"  # counted on it (contract v1.2 section 5.1)
         return summary + (f" for {event.operation_id}" if event.operation_id else ""), []
 
     def denied(self, entry: Entry, event: ev.ToolCallDenied) -> Rendered:

@@ -12,6 +12,7 @@ from tandem.replay.explain.causes import Cause, Reconciliation
 from tandem.replay.explain.chain import Chain
 from tandem.replay.explain.conversations import Delivery, Turn
 from tandem.replay.explain.indexed import IndexedReads
+from tandem.replay.explain.investigations import Investigation
 from tandem.replay.explain.keys import Key
 from tandem.replay.explain.log import Grow, Log, Resolver
 from tandem.replay.explain.model import Document, ExplainError, Explanation
@@ -26,13 +27,15 @@ if TYPE_CHECKING:
 # The kinds an id may name, in the order matches are reported.
 CHAINS: dict[str, type[Chain]] = {
     chain.kind: chain
-    for chain in (Operation, Attempt, Delivery, Turn, Alert, Question, Task, Obligation, Cause, Reconciliation, Runtime)
-}
+    for chain in (
+        Operation, Attempt, Delivery, Turn, Alert, Question, Task, Obligation, Cause, Reconciliation, Runtime, Investigation,
+    )
+}  # fmt: skip
 KINDS = tuple(CHAINS)
 # The kinds contract v1.2 added, each with the singleton key every event that makes one has:
 # an id that names nothing lists them only when the store holds one (so a v1
 # store's message is what it was).
-LATER_KINDS: dict[str, Key] = {Runtime.kind: ("runtimes",)}
+LATER_KINDS: dict[str, Key] = {Runtime.kind: ("runtimes",), Investigation.kind: ("investigations",)}
 
 # Bounded output: the links of one explanation (the latest are kept).
 steps_max = 2_000

@@ -4,6 +4,8 @@ decision at the moment it is made. docs/invariants.md lists them all."""
 
 from __future__ import annotations
 
+import datetime
+
 from msgspec import UNSET
 
 from tandem.domain import events as ev
@@ -446,8 +448,12 @@ def budgets_never_exceeded(before: State, event: Event, applying: Applying) -> s
     wake frequency". No claim at or after an action's `deadline_at`, nor
     before its `retry_at`; no delivery of any kind to a conversation before
     its refusal back-off's `until`; no tool call allowed for an action whose
-    grant has already made `call_limit` calls (section 3.4)."""
+    grant has already made `call_limit` calls (section 3.4), nor one counted
+    on an investigation that is not open, past its due time or at
+    `investigation_calls_max` (section 5.1)."""
     at = applying.at
+    if isinstance(event, ev.ToolCallAllowed) and event.investigation_id is not UNSET:
+        return _investigation_exceeded(before, event, at)
     if isinstance(event, ev.ToolCallAllowed) and event.operation_id is not None:
         action = before.actions.get(event.operation_id)
         grant = before.grants.get(action.grant_id) if action is not None else None
@@ -465,6 +471,17 @@ def budgets_never_exceeded(before: State, event: Event, applying: Applying) -> s
         until = backoff_until(before, before.conversations[event.conversation_id])
         if until is not None and at < until:
             return f"{event.delivery_id} made at {at.isoformat()}, during the back-off of {event.conversation_id} (until {until.isoformat()})"
+    return None
+
+
+def _investigation_exceeded(before: State, event: ev.ToolCallAllowed, at: datetime.datetime) -> str | None:
+    investigation = before.investigations.get(event.investigation_id)  # type: ignore[arg-type]
+    if investigation is None or investigation.state != "open":
+        return f"call {event.call_id} allowed for investigation {event.investigation_id}, which is {investigation.state if investigation else 'unknown'}"
+    if at >= investigation.due_at:
+        return f"call {event.call_id} allowed for {event.investigation_id} at {at.isoformat()}, at or after its due time"
+    if investigation.calls >= before.config.investigation_calls_max:
+        return f"call {event.call_id} allowed for {event.investigation_id} past investigation_calls_max"
     return None
 
 

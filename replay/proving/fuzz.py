@@ -258,6 +258,12 @@ class TandemMachine(RuleBasedStateMachine):
         self.send(self.draw_line(data, _OWNER))
 
     @rule(data=st.data())
+    def continuity(self, data: st.DataObject) -> None:
+        """Investigations, checkpoints, the background's resets and its reseed's
+        receipts, and background inputs around them (contract v1.2 section 5)."""
+        self.send(self.draw_line(data, _CONTINUITY))
+
+    @rule(data=st.data())
     def heartbeat(self, data: st.DataObject) -> None:
         self.send(self.draw_line(data, ["watchdog.heartbeat"]))
 
@@ -371,6 +377,10 @@ _OWNER = (
 # 120 s, stays fresh between heartbeats); `time_passes` makes the long jumps.
 _MACHINE_GAPS = st.sampled_from([0, 0, 1, 1, 1, 2, 3, 5, 10, 30])
 _TOOLS = ("tool_policy.set", "runtime.admit", "tool.request", "tool.request", "tool.request", "action.propose")
+_CONTINUITY = (
+    "background.checkpoint", "background.checkpoint", "investigation.open", "investigation.close", "background_reset",
+    "reseed_receipt", "reseed_receipt", "triage.classify", "observe", "intent.synced", "tool.request", "runtime.admit",
+)  # fmt: skip
 _LATE_KINDS = frozenset({"executor.receipt", "executor.reconcile", "executor.outcome", "provider.receipt", "provider.reconcile", "turn.ended"})
 
 
@@ -381,7 +391,6 @@ def _injected(error: BaseException | None) -> bool:
             return True
         error = error.__cause__ or error.__context__
     return False
-
 
 
 def machine_settings(examples: int | None = None, steps: int | None = None, **overrides: Any) -> settings:

@@ -53,6 +53,7 @@ from tandem.replay.proving.event_invariants import (
     unknown_is_never_retried,
 )
 from tandem.replay.proving.foreman_invariants import maintenance_yields_to_the_owner
+from tandem.replay.proving.continuity_invariants import background_acts_only_reseeded
 from tandem.replay.proving.model import Invariant
 from tandem.replay.proving.tool_invariants import tools_within_admitted_allowlist
 from tandem.replay.proving.composition_invariants import payload_frozen_before_acceptance
@@ -73,6 +74,7 @@ BUILTIN: tuple[Invariant, ...] = (
     no_claim_behind_source_revision,
     grants_within_policy,
     tools_within_admitted_allowlist,
+    background_acts_only_reseeded,
     budget_usage_adds_up,
     fenced_generation_commits_nothing,
     stale_triage_is_refused,

@@ -20,6 +20,9 @@ decision, passed as `Engine(step=...)`.
 - `claim_while_owner_active`, `forget_preemption`: contract v1.2 section
   8.1 broken (a maintenance action claimed while the owner is active; a
   human message that asks no running maintenance action to stop).
+- `act_before_reseed`: contract v1.2 section 5.4's gate forgotten: a
+  background input refused `context_not_reseeded` is decided as if the
+  background's reseed were accepted.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ def resend_during_backoff(state: State, value: Input, seq: int, file: str | None
             continue
         if conversation.queue and conversation.running_turn is None and not conversation.failure_held:
             if not conversation.approvals and conversation.recovery is None and not conversation.reseed_due:
-                delivery._human_turn(state, conversation, seq, emit, delivery._room(conversation))
+                delivery._human_turn(state, conversation, seq, emit, delivery.context_room(conversation))
 
 
 def skip_source_rule(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
@@ -136,7 +139,7 @@ def deliver_while_provider_unready(state: State, value: Input, seq: int, file: s
         conversation = state.conversations[conversation_id]
         dispatchable = not (conversation.approvals or conversation.failure_held or conversation.recovery)
         if state.provider_unready(conversation) and conversation.queue and conversation.running_turn is None and dispatchable:
-            delivery._human_turn(state, conversation, seq, emit, delivery._room(conversation))
+            delivery._human_turn(state, conversation, seq, emit, delivery.context_room(conversation))
 
 
 def forget_unready_deferral(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
@@ -192,3 +195,24 @@ def forget_preemption(state: State, value: Input, seq: int, file: str | None, li
             emit(event)
 
     handle_input(state, value, seq, file, line, dropping)
+
+
+def act_before_reseed(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 5.4 broken: an input refused `context_not_reseeded`
+    is decided again with every background's reseed taken as accepted (the
+    gate forgotten): "missing narrative" authorizes it."""
+    emit = reacting(state, emit)
+    events = record(state, value, seq, file, line)
+    if isinstance(events[0], ev.InputRejected) and events[0].reason == "context_not_reseeded":
+        backgrounds = [c for c in state.conversations.values() if c.role == "background"]
+        saved = [(c.reseed_due, c.recovery, c.reseed_id) for c in backgrounds]
+        for background in backgrounds:
+            background.reseed_due, background.recovery, background.reseed_id = False, None, None
+        try:
+            events = record(state, value, seq, file, line)  # pure: nothing of the state is kept
+        finally:
+            for background, (due, recovery, reseed_id) in zip(backgrounds, saved):
+                background.reseed_due, background.recovery, background.reseed_id = due, recovery, reseed_id
+    for event in events:
+        emit(event)
+    run_pass(state, seq, value.at, emit)

@@ -33,6 +33,7 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
 DEPTH = {
     "receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4, "tools_admission": 3,
     "health_probes": 3, "call_limit": 4, "payload_required": 4, "owner_preempts_maintenance": 4,
+    "background_reseed": 4,
 }  # fmt: skip
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
@@ -110,6 +111,29 @@ def test_the_checker_finds_an_acceptance_with_no_payload_in_one_move(tmp_path: P
     again = check_trace(out, step=broken.accept_without_payload)
     assert again is not None and again.invariant.name == "payload_frozen_before_acceptance"
     assert check_trace(out) is None
+
+
+def test_the_checker_finds_a_background_acting_before_its_reseed(tmp_path: Path) -> None:
+    """Contract v1.2 section 5.4: an engine that forgets context_not_reseeded
+    accepts the background's triage between the reset and bg/d1's acceptance."""
+    scenario = SCENARIOS / "background_reseed.json"
+    out = tmp_path / "counterexample.jsonl"
+    found = check(scenario, 3, step=broken.act_before_reseed, out=out).counterexample
+    assert found is not None and found.invariant == "background_acts_only_reseeded", found
+    assert found.moves == ["reset", "triage"]
+    again = check_trace(out, step=broken.act_before_reseed)
+    assert again is not None and again.invariant.name == "background_acts_only_reseeded"
+    assert check_trace(out) is None
+
+
+def test_the_worked_example_of_section_5_violates_the_reseed_gate_only_with_a_broken_engine() -> None:
+    """The gate 43 trace: the first triage after the reset is refused by the
+    real engine; without the gate it is accepted, and the catalog says so."""
+    trace = SCENARIOS.parent / "gates" / "43_background_reseed_after_context_reset.jsonl"
+    assert check_trace(trace) is None
+    found = check_trace(trace, step=broken.act_before_reseed)
+    assert found is not None and found.invariant.name == "background_acts_only_reseeded"
+    assert found.applying.input.input_type == "triage.classify"
 
 
 def test_the_checker_finds_a_pass_without_the_source_rule(tmp_path: Path) -> None:

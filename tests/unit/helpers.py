@@ -524,3 +524,37 @@ def tool_request(call_id: str = "c1", tool: str = "mcp:github/get_pull_request",
 
 def runtime_row(engine: Engine, runtime_id: str = "bg-codex") -> dict[str, Any]:
     return next(row for row in engine.views.view("runtimes") if row["runtime_id"] == runtime_id)
+
+
+# ------------------------------------------------ background continuity (contract v1.2 section 5)
+
+
+def open_investigation(investigation_id: str = "inv-1", cause_key: str = f"ci:{PR}", conversation_id: str = "bg",
+                       generation: int = 1, **kw: Any) -> Line:
+    return _with(
+        line("investigation.open", "background", conversation_id=conversation_id, generation=generation,
+             investigation_id=investigation_id, cause_key=cause_key),
+        kw,
+    )
+
+
+def close_investigation(investigation_id: str = "inv-1", outcome: str = "concluded", conversation_id: str = "bg",
+                        generation: int = 1, **kw: Any) -> Line:
+    return _with(
+        line("investigation.close", "background", conversation_id=conversation_id, generation=generation,
+             investigation_id=investigation_id, outcome=outcome),
+        kw,
+    )
+
+
+def checkpoint(epoch: int = 1, intent_revision: int = 0, sync_cursor: str = "scm:1", conversation_id: str = "bg",
+               generation: int = 1, **kw: Any) -> Line:
+    return _with(
+        line("background.checkpoint", "background", conversation_id=conversation_id, generation=generation,
+             epoch=epoch, intent_revision=intent_revision, sync_cursor=sync_cursor),
+        kw,
+    )
+
+
+def investigation_row(engine: Engine, investigation_id: str = "inv-1") -> dict[str, Any]:
+    return next(row for row in engine.views.view("investigations") if row["investigation_id"] == investigation_id)

@@ -280,7 +280,7 @@ def test_untrusted_labels_grant_nothing():
 def test_a_v1_trace_shows_null_payload_and_computed_fields():
     engine = given(*bare(), message("m1", text="hi", at=at(1)), provider_receipt("fg/d1", at=at(2)))
     row = delivery_row(engine, "fg/d1")
-    assert list(row)[-4:] == ["attempt_state", "payload", "display_digest", "untrusted"]
+    assert list(row)[-5:] == ["attempt_state", "payload", "display_digest", "untrusted", "checkpoint"]  # section 11's order
     assert row["payload"] is None and row["display_digest"] == digest_of("hi") and row["untrusted"] == []
 
 

@@ -36,6 +36,13 @@ from tandem.replay.proving.generators.conversations import (
     queue_edit,
     turn_ended,
 )
+from tandem.replay.proving.generators.continuity import (
+    background_checkpoint,
+    background_reset,
+    investigation_close,
+    investigation_open,
+    reseed_receipt,
+)
 from tandem.replay.proving.generators.sources import log_batch, log_pruned, log_reconcile, observe, triage_classify
 from tandem.replay.proving.generators.tools import runtime_admit, tool_policy_set, tool_request
 from tandem.replay.proving.generators.universe import IN_FLIGHT, INPUT_IDS, Builder, Draw, often, preamble
@@ -124,7 +131,12 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "host.suspend": (host_suspend, 1),
     "host.resume": (host_resume, 1),
     "delivery.composed": (delivery_composed, 2),  # contract v1.2 section 6
+    "investigation.open": (investigation_open, 1),  # contract v1.2 section 5
+    "investigation.close": (investigation_close, 1),
+    "background.checkpoint": (background_checkpoint, 1),
     "lost_ack": (lost_ack, 0),  # (kinds of the machine's own rules: not drawn by traces())
+    "background_reset": (background_reset, 0),
+    "reseed_receipt": (reseed_receipt, 0),
     "holding_question": (holding_question, 0),
 }
 WEIGHTED = [name for name, (_, weight) in KINDS.items() for _ in range(weight)]

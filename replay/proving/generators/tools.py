@@ -76,8 +76,11 @@ def tool_request(draw: Draw, b: Builder) -> dict[str, Any]:
             fields["operation_id"] = draw(st.sampled_from(mine)) if mine and often(draw) else draw(st.sampled_from(sorted(state.actions)))
         if often(draw, 4):
             fields["write_paths"] = [draw(st.sampled_from(WRITE_PATHS))]
-    elif not often(draw, 9):
-        fields["write_paths"] = [draw(st.sampled_from(WRITE_PATHS))]
+    else:
+        if not often(draw, 9):
+            fields["write_paths"] = [draw(st.sampled_from(WRITE_PATHS))]
+        if state.investigations and often(draw, 6):  # contract v1.2 section 5.1: counted on an investigation
+            fields["investigation_id"] = draw(st.sampled_from([*sorted(state.investigations), "inv-unknown"]))
     return b.line("tool.request", "daemon", **fields)
 
 

@@ -1,0 +1,51 @@
+"""The input kinds of contract v1.2 section 5 (background continuity):
+`investigation.open`, `investigation.close` and `background.checkpoint`,
+all from actor `background` (domain/input_base.py's ACTORS). A module of
+their own so that domain/inputs.py, which lists them in its union and
+re-exports them (`inp.OpenInvestigation`), stays under the file limit.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from msgspec import UNSET, Meta, UnsetType
+
+from tandem.domain.input_base import Identifier, Input, Revision, Tokens
+
+evidence_refs_max = 256  # a checkpoint's (and a closed investigation's) evidence refs
+summary_chars_max = 16_384  # a checkpoint's bounded summary
+
+EvidenceRefs = Annotated[list[Identifier], Meta(max_length=evidence_refs_max)]
+
+
+class OpenInvestigation(Input, tag="investigation.open"):
+    conversation_id: Identifier
+    generation: Revision
+    investigation_id: Identifier
+    cause_key: Identifier
+    task_id: Identifier | UnsetType = UNSET
+
+
+class CloseInvestigation(Input, tag="investigation.close"):
+    conversation_id: Identifier
+    generation: Revision
+    investigation_id: Identifier
+    outcome: Literal["concluded", "abandoned", "delegated"]
+    evidence_refs: EvidenceRefs = []
+    operation_id: Identifier | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        if (self.outcome == "delegated") != (self.operation_id is not UNSET):
+            raise ValueError("`operation_id` is required with outcome `delegated`, and only with it")
+
+
+class CheckpointBackground(Input, tag="background.checkpoint"):
+    conversation_id: Identifier
+    generation: Revision
+    epoch: Annotated[int, Meta(ge=1)]
+    intent_revision: Revision
+    sync_cursor: Identifier
+    evidence_refs: EvidenceRefs = []
+    summary: Annotated[str, Meta(max_length=summary_chars_max)] = ""
+    tokens: Tokens | UnsetType = UNSET
