@@ -34,19 +34,12 @@ from tandem.domain.event_base import Decision, Event, InputAccepted, InputReject
 from tandem.domain.budget_events import DeadlineExceeded, DeliveryDeferred  # contract v1.2 section 3 (file size)
 from tandem.domain.source_events import EvidenceAttached, SourceRuleApplied  # contract v1.2 section 2 (file size)
 from tandem.domain.tool_events import (  # contract v1.2 section 1, in a module of their own (file size)
-    RuntimeAdmitted,
-    RuntimeFenced,
-    RuntimeRefused,
-    ToolCallAllowed,
-    ToolCallDenied,
-    ToolPolicySet,
-)
+    RuntimeAdmitted, RuntimeFenced, RuntimeRefused, ToolCallAllowed, ToolCallDenied, ToolPolicySet,
+)  # fmt: skip
 from tandem.domain.health_events import (  # contract v1.2 section 4, re-exported: `ev.HostSuspended`
-    HostResumed,
-    HostSuspended,
-    ProviderReadinessRecorded,
-    TaskStalled,
-)
+    HostResumed, HostSuspended, ProviderReadinessRecorded, TaskStalled,
+)  # fmt: skip
+from tandem.domain.review_events import BatchJoined, BatchRevised, SourceAliased  # contract v1.2 section 7
 
 # ------------------------------------------------------ configuration, policy
 
@@ -209,6 +202,8 @@ class ActionProposed(Decision, frozen=True, kw_only=True):
     moot_statuses: list[str] | UnsetType = UNSET
     # Contract v1.2 section 1.4: only when the proposal names one (a v1 event is unchanged).
     runtime_id: str | UnsetType = UNSET
+    batch_id: str | UnsetType = UNSET  # section 7.3: its cause's batch, and that batch's revision
+    batch_revision: int | UnsetType = UNSET
 
 
 class ActionRevalidated(Decision, frozen=True, kw_only=True):
@@ -385,6 +380,8 @@ class ObservationRecorded(Decision, frozen=True, kw_only=True):
     source_time: datetime.datetime | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
     out_of_order: bool | UnsetType = UNSET  # True: counted, no revision, not the latest
+    batch_id: str | UnsetType = UNSET  # contract v1.2 section 7.1, as given
+    judged_as: str | UnsetType = UNSET  # section 7.2: `source_id` is an alias of this source
 
 
 class ObservationRepeated(Decision, frozen=True, kw_only=True):
@@ -396,6 +393,7 @@ class ObservationRepeated(Decision, frozen=True, kw_only=True):
     cause_key: str
     counted: bool
     at: datetime.datetime
+    judged_as: str | UnsetType = UNSET  # contract v1.2 section 7.2, as ObservationRecorded's
 
 
 class UpdateRevised(Decision, frozen=True, kw_only=True):
@@ -679,6 +677,7 @@ AnyEvent = Union[
     ObligationOpened, ObligationMet, ObligationDue, QuestionResurfaced,
     ToolPolicySet, RuntimeAdmitted, RuntimeRefused, RuntimeFenced, ToolCallAllowed, ToolCallDenied,
     ProviderReadinessRecorded, HostSuspended, HostResumed, TaskStalled,
+    SourceAliased, BatchJoined, BatchRevised,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

@@ -106,6 +106,9 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.HostSuspended: ("host",),
     ev.HostResumed: ("host",),
     ev.TaskStalled: ("task: task_id",),
+    ev.SourceAliased: ("source: source_id", "source: alias_of"),
+    ev.BatchJoined: ("update: cause_key", "batch: batch_id"),
+    ev.BatchRevised: ("update: cause_key", "batch: batch_id"),
 }
 assert set(KEYS) == set(ev.EVENT_TYPES.values()), "every event type declares its keys (() for none)"
 

@@ -60,6 +60,9 @@ Reason = Literal[
     "tool_not_exact",
     "tool_not_allowed",
     "read_outside_roots",
+    # contract v1.2 section 7 (reviews: batches and aliases)
+    "unknown_source",
+    "duplicate_batch",
 ]
 
 BLOCKING_CODES: tuple[str, ...] = (

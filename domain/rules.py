@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tandem.domain import (
-    actions, alerts, authority, budgets, consumer, conversation, delivery, health, inbox, source_rule, tasks, tools,
+    actions, alerts, authority, budgets, consumer, conversation, delivery, health, inbox, reviews, source_rule, tasks,
+    tools,
 )  # fmt: skip
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
@@ -34,7 +35,9 @@ Evolver = Callable[[State, Any], None]
 Reaction = Callable[[State, Any], list[ev.Event]]
 Emit = Callable[[ev.Event], None]
 
-AREAS = (authority, tasks, actions, source_rule, inbox, consumer, conversation, delivery, alerts, budgets, tools, health)
+AREAS = (
+    authority, tasks, actions, source_rule, inbox, reviews, consumer, conversation, delivery, alerts, budgets, tools, health,
+)  # fmt: skip
 
 
 # ------------------------------------------------------------ the record
