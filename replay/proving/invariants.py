@@ -57,6 +57,7 @@ from tandem.replay.proving.tool_invariants import tools_within_admitted_allowlis
 from tandem.replay.proving.state_invariants import (
     blocked_by_is_section_4,
     human_messages_kept,
+    one_fix_per_batch,
     one_live_action_per_cause,
     restart_is_replay,
     unready_provider_is_the_deferral,
@@ -85,6 +86,7 @@ BUILTIN: tuple[Invariant, ...] = (
     heartbeat_never_fresher_than_its_beat,
     no_delivery_while_provider_unready,
     one_live_action_per_cause,
+    one_fix_per_batch,
     blocked_by_is_section_4,
     human_messages_kept,
     unready_provider_is_the_deferral,

@@ -17,6 +17,8 @@ decision, passed as `Engine(step=...)`.
   `forget_unready_deferral`: contract v1.2 section 4's rules broken (an
   imported heartbeat counted at its import, a delivery to a provider that is
   not ready, a provider that is not ready deferring nothing it records).
+- `skip_duplicate_batch`: proposals checked without `duplicate_batch`
+  (contract v1.2 section 7.3): a second fix for another review of a batch.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Optional
 
 from msgspec import UNSET
 
-from tandem.domain import delivery, dispatch
+from tandem.domain import actions, delivery, dispatch
 from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
 from tandem.domain.inputs import Heartbeat, Input
@@ -143,3 +145,15 @@ def forget_unready_deferral(state: State, value: Input, seq: int, file: str | No
         conversation = state.conversations[conversation_id]
         if conversation.deferred is not None and conversation.deferred[0] == "provider_unready":
             emit(ev.DeliveryDeferred(cause=seq, conversation_id=conversation_id, reason=None, until=None))
+
+
+def skip_duplicate_batch(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 7.3 broken: `action.propose` checked without
+    `duplicate_batch` (as before batches), so another cause of a batch with a
+    live fix starts a second one."""
+    checked = actions.check_duplicate_batch
+    actions.check_duplicate_batch = lambda state, cause_key: None  # type: ignore[assignment]
+    try:
+        handle_input(state, value, seq, file, line, emit)
+    finally:
+        actions.check_duplicate_batch = checked  # type: ignore[assignment]

@@ -32,7 +32,7 @@ from tests.property import broken
 SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
 DEPTH = {
     "receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4, "tools_admission": 3,
-    "health_probes": 3, "call_limit": 4,
+    "health_probes": 3, "call_limit": 4, "review_batch": 4,
 }  # fmt: skip
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
@@ -95,6 +95,19 @@ def test_the_checker_finds_a_call_allowed_past_its_call_limit(tmp_path: Path) ->
     assert found.moves == ["call-1", "call-2"]
     again = check_trace(out, step=broken.allow_past_call_limit)
     assert again is not None and again.invariant.name == "budgets_never_exceeded"
+    assert check_trace(out) is None
+
+
+def test_the_checker_finds_a_second_fix_for_a_batch(tmp_path: Path) -> None:
+    """Contract v1.2 section 7.3: proposals checked without duplicate_batch
+    start a fix for 556 while the one for 555, of the same batch, is live."""
+    scenario = SCENARIOS / "review_batch.json"
+    out = tmp_path / "counterexample.jsonl"
+    found = check(scenario, 3, step=broken.skip_duplicate_batch, out=out).counterexample
+    assert found is not None and found.invariant == "one_fix_per_batch", found
+    assert found.moves == ["fix-555", "fix-556"]
+    again = check_trace(out, step=broken.skip_duplicate_batch)
+    assert again is not None and again.invariant.name == "one_fix_per_batch"
     assert check_trace(out) is None
 
 

@@ -97,11 +97,13 @@ FIND = machine_settings(examples=300, steps=30, derandomize=True, database=None)
         (broken.ignore_question_hold, ("propose", "ask", "executor", "heartbeat"), "claims_respect_blockers"),
         (broken.resend_during_backoff, ("conversation_lifecycle", "heartbeat"), "budgets_never_exceeded"),
         (broken.allow_unlisted_tool, ("tools",), "tools_within_admitted_allowlist"),
+        # Contract v1.2 section 7.3: found on each of 8 seeds tried (the fixed one and 7 random), in at most 7 s.
+        (broken.skip_duplicate_batch, ("reviews", "heartbeat"), "one_fix_per_batch"),
     ],
     # broken.skip_source_rule (contract v1.2 section 2.2) is found by the bounded checker
     # (tests/property/test_check.py, scenario ci_repair_source_race), not yet by this fuzzer:
     # its random traces rarely hold a claim back long enough for the cause to move first.
-    ids=["unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "unlisted-tool-allowed"],
+    ids=["unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "unlisted-tool-allowed", "batch-second-fix"],
 )
 def test_the_fuzzer_finds_a_broken_engine_and_writes_a_trace_that_reproduces_it(
     rules, hunt_rules: tuple[str, ...], invariant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
