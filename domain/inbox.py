@@ -185,17 +185,15 @@ def observation_events(
     its batch's revision (contract v1.2 section 7.1)."""
     source_id = fields.source_id
     canonical, cause_key = _judged(draft, fields)
-    judged_as = canonical if canonical is not None else UNSET
-    key = (canonical or source_id, cause_key)
+    judged_as, key = canonical if canonical is not None else UNSET, (canonical or source_id, cause_key)
     origin = given(fields.origin_conversation)
     origin_conversation = state.conversations.get(origin) if isinstance(origin, str) else None
     from_background = origin_conversation is not None and origin_conversation.role == "background"
     if _repeat(draft, key, fields, canonical is not None):
         counted = not from_background and draft.update_revision(cause_key) > 0
-        repeated = ev.ObservationRepeated(
+        return [ev.ObservationRepeated(
             cause=seq, via=via, source_id=source_id, cause_key=cause_key, counted=counted, at=at, judged_as=judged_as
-        )
-        return [repeated]
+        )]  # fmt: skip
     late = not from_background and _out_of_order(draft, key, given(fields.source_time))  # type: ignore[arg-type]
     local_revision = draft.source_count(key[0]) + 1
     draft.source_counts[key[0]] = local_revision
