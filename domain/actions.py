@@ -29,6 +29,7 @@ from tandem.domain.lifecycles import ACTION, ATTEMPT, IN_FLIGHT
 from tandem.domain.lookups import known_action, known_conversation, known_grant, known_task
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Attempt, Grant
+from tandem.domain.reviews import check_duplicate_batch, proposal_batch
 from tandem.domain.state import State
 from tandem.domain.tools import check_background_gates
 
@@ -148,6 +149,8 @@ def decide_proposal(state: State, value: inp.ProposeAction, seq: int) -> list[ev
     _check_revisions(state, value.input_revisions, grant, task_id)
     _check_proposal_source(state, value, rule_id)
     _check_duplicate_cause(state, value.cause_key)
+    check_duplicate_batch(state, value.cause_key)
+    batch_id, batch_revision = proposal_batch(state, value.cause_key)
     return [
         ev.ActionProposed(
             cause=seq,
@@ -179,6 +182,8 @@ def decide_proposal(state: State, value: inp.ProposeAction, seq: int) -> list[ev
             moot_statuses=list(dict.fromkeys(value.moot_statuses)) if value.moot_statuses is not UNSET else UNSET,
             runtime_id=value.runtime_id,
             priority=value.priority,
+            batch_id=batch_id,
+            batch_revision=batch_revision,
         )
     ]
 
@@ -461,6 +466,8 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
         moot_statuses=tuple(event.moot_statuses) if event.moot_statuses is not UNSET else (),
         runtime_id=given(event.runtime_id),
         priority=given(event.priority) or "normal",
+        batch_id=given(event.batch_id),
+        batch_revision=event.batch_revision if event.batch_revision is not UNSET else 0,
     )
     if action.runtime_id is not None:
         state.actions_by_runtime.setdefault(action.runtime_id, set()).add(event.operation_id)

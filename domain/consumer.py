@@ -60,7 +60,7 @@ def decide_batch(state: State, value: inp.LogBatch, seq: int) -> list[ev.Event]:
     draft = Draft(state)
     fresh = [entry for entry in value.entries if entry.seq > cursor]
     for entry in fresh:  # in order: the repeat rules absorb a resent entry
-        events.append(observation_events(state, draft, entry.observation, seq, value.at, "log"))
+        events.extend(observation_events(state, draft, entry.observation, seq, value.at, "log"))
     skipped = len(value.entries) - len(fresh)
     if skipped:  # consumed before (or a producer that restarted its seq): counted, seen
         events.append(
@@ -108,7 +108,7 @@ def decide_reconcile(state: State, value: inp.LogReconcile, seq: int) -> list[ev
         raise Rejected("stale_reconciliation", f"{value.reconciliation_id!r} is not the open reconciliation ({open_id})")
     draft = Draft(state)
     events: list[ev.Event] = [
-        observation_events(state, draft, fact, seq, value.at, "reconcile") for fact in value.facts
+        event for fact in value.facts for event in observation_events(state, draft, fact, seq, value.at, "reconcile")
     ]
     # Within an epoch the cursor never goes backwards, also on coming back to it.
     watermark = consumer.watermark(value.epoch)

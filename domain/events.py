@@ -43,6 +43,8 @@ from tandem.domain.continuity_events import (  # contract v1.2 section 5, re-exp
     BackgroundCheckpointed, InvestigationClosed, InvestigationExhausted, InvestigationOpened,
 )  # fmt: skip
 from tandem.domain.composition_events import DeliveryComposed  # contract v1.2 section 6, re-exported (file size)
+from tandem.domain.review_events import BatchJoined, BatchRevised, SourceAliased  # contract v1.2 section 7
+from tandem.domain.obligation_events import ObligationDue, ObligationMet, ObligationOpened, QuestionResurfaced  # (file size)
 
 # ------------------------------------------------------ configuration, policy
 
@@ -209,6 +211,8 @@ class ActionProposed(Decision, frozen=True, kw_only=True):
     # Contract v1.2 section 1.4: only when the proposal names one (a v1 event is unchanged).
     runtime_id: str | UnsetType = UNSET
     priority: str | UnsetType = UNSET  # contract v1.2 section 8.1: only when given
+    batch_id: str | UnsetType = UNSET  # section 7.3: its cause's batch, and that batch's revision
+    batch_revision: int | UnsetType = UNSET
 
 
 class ActionRevalidated(Decision, frozen=True, kw_only=True):
@@ -383,6 +387,8 @@ class ObservationRecorded(Decision, frozen=True, kw_only=True):
     source_time: datetime.datetime | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
     out_of_order: bool | UnsetType = UNSET  # True: counted, no revision, not the latest
+    batch_id: str | UnsetType = UNSET  # contract v1.2 section 7.1, as given
+    judged_as: str | UnsetType = UNSET  # section 7.2: `source_id` is an alias of this source
 
 
 class ObservationRepeated(Decision, frozen=True, kw_only=True):
@@ -394,6 +400,7 @@ class ObservationRepeated(Decision, frozen=True, kw_only=True):
     cause_key: str
     counted: bool
     at: datetime.datetime
+    judged_as: str | UnsetType = UNSET  # contract v1.2 section 7.2, as ObservationRecorded's
 
 
 class UpdateRevised(Decision, frozen=True, kw_only=True):
@@ -622,43 +629,6 @@ class DaemonStarted(Decision, frozen=True, kw_only=True):
     after: str | None
 
 
-class ObligationOpened(Decision, frozen=True, kw_only=True):
-    """A task action's outcome: the task's conversation must be told."""
-
-    operation_id: str
-    cause_key: str
-    conversation_id: str
-    due_at: datetime.datetime  # the outcome's time + fallback_after_s
-
-
-class ObligationMet(Decision, frozen=True, kw_only=True):
-    operation_id: str
-    cause_key: str
-    turn_id: str
-    delivery_id: str
-
-
-class ObligationDue(Decision, frozen=True, kw_only=True):
-    """`reason`: "left_out" (a completed turn held it but did not list it in
-    `delivered`) or "overdue" (`fallback_after_s` passed)."""
-
-    operation_id: str
-    reason: str
-    turn_id: str | None = None
-    # left_out: the accepted delivery of that turn that held it (overdue: the
-    # due time is the ObligationOpened's).
-    delivery_id: str | None = None
-
-
-class QuestionResurfaced(Decision, frozen=True, kw_only=True):
-    """An open question reached `first_seen_at + k x question_resurface_s`."""
-
-    task_id: str
-    question_key: str
-    k: int
-    due_at: datetime.datetime | None = None  # first_seen_at + k x question_resurface_s
-
-
 AnyEvent = Union[
     InputAccepted, InputRejected, SourceProgressed,
     EngineConfigured, PolicySet, GrantIssued, GrantRevised, GrantRevoked, RuleSet,
@@ -680,6 +650,7 @@ AnyEvent = Union[
     ProviderReadinessRecorded, HostSuspended, HostResumed, TaskStalled,
     DeliveryComposed,
     InvestigationOpened, InvestigationExhausted, InvestigationClosed, BackgroundCheckpointed,
+    SourceAliased, BatchJoined, BatchRevised,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

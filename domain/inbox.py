@@ -65,6 +65,24 @@ class Draft:
     latest_times: dict[SourceKey, datetime.datetime] = field(default_factory=dict)
     deleted_times: dict[SourceKey, datetime.datetime] = field(default_factory=dict)
     revisions: dict[str, int] = field(default_factory=dict)
+    latest_causes: dict[str, str] = field(default_factory=dict)  # source -> its latest cause (section 7.2)
+    batches: dict[str, str] = field(default_factory=dict)  # cause_key -> the batch it joined (section 7.1)
+    batch_revisions: dict[str, int] = field(default_factory=dict)
+
+    def latest_cause(self, source_id: str) -> str | None:
+        if source_id in self.latest_causes:
+            return self.latest_causes[source_id]
+        source = self.state.sources.get(source_id)
+        return source.latest_cause if source is not None else None
+
+    def batch_of(self, cause_key: str) -> str | None:
+        return self.batches.get(cause_key, self.state.batch_of.get(cause_key))
+
+    def batch_revision(self, batch_id: str) -> int:
+        if batch_id in self.batch_revisions:
+            return self.batch_revisions[batch_id]
+        batch = self.state.batches.get(batch_id)
+        return batch.revision if batch is not None else 0
 
     def source_count(self, source_id: str) -> int:
         if source_id in self.source_counts:
@@ -100,15 +118,40 @@ class Draft:
         return self.state.update_revision(cause_key)
 
 
-def _repeat(draft: Draft, key: SourceKey, fields: inp.ObservationFields | inp.Observe) -> bool:
+def _repeat(draft: Draft, key: SourceKey, fields: inp.ObservationFields | inp.Observe, aliased: bool) -> bool:
     """Its source_version already recorded for the source and cause, or
-    without one, the fingerprint the latest one had. A deletion never is."""
+    without one, the fingerprint the latest one had. A deletion never is.
+    An alias's observation (contract v1.2 section 7.2): either, since two
+    paths seldom share version schemes."""
     if fields.deleted:
         return False
     version = given(fields.source_version)
-    if version is not None:
-        return draft.version_seen(key, version)  # type: ignore[arg-type]
-    return draft.latest_fingerprint(key) == fields.fingerprint
+    if version is not None and draft.version_seen(key, version):  # type: ignore[arg-type]
+        return True
+    return (version is None or aliased) and draft.latest_fingerprint(key) == fields.fingerprint
+
+
+def _judged(draft: Draft, fields: inp.ObservationFields | inp.Observe) -> tuple[str | None, str]:
+    """(the canonical source an alias is judged as, or None; the cause): an
+    alias's observation without an explicit cause_key is of its canonical
+    source's latest cause (contract v1.2 section 7.2)."""
+    canonical = draft.state.aliases.get(fields.source_id)
+    if canonical is None or fields.cause_key is not UNSET:
+        return canonical, default_cause_key(fields)
+    return canonical, draft.latest_cause(canonical) or default_cause_key(fields)
+
+
+def _batch_events(draft: Draft, cause_key: str, named: str | None, seq: int) -> list[ev.Event]:
+    """Contract v1.2 section 7.1: a revised cause joins the batch its first
+    observation naming one names (and stays in it); its batch's revision + 1."""
+    batch_id = draft.batch_of(cause_key)
+    joined = batch_id is None
+    if batch_id is None:
+        if named is None:
+            return []
+        batch_id = draft.batches[cause_key] = named
+    revision = draft.batch_revisions[batch_id] = draft.batch_revision(batch_id) + 1
+    return [ev.BatchRevised(cause=seq, batch_id=batch_id, cause_key=cause_key, revision=revision, joined=joined)]
 
 
 def _out_of_order(draft: Draft, key: SourceKey, source_time: datetime.datetime | None) -> bool:
@@ -137,20 +180,24 @@ def _note(draft: Draft, key: SourceKey, fields: inp.ObservationFields | inp.Obse
 
 def observation_events(
     state: State, draft: Draft, fields: inp.ObservationFields | inp.Observe, seq: int, at: datetime.datetime, via: str
-) -> ev.Event:
-    """The one event an observation causes (recorded, or a counted repeat)."""
+) -> list[ev.Event]:
+    """The event an observation causes (recorded, or a counted repeat), and
+    its batch's revision (contract v1.2 section 7.1)."""
     source_id = fields.source_id
-    cause_key = default_cause_key(fields)
-    key = (source_id, cause_key)
+    canonical, cause_key = _judged(draft, fields)
+    judged_as, key = canonical if canonical is not None else UNSET, (canonical or source_id, cause_key)
     origin = given(fields.origin_conversation)
     origin_conversation = state.conversations.get(origin) if isinstance(origin, str) else None
     from_background = origin_conversation is not None and origin_conversation.role == "background"
-    if _repeat(draft, key, fields):
+    if _repeat(draft, key, fields, canonical is not None):
         counted = not from_background and draft.update_revision(cause_key) > 0
-        return ev.ObservationRepeated(cause=seq, via=via, source_id=source_id, cause_key=cause_key, counted=counted, at=at)
+        return [ev.ObservationRepeated(
+            cause=seq, via=via, source_id=source_id, cause_key=cause_key, counted=counted, at=at, judged_as=judged_as
+        )]  # fmt: skip
     late = not from_background and _out_of_order(draft, key, given(fields.source_time))  # type: ignore[arg-type]
-    local_revision = draft.source_count(source_id) + 1
-    draft.source_counts[source_id] = local_revision
+    local_revision = draft.source_count(key[0]) + 1
+    draft.source_counts[key[0]] = local_revision
+    draft.latest_causes[key[0]] = cause_key
     update_revision = None
     if not from_background:
         # A background's own activity does not become what later observations
@@ -160,7 +207,7 @@ def observation_events(
         if not late:
             update_revision = draft.update_revision(cause_key) + 1
             draft.revisions[cause_key] = update_revision
-    return ev.ObservationRecorded(
+    recorded = ev.ObservationRecorded(
         cause=seq,
         via=via,
         source_id=source_id,
@@ -184,11 +231,16 @@ def observation_events(
         source_time=fields.source_time,
         truncated=fields.truncated,
         out_of_order=True if late else UNSET,
+        batch_id=fields.batch_id,
+        judged_as=judged_as,
     )
+    if update_revision is None:
+        return [recorded]  # revises nothing, so joins and moves no batch
+    return [recorded, *_batch_events(draft, cause_key, given(fields.batch_id), seq)]
 
 
 def decide_observe(state: State, value: inp.Observe, seq: int) -> list[ev.Event]:
-    return [observation_events(state, Draft(state), value, seq, value.at, "live")]
+    return observation_events(state, Draft(state), value, seq, value.at, "live")
 
 
 def outcome_update_events(state: State, action: Action, outcome: str, seq: int, at: datetime.datetime) -> list[ev.Event]:
@@ -214,6 +266,7 @@ def outcome_update_events(state: State, action: Action, outcome: str, seq: int, 
             generation=None,
             foreground_id=task.conversation_id if task is not None else None,
         ),
+        *_batch_events(Draft(state), cause_key, None, seq),  # only if an observation put it in a batch
     ]
 
 
@@ -277,10 +330,12 @@ _TRIAGED = UPDATE.after[ev.UpdateTriaged]
 
 
 def _observation_recorded(state: State, event: ev.ObservationRecorded) -> None:
-    source = state.sources.get(event.source_id)
+    judged_as = event.judged_as if event.judged_as is not UNSET else event.source_id  # section 7.2
+    source = state.sources.get(judged_as)  # type: ignore[call-overload]
     if source is None:
-        source = state.sources[event.source_id] = Source()
+        source = state.sources[judged_as] = Source()  # type: ignore[index]
     source.count = event.local_revision
+    source.latest_cause = event.cause_key
     late = event.out_of_order is True
     if event.update_revision is None and not late:
         # A background's own activity: recorded, no update (no feedback loop),

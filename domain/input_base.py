@@ -42,6 +42,7 @@ ACTORS: dict[str, tuple[str, ...]] = {
     "log.batch": ("source",),
     "log.pruned": ("source",),
     "log.reconcile": ("source",),
+    "source.alias": ("source", "daemon"),  # contract v1.2 section 7.2
     "triage.classify": ("background",),
     "conversation.open": ("daemon",),
     "background.bind": ("daemon",),

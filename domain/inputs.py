@@ -96,6 +96,7 @@ class ObservationFields(Struct, frozen=True, forbid_unknown_fields=True, kw_only
     subject: Identifier | UnsetType = UNSET
     source_time: Annotated[datetime.datetime, Meta(tz=True)] | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
+    batch_id: Identifier | UnsetType = UNSET  # contract v1.2 section 7.1
 
 
 class LogEntry(Struct, frozen=True, forbid_unknown_fields=True):
@@ -309,6 +310,7 @@ class Observe(Input, tag="observe"):
     subject: Identifier | UnsetType = UNSET
     source_time: Annotated[datetime.datetime, Meta(tz=True)] | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
+    batch_id: Identifier | UnsetType = UNSET  # contract v1.2 section 7.1
 
     def observation(self) -> ObservationFields:
         return ObservationFields(**{f: getattr(self, f) for f in ObservationFields.__struct_fields__})
@@ -332,6 +334,11 @@ class LogReconcile(Input, tag="log.reconcile"):
     epoch: Count
     retained_head: Count
     facts: Annotated[list[ObservationFields], Meta(max_length=list_items_max)]
+
+
+class AliasSource(Input, tag="source.alias"):  # contract v1.2 section 7.2
+    source_id: Identifier  # the alias
+    alias_of: Identifier  # the source it is the same object as
 
 
 class ClassifyTriage(Input, tag="triage.classify"):
@@ -588,7 +595,7 @@ AnyInput = Union[
     DelegateTask, ReviseTask, ReviseGrant, CancelTask, CompleteTask, RaiseQuestion, AnswerQuestion,
     ProposeAction, RevalidateAction, CancelAction, ExecutorReceipt, ExecutorReconcile, ExecutorOutcome,
     AttachEvidence,
-    Observe, LogBatch, LogPruned, LogReconcile, ClassifyTriage,
+    Observe, LogBatch, LogPruned, LogReconcile, ClassifyTriage, AliasSource,
     OpenConversation, BindBackground, HumanMessage, EditQueue, SyncIntent, ProviderReceipt,
     ProviderReconcile, EndTurn, ResetContext, ReportUsage, RequireApproval, ResolveApproval,
     HoldFailure, ReleaseHold,

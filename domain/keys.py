@@ -113,6 +113,9 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.InvestigationExhausted: ("investigation: investigation_id",),
     ev.InvestigationClosed: ("investigation: investigation_id", "action: operation_id"),
     ev.BackgroundCheckpointed: ("checkpoint: checkpoint_id", "investigation: investigations[]"),
+    ev.SourceAliased: ("source: source_id", "source: alias_of"),
+    ev.BatchJoined: ("update: cause_key", "batch: batch_id"),
+    ev.BatchRevised: ("update: cause_key", "batch: batch_id"),
 }
 assert set(KEYS) == set(ev.EVENT_TYPES.values()), "every event type declares its keys (() for none)"
 

@@ -66,6 +66,9 @@ Reason = Literal[
     # contract v1.2 section 5 (background continuity)
     "unknown_investigation",
     "context_not_reseeded",
+    # contract v1.2 section 7 (reviews: batches and aliases)
+    "unknown_source",
+    "duplicate_batch",
 ]
 
 BLOCKING_CODES: tuple[str, ...] = (

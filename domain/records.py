@@ -176,6 +176,9 @@ class Action:
     runtime_id: str | None = None  # contract v1.2 section 1.4: the worker runtime executing it
     calls: int = 0  # allowed tool calls charged to it
     priority: str = "normal"  # contract v1.2 section 8.1: "maintenance" yields to the owner
+    # Contract v1.2 section 7.3: its cause's batch when it was proposed, and that batch's revision then.
+    batch_id: str | None = None
+    batch_revision: int = 0
 
     @property
     def terminal(self) -> bool:
@@ -333,6 +336,7 @@ class Source:
 
     count: int = 0  # non-repeat observations: the last local revision
     causes: dict[str, SourceCause] = field(default_factory=dict)
+    latest_cause: str | None = None  # the cause of its latest recorded observation (v1.2 section 7.2)
 
 
 @dataclass(slots=True)
@@ -343,6 +347,17 @@ class SourceCause:
     versions: set[str] = field(default_factory=set)  # every source_version recorded, on any path
     latest_time: datetime.datetime | None = None  # the latest in-order source_time
     deleted_time: datetime.datetime | None = None  # source_time of its latest deletion
+
+
+@dataclass(slots=True)
+class Batch:
+    """A review batch (contract v1.2 section 7.1): its causes, each with the
+    batch's revision when it joined, and its revision (+ 1 for each new
+    update revision of one of its causes)."""
+
+    batch_id: str
+    revision: int = 0
+    joined: dict[str, int] = field(default_factory=dict)  # cause_key -> the revision it joined at
 
 
 @dataclass(slots=True)

@@ -25,6 +25,7 @@ from tandem.domain.records import (
     DELIVERABLE_DISPOSITIONS,
     Action,
     Alert,
+    Batch,
     Config,
     Consumer,
     Conversation,
@@ -100,6 +101,10 @@ class State:
     providers: dict[str, Provider] = field(default_factory=dict)  # contract v1.2 section 4.3
     paused: set[str] = field(default_factory=set)
     sources: dict[str, Source] = field(default_factory=dict)
+    # Contract v1.2 section 7: alias -> its canonical source; the batches; cause_key -> its batch.
+    aliases: dict[str, str] = field(default_factory=dict)
+    batches: dict[str, Batch] = field(default_factory=dict)
+    batch_of: dict[str, str] = field(default_factory=dict)
     updates: dict[str, Update] = field(default_factory=dict)
     consumers: dict[str, Consumer] = field(default_factory=dict)
     cards: dict[str, str] = field(default_factory=dict)  # card_id -> cause_key

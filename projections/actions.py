@@ -65,6 +65,7 @@ class ActionsView(View):
             # Contract v1.2 section 3.10:
             "deadline_at": None,
             "retry_at": None,
+            "batch_id": given(event.batch_id),  # contract v1.2 section 7.3
         }
 
     def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> None:

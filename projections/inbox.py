@@ -37,6 +37,7 @@ class InboxView(View):
         self.obligated: set[str] = set()  # causes named by an open obligation (due ones too)
         self.alerted: dict[str, set[str]] = {}  # cause -> raised alerts naming it
         self.alert_causes: dict[str, str] = {}  # alert -> the cause it names
+        self.batch_of: dict[str, str] = {}  # cause -> the batch it joined (contract v1.2 section 7.1)
 
     def _revised(self, event: ev.ObservationRecorded | ev.UpdateRevised, revision: int, partial: bool) -> None:
         cause_key, kind, at = event.cause_key, event.kind, event.at
@@ -58,6 +59,7 @@ class InboxView(View):
                 "delivered_revision": None,
                 "retained": True,
                 "latest": None,
+                "batch_id": None,
             }
         self.holder.pop(cause_key, None)  # holds are per revision
         row.update(
@@ -162,7 +164,15 @@ class InboxView(View):
             if not alerts:
                 del self.alerted[cause_key]  # type: ignore[arg-type]
 
+    def _joined(self, event: ev.BatchJoined | ev.BatchRevised) -> bool:
+        if type(event) is ev.BatchRevised and not event.joined:
+            return False
+        self.batch_of[event.cause_key] = event.batch_id
+        return True
+
     handlers = {
+        ev.BatchJoined: _joined,
+        ev.BatchRevised: _joined,
         ev.ObligationOpened: _obligation,
         ev.ObligationMet: _obligation_met,
         ev.AlertRaised: _alert_raised,
@@ -185,6 +195,7 @@ class InboxView(View):
                 "first_seen_at": rfc3339(row["first_seen_at"]),
                 "last_seen_at": rfc3339(row["last_seen_at"]),
                 "latest": _latest(row["latest"]),
+                "batch_id": self.batch_of.get(row["cause_key"]),
             }
             for row in sorted_rows(self.rows)
         ]

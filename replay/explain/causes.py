@@ -11,7 +11,7 @@ from msgspec import UNSET
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import UPDATE
 from tandem.replay.explain.chain import Chain, Rendered, said
-from tandem.replay.explain.log import Entry
+from tandem.replay.explain.log import Entry, of_type
 from tandem.projections.base import rfc3339
 from tandem.replay.explain.model import Fact, Source, Waiting
 
@@ -29,7 +29,30 @@ def observation_facts(event: ev.ObservationRecorded) -> list[Fact]:
         facts.append(Fact(name="evidence", text=f"evidence {event.evidence_ref}", value=event.evidence_ref))
     if event.truncated is True:
         facts.append(Fact(name="truncated", text="its text was cut by the source's writer (truncated)", value=True))
+    if event.batch_id is not UNSET:  # contract v1.2 section 7.1
+        facts.append(Fact(name="batch_named", text=f"names batch {event.batch_id}", value=event.batch_id))
+    if event.judged_as is not UNSET:  # section 7.2
+        facts.append(alias_fact(event.source_id, event.judged_as))  # type: ignore[arg-type]
     return facts
+
+
+def alias_fact(source_id: str, judged_as: str) -> Fact:
+    """An alias's observation, judged as its canonical source's (contract v1.2 section 7.2)."""
+    text = (
+        f"{source_id} is an alias of {judged_as}: judged as {judged_as}'s (its local revision, repeats "
+        "by version or fingerprint, order, and without a cause_key its latest cause)"
+    )
+    return Fact(name="alias", text=text, value={"source_id": source_id, "judged_as": judged_as})
+
+
+def batch_fact(resolver: Any, batch_id: str, revision: int, position: int) -> Fact:
+    """A batch at a revision (contract v1.2 section 7), and the event that gave it that revision."""
+    return Fact(
+        name="batch",
+        text=f"batch {batch_id} at revision {revision}",
+        value={"batch_id": batch_id, "revision": revision},
+        source=resolver.source(("batch", batch_id), position, of_type(ev.BatchRevised, ev.BatchJoined)),
+    )
 
 
 class Cause(Chain):
@@ -86,7 +109,26 @@ class Cause(Chain):
             summary = f"repeats from {event.source_id}"
             self.links[-1] = msgspec.structs.replace(previous, count=previous.count + 1, summary=summary)
             return None
-        return f"repeat from {event.source_id} via {event.via}" + ("" if event.counted else " (not counted)"), []
+        summary = f"repeat from {event.source_id} via {event.via}" + ("" if event.counted else " (not counted)")
+        if event.judged_as is not UNSET:  # contract v1.2 section 7.2
+            return summary, [alias_fact(event.source_id, event.judged_as)]  # type: ignore[arg-type]
+        return summary, []
+
+    def batch_revised(self, entry: Entry, event: ev.BatchRevised) -> Rendered:
+        """Contract v1.2 section 7.1: the cause joined a batch, or moved its batch."""
+        if event.joined:
+            summary = f"joined batch {event.batch_id} (its first observation naming one): batch revision {event.revision}"
+        else:
+            summary = f"batch {event.batch_id} moved to revision {event.revision} (a new revision of this cause)"
+        return summary, [batch_fact(self.resolver, event.batch_id, event.revision, entry[0])]
+
+    def batch_joined(self, entry: Entry, event: ev.BatchJoined) -> Rendered:
+        """Section 7.2: an alias observed before it was one brings its causes into a batch."""
+        summary = (
+            f"joined batch {event.batch_id} at its revision {event.revision}: {event.source_id}, which revised it "
+            "or its canonical source's latest cause, became an alias"
+        )
+        return summary, [batch_fact(self.resolver, event.batch_id, event.revision, entry[0])]
 
     def revised(self, entry: Entry, event: ev.UpdateRevised) -> Rendered:
         self._update(event, event.revision)
@@ -126,6 +168,8 @@ class Cause(Chain):
         ev.DeliveryDeferred: deferred,
         ev.ObservationRecorded: observed,
         ev.ObservationRepeated: repeated,
+        ev.BatchRevised: batch_revised,
+        ev.BatchJoined: batch_joined,
         ev.UpdateRevised: revised,
         ev.UpdateTriaged: triaged,
         ev.DeliveryCreated: delivered,

@@ -153,6 +153,7 @@ class IndexedLog:
         self.task_conversation = TaskConversations(fetched, until)
         self.files_seen = fetched.index.files_seen(until)
         self.rejected: list[InputRef] = []  # only the error path lists them: a full read
+        self.details: dict[int, str] = {}
 
 
 class IndexedReads:

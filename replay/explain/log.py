@@ -24,6 +24,9 @@ from tandem.replay.port import EventStore
 files_seen_max = 64
 # Refused inputs named when an id names nothing.
 rejected_listed_max = 5
+# The rejections whose detail holds the facts they relied on (contract v1.2 section 10:
+# duplicate_batch names the other action, the batch and its revisions): listed with it.
+REJECTION_FACTS = frozenset({"duplicate_batch"})
 
 Entry = tuple[int, Any, "InputRef | None"]  # (position, event, its input)
 Grow = Callable[[Any, set[Key]], None]  # adds the keys a kept event leads to
@@ -101,6 +104,7 @@ class Log:
         # request is one, `http@P`, so never all of them).
         self.files_seen: set[str] = set()
         self.rejected: list[InputRef] = []  # refused inputs that mention `mention` (at most rejected_listed_max)
+        self.details: dict[int, str] = {}  # by seq: the detail of those whose reason's facts it holds
 
     def read(
         self,
@@ -158,6 +162,8 @@ class Log:
         record = ev.decode_event(data)
         if len(self.rejected) < rejected_listed_max and mention in _strings(msgspec.to_builtins(record.input)):
             self.rejected.append(input_ref(record))
+            if record.reason in REJECTION_FACTS:
+                self.details[record.seq] = record.detail
 
 
 class Resolver:

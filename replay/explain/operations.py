@@ -19,6 +19,7 @@ from tandem.replay.explain.facts import (
     revision_facts,
     synced_at,
 )
+from tandem.replay.explain.causes import batch_fact
 from tandem.replay.explain.log import Entry, Resolver, at_of, of_type, source
 from tandem.replay.explain.model import Fact, Source, Waiting
 from tandem.replay.explain.now import FENCES, action_at
@@ -241,6 +242,8 @@ class Operation(Chain):
         conversation_id = self.resolver.task_conversation(event.task_id)
         facts.extend(intent_facts(self.resolver, conversation_id, revisions.intent, None, position))
         facts.extend(self._requires(prerequisite, position) for prerequisite in event.prerequisites)
+        if event.batch_id is not UNSET:  # contract v1.2 section 7.3
+            facts.append(batch_fact(self.resolver, event.batch_id, event.batch_revision, position))  # type: ignore[arg-type]
         return summary, facts
 
     def _requires(self, prerequisite: ev.PrerequisiteSpec, position: int) -> Fact:

@@ -95,9 +95,12 @@ def _kinds(log: Any, identifier: str, kind: str | None) -> list[str]:
     kinds = _named(log, identifier)
     if not kinds:
         refused = "; ".join(
-            f"input {r.seq} ({r.file}:{r.line} {r.type}) was rejected {r.rejected}"
-            if r.line
-            else f"input {r.seq} ({r.type}) was rejected {r.rejected}"
+            (
+                f"input {r.seq} ({r.file}:{r.line} {r.type}) was rejected {r.rejected}"
+                if r.line
+                else f"input {r.seq} ({r.type}) was rejected {r.rejected}"
+            )
+            + (f" ({log.details[r.seq]})" if r.seq in log.details else "")
             for r in log.rejected
         )
         hint = f"; it is named by refused inputs only: {refused}" if refused else ""

@@ -264,6 +264,12 @@ class TandemMachine(RuleBasedStateMachine):
         self.send(self.draw_line(data, _CONTINUITY))
 
     @rule(data=st.data())
+    def reviews(self, data: st.DataObject) -> None:
+        """Observations in review batches, source aliases and the proposals
+        that batches keep to one fix (contract v1.2 section 7)."""
+        self.send(self.draw_line(data, _REVIEWS))
+
+    @rule(data=st.data())
     def heartbeat(self, data: st.DataObject) -> None:
         self.send(self.draw_line(data, ["watchdog.heartbeat"]))
 
@@ -359,6 +365,10 @@ _PROPOSE = (
     "question.raise", "question.answer", "intent.synced", "task.delegate",
 )  # fmt: skip
 _SOURCES = ("observe", "observe", "evidence.attach")
+_REVIEWS = (
+    "review_observation", "review_observation", "observe", "log.batch", "source.alias", "action.propose",
+    "action.propose", "action.propose", "executor.outcome",
+)  # fmt: skip
 _EXECUTOR = (
     "executor.receipt", "executor.receipt", "executor.receipt", "executor.reconcile", "executor.outcome",
     "executor.outcome", "usage.report",

@@ -60,6 +60,7 @@ from tandem.replay.proving.composition_invariants import payload_frozen_before_a
 from tandem.replay.proving.state_invariants import (
     blocked_by_is_section_4,
     human_messages_kept,
+    one_fix_per_batch,
     one_live_action_per_cause,
     restart_is_replay,
     unready_provider_is_the_deferral,
@@ -90,6 +91,7 @@ BUILTIN: tuple[Invariant, ...] = (
     no_delivery_while_provider_unready,
     payload_frozen_before_acceptance,
     one_live_action_per_cause,
+    one_fix_per_batch,
     blocked_by_is_section_4,
     human_messages_kept,
     unready_provider_is_the_deferral,

@@ -28,6 +28,21 @@ def one_live_action_per_cause(world: World) -> str | None:
 
 
 @state_invariant
+def one_fix_per_batch(world: World) -> str | None:
+    """At most one non-terminal action per batch (`duplicate_batch`, contract
+    v1.2 section 7.3): "track batch membership so the same review cannot start
+    two fixes". An action is of the batch its cause was in when it was proposed."""
+    live: dict[str, list[str]] = {}
+    for action in world.state.actions.values():
+        if action.batch_id is not None and action.state not in TERMINAL:
+            live.setdefault(action.batch_id, []).append(action.operation_id)
+    for batch_id, operation_ids in live.items():
+        if len(operation_ids) > 1:
+            return f"batch {batch_id!r} has {len(operation_ids)} live actions: {operation_ids}"
+    return None
+
+
+@state_invariant
 def blocked_by_is_section_4(world: World) -> str | None:
     """Blockers are visible and exact: "unclear blockers: show which task needs
     your answer, why"; authorised work is not left waiting. A pending action's

@@ -125,6 +125,7 @@ class Model:
             "excerpt": text[:280] if text is not None else None,
             "truncated": False,
         }
+        row["batch_id"] = None  # contract v1.2 section 7.1: no observation here names a batch
         row["partial"] = not observation["complete"]
         row["last_seen_at"] = at
         self.revised_at[cause] = at

@@ -23,6 +23,8 @@ decision, passed as `Engine(step=...)`.
 - `act_before_reseed`: contract v1.2 section 5.4's gate forgotten: a
   background input refused `context_not_reseeded` is decided as if the
   background's reseed were accepted.
+- `skip_duplicate_batch`: proposals checked without `duplicate_batch`
+  (contract v1.2 section 7.3): a second fix for another review of a batch.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Optional
 
 from msgspec import UNSET
 
-from tandem.domain import delivery, dispatch
+from tandem.domain import actions, delivery, dispatch
 from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
 from tandem.domain.inputs import Heartbeat, Input, ProviderReceipt
@@ -216,3 +218,15 @@ def act_before_reseed(state: State, value: Input, seq: int, file: str | None, li
     for event in events:
         emit(event)
     run_pass(state, seq, value.at, emit)
+
+
+def skip_duplicate_batch(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 7.3 broken: `action.propose` checked without
+    `duplicate_batch` (as before batches), so another cause of a batch with a
+    live fix starts a second one."""
+    checked = actions.check_duplicate_batch
+    actions.check_duplicate_batch = lambda state, cause_key: None  # type: ignore[assignment]
+    try:
+        handle_input(state, value, seq, file, line, emit)
+    finally:
+        actions.check_duplicate_batch = checked  # type: ignore[assignment]

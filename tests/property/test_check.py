@@ -33,7 +33,7 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
 DEPTH = {
     "receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4, "tools_admission": 3,
     "health_probes": 3, "call_limit": 4, "payload_required": 4, "owner_preempts_maintenance": 4,
-    "background_reseed": 4,
+    "background_reseed": 4, "review_batch": 4,
 }  # fmt: skip
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
@@ -134,6 +134,19 @@ def test_the_worked_example_of_section_5_violates_the_reseed_gate_only_with_a_br
     found = check_trace(trace, step=broken.act_before_reseed)
     assert found is not None and found.invariant.name == "background_acts_only_reseeded"
     assert found.applying.input.input_type == "triage.classify"
+
+
+def test_the_checker_finds_a_second_fix_for_a_batch(tmp_path: Path) -> None:
+    """Contract v1.2 section 7.3: proposals checked without duplicate_batch
+    start a fix for 556 while the one for 555, of the same batch, is live."""
+    scenario = SCENARIOS / "review_batch.json"
+    out = tmp_path / "counterexample.jsonl"
+    found = check(scenario, 3, step=broken.skip_duplicate_batch, out=out).counterexample
+    assert found is not None and found.invariant == "one_fix_per_batch", found
+    assert found.moves == ["fix-555", "fix-556"]
+    again = check_trace(out, step=broken.skip_duplicate_batch)
+    assert again is not None and again.invariant.name == "one_fix_per_batch"
+    assert check_trace(out) is None
 
 
 def test_the_checker_finds_a_pass_without_the_source_rule(tmp_path: Path) -> None:

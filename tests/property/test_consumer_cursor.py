@@ -121,6 +121,7 @@ class RefUpdate:
     last_seen_at: datetime.datetime | None = None
     revised_at: datetime.datetime | None = None
     latest: dict[str, Any] | None = None  # contract v1.1 (no source_time in these traces)
+    batch_id: str | None = None  # contract v1.2 section 7.1: named by its first revising observation
 
     def row(self) -> dict[str, Any]:
         return {
@@ -139,6 +140,7 @@ class RefUpdate:
             "delivered_revision": None,  # no delivery in these traces
             "retained": self.triage_state == "untriaged" or self.disposition in DELIVERABLE,
             "latest": self.latest,
+            "batch_id": self.batch_id,
         }
 
 
@@ -211,6 +213,8 @@ class Reference:
         if update is None:
             update = self.updates[cause_key] = RefUpdate(cause_key, fields["kind"], at)
         update.revision += 1
+        if update.batch_id is None:  # joins once, and stays (contract v1.2 section 7.1)
+            update.batch_id = fields.get("batch_id")
         update.kind = fields["kind"]
         update.triage_state = "untriaged"
         update.disposition = update.action_priority = update.notification_priority = None

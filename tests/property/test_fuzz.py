@@ -103,6 +103,8 @@ FIND = machine_settings(examples=300, steps=30, derandomize=True, database=None)
         (broken.forget_preemption, ("owner", "heartbeat"), "maintenance_yields_to_the_owner"),
         (broken.claim_while_owner_active, ("owner", "heartbeat"), "claims_respect_blockers"),
         (broken.act_before_reseed, ("continuity",), "background_acts_only_reseeded"),
+        # Contract v1.2 section 7.3: found on each of 8 seeds tried (the fixed one and 7 random), in at most 7 s.
+        (broken.skip_duplicate_batch, ("reviews", "heartbeat"), "one_fix_per_batch"),
     ],
     # broken.skip_source_rule (contract v1.2 section 2.2) is found by the bounded checker
     # (tests/property/test_check.py, scenario ci_repair_source_race), not yet by this fuzzer:
@@ -111,6 +113,7 @@ FIND = machine_settings(examples=300, steps=30, derandomize=True, database=None)
     ids=[
         "unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "unlisted-tool-allowed",
         "payload-not-required", "preemption-forgotten", "claimed-while-owner-active", "acted-before-reseed",
+        "batch-second-fix",
     ],  # fmt: skip
 )
 def test_the_fuzzer_finds_a_broken_engine_and_writes_a_trace_that_reproduces_it(

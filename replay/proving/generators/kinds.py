@@ -43,7 +43,9 @@ from tandem.replay.proving.generators.continuity import (
     investigation_open,
     reseed_receipt,
 )
-from tandem.replay.proving.generators.sources import log_batch, log_pruned, log_reconcile, observe, triage_classify
+from tandem.replay.proving.generators.sources import (
+    log_batch, log_pruned, log_reconcile, observe, review_observation, source_alias, triage_classify,
+)  # fmt: skip
 from tandem.replay.proving.generators.tools import runtime_admit, tool_policy_set, tool_request
 from tandem.replay.proving.generators.universe import IN_FLIGHT, INPUT_IDS, Builder, Draw, often, preamble
 from tandem.replay.proving.generators.work import (
@@ -134,10 +136,12 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "investigation.open": (investigation_open, 1),  # contract v1.2 section 5
     "investigation.close": (investigation_close, 1),
     "background.checkpoint": (background_checkpoint, 1),
+    "source.alias": (source_alias, 1),  # contract v1.2 section 7
     "lost_ack": (lost_ack, 0),  # (kinds of the machine's own rules: not drawn by traces())
     "background_reset": (background_reset, 0),
     "reseed_receipt": (reseed_receipt, 0),
     "holding_question": (holding_question, 0),
+    "review_observation": (review_observation, 0),
 }
 WEIGHTED = [name for name, (_, weight) in KINDS.items() for _ in range(weight)]
 

@@ -17,6 +17,8 @@ CONSUMERS = ("scm", "ci-log")
 STATUSES = ("failure", "success")
 COMMITS = ("sha1", "sha2")
 DISPOSITIONS = ("routine", "actionable", "urgent", "needs_input")
+BATCHES = ("b1", "b2")  # review batches (contract v1.2 section 7.1)
+ALIASES = ("scm-1",)  # an alias never observed itself (the SOURCES may be aliases too)
 
 
 def observation_fields(draw: Draw, causes: tuple[str, ...] = (), p_cause: int = 6) -> dict[str, Any]:
@@ -49,7 +51,28 @@ def observation_fields(draw: Draw, causes: tuple[str, ...] = (), p_cause: int = 
         fields["text"] = draw(st.sampled_from(["build failed", "all green", "nit: rename"]))
     if often(draw, 2):
         fields["tokens"] = draw(st.sampled_from([0, 12, 300]))
+    if often(draw, 3):  # contract v1.2 section 7.1 (last: the draws before it are as they were)
+        fields["batch_id"] = draw(st.sampled_from(BATCHES))
     return fields
+
+
+def review_observation(draw: Draw, b: Builder) -> dict[str, Any]:
+    """An observation of one of the causes actions answer, in a review batch
+    (the machine's `reviews` rule: batches that join causes actions are for)."""
+    line = b.line("observe", "source")
+    line.update(observation_fields(draw, CAUSES, p_cause=10))
+    line["batch_id"] = draw(st.sampled_from(BATCHES))
+    return line
+
+
+def source_alias(draw: Draw, b: Builder) -> dict[str, Any]:
+    """Contract v1.2 section 7.2: mostly of an observed source (an alias of
+    an alias, of itself, or of another's alias sometimes), from the source or the daemon."""
+    observed = sorted(b.state.sources)
+    alias_of = draw(st.sampled_from(observed)) if observed and often(draw, 8) else draw(st.sampled_from(SOURCES))
+    source_id = draw(st.sampled_from(SOURCES + ALIASES))
+    actor = draw(st.sampled_from(["source", "daemon"]))
+    return b.line("source.alias", actor, source_id=source_id, alias_of=alias_of)
 
 
 def observe(draw: Draw, b: Builder) -> dict[str, Any]:

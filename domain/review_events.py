@@ -1,0 +1,35 @@
+"""The events of contract v1.2 section 7 (reviews: batches and aliases),
+frozen msgspec Structs like every other; domain/events.py re-exports them
+(`ev.SourceAliased`) and lists them in its union. Kept in a module of their
+own only so that domain/events.py stays under the file limit.
+"""
+
+from __future__ import annotations
+
+from tandem.domain.event_base import Decision
+
+
+class SourceAliased(Decision, frozen=True, kw_only=True):  # section 7.2
+    source_id: str  # the alias
+    alias_of: str  # its canonical source (an alias named as `alias_of` resolved)
+
+
+class BatchJoined(Decision, frozen=True, kw_only=True):  # section 7.2: an alias observed before it was one
+    """A cause joins a batch without a new revision of its own: `revision`
+    is the batch's, unchanged (what an action proposed before counts as)."""
+
+    batch_id: str
+    cause_key: str
+    revision: int
+    source_id: str  # the alias whose observations revised the cause (or its canonical's latest cause)
+
+
+class BatchRevised(Decision, frozen=True, kw_only=True):  # section 7.1
+    """One of the batch's causes got a new update revision: the batch's
+    revision is `revision` now. `joined`: with it the cause joined the batch
+    (its first observation naming one)."""
+
+    batch_id: str
+    cause_key: str
+    revision: int
+    joined: bool = False
