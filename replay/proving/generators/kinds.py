@@ -35,14 +35,15 @@ from tandem.replay.proving.generators.conversations import (
     queue_edit,
     turn_ended,
 )
-from tandem.replay.proving.generators.sources import log_batch, log_pruned, log_reconcile, observe, triage_classify
-from tandem.replay.proving.generators.tools import runtime_admit, tool_policy_set, tool_request
+from tandem.replay.proving.generators.sources import cause_revised, log_batch, log_pruned, log_reconcile, observe, triage_classify
+from tandem.replay.proving.generators.tools import runtime_admit, tool_policy_set, tool_request, worker_admit, worker_call
 from tandem.replay.proving.generators.universe import IN_FLIGHT, INPUT_IDS, Builder, Draw, often, preamble
 from tandem.replay.proving.generators.work import (
     action_cancel,
     action_propose,
     action_revalidate,
     background_bind,
+    call_limit_revise,
     evidence_attach,
     executor_outcome,
     executor_receipt,
@@ -58,6 +59,7 @@ from tandem.replay.proving.generators.work import (
     rule_set,
     scope_pause,
     scope_resume,
+    source_proposal,
     task_cancel,
     task_complete,
     task_delegate,
@@ -124,6 +126,11 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "host.resume": (host_resume, 1),
     "lost_ack": (lost_ack, 0),  # (kinds of the machine's own rules: not drawn by traces())
     "holding_question": (holding_question, 0),
+    "cause_revised": (cause_revised, 0),
+    "call_limit_revise": (call_limit_revise, 0),
+    "source_proposal": (source_proposal, 0),
+    "worker_admit": (worker_admit, 0),
+    "worker_call": (worker_call, 0),
 }
 WEIGHTED = [name for name, (_, weight) in KINDS.items() for _ in range(weight)]
 
