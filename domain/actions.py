@@ -547,6 +547,7 @@ def _evidence_attached(state: State, event: ev.EvidenceAttached) -> None:
     if event.artifact_revision is not None:
         action.artifact_revision = event.artifact_revision
     state.touch_dependents(action.operation_id)  # re-evaluated in the same pass
+    _progressed(state, action, event)  # evidence attached to one of its actions (v1.2 sections 2.5, 4.4)
 
 
 def _action_blocked(state: State, event: ev.ActionBlocked) -> None:

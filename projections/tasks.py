@@ -105,7 +105,7 @@ class TasksView(View):
         self.stalled.add(event.task_id)
         self._due(self.rows[event.task_id])
 
-    def _action(self, event: ev.ActionClaimed | ev.ActionOutcomeReported) -> None:
+    def _action(self, event: ev.ActionClaimed | ev.ActionOutcomeReported | ev.EvidenceAttached) -> None:
         self._progress(self.action_tasks.get(event.operation_id))
 
     def _attempt(self, event: ev.AttemptUpdated) -> None:
@@ -143,6 +143,7 @@ class TasksView(View):
         ev.InputRejected: _input,
         ev.ActionClaimed: _action,
         ev.ActionOutcomeReported: _action,
+        ev.EvidenceAttached: _action,  # evidence attached to one of its actions (v1.2 sections 2.5, 4.4)
         ev.AttemptUpdated: _attempt,
         ev.TaskStalled: _stalled,
     }

@@ -36,7 +36,7 @@ BLOCK_WORDS = {
     "watchdog_unavailable": "the watchdog is not fresh (unattended dispatch held)",
     "resource_busy": "another action holds its resource",
     "approval_pending": "an approval is open on its conversation",
-    "budget_exhausted": "its grant's token budget is used up",
+    "budget_exhausted": "its grant's budget is used up (token_limit or call_limit reached)",
     "rule_opted_out": "its rule is not opted in for its cause's scope",
     "runtime_not_admitted": "the worker runtime it names is not admitted",
     "retry_backoff": "refused: it waits for its retry back-off",

@@ -33,6 +33,12 @@ WAITING_TEXT = {
     "owner_active": "maintenance work waits while the owner is active (contract v1.2 section 8.1)",
 }
 
+# A budget_exhausted block by its call limit (contract v1.2 section 3.4): without, with the token limit reached too.
+_BUDGET_CALLS_TEXT = {
+    False: "its grant's calls reached call_limit",
+    True: "its grant's usage reached token_limit and its calls reached call_limit",
+}
+
 BlockFacts = Callable[[Resolver, ev.BlockFact, int, "str | None"], list[Fact]]
 
 
@@ -110,12 +116,28 @@ def _approvals(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at
     return facts
 
 
+def _limits_reached(fact: ev.BlockFact) -> tuple[bool, bool]:
+    """Which of its grant's limits a budget_exhausted block records as reached:
+    (token_limit, call_limit) (contract v1.2 section 3.4)."""
+    tokens = fact.token_limit is not None and fact.usage is not None and fact.usage >= fact.token_limit
+    calls = fact.call_limit is not None and fact.calls is not None and fact.calls >= fact.call_limit
+    return tokens, calls
+
+
 def _budget(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
-    text = f"grant {fact.grant_id} used {fact.usage} of its token_limit {fact.token_limit}"
+    tokens, calls = _limits_reached(fact)
     value: dict[str, object] = {"grant_id": fact.grant_id, "usage": fact.usage, "token_limit": fact.token_limit}
     if fact.call_limit is not None:  # contract v1.2 section 3.4
-        text += f" and made {fact.calls} of its call_limit {fact.call_limit} calls"
         value |= {"calls": fact.calls, "call_limit": fact.call_limit}
+    if calls and not tokens:  # the call limit alone: what the call that reached it raised
+        text = f"grant {fact.grant_id} made {fact.calls} of its call_limit {fact.call_limit} calls"
+        if fact.token_limit is not None:
+            text += f" (used {fact.usage} of its token_limit {fact.token_limit})"
+        made = resolver.source(("alert", f"budget_exhausted:{fact.grant_id}"), position, of_type(ev.AlertRaised))
+        return [Fact(name="grant_budget", text=text, value=value, source=made)]
+    text = f"grant {fact.grant_id} used {fact.usage} of its token_limit {fact.token_limit}"
+    if fact.call_limit is not None:
+        text += f" and made {fact.calls} of its call_limit {fact.call_limit} calls"
     return [
         Fact(
             name="grant_budget",
@@ -124,6 +146,16 @@ def _budget(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: s
             source=resolver.source(("grant", fact.grant_id or ""), position, of_type(ev.BudgetExhausted)),
         )
     ]
+
+
+def waiting_text(code: str, fact: ev.BlockFact | None) -> str:
+    """What a blocking code waits for in words; budget_exhausted names the
+    limit its grant reached: token_limit, call_limit or both."""
+    if code == "budget_exhausted" and fact is not None:
+        tokens, calls = _limits_reached(fact)
+        if calls:
+            return _BUDGET_CALLS_TEXT[tokens]
+    return WAITING_TEXT.get(code, code)
 
 
 def _opted_out(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
@@ -257,5 +289,5 @@ def waiting_from_blocks(resolver: Resolver, runs: Runs, codes: list[str]) -> lis
     for code in codes:
         since, fact, recorded = runs[code]
         facts = block_fact_facts(resolver, fact, recorded[0], at_of(recorded)) if fact is not None else []
-        waiting.append(Waiting(code=code, text=WAITING_TEXT.get(code, code), facts=facts, since=source(since)))
+        waiting.append(Waiting(code=code, text=waiting_text(code, fact), facts=facts, since=source(since)))
     return waiting

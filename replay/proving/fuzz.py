@@ -226,9 +226,19 @@ class TandemMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def sources(self, data: st.DataObject) -> None:
-        """Observations that revise the causes actions answer (contract v1.2
-        section 2: the source rule), and evidence of succeeded actions."""
+        """Observations, some revising the cause of a live action that answers
+        a source revision (contract v1.2 section 2: the source rule), and
+        evidence of succeeded actions."""
         self.send(self.draw_line(data, _SOURCES))
+
+    @rule(data=st.data())
+    def source_race(self, data: st.DataObject) -> None:
+        """The source rule's race (contract v1.2 section 2.2): proposals that
+        answer their cause's current revision, the cause revised while one
+        waits or is out with the executor, and the receipts (a refusal brings
+        it back to pending), outcomes (freeing its resource) and heartbeats
+        that lead to its next claim."""
+        self.send(self.draw_line(data, _SOURCE_RACE))
 
     @rule(data=st.data())
     def conversation_lifecycle(self, data: st.DataObject) -> None:
@@ -268,6 +278,30 @@ class TandemMachine(RuleBasedStateMachine):
         """Observations in review batches, source aliases and the proposals
         that batches keep to one fix (contract v1.2 section 7)."""
         self.send(self.draw_line(data, _REVIEWS))
+
+    @rule(data=st.data())
+    def workers(self, data: st.DataObject) -> None:
+        """What a worker's tool calls need and the calls themselves (contract
+        v1.2 sections 1.5, 3.4): a worker tool policy and admissions that
+        pass, proposals (naming a worker runtime half the time one exists),
+        calls by an admitted worker for the action it executes, and revisions
+        of its grant's call_limit to at or just above the calls made, so the
+        limit is reached and calls go past it."""
+        self.send(self.draw_line(data, _WORKERS))
+
+    @rule(data=st.data())
+    def refusals(self, data: st.DataObject) -> None:
+        """Deliveries refused and their messages re-sent (contract v1.2 section
+        3.6): human messages, refusals of a submitting delivery, receipts, turn
+        ends and heartbeats (the back-off needs the budgets preamble)."""
+        self.send(self.draw_line(data, _REFUSALS))
+
+    @rule(data=st.data())
+    def health(self, data: st.DataObject) -> None:
+        """The health probes (contract v1.2 section 4): provider readiness
+        (p1, the foreground's, or p2), the host suspended and resumed,
+        incidents and recoveries, heartbeats (some imported late)."""
+        self.send(self.draw_line(data, _HEALTH))
 
     @rule(data=st.data())
     def heartbeat(self, data: st.DataObject) -> None:
@@ -364,7 +398,11 @@ _PROPOSE = (
     "action.propose", "action.propose", "action.propose", "action.propose", "action.revalidate", "action.cancel",
     "question.raise", "question.answer", "intent.synced", "task.delegate",
 )  # fmt: skip
-_SOURCES = ("observe", "observe", "evidence.attach")
+_SOURCES = ("observe", "cause_revised", "evidence.attach")
+_SOURCE_RACE = (
+    "source_proposal", "source_proposal", "cause_revised", "cause_revised", "executor.receipt", "executor.receipt",
+    "executor.outcome", "watchdog.heartbeat",
+)  # fmt: skip
 _REVIEWS = (
     "review_observation", "review_observation", "observe", "log.batch", "source.alias", "action.propose",
     "action.propose", "action.propose", "executor.outcome",
@@ -390,6 +428,15 @@ _TOOLS = ("tool_policy.set", "runtime.admit", "tool.request", "tool.request", "t
 _CONTINUITY = (
     "background.checkpoint", "background.checkpoint", "investigation.open", "investigation.close", "background_reset",
     "reseed_receipt", "reseed_receipt", "triage.classify", "observe", "intent.synced", "tool.request", "runtime.admit",
+)  # fmt: skip
+_WORKERS = ("worker_admit", "worker_call", "worker_call", "worker_call", "action.propose", "call_limit_revise")
+_REFUSALS = (
+    "human.message", "human.message", "refused_receipt", "refused_receipt", "provider.receipt", "turn.ended",
+    "watchdog.heartbeat",
+)  # fmt: skip
+_HEALTH = (
+    "provider.readiness", "provider.readiness", "host.suspend", "host.resume", "health.incident", "health.recovered",
+    "watchdog.heartbeat",
 )  # fmt: skip
 _LATE_KINDS = frozenset({"executor.receipt", "executor.reconcile", "executor.outcome", "provider.receipt", "provider.reconcile", "turn.ended"})
 

@@ -101,3 +101,49 @@ def test_a_reached_token_limit_also_denies_calls():
     when(engine, usage("op-1", input_tokens=10, at=at(5)))
     assert action_state(engine, "op-2") == "submitting"  # claimed before the limit was reached
     assert rejection(when(engine, call("c1", 6, "op-2"))) == "budget_exhausted"
+
+
+# ------------------------------------------- explain: which limit blocks it
+
+
+def explained_block(*lines):
+    """op-2 proposed after `lines`: what explain says its budget_exhausted waits for."""
+    from tandem.replay.engine import Engine, Located
+    from tandem.replay.explain import explain
+    from tandem.replay.proving import ProvingStore
+    from tests.unit.helpers import _flatten, decode
+
+    engine = Engine(ProvingStore())
+    trace = [*_flatten(lines), propose("op-2", actor="human", resource="wt-2", at=at(9))]
+    for number, line in enumerate(trace, 1):
+        engine.submit(Located(decode(line), line=number))
+    assert blocked_by(engine, "op-2") == ["budget_exhausted"]
+    [operation] = explain(engine.store, "op-2", kind="operation")
+    [waiting] = operation.waiting
+    [fact] = waiting.facts
+    return waiting.text, fact.text, fact.source.event if fact.source is not None else None
+
+
+def test_explain_says_the_call_limit_when_calls_exhausted_the_grant():
+    assert explained_block(limited_world(call_limit=1), call("c1", 4)) == (
+        "its grant's calls reached call_limit",
+        "grant g-t1 made 1 of its call_limit 1 calls",
+        "AlertRaised",  # budget_exhausted:g-t1, raised by the call that reached it
+    )
+    _, text, _ = explained_block(limited_world(call_limit=1, token_limit=1000), call("c1", 4))
+    assert text == "grant g-t1 made 1 of its call_limit 1 calls (used 0 of its token_limit 1000)"
+
+
+def test_explain_says_the_token_limit_or_both_when_they_are_reached():
+    tokens = explained_block(limited_world(call_limit=5, token_limit=10), usage("op-1", input_tokens=10, at=at(4)))
+    assert tokens == (
+        "its grant's usage reached token_limit",
+        "grant g-t1 used 10 of its token_limit 10 and made 0 of its call_limit 5 calls",
+        "BudgetExhausted",
+    )
+    both = explained_block(limited_world(call_limit=1, token_limit=10), call("c1", 4), usage("op-1", input_tokens=10, at=at(5)))
+    assert both == (
+        "its grant's usage reached token_limit and its calls reached call_limit",
+        "grant g-t1 used 10 of its token_limit 10 and made 1 of its call_limit 1 calls",
+        "BudgetExhausted",
+    )

@@ -13,6 +13,7 @@ from tandem.domain import events as ev
 from tests.unit.helpers import (
     action_state,
     answer,
+    attach_evidence,
     at,
     cancel_task,
     complete_task,
@@ -293,6 +294,36 @@ def test_a_completed_task_has_no_due_time():
     when(engine, complete_task("t1", evidence_refs=["e1"], at=at(4)))
     assert task_row(engine, "t1")["progress_due_at"] is None
     assert not of_type(when(engine, tick(at=at(1000))), ev.TaskStalled)
+
+
+def test_evidence_attached_to_a_task_action_is_progress():
+    """Section 4.4 with 2.5: "evidence attached to one of its actions" restarts
+    the task's clock (state, view, the stall's facts and explain); evidence
+    that is not attached (rejected) is not progress."""
+    from tandem.replay.engine import Engine, Located
+    from tandem.replay.explain import explain
+    from tandem.replay.proving import ProvingStore
+    from tests.unit.helpers import decode
+
+    engine = Engine(ProvingStore())
+    trace = [
+        *progress_world(), propose("op-1", at=at(1)), receipt("op-1", at=at(2)), outcome("op-1", at=at(3)),
+        attach_evidence("op-2", at=at(20)),  # no such action: rejected, not progress
+    ]  # fmt: skip
+    for number, item in enumerate(trace, 1):
+        engine.submit(Located(decode(item), line=number))
+    assert task_row(engine, "t1")["last_progress_at"] == at(3)
+    events = when(engine, attach_evidence("op-1", "ev/tests", at=at(40)))
+    assert of_type(events, ev.EvidenceAttached)
+    row = task_row(engine, "t1")
+    assert (row["last_progress_at"], row["progress_due_at"]) == (at(40), at(100))
+    assert engine.state.tasks["t1"].last_progress_event == "EvidenceAttached"
+    assert not of_type(when(engine, tick(at=at(63))), ev.TaskStalled)  # due at 63 without it
+    [stalled] = of_type(when(engine, tick(at=at(100))), ev.TaskStalled)
+    assert (stalled.last_progress_event, stalled.last_progress_at.isoformat()) == ("EvidenceAttached", "2026-03-01T09:00:40+00:00")
+    [explained] = explain(engine.store, "no_progress:t1")
+    [fact] = [fact for step in explained.steps for fact in step.facts if fact.name == "task_progress"]
+    assert fact.text == f"last progress of t1: EvidenceAttached at {at(40)} (progress_deadline_s 60)"
 
 
 # ------------------------------------------------- 4.5 suspend and resume

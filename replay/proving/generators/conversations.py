@@ -69,6 +69,12 @@ def provider_receipt(draw: Draw, b: Builder) -> dict[str, Any]:
     )
 
 
+def refused_receipt(draw: Draw, b: Builder) -> dict[str, Any]:
+    """The provider refusing a submitting delivery (contract v1.2 section 3.6's
+    back-off starts there): what the `refusals` rule draws."""
+    return b.line("provider.receipt", "daemon", delivery_id=_delivery_id(draw, b, ("submitting",)), result="refused")
+
+
 def delivery_composed(draw: Draw, b: Builder) -> dict[str, Any]:
     """The composer's payload of a delivery (contract v1.2 section 6), mostly
     of a submitting one: mostly its own digest (so the same again is a

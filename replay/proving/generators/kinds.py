@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tandem.replay.proving.generators.conversations import (
+    refused_receipt,
     alert_resolve,
     alert_seen,
     approval_required,
@@ -44,15 +45,16 @@ from tandem.replay.proving.generators.continuity import (
     reseed_receipt,
 )
 from tandem.replay.proving.generators.sources import (
-    log_batch, log_pruned, log_reconcile, observe, review_observation, source_alias, triage_classify,
+    cause_revised, log_batch, log_pruned, log_reconcile, observe, review_observation, source_alias, triage_classify,
 )  # fmt: skip
-from tandem.replay.proving.generators.tools import runtime_admit, tool_policy_set, tool_request
+from tandem.replay.proving.generators.tools import runtime_admit, tool_policy_set, tool_request, worker_admit, worker_call
 from tandem.replay.proving.generators.universe import IN_FLIGHT, INPUT_IDS, Builder, Draw, often, preamble
 from tandem.replay.proving.generators.work import (
     action_cancel,
     action_propose,
     action_revalidate,
     background_bind,
+    call_limit_revise,
     evidence_attach,
     executor_outcome,
     executor_receipt,
@@ -68,6 +70,7 @@ from tandem.replay.proving.generators.work import (
     rule_set,
     scope_pause,
     scope_resume,
+    source_proposal,
     task_cancel,
     task_complete,
     task_delegate,
@@ -142,6 +145,12 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "reseed_receipt": (reseed_receipt, 0),
     "holding_question": (holding_question, 0),
     "review_observation": (review_observation, 0),
+    "cause_revised": (cause_revised, 0),
+    "call_limit_revise": (call_limit_revise, 0),
+    "source_proposal": (source_proposal, 0),
+    "worker_admit": (worker_admit, 0),
+    "worker_call": (worker_call, 0),
+    "refused_receipt": (refused_receipt, 0),
 }
 WEIGHTED = [name for name, (_, weight) in KINDS.items() for _ in range(weight)]
 

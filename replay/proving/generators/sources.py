@@ -145,3 +145,29 @@ def log_reconcile(draw: Draw, b: Builder) -> dict[str, Any]:
         retained_head=max(cursor + draw(st.sampled_from([-3, 0, 0, 2, 4])), 0),
         facts=facts,
     )
+
+
+def cause_revised(draw: Draw, b: Builder) -> dict[str, Any]:
+    """An observation that revises the cause of a live action answering a
+    source revision (contract v1.2 section 2.2: the source rule's race), with
+    a fingerprint its source has not reported last, so it is news: the same
+    status again, the cause passing (moot for some) or on another commit. A
+    plain observation while no such action lives."""
+    live = sorted({a.cause_key for a in b.state.actions.values() if a.source_revision is not None and not a.terminal})
+    if not live:
+        return observe(draw, b)
+    line = b.line("observe", "source")
+    source = draw(st.sampled_from(SOURCES[:2]))
+    line.update(
+        source_id=source,
+        kind="ci",
+        scope=draw(st.sampled_from(SCOPES)),
+        cause_key=draw(st.sampled_from(live)),
+        fingerprint=f"r{len(b.lines) + 1}",  # never the one before: a new revision
+        complete=often(draw, 8),
+    )
+    if often(draw, 6):
+        line["status"] = draw(st.sampled_from(STATUSES))
+    if often(draw, 5):
+        line["commit_sha"] = draw(st.sampled_from(COMMITS))
+    return line

@@ -90,3 +90,52 @@ def worker_runtime(draw: Draw, b: Builder) -> str | None:
     if not workers or not often(draw, 5):
         return None
     return draw(st.sampled_from([*workers, "w-unknown"])) if not often(draw) else draw(st.sampled_from(workers))
+
+
+WORKER_RUNTIMES = tuple(r for r in RUNTIME_IDS if _role(r) == "worker")
+
+
+def worker_admit(draw: Draw, b: Builder) -> dict[str, Any]:
+    """What a worker needs to call tools: a worker tool policy if there is
+    none, else an admission that passes (a worker runtime, at the current
+    revision, with the policy's tools and roots and isolation evidence),
+    preferably of a worker not admitted yet."""
+    state = b.state
+    policy = state.tool_policies.get("worker")
+    if policy is None or not policy.tools:
+        return b.line("tool_policy.set", "daemon", role="worker", allowed_tools=subset(draw, TOOLS, 1), read_roots=["/repo", "/srv"])
+    unadmitted = [r for r in WORKER_RUNTIMES if r not in state.runtimes or state.runtimes[r].state != "admitted"]
+    runtime_id = draw(st.sampled_from(unadmitted)) if unadmitted and often(draw, 8) else draw(st.sampled_from(WORKER_RUNTIMES))
+    return b.line(
+        "runtime.admit",
+        "daemon",
+        runtime_id=runtime_id,
+        role="worker",
+        adapter=draw(st.sampled_from(["codex", "claude"])),
+        tool_policy_revision=state.tool_policy_revision,
+        tools=subset(draw, sorted(policy.tools), 1),
+        read_roots=list(policy.read_roots),
+        isolation_test_ref=f"ev/iso-{runtime_id}",
+    )
+
+
+def worker_call(draw: Draw, b: Builder) -> dict[str, Any]:
+    """A worker's tool call for the action it executes while that action is
+    in flight (contract v1.2 sections 1.5, 3.4): an admitted tool the worker
+    allowlist has, no path: allowed until its grant reaches `call_limit`,
+    denied `budget_exhausted` after. Any tool call while no worker calls."""
+    state = b.state
+    calling = sorted(
+        (op, a.runtime_id) for op, a in state.actions.items()
+        if a.runtime_id in state.runtimes and a.state in IN_FLIGHT_CALLING and state.runtimes[a.runtime_id].state == "admitted"
+    )  # fmt: skip
+    if not calling:
+        return tool_request(draw, b)
+    operation_id, runtime_id = draw(st.sampled_from(calling))
+    runtime = state.runtimes[runtime_id]
+    policy = state.tool_policies.get("worker")
+    tools = sorted(t for t in runtime.tools if policy is not None and t in policy.tools) or sorted(runtime.tools) or list(TOOLS)
+    return b.line(
+        "tool.request", "daemon", runtime_id=runtime_id, call_id=f"c{len(b.lines) + 1}", tool=draw(st.sampled_from(tools)),
+        operation_id=operation_id,
+    )  # fmt: skip

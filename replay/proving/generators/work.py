@@ -97,6 +97,20 @@ def grant_revise(draw: Draw, b: Builder) -> dict[str, Any]:
     return b.line("grant.revise", **fields)
 
 
+def call_limit_revise(draw: Draw, b: Builder) -> dict[str, Any]:
+    """A grant.revise of the grant a worker's live action charges its calls
+    to (contract v1.2 section 3.4), setting `call_limit` at or just above the
+    calls it made: reached now or in a call or two. Any grant.revise while
+    no action names a runtime."""
+    state = b.state
+    charged = sorted({a.grant_id for a in state.actions.values() if a.runtime_id is not None and not a.terminal} & set(state.grants))
+    if not charged:
+        return grant_revise(draw, b)
+    grant = state.grants[draw(st.sampled_from(charged))]
+    limit = max(grant.calls + draw(st.sampled_from([0, 1, 1, 2])), 1)
+    return b.line("grant.revise", grant_id=grant.grant_id, expected_revision=grant.revision, call_limit=limit)
+
+
 def task_cancel(draw: Draw, b: Builder) -> dict[str, Any]:
     return b.line("task.cancel", task_id=pick(draw, list(b.state.tasks), TASKS))
 
@@ -256,6 +270,21 @@ def _source_fields(draw: Draw, b: Builder, cause_key: str) -> dict[str, Any]:
     if often(draw, 2):
         fields["moot_statuses"] = subset(draw, STATUSES, 0)
     return fields
+
+
+def source_proposal(draw: Draw, b: Builder) -> dict[str, Any]:
+    """A proposal that answers its cause's current revision (contract v1.2
+    section 2.1), on the cause's latest commit when it has one: what the
+    source rule looks at again when the cause moves before the claim."""
+    line = action_propose(draw, b)
+    update = b.state.updates.get(line["cause_key"])
+    line["source_revision"] = update.revision if update is not None else 0
+    latest = update.latest if update is not None else None
+    if latest is not None and latest.commit_sha is not None and often(draw, 8):
+        line["target_sha"] = latest.commit_sha
+    else:
+        line.pop("target_sha", None)
+    return line
 
 
 def evidence_attach(draw: Draw, b: Builder) -> dict[str, Any]:
