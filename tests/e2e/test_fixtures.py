@@ -118,6 +118,22 @@ def test_release_gates_doc_maps_every_gate_and_every_gate_fixture() -> None:
         assert path.with_name(path.name.removesuffix(".views.json") + ".jsonl").name in named, path.name
 
 
+def test_release_gates_doc_says_gate_by_gate_what_v1_2_proves() -> None:
+    """docs/release-gates.md's v1.2 table: the 21 gates in order, each with its v1 fixture, what
+    v1.2 adds (fixture numbers that exist) and what a trace still cannot express; every v1.2
+    fixture (37 and up) strengthens at least one gate there."""
+    rows = _gate_doc_rows("Contract v1.2 (issue 14): gate by gate")
+    assert [row[0] for row in rows] == [str(n) for n in range(1, 22)], [row[0] for row in rows]
+    numbers = {p.name[:2] for p in GATES.glob("*.jsonl")}
+    for row in rows:
+        assert len(row) == 5 and row[2] == f"{int(row[0]):02d}" and row[4], row
+        named = set(re.findall(r"\b([3-5][0-9])\b", row[3]))
+        assert named <= numbers, (row[0], named - numbers)
+    v12 = {n for n in numbers if n >= "37"}
+    in_table = {n for row in rows for n in re.findall(r"\b([3-5][0-9])\b", row[3])}
+    assert v12 <= in_table, sorted(v12 - in_table)
+
+
 @pytest.mark.parametrize("trace", FIXTURES, ids=FIXTURE_IDS)
 def test_fixture_views(trace: Path) -> None:
     expected = json.loads(trace.with_suffix(".views.json").read_text(encoding="utf-8"))
