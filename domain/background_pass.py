@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from tandem.domain import events as ev
 from tandem.domain.budgets import Deferral, delivery_deferral, record_deferral, unready_deferral
-from tandem.domain.delivery import context_room, control_state_tokens, deliver, fit
+from tandem.domain.delivery import control_state_tokens, deliver, fit, reseed_room
 from tandem.domain.investigations import unresolved_investigations
 from tandem.domain.lifecycles import UPDATE
 from tandem.domain.records import Conversation, Update
@@ -70,16 +70,11 @@ def background_reseed(state: State, conversation: Conversation, cause: int, emit
     """One background reseed: the required part, then the untriaged updates that fit."""
     assert conversation.checkpoint is not None  # only a reset with a checkpoint makes it due
     required = required_tokens(state, conversation)
-    room = context_room(conversation)
-    if required > room:
-        emit(
-            ev.RecoveryChanged(
-                cause=cause, conversation_id=conversation.conversation_id, recovery="reseed", needed=required, room=room
-            )
-        )
+    left = reseed_room(conversation, required, cause, emit)
+    if left is None:
         return
     untriaged = sorted((u for u in state.updates.values() if u.triage_state == UPDATE.initial), key=_untriaged_key)
-    optional = fit(untriaged, room - required)
+    optional = fit(untriaged, left)
     deliver(
         state, conversation, cause, emit, "reseed", None, BACKGROUND_RESEED, [(optional, True)], [], 0, required,
         conversation.checkpoint.checkpoint_id,

@@ -426,9 +426,9 @@ def _wake(
     return None
 
 
-def _reseed(state: State, conversation: Conversation, cause: int, emit: Emit) -> None:
-    """A bounded reseed of the new epoch: the control state, then what fits."""
-    required = control_state_tokens(state, conversation)
+def reseed_room(conversation: Conversation, required: int, cause: int, emit: Emit) -> int | None:
+    """The room a reseed leaves for its optional part once its required part
+    is in; None, with the conversation sent to recovery, when it does not fit."""
     room = context_room(conversation)
     if required > room:
         emit(
@@ -436,8 +436,17 @@ def _reseed(state: State, conversation: Conversation, cause: int, emit: Emit) ->
                 cause=cause, conversation_id=conversation.conversation_id, recovery="reseed", needed=required, room=room
             )
         )
+        return None
+    return room - required
+
+
+def _reseed(state: State, conversation: Conversation, cause: int, emit: Emit) -> None:
+    """A bounded reseed of the new epoch: the control state, then what fits."""
+    required = control_state_tokens(state, conversation)
+    left = reseed_room(conversation, required, cause, emit)
+    if left is None:
         return
-    fitted = fit(_ranked(state, conversation.deliverable), room - required)
+    fitted = fit(_ranked(state, conversation.deliverable), left)
     deliver(state, conversation, cause, emit, "reseed", None, "reseed", [(fitted, False)], [], 0, required)
 
 
