@@ -290,6 +290,13 @@ class TandemMachine(RuleBasedStateMachine):
         self.send(self.draw_line(data, _WORKERS))
 
     @rule(data=st.data())
+    def deadlines(self, data: st.DataObject) -> None:
+        """Execution deadlines (contract v1.2 section 3.3): proposals, short
+        deadlines on their grants, attempts refused and claimed again,
+        receipts, outcomes and heartbeats."""
+        self.send(self.draw_line(data, _DEADLINES))
+
+    @rule(data=st.data())
     def refusals(self, data: st.DataObject) -> None:
         """Deliveries refused and their messages re-sent (contract v1.2 section
         3.6): human messages, refusals of a submitting delivery, receipts, turn
@@ -430,6 +437,10 @@ _CONTINUITY = (
     "reseed_receipt", "reseed_receipt", "triage.classify", "observe", "intent.synced", "tool.request", "runtime.admit",
 )  # fmt: skip
 _WORKERS = ("worker_admit", "worker_call", "worker_call", "worker_call", "action.propose", "call_limit_revise")
+_DEADLINES = (
+    "action.propose", "action.propose", "deadline_revise", "refused_attempt", "refused_attempt", "executor.receipt",
+    "executor.outcome", "watchdog.heartbeat", "tick",
+)  # fmt: skip
 _REFUSALS = (
     "human.message", "human.message", "refused_receipt", "refused_receipt", "provider.receipt", "turn.ended",
     "watchdog.heartbeat",

@@ -25,6 +25,8 @@ decision, passed as `Engine(step=...)`.
   background's reseed were accepted.
 - `skip_duplicate_batch`: proposals checked without `duplicate_batch`
   (contract v1.2 section 7.3): a second fix for another review of a batch.
+- `ignore_execution_deadline`: the time rules without execution deadlines
+  (contract v1.2 section 3.3): an action claimed again after its deadline.
 """
 
 from __future__ import annotations
@@ -230,3 +232,15 @@ def skip_duplicate_batch(state: State, value: Input, seq: int, file: str | None,
         handle_input(state, value, seq, file, line, emit)
     finally:
         actions.check_duplicate_batch = checked  # type: ignore[assignment]
+
+
+def ignore_execution_deadline(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 3.3 broken: the time rules without execution
+    deadlines, so an action past its `deadline_at` is neither stopped nor
+    exhausted, and may be claimed again."""
+    real = dispatch.deadline_rule
+    dispatch.deadline_rule = lambda state, cause: None  # type: ignore[assignment]
+    try:
+        handle_input(state, value, seq, file, line, emit)
+    finally:
+        dispatch.deadline_rule = real  # type: ignore[assignment]

@@ -123,11 +123,12 @@ HUNTS = [
     (broken.claim_while_owner_active, ("owner", "heartbeat"), "claims_respect_blockers"),
     (broken.act_before_reseed, ("continuity",), "background_acts_only_reseeded"),
     (broken.skip_duplicate_batch, ("reviews", "heartbeat"), "one_fix_per_batch"),
+    (broken.ignore_execution_deadline, ("deadlines", "time_passes"), "budgets_never_exceeded"),
 ]
 HUNT_IDS = [
     "unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "unlisted-tool-allowed", "source-rule-skipped",
     "call-limit-ignored", "unready-not-deferred", "payload-not-required", "preemption-forgotten",
-    "claimed-while-owner-active", "acted-before-reseed", "batch-second-fix",
+    "claimed-while-owner-active", "acted-before-reseed", "batch-second-fix", "deadline-ignored",
 ]  # fmt: skip
 
 

@@ -55,6 +55,7 @@ from tandem.replay.proving.generators.work import (
     action_revalidate,
     background_bind,
     call_limit_revise,
+    deadline_revise,
     evidence_attach,
     executor_outcome,
     executor_receipt,
@@ -66,6 +67,7 @@ from tandem.replay.proving.generators.work import (
     policy_set,
     question_answer,
     question_raise,
+    refused_attempt,
     repeat,
     rule_set,
     scope_pause,
@@ -151,6 +153,8 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "worker_admit": (worker_admit, 0),
     "worker_call": (worker_call, 0),
     "refused_receipt": (refused_receipt, 0),
+    "deadline_revise": (deadline_revise, 0),
+    "refused_attempt": (refused_attempt, 0),
 }
 WEIGHTED = [name for name, (_, weight) in KINDS.items() for _ in range(weight)]
 

@@ -111,6 +111,27 @@ def call_limit_revise(draw: Draw, b: Builder) -> dict[str, Any]:
     return b.line("grant.revise", grant_id=grant.grant_id, expected_revision=grant.revision, call_limit=limit)
 
 
+def deadline_revise(draw: Draw, b: Builder) -> dict[str, Any]:
+    """A grant.revise giving a grant of a live action a short
+    `execution_deadline_s` (contract v1.2 section 3.3), so the deadline passes
+    within a run while the action waits out a refusal; any grant.revise when
+    no action is live."""
+    state = b.state
+    live = sorted({a.grant_id for a in state.actions.values() if not a.terminal} & set(state.grants))
+    if not live:
+        return grant_revise(draw, b)
+    grant = state.grants[draw(st.sampled_from(live))]
+    seconds = draw(st.sampled_from([5, 10, 20, 40]))
+    return b.line("grant.revise", grant_id=grant.grant_id, expected_revision=grant.revision, execution_deadline_s=seconds)
+
+
+def refused_attempt(draw: Draw, b: Builder) -> dict[str, Any]:
+    """The executor refusing an attempt in flight: the action is pending
+    again and may be claimed again (with its first claim's deadline)."""
+    operation_id, attempt_id = _attempt_target(draw, b, ("submitting", "queued"))
+    return b.line("executor.receipt", "executor", operation_id=operation_id, attempt_id=attempt_id, result="refused")
+
+
 def task_cancel(draw: Draw, b: Builder) -> dict[str, Any]:
     return b.line("task.cancel", task_id=pick(draw, list(b.state.tasks), TASKS))
 
