@@ -291,9 +291,9 @@ class TandemMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def deadlines(self, data: st.DataObject) -> None:
-        """Execution deadlines (contract v1.2 section 3.3): proposals, short
-        deadlines on their grants, attempts refused and claimed again,
-        receipts, outcomes and heartbeats."""
+        """Execution deadlines and retry back-offs (contract v1.2 sections 3.3,
+        3.5): proposals, short deadlines or back-offs on their grants,
+        attempts refused and claimed again, receipts, outcomes, heartbeats."""
         self.send(self.draw_line(data, _DEADLINES))
 
     @rule(data=st.data())
@@ -438,7 +438,7 @@ _CONTINUITY = (
 )  # fmt: skip
 _WORKERS = ("worker_admit", "worker_call", "worker_call", "worker_call", "action.propose", "call_limit_revise")
 _DEADLINES = (
-    "action.propose", "action.propose", "deadline_revise", "refused_attempt", "refused_attempt", "executor.receipt",
+    "action.propose", "action.propose", "timing_revise", "refused_attempt", "refused_attempt", "executor.receipt",
     "executor.outcome", "watchdog.heartbeat", "tick",
 )  # fmt: skip
 _REFUSALS = (

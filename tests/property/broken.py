@@ -27,6 +27,8 @@ decision, passed as `Engine(step=...)`.
   (contract v1.2 section 7.3): a second fix for another review of a batch.
 - `ignore_execution_deadline`: the time rules without execution deadlines
   (contract v1.2 section 3.3): an action claimed again after its deadline.
+- `ignore_retry_backoff`: a refused action's back-off never blocks it
+  (contract v1.2 section 3.5): claimed again before its `retry_at`.
 """
 
 from __future__ import annotations
@@ -244,3 +246,14 @@ def ignore_execution_deadline(state: State, value: Input, seq: int, file: str | 
         handle_input(state, value, seq, file, line, emit)
     finally:
         dispatch.deadline_rule = real  # type: ignore[assignment]
+
+
+def ignore_retry_backoff(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+    """Contract v1.2 section 3.5 broken: a refused action's `retry_at` never
+    blocks it, so it is claimed again before its back-off ends."""
+    real = dispatch.retry_blocked
+    dispatch.retry_blocked = lambda state, action: False  # type: ignore[assignment]
+    try:
+        handle_input(state, value, seq, file, line, emit)
+    finally:
+        dispatch.retry_blocked = real  # type: ignore[assignment]

@@ -124,11 +124,14 @@ HUNTS = [
     (broken.act_before_reseed, ("continuity",), "background_acts_only_reseeded"),
     (broken.skip_duplicate_batch, ("reviews", "heartbeat"), "one_fix_per_batch"),
     (broken.ignore_execution_deadline, ("deadlines", "time_passes"), "budgets_never_exceeded"),
+    # A claim before its retry_at is a claim against its blockers (retry_backoff) first.
+    (broken.ignore_retry_backoff, ("deadlines", "time_passes"), "claims_respect_blockers"),
 ]
 HUNT_IDS = [
     "unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "unlisted-tool-allowed", "source-rule-skipped",
     "call-limit-ignored", "unready-not-deferred", "payload-not-required", "preemption-forgotten",
     "claimed-while-owner-active", "acted-before-reseed", "batch-second-fix", "deadline-ignored",
+    "retry-backoff-ignored",
 ]  # fmt: skip
 
 

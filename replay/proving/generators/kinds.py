@@ -55,7 +55,6 @@ from tandem.replay.proving.generators.work import (
     action_revalidate,
     background_bind,
     call_limit_revise,
-    deadline_revise,
     evidence_attach,
     executor_outcome,
     executor_receipt,
@@ -78,6 +77,7 @@ from tandem.replay.proving.generators.work import (
     task_delegate,
     task_revise,
     tick,
+    timing_revise,
     usage_report,
 )
 
@@ -153,7 +153,7 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "worker_admit": (worker_admit, 0),
     "worker_call": (worker_call, 0),
     "refused_receipt": (refused_receipt, 0),
-    "deadline_revise": (deadline_revise, 0),
+    "timing_revise": (timing_revise, 0),
     "refused_attempt": (refused_attempt, 0),
 }
 WEIGHTED = [name for name, (_, weight) in KINDS.items() for _ in range(weight)]

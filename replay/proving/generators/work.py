@@ -111,18 +111,19 @@ def call_limit_revise(draw: Draw, b: Builder) -> dict[str, Any]:
     return b.line("grant.revise", grant_id=grant.grant_id, expected_revision=grant.revision, call_limit=limit)
 
 
-def deadline_revise(draw: Draw, b: Builder) -> dict[str, Any]:
+def timing_revise(draw: Draw, b: Builder) -> dict[str, Any]:
     """A grant.revise giving a grant of a live action a short
-    `execution_deadline_s` (contract v1.2 section 3.3), so the deadline passes
-    within a run while the action waits out a refusal; any grant.revise when
-    no action is live."""
+    `execution_deadline_s` (contract v1.2 section 3.3) or `retry_backoff_s`
+    (section 3.5), so the deadline passes, or a refusal is waited out, within
+    a run; any grant.revise when no action is live."""
     state = b.state
     live = sorted({a.grant_id for a in state.actions.values() if not a.terminal} & set(state.grants))
     if not live:
         return grant_revise(draw, b)
     grant = state.grants[draw(st.sampled_from(live))]
+    setting = draw(st.sampled_from(["execution_deadline_s", "retry_backoff_s"]))
     seconds = draw(st.sampled_from([5, 10, 20, 40]))
-    return b.line("grant.revise", grant_id=grant.grant_id, expected_revision=grant.revision, execution_deadline_s=seconds)
+    return b.line("grant.revise", grant_id=grant.grant_id, expected_revision=grant.revision, **{setting: seconds})
 
 
 def refused_attempt(draw: Draw, b: Builder) -> dict[str, Any]:
