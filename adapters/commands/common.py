@@ -58,13 +58,16 @@ def writer_lock_or_fail(url: str) -> Iterator[WriterLock]:
 
 
 @contextmanager
-def open_or_fail(url: str, *, writing: bool = False) -> Iterator[EventStore]:
+def open_or_fail(url: str, *, writing: bool = False, read_only: bool = False) -> Iterator[EventStore]:
     """The store at `url`, open for the block and closed after it; with
-    `writing`, under its writer lock (taken first, released last). A
-    StoreError opening it, locking it or in the block is a CliError (exit 1)."""
+    `writing`, under its writer lock (taken first, released last); with
+    `read_only` (a command that only reads), opened so that nothing is
+    created or changed (`open_store`). A StoreError opening it, locking it or
+    in the block is a CliError (exit 1)."""
+    assert not (writing and read_only)
     with writer_lock_or_fail(url) if writing else nullcontext():
         try:
-            store = open_store(url)
+            store = open_store(url, read_only=read_only)
         except StoreError as error:
             raise CliError(str(error)) from error
         try:

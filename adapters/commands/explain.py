@@ -36,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     if not args.id.strip():
         raise CliError("ID is empty", EXIT_USAGE)
-    with open_or_fail(args.store) as store:
+    with open_or_fail(args.store, read_only=True) as store:
         try:
             explained = document(store, args.id, kind=args.kind)
         except ExplainError as error:

@@ -53,7 +53,7 @@ def write_log(store, out: BinaryIO, until: int) -> int:  # type: ignore[no-untyp
 
 
 def run(args: argparse.Namespace) -> None:
-    with open_or_fail(args.store) as store:
+    with open_or_fail(args.store, read_only=True) as store:
         try:
             head = store.head()
             if args.output is None:

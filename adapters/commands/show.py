@@ -42,7 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    with open_or_fail(args.store) as store:
+    with open_or_fail(args.store, read_only=True) as store:
         until = None
         if args.at is not None:
             head = store.head()

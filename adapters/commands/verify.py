@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    with open_or_fail(args.store) as store:
+    with open_or_fail(args.store, read_only=True) as store:
         report = verify(store)
     if args.json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")

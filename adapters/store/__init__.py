@@ -57,14 +57,17 @@ __all__ = [
 ]
 
 
-def open_store(url: str) -> EventStore:
-    """Open (creating tables if needed) the store named by `url`."""
+def open_store(url: str, *, read_only: bool = False) -> EventStore:
+    """Open (creating tables if needed) the store named by `url`. With
+    `read_only` (the commands that only read), create and change nothing: a
+    missing file, or a database without the store's table, is a StoreError
+    naming it; an SQLite file is opened mode=ro, its journal mode untouched."""
     address = parse_store_url(url)
     if address.kind == "memory":
         return MemoryStore(url)
     if address.kind == "sqlite":
-        return SQLiteStore(url, address.path, address.table)
+        return SQLiteStore(url, address.path, address.table, read_only=read_only)
     # Imported here: psycopg is loaded only by those who use PostgreSQL.
     from tandem.adapters.store.postgres import PostgresStore
 
-    return PostgresStore(url, address.table, address.connect)
+    return PostgresStore(url, address.table, address.connect, read_only=read_only)

@@ -17,9 +17,12 @@ from tandem.replay.port import StoreError
 
 
 class PostgresStore(SqlStore):
-    dialect = SqlDialect(placeholder="%s", integer="bigint", blob="bytea", one_of="= ANY(%s)")
+    dialect = SqlDialect(
+        placeholder="%s", integer="bigint", blob="bytea", one_of="= ANY(%s)",
+        table_exists="SELECT 1 WHERE to_regclass(%s) IS NOT NULL",  # a schema-qualified name
+    )  # fmt: skip
 
-    def __init__(self, url: str, table: str, connect: dict[str, Any]) -> None:
+    def __init__(self, url: str, table: str, connect: dict[str, Any], *, read_only: bool = False) -> None:
         # Probe first: the pool would retry in the background and report a
         # timeout, not the reason.
         try:
@@ -40,7 +43,9 @@ class PostgresStore(SqlStore):
         recorder = PostgresApplicationRecorder(datastore, events_table_name=table)
         events = sql.Identifier(datastore.schema, table)
         snapshots = sql.Identifier(datastore.schema, table + snapshot_table_suffix)
-        super().__init__(url, datastore, recorder, lambda text: sql.SQL(text).format(events=events, snapshots=snapshots))
+        compose = lambda text: sql.SQL(text).format(events=events, snapshots=snapshots)  # noqa: E731
+        tables = (f"{datastore.schema}.{table}", f"{datastore.schema}.{table}{snapshot_table_suffix}")
+        super().__init__(url, datastore, recorder, compose, tables, read_only=read_only)
 
     def _select_page(self, after: int, until: int | None, limit: int) -> list[tuple[int, bytes]]:
         # Binary results: bytea arrives as raw bytes, not hex text to decode

@@ -35,6 +35,8 @@ class SqlDialect:
     # "the position is one of a list", the list being one parameter (a JSON
     # array for SQLite, an array for PostgreSQL): one statement for any length.
     one_of: str
+    # A row when the table named by the one parameter exists (a reader's check).
+    table_exists: str
 
 
 def statement_templates(dialect: SqlDialect) -> dict[str, str]:
@@ -57,6 +59,7 @@ def statement_templates(dialect: SqlDialect) -> dict[str, str]:
         " ORDER BY position DESC LIMIT 1",
         "snapshot_list": "SELECT position, fingerprint, length(body) FROM {snapshots} ORDER BY position, fingerprint",
         "snapshot_delete": f"DELETE FROM {{snapshots}} WHERE fingerprint={p} AND position={p}",
+        "table_exists": dialect.table_exists,
     }
 
 
@@ -68,18 +71,39 @@ class SqlStore(RecorderStore):
 
     dialect: SqlDialect
 
-    def __init__(self, url: str, datastore: Any, recorder: Any, compose: Callable[[str], Any]) -> None:
+    def __init__(
+        self, url: str, datastore: Any, recorder: Any, compose: Callable[[str], Any], tables: tuple[str, str],
+        *, read_only: bool = False,
+    ) -> None:  # fmt: skip
+        """`tables`: the events and snapshots tables' names. `read_only`: a
+        reader's open, which creates and changes nothing: the events table
+        must exist (else this is not a Tandem store), and a store without a
+        snapshots table reads as one with no snapshots."""
         super().__init__(url, recorder)
         self._datastore = datastore
         self._statements = {name: compose(text) for name, text in statement_templates(self.dialect).items()}
+        self._snapshots_present = True
+        if read_only:
+            try:
+                self._snapshots_present = self._check_tables(*tables)
+            except BaseException:
+                datastore.close()
+                raise
         try:
-            recorder.create_table()
-            self._execute("snapshots_create")
+            if not read_only:
+                recorder.create_table()
+                self._execute("snapshots_create")
             self.head()
         except (PersistenceError, StoreError) as error:
             datastore.close()
             cause = error.__cause__ or error
             raise StoreError(f"cannot open {redacted(url)}: {cause}") from error
+
+    def _check_tables(self, events: str, snapshots: str) -> bool:
+        """Whether the snapshots table exists; a StoreError when the events table does not."""
+        if not self._query("table_exists", events):
+            raise StoreError(f"cannot open {redacted(self.url)}: not a Tandem store (it has no table {events!r})")
+        return bool(self._query("table_exists", snapshots))
 
     # -- backend hooks
     def _execute(self, name: str, *parameters: Any) -> None:
@@ -107,10 +131,14 @@ class SqlStore(RecorderStore):
         self._execute("snapshot_write", fingerprint, position, body)
 
     def _snapshot_latest(self, fingerprint: str, until: int | None) -> tuple[int, bytes] | None:
+        if not self._snapshots_present:
+            return None
         rows = self._query("snapshot_latest", fingerprint, _int64_max if until is None else until)
         return (rows[0][0], bytes(rows[0][1])) if rows else None
 
     def _snapshot_list(self) -> list[tuple[int, str, int]]:
+        if not self._snapshots_present:
+            return []
         return [tuple(row) for row in self._query("snapshot_list")]  # type: ignore[misc]
 
     def _snapshot_delete(self, position: int, fingerprint: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -42,6 +43,8 @@ class _DurableSQLiteConnectionPool(SQLiteConnectionPool):
     Otherwise the same as `SQLiteConnectionPool._create_connection` (9.5.6).
     """
 
+    read_only = False  # a reader's pool: its database opened mode=ro, its journal mode left alone
+
     def _create_connection(self) -> SQLiteConnection:
         try:
             connection = sqlite3.connect(
@@ -54,7 +57,7 @@ class _DurableSQLiteConnectionPool(SQLiteConnectionPool):
             )
         except (sqlite3.Error, TypeError) as error:
             raise InterfaceError(error) from error
-        if not self.is_sqlite_memory_mode:
+        if not self.is_sqlite_memory_mode and not self.read_only:
             mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
             if mode.lower() != "wal":
                 connection.execute("PRAGMA journal_mode=WAL")
@@ -76,11 +79,12 @@ class _DurableSQLiteDatastore(SQLiteDatastore):
     one writer connection behind a lock instead. Reads still use the pool.
     """
 
-    def __init__(self, db_name: str, **options: Any) -> None:
+    def __init__(self, db_name: str, *, read_only: bool = False, **options: Any) -> None:
         super().__init__(db_name, **options)
         # The parent made a plain pool; it has no connections yet (they are
         # created on first use), so swapping it loses nothing.
         self.pool = _DurableSQLiteConnectionPool(db_name=db_name)
+        self.pool.read_only = read_only
         self._writer_lock = threading.Lock()
         self._writer: SQLiteConnection | None = None
 
@@ -123,18 +127,31 @@ class _LogSQLiteRecorder(SQLiteApplicationRecorder):
 
 
 class SQLiteStore(SqlStore):
-    dialect = SqlDialect(placeholder="?", integer="INTEGER", blob="BLOB", one_of="IN (SELECT value FROM json_each(?))")
+    dialect = SqlDialect(
+        placeholder="?", integer="INTEGER", blob="BLOB", one_of="IN (SELECT value FROM json_each(?))",
+        table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+    )  # fmt: skip
 
-    def __init__(self, url: str, path: str, table: str) -> None:
+    def __init__(self, url: str, path: str, table: str, *, read_only: bool = False) -> None:
+        """`read_only`: a reader's open (contract of `open_store`): the file
+        must exist and be a Tandem store, and is opened mode=ro."""
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise StoreError(f"cannot open {url}: directory {directory!r} does not exist")
         if os.path.isdir(path):
             raise StoreError(f"cannot open {url}: {path!r} is a directory")
-        datastore = _DurableSQLiteDatastore(path, originator_id_type="text")
+        if read_only and not os.path.isfile(path):
+            raise StoreError(f"cannot open {url}: {path!r} does not exist (a command that only reads creates no store)")
+        name = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro" if read_only else path
+        datastore = _DurableSQLiteDatastore(name, read_only=read_only, originator_id_type="text")
         recorder = _LogSQLiteRecorder(datastore, events_table_name=table)
         snapshots = table + snapshot_table_suffix
-        super().__init__(url, datastore, recorder, lambda text: text.format(events=table, snapshots=snapshots))
+        compose = lambda text: text.format(events=table, snapshots=snapshots)  # noqa: E731
+        try:
+            super().__init__(url, datastore, recorder, compose, (table, snapshots), read_only=read_only)
+        except sqlite3.DatabaseError as error:
+            datastore.close()
+            raise StoreError(f"cannot open {url}: {path!r} is not an SQLite database ({error})") from None
 
     def _execute(self, name: str, *parameters: Any) -> None:
         with self._datastore.transaction(commit=True) as cursor:

@@ -403,7 +403,11 @@ def test_unknown_ids_and_bad_usage(tmp_path: Path, capsys) -> None:
     assert (code, out) == (1, "") and "nothing in the store is named 'op-nope'" in err
     code, _, err = run_cli(capsys, "explain", "op-form", "--store", url, "--kind", "task")
     assert code == 1 and "'op-form' is no task (it is: operation, obligation)" in err
-    code, _, err = run_cli(capsys, "explain", "op-form", "--store", f"sqlite:///{tmp_path / 'empty.db'}")
+    empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    code, _, err = run_cli(capsys, "explain", "op-form", "--store", empty)
+    assert code == 1 and "does not exist" in err  # a reader creates no store (issue 15)
+    open_store(empty).close()
+    code, _, err = run_cli(capsys, "explain", "op-form", "--store", empty)
     assert code == 1 and "the store is empty" in err
     code, _, err = run_cli(capsys, "explain", "op-form", "--store", "nowhere")
     assert code == 1 and "bad store URL" in err

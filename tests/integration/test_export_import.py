@@ -190,6 +190,9 @@ def test_an_import_into_an_empty_store_removes_leftover_snapshots(tmp_path: Path
 
 def test_export_of_an_empty_store_and_to_an_unwritable_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     empty = sqlite_url(tmp_path, "empty.db")
+    code, _, err = run_cli(capsys, "export", "--store", empty)
+    assert code == 1 and "does not exist" in err  # a reader creates no store (issue 15)
+    open_store(empty).close()  # a writer's open creates it, empty
     code, out, err = run_cli(capsys, "export", "--store", empty)
     assert code == 0 and out == "" and "exported 0 event(s)" in err
     code, _, err = run_cli(capsys, "export", "--store", empty, "--output", str(tmp_path / "missing" / "x.jsonl"))
