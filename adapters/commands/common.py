@@ -9,6 +9,7 @@ this package.
 from __future__ import annotations
 
 import argparse
+import unicodedata
 import dataclasses
 import sys
 from collections.abc import Iterator
@@ -117,6 +118,22 @@ def positive_seconds(text: str) -> float:
 # ------------------------------------------------------------------ traces
 
 
+trace_name_chars_max = 1024  # a trace's identity in the store (the file's name by default)
+
+
+def trace_name(text: str) -> str:
+    """An argparse type for --name: the identity inputs are keyed by, so not
+    empty, not only spaces, no control characters, at most 1,024 characters."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the name is empty: give the trace's identity, or leave --name out")
+    if len(text) > trace_name_chars_max:
+        raise argparse.ArgumentTypeError(f"the name is {len(text):,} characters, over {trace_name_chars_max:,}")
+    bad = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise argparse.ArgumentTypeError(f"the name holds the control character U+{ord(bad):04X}")
+    return text
+
+
 def trace_options(parser: argparse.ArgumentParser) -> None:
     """--batch and --name, for the commands that apply traces."""
     parser.add_argument(
@@ -128,6 +145,7 @@ def trace_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--name",
+        type=trace_name,
         metavar="NAME",
         help="the identity inputs are keyed by in the store (default: the file's name)",
     )

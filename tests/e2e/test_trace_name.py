@@ -1,0 +1,47 @@
+"""`--name` (ingest, replay --store): the identity a trace's inputs are keyed
+by in the store. An empty or blank name, a control character or a name over
+1,024 characters is a usage error (exit 2) naming the problem, and nothing is
+written: no store is created (issue 15, "`--name ''` is accepted")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TRACE = REPO / "fixtures" / "gates" / "01_user_chats_ci_fails.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("", "the name is empty"),
+        ("   ", "the name is empty"),
+        ("a\x1b[31mb", "the name holds the control character U+001B"),
+        ("x" * 1025, "the name is 1,025 characters, over 1,024"),
+    ],
+    ids=["empty", "blank", "escape", "too-long"],
+)
+@pytest.mark.parametrize("command", ["ingest", "replay"])
+def test_a_bad_name_is_a_usage_error_and_writes_nothing(tmp_path: Path, command: str, name: str, says: str) -> None:
+    store = tmp_path / "t.db"
+    result = subprocess.run(
+        [sys.executable, "-m", "tandem.adapters.cli", command, str(TRACE), "--name", name, "--store", f"sqlite:///{store}"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2, result
+    assert f"argument --name: {says}" in result.stderr
+    assert "\x1b" not in result.stderr  # the name itself is never echoed
+    assert not store.exists()
+
+
+def test_a_good_name_keys_the_inputs(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    run = [sys.executable, "-m", "tandem.adapters.cli", "ingest", str(TRACE), "--name", "ci-trace", "--store", url]
+    first = subprocess.run(run, cwd=REPO, capture_output=True, text=True, timeout=60)
+    again = subprocess.run(run, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0 and again.returncode == 0, (first.stderr, again.stderr)
+    assert "20 already in the store" in again.stdout + again.stderr
