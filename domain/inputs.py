@@ -25,6 +25,7 @@ from tandem.domain.nesting import (
     too_deep_error,
     too_deep_in_json,
     too_deep_in_value,
+    unbounded_integer_error,
 )
 
 from tandem.domain.input_base import (  # noqa: F401 (re-exported: `inp.Identifier` is input_base's)
@@ -679,6 +680,9 @@ def decode_input(line: bytes | str) -> AnyInput:
                 raise too_deep_error(path)
     if value.at.utcoffset() != _UTC:
         raise msgspec.ValidationError("`at` must be an RFC 3339 time in UTC (ending in Z or +00:00) - at `$.at`")
+    unbounded = unbounded_integer_error(line.encode() if isinstance(line, str) else line)
+    if unbounded is not None:
+        raise unbounded
     return value
 
 

@@ -1,4 +1,4 @@
-"""Bounded nesting: free-form JSON (`dict[str, Any]`, an input's `constraints`)
+"""Bounded nesting (and bounded integers, below): free-form JSON (`dict[str, Any]`, an input's `constraints`)
 is the only place a line can nest without a schema's bound. msgspec decodes
 and pickle encodes recursively: ~1,000 levels crash the decoder, ~500 the
 snapshot writer. So a line nested deeper than `nesting_depth_max` is a schema
@@ -25,7 +25,8 @@ PathPart = Union[str, int, None]  # a key, an index, or a key not worth showing
 _path_key_chars_shown_max = 32  # a longer key is shown as msgspec shows dict keys: `[...]`
 
 
-def too_deep_error(path: list[PathPart], limit: int = nesting_depth_max) -> msgspec.ValidationError:
+def path_text(path: list[PathPart] | tuple[PathPart, ...]) -> str:
+    """A path as msgspec writes one (`$.grant.allowed_operations[0]`), cut after a few levels."""
     text = "$"
     for part in path[:nesting_path_levels_shown]:
         if isinstance(part, int):
@@ -36,7 +37,43 @@ def too_deep_error(path: list[PathPart], limit: int = nesting_depth_max) -> msgs
             text += "[...]"  # msgspec's mark for a dict key; a long or odd key would drown the message
     if len(path) > nesting_path_levels_shown:
         text += "…"
-    return msgspec.ValidationError(f"nested deeper than {limit} levels - at `{text}`")
+    return text
+
+
+def too_deep_error(path: list[PathPart], limit: int = nesting_depth_max) -> msgspec.ValidationError:
+    return msgspec.ValidationError(f"nested deeper than {limit} levels - at `{path_text(path)}`")
+
+
+# Bounded integers: JSON has no integer limit, msgspec decodes any size, and a
+# reader in another language (a UI in JavaScript) rounds past 2^53. So an
+# integer anywhere in an input is at most 2^53 in magnitude. A line with no run
+# of 16 digits (2^53 has 16) cannot hold one: most lines skip the walk. The
+# run is found at C speed: every digit made "0", everything else a space, then
+# a search for sixteen "0" (measured: a third of a regular expression's cost,
+# about as much as msgspec's decode of the line).
+integer_magnitude_max = 2**53
+_digits_as_zeros = bytes(0x30 if 0x30 <= code <= 0x39 else 0x20 for code in range(256))
+_sixteen_digits = b"0" * 16
+_integer_digits_shown = 20
+
+
+def unbounded_integer_error(line: bytes) -> msgspec.ValidationError | None:
+    """The error for the first integer (in document order) over 2^53 in
+    magnitude in a line that decodes as JSON, naming where; or None."""
+    if _sixteen_digits not in line.translate(_digits_as_zeros):
+        return None
+    pending: list[tuple[Any, tuple[PathPart, ...]]] = [(msgspec.json.decode(line), ())]
+    while pending:
+        node, path = pending.pop()
+        if isinstance(node, int) and not isinstance(node, bool) and abs(node) > integer_magnitude_max:
+            digits = str(node)
+            shown = digits if len(digits) <= _integer_digits_shown else digits[:_integer_digits_shown] + "…"
+            return msgspec.ValidationError(
+                f"integer {shown} is out of range (at most 2^53 = {integer_magnitude_max:,} in magnitude) - at `{path_text(path)}`"
+            )
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        pending.extend(reversed([(child, (*path, key)) for key, child in children]))
+    return None
 
 
 def opening_brackets(line: bytes | str) -> int:

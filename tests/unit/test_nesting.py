@@ -14,6 +14,7 @@ import pytest
 from tandem.adapters.cli import main
 from tandem.adapters.store import open_store
 from tandem.domain.inputs import DelegateTask, ReviseTask, _FREE_FORM_FIELDS, decode_input, nesting_depth_max
+from tandem.domain.nesting import unbounded_integer_error
 from tandem.replay.engine import Engine, Located
 from tests.unit.helpers import at, delegate, revise_task, tick, world
 
@@ -108,3 +109,44 @@ def test_a_state_holding_input_nested_at_the_limit_can_be_snapshotted(tmp_path: 
     assert reopened.snapshot_position == store.head()
     assert reopened.state.tasks["t9"].constraints == engine.state.tasks["t9"].constraints
     store.close()
+
+
+# ------------------------------------------------- bounded integers (issue 15)
+
+
+def _open(**fields: object) -> bytes:
+    line = {"type": "conversation.open", "at": "2026-03-01T09:00:00Z", "actor": "daemon", "conversation_id": "fg",
+            "role": "foreground", "context_limit": 1000, "reserve": 10, **fields}  # fmt: skip
+    return json.dumps(line).encode()
+
+
+@pytest.mark.parametrize(
+    ("fields", "where"),
+    [
+        ({"context_limit": 10**30}, "$.context_limit"),
+        ({"context_limit": 2**53 + 1}, "$.context_limit"),
+    ],
+    ids=["10^30", "2^53+1"],
+)
+def test_an_integer_past_2_53_is_a_schema_error_naming_where(fields: dict, where: str) -> None:
+    with pytest.raises(msgspec.ValidationError, match=r"out of range \(at most 2\^53 = 9,007,199,254,740,992 in magnitude\)") as caught:
+        decode_input(_open(**fields))
+    assert str(caught.value).endswith(f"- at `{where}`")
+
+
+def test_an_integer_deep_in_free_form_json_is_found_and_cut_when_shown() -> None:
+    line = json.dumps(delegate(at=at(0), constraints={"limits": [1, 2, {"n": 10**40}]})).encode()
+    with pytest.raises(msgspec.ValidationError) as caught:
+        decode_input(line)
+    message = str(caught.value)
+    assert "integer 10000000000000000000… is out of range" in message and message.endswith("- at `$.constraints.limits[2].n`")
+    negative = json.dumps(delegate(at=at(0), constraints={"floor": -(2**53) - 1})).encode()
+    with pytest.raises(msgspec.ValidationError, match=r"integer -9007199254740993 is out of range .* at `\$\.constraints\.floor`"):
+        decode_input(negative)
+
+
+def test_2_53_itself_and_long_digit_strings_are_accepted() -> None:
+    value = decode_input(_open(context_limit=2**53, provider="12345678901234567890123"))
+    assert value.context_limit == 2**53 and value.provider == "12345678901234567890123"
+    edge = json.dumps(delegate(at=at(0), constraints={"floor": -(2**53), "ceiling": 2**53})).encode()
+    assert unbounded_integer_error(edge) is None and decode_input(edge).constraints == {"floor": -(2**53), "ceiling": 2**53}
