@@ -89,6 +89,23 @@ def _message(error: Exception) -> str:
     return text
 
 
+time_leap_warning_s = 86_400  # an input more than a day after the one before it is worth a word
+
+
+def time_leaps(trace: Trace, gap_s: int = time_leap_warning_s) -> list[tuple[int, datetime.datetime, datetime.datetime]]:
+    """(line, previous `at`, its `at`) for each input more than `gap_s` after
+    the input before it: valid (the contract allows any later `at`), but one
+    typo (9999-12-31) moves the engine's clock past every real time to come."""
+    leaps = []
+    previous: datetime.datetime | None = None
+    for line in trace.lines:
+        at = line.item.input.at
+        if previous is not None and (at - previous).total_seconds() > gap_s:
+            leaps.append((line.item.line or 0, previous, at))
+        previous = at
+    return leaps
+
+
 def parse_trace(
     data: bytes,
     path: str,

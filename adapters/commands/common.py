@@ -9,9 +9,9 @@ this package.
 from __future__ import annotations
 
 import argparse
-import unicodedata
 import dataclasses
 import sys
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -24,9 +24,11 @@ from tandem.adapters.store import open_store
 from tandem.adapters.terminal import printable
 from tandem.adapters.trace import read_trace
 from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock
+from tandem.domain.inputs import format_at
 from tandem.projections import VIEW_NAMES, Views
 from tandem.replay.engine import Engine
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
+from tandem.replay.traces import Trace, time_leaps
 
 # 0 done; 1 the store or a file could not be used (or what the command
 # checks does not hold); 2 bad usage or bad input (a trace, a scenario, a line).
@@ -152,10 +154,12 @@ def trace_options(parser: argparse.ArgumentParser) -> None:
 
 
 def ingest_files(
-    engine: Engine, paths: list[str], name: str | None, batch: int, quiet: bool, until_line: int | None = None
-) -> None:
+    engine: Engine, paths: list[str], name: str | None, batch: int, quiet: bool, until_line: int | None = None,
+    warn_leaps: bool = False,
+) -> None:  # fmt: skip
     """Apply the traces at `paths`, in order, each validated before anything
-    is written; `until_line` keeps only the inputs on lines 1..until_line."""
+    is written; `until_line` keeps only the inputs on lines 1..until_line;
+    `warn_leaps` (tandem ingest): say which inputs leap more than a day ahead."""
     if name is not None and len(paths) > 1:
         raise CliError("--name names one trace; give one TRACE with it", EXIT_USAGE)
     traces = []
@@ -169,6 +173,8 @@ def ingest_files(
             trace = dataclasses.replace(trace, lines=[t for t in trace.lines if (t.item.line or 0) <= until_line])
         traces.append(trace)
     for trace in traces:
+        if warn_leaps:
+            warn_of_time_leaps(trace)
         try:
             result = ingest(engine, trace, batch_inputs=batch)
         except TraceMismatch as error:
@@ -181,6 +187,25 @@ def ingest_files(
                 f"{result.skipped} already in the store",
                 file=sys.stderr,
             )
+
+
+time_leaps_shown_max = 5
+
+
+def warn_of_time_leaps(trace: Trace) -> None:
+    """Say (on stderr, even with --quiet) which inputs are more than a day
+    after the one before them: accepted, but every later real-time input must
+    come after them, so a typo in a year stops the live paths."""
+    leaps = time_leaps(trace)
+    for line, previous, at in leaps[:time_leaps_shown_max]:
+        days = (at - previous).total_seconds() / 86_400
+        print(
+            f"tandem: warning: {printable(trace.name)} line {line}: `at` {format_at(at)} is {days:,.1f} days after "
+            f"the input before it ({format_at(previous)}); later inputs, live ones too, must come after it",
+            file=sys.stderr,
+        )
+    if len(leaps) > time_leaps_shown_max:
+        print(f"tandem: warning: {printable(trace.name)}: {len(leaps) - time_leaps_shown_max} more such input(s)", file=sys.stderr)
 
 
 # ------------------------------------------------------------------- views

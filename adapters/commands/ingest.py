@@ -29,4 +29,4 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     with open_or_fail(args.store, writing=True) as store:
         engine = Engine(store, with_views=False)  # ingest prints no view
-        ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet)
+        ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet, warn_leaps=True)
