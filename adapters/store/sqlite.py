@@ -126,6 +126,18 @@ class _LogSQLiteRecorder(SQLiteApplicationRecorder):
         )
 
 
+def _reader_uri(path: str, directory: str) -> str:
+    """A reader's URI: mode=ro; on a read-only file system also immutable=1.
+    A WAL store's readers write its shared-memory index beside it, which a
+    read-only file system refuses; there nobody can be writing, so SQLite
+    may read the file as it is, without locks (elsewhere it must not: a live
+    writer needs them)."""
+    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+    if os.statvfs(directory).f_flag & os.ST_RDONLY:
+        uri += "&immutable=1"
+    return uri
+
+
 class SQLiteStore(SqlStore):
     dialect = SqlDialect(
         placeholder="?", integer="INTEGER", blob="BLOB", one_of="IN (SELECT value FROM json_each(?))",
@@ -142,7 +154,7 @@ class SQLiteStore(SqlStore):
             raise StoreError(f"cannot open {url}: {path!r} is a directory")
         if read_only and not os.path.isfile(path):
             raise StoreError(f"cannot open {url}: {path!r} does not exist (a command that only reads creates no store)")
-        name = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro" if read_only else path
+        name = _reader_uri(path, directory) if read_only else path
         datastore = _DurableSQLiteDatastore(name, read_only=read_only, originator_id_type="text")
         recorder = _LogSQLiteRecorder(datastore, events_table_name=table)
         snapshots = table + snapshot_table_suffix
@@ -151,7 +163,9 @@ class SQLiteStore(SqlStore):
             super().__init__(url, datastore, recorder, compose, (table, snapshots), read_only=read_only)
         except sqlite3.DatabaseError as error:
             datastore.close()
-            raise StoreError(f"cannot open {url}: {path!r} is not an SQLite database ({error})") from None
+            if "file is not a database" in str(error):
+                raise StoreError(f"cannot open {url}: {path!r} is not an SQLite database ({error})") from None
+            raise StoreError(f"cannot open {url}: {error}") from None
 
     def _execute(self, name: str, *parameters: Any) -> None:
         with self._datastore.transaction(commit=True) as cursor:

@@ -1,4 +1,4 @@
-"""End to end: a full disk (issue 15, "Faults"). `tandem ingest` onto an
+"""End to end: a full disk and a read-only file system (issue 15, "Faults"). `tandem ingest` onto an
 SQLite store on a small tmpfs refuses cleanly when the disk fills: exit 1,
 a message naming the store and the cause, no traceback, nothing of the failed
 transaction written; once there is room again, the same command resumes and
@@ -74,3 +74,23 @@ def test_a_full_disk_refuses_cleanly_and_the_same_command_resumes(small_disk: Pa
     assert tandem("show", "--store", url, "--json").stdout == tandem("replay", str(trace), "--json").stdout
     verified = tandem("verify", "--store", url)
     assert verified.returncode == 0 and "clean" in verified.stdout + verified.stderr
+
+
+def test_a_store_on_a_read_only_file_system_reads_and_refuses_writers(small_disk: Path) -> None:
+    """Issue 15: "the read commands work on a read-only store". A WAL store's
+    readers write SQLite's index beside it; on a read-only file system
+    nobody can be writing, so the reader opens it immutable. A writer is
+    refused naming the file and the cause."""
+    subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
+    trace = REPO / "fixtures" / "gates" / "01_user_chats_ci_fails.jsonl"
+    url = f"sqlite:///{small_disk / 't.db'}"
+    assert tandem("ingest", str(trace), "--store", url).returncode == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    shown = tandem("show", "--store", url, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == tandem("replay", str(trace), "--json").stdout
+    for command in (("verify",), ("export",), ("explain", "r1")):
+        assert tandem(*command, "--store", url).returncode == 0, command
+    writer = tandem("ingest", str(REPO / "fixtures" / "gates" / "02_prerequisite_user_away.jsonl"), "--store", url)
+    assert writer.returncode == 1 and "Read-only file system" in writer.stderr and str(small_disk) in writer.stderr
+    assert "Traceback" not in writer.stderr
