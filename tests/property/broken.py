@@ -34,7 +34,7 @@ decision, passed as `Engine(step=...)`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Optional
+from typing import Any, Optional
 
 from msgspec import UNSET
 
@@ -224,36 +224,39 @@ def act_before_reseed(state: State, value: Input, seq: int, file: str | None, li
     run_pass(state, seq, value.at, emit)
 
 
-def skip_duplicate_batch(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+def _with_replaced(step_name: str, module: Any, name: str, replacement: Callable[..., Any], doc: str) -> Step:
+    """The real engine step with `module.name` swapped for `replacement`
+    while it runs (put back after, also on an error): a rule switched off."""
+
+    def step(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+        real = getattr(module, name)
+        setattr(module, name, replacement)
+        try:
+            handle_input(state, value, seq, file, line, emit)
+        finally:
+            setattr(module, name, real)
+
+    step.__name__ = step.__qualname__ = step_name  # the hunts and their traces are named by it
+    step.__doc__ = doc
+    return step
+
+
+skip_duplicate_batch = _with_replaced(
+    "skip_duplicate_batch", actions, "check_duplicate_batch", lambda state, cause_key: None,
     """Contract v1.2 section 7.3 broken: `action.propose` checked without
     `duplicate_batch` (as before batches), so another cause of a batch with a
-    live fix starts a second one."""
-    checked = actions.check_duplicate_batch
-    actions.check_duplicate_batch = lambda state, cause_key: None  # type: ignore[assignment]
-    try:
-        handle_input(state, value, seq, file, line, emit)
-    finally:
-        actions.check_duplicate_batch = checked  # type: ignore[assignment]
+    live fix starts a second one.""",
+)  # fmt: skip
 
-
-def ignore_execution_deadline(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+ignore_execution_deadline = _with_replaced(
+    "ignore_execution_deadline", dispatch, "deadline_rule", lambda state, cause: None,
     """Contract v1.2 section 3.3 broken: the time rules without execution
     deadlines, so an action past its `deadline_at` is neither stopped nor
-    exhausted, and may be claimed again."""
-    real = dispatch.deadline_rule
-    dispatch.deadline_rule = lambda state, cause: None  # type: ignore[assignment]
-    try:
-        handle_input(state, value, seq, file, line, emit)
-    finally:
-        dispatch.deadline_rule = real  # type: ignore[assignment]
+    exhausted, and may be claimed again.""",
+)  # fmt: skip
 
-
-def ignore_retry_backoff(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
+ignore_retry_backoff = _with_replaced(
+    "ignore_retry_backoff", dispatch, "retry_blocked", lambda state, action: False,
     """Contract v1.2 section 3.5 broken: a refused action's `retry_at` never
-    blocks it, so it is claimed again before its back-off ends."""
-    real = dispatch.retry_blocked
-    dispatch.retry_blocked = lambda state, action: False  # type: ignore[assignment]
-    try:
-        handle_input(state, value, seq, file, line, emit)
-    finally:
-        dispatch.retry_blocked = real  # type: ignore[assignment]
+    blocks it, so it is claimed again before its back-off ends.""",
+)  # fmt: skip
