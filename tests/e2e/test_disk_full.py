@@ -13,21 +13,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.serving import tandem
+
 REPO = Path(__file__).resolve().parents[2]
 small_kib = 256  # room for a few dozen of these inputs, not for all of them
 inputs = 400
 
-
-def tandem(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tandem.adapters.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=300
-    )
 
 
 @pytest.fixture
@@ -57,7 +53,7 @@ def big_trace(path: Path) -> Path:
 def test_a_full_disk_refuses_cleanly_and_the_same_command_resumes(small_disk: Path, tmp_path: Path, batch: str) -> None:
     trace = big_trace(tmp_path / "big.jsonl")
     url = f"sqlite:///{small_disk / 't.db'}"
-    full = tandem("ingest", str(trace), "--store", url, "--batch", batch)
+    full = tandem("ingest", str(trace), "--store", url, "--batch", batch, timeout_s=300)
     assert full.returncode == 1, full
     assert f"append to {url} failed: database or disk is full" in full.stderr and "Traceback" not in full.stderr
     shown = tandem("show", "--store", url, "--json")
@@ -69,7 +65,7 @@ def test_a_full_disk_refuses_cleanly_and_the_same_command_resumes(small_disk: Pa
         assert 0 < queued < inputs
     assert tandem("verify", "--store", url).returncode == 0
     subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
-    resumed = tandem("ingest", str(trace), "--store", url, "--batch", batch)
+    resumed = tandem("ingest", str(trace), "--store", url, "--batch", batch, timeout_s=300)
     assert resumed.returncode == 0, resumed.stderr
     assert tandem("show", "--store", url, "--json").stdout == tandem("replay", str(trace), "--json").stdout
     verified = tandem("verify", "--store", url)

@@ -7,11 +7,11 @@ written: no store is created (issue 15, "`--name ''` is accepted")."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.serving import tandem
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE = REPO / "fixtures" / "gates" / "01_user_chats_ci_fails.jsonl"
@@ -30,10 +30,7 @@ TRACE = REPO / "fixtures" / "gates" / "01_user_chats_ci_fails.jsonl"
 @pytest.mark.parametrize("command", ["ingest", "replay"])
 def test_a_bad_name_is_a_usage_error_and_writes_nothing(tmp_path: Path, command: str, name: str, says: str) -> None:
     store = tmp_path / "t.db"
-    result = subprocess.run(
-        [sys.executable, "-m", "tandem.adapters.cli", command, str(TRACE), "--name", name, "--store", f"sqlite:///{store}"],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    result = tandem(command, str(TRACE), "--name", name, "--store", f"sqlite:///{store}")
     assert result.returncode == 2, result
     assert f"argument --name: {says}" in result.stderr
     assert "\x1b" not in result.stderr  # the name itself is never echoed
@@ -42,9 +39,8 @@ def test_a_bad_name_is_a_usage_error_and_writes_nothing(tmp_path: Path, command:
 
 def test_a_good_name_keys_the_inputs(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 't.db'}"
-    run = [sys.executable, "-m", "tandem.adapters.cli", "ingest", str(TRACE), "--name", "ci-trace", "--store", url]
-    first = subprocess.run(run, cwd=REPO, capture_output=True, text=True, timeout=60)
-    again = subprocess.run(run, cwd=REPO, capture_output=True, text=True, timeout=60)
+    first = tandem("ingest", str(TRACE), "--name", "ci-trace", "--store", url)
+    again = tandem("ingest", str(TRACE), "--name", "ci-trace", "--store", url)
     assert first.returncode == 0 and again.returncode == 0, (first.stderr, again.stderr)
     assert "20 already in the store" in again.stdout + again.stderr
 
@@ -62,14 +58,12 @@ def test_ingest_warns_of_an_input_a_day_ahead_and_applies_it(tmp_path: Path) -> 
         encoding="utf-8",
     )
     store = f"sqlite:///{tmp_path / 't.db'}"
-    run = [sys.executable, "-m", "tandem.adapters.cli", "ingest", str(trace), "--store", store, "--quiet"]
-    result = subprocess.run(run, cwd=REPO, capture_output=True, text=True, timeout=60)
+    result = tandem("ingest", str(trace), "--store", store, "--quiet")
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if "warning" in line]
     assert warnings == [
         "tandem: warning: leap.jsonl line 3: `at` 9999-12-31T00:00:00Z is 2,912,381.6 days after the input before it "
         "(2026-03-02T09:00:00Z); later inputs, live ones too, must come after it"
     ]  # exactly a day (line 2) is no leap
-    shown = subprocess.run([sys.executable, "-m", "tandem.adapters.cli", "show", "--store", store, "--json"],
-                           cwd=REPO, capture_output=True, text=True, timeout=60)  # fmt: skip
+    shown = tandem("show", "--store", store, "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout)["conversations"][0]["conversation_id"] == "fg"

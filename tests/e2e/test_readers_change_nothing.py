@@ -12,23 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.serving import tandem
 from tests.integration.conftest import postgres_url, require_postgres
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE = REPO / "fixtures" / "gates" / "01_user_chats_ci_fails.jsonl"
 READERS = (("verify",), ("show",), ("export",), ("explain", "r1"))
 
-
-def tandem(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tandem.adapters.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
 
 
 def digest(path: Path) -> str:
