@@ -22,6 +22,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from tandem.domain.nesting import (
     nesting_depth_max,
     opening_brackets,
+    repeated_key_error,
     too_deep_error,
     too_deep_in_json,
     too_deep_in_value,
@@ -659,8 +660,9 @@ def format_at(moment: datetime.datetime) -> str:
 def decode_input(line: bytes | str) -> AnyInput:
     """Decode one trace line; raises msgspec.ValidationError / DecodeError.
 
-    This is the edge: `at` must be UTC and nesting within `nesting_depth_max`
-    here. Stored inputs (decoded inside events) were checked when they
+    This is the edge: `at` must be UTC, nesting within `nesting_depth_max`,
+    every integer within `integer_magnitude_max` and no key repeated in an
+    object here. Stored inputs (decoded inside events) were checked when they
     arrived and are not checked again."""
     try:
         value = INPUT_DECODER.decode(line)
@@ -680,9 +682,10 @@ def decode_input(line: bytes | str) -> AnyInput:
                 raise too_deep_error(path)
     if value.at.utcoffset() != _UTC:
         raise msgspec.ValidationError("`at` must be an RFC 3339 time in UTC (ending in Z or +00:00) - at `$.at`")
-    unbounded = unbounded_integer_error(line.encode() if isinstance(line, str) else line)
-    if unbounded is not None:
-        raise unbounded
+    raw = line.encode() if isinstance(line, str) else line
+    refused = unbounded_integer_error(raw) or repeated_key_error(raw)
+    if refused is not None:
+        raise refused
     return value
 
 

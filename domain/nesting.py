@@ -1,4 +1,4 @@
-"""Bounded nesting (and bounded integers, below): free-form JSON (`dict[str, Any]`, an input's `constraints`)
+"""Bounded nesting (and bounded integers and unique keys, below): free-form JSON (`dict[str, Any]`, an input's `constraints`)
 is the only place a line can nest without a schema's bound. msgspec decodes
 and pickle encodes recursively: ~1,000 levels crash the decoder, ~500 the
 snapshot writer. So a line nested deeper than `nesting_depth_max` is a schema
@@ -11,6 +11,7 @@ domain/inputs.py applies it to trace lines (`decode_input`), `tandem import`
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Union
 
@@ -71,6 +72,60 @@ def unbounded_integer_error(line: bytes) -> msgspec.ValidationError | None:
             return msgspec.ValidationError(
                 f"integer {shown} is out of range (at most 2^53 = {integer_magnitude_max:,} in magnitude) - at `{path_text(path)}`"
             )
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        pending.extend(reversed([(child, (*path, key)) for key, child in children]))
+    return None
+
+
+# Unique keys: JSON leaves a repeated key to the reader ("last wins" in
+# msgspec and Python, "first wins" or an error elsewhere), so a writer's tool
+# and Tandem could read different values from one line: a parser
+# differential. A key repeated in one object is a schema error. The check is
+# exact and C-speed on every line: a line's colons are its pairs plus the
+# colons inside its strings; a re-encoding of the decoded value (msgspec
+# writes every colon of a string literally) has the same count unless pairs
+# were lost to a repeated key. A colon written as an escape (`\u003a`) would
+# break that count, so such a line takes the slow exact walk.
+_escaped_colons = (b"\\u003a", b"\\u003A")
+
+
+def repeated_key_error(line: bytes) -> msgspec.ValidationError | None:
+    """The error for the first object (in document order) of a line that
+    decodes as JSON in which a key appears twice, naming the key's path; or None."""
+    if not (_escaped_colons[0] in line or _escaped_colons[1] in line):
+        if line.count(b":") == msgspec.json.encode(msgspec.json.decode(line)).count(b":"):
+            return None
+    path = _first_repeated_key(line)
+    return None if path is None else msgspec.ValidationError(f"duplicate key (JSON readers disagree on which value wins) - at `{path_text(path)}`")
+
+
+class _Pairs(dict):  # type: ignore[type-arg]
+    """A decoded object that remembers the first key it saw twice."""
+
+    repeated: str | None = None
+
+
+def _pairs(items: list[tuple[str, Any]]) -> _Pairs:
+    found = _Pairs(items)
+    if len(found) != len(items):
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                found.repeated = key
+                break
+            seen.add(key)
+    return found
+
+
+def _first_repeated_key(line: bytes) -> list[PathPart] | None:
+    """The path (object, then key) of the first repeated key, by the standard
+    library's decoder, which shows every pair (the line's nesting is already
+    bounded: its recursion is too)."""
+    pending: list[tuple[Any, tuple[PathPart, ...]]] = [(json.loads(line, object_pairs_hook=_pairs), ())]
+    while pending:
+        node, path = pending.pop()
+        if isinstance(node, _Pairs) and node.repeated is not None:
+            return [*path, node.repeated]
         children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
         pending.extend(reversed([(child, (*path, key)) for key, child in children]))
     return None

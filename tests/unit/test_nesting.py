@@ -14,7 +14,7 @@ import pytest
 from tandem.adapters.cli import main
 from tandem.adapters.store import open_store
 from tandem.domain.inputs import DelegateTask, ReviseTask, _FREE_FORM_FIELDS, decode_input, nesting_depth_max
-from tandem.domain.nesting import unbounded_integer_error
+from tandem.domain.nesting import repeated_key_error, unbounded_integer_error
 from tandem.replay.engine import Engine, Located
 from tests.unit.helpers import at, delegate, revise_task, tick, world
 
@@ -150,3 +150,64 @@ def test_2_53_itself_and_long_digit_strings_are_accepted() -> None:
     assert value.context_limit == 2**53 and value.provider == "12345678901234567890123"
     edge = json.dumps(delegate(at=at(0), constraints={"floor": -(2**53), "ceiling": 2**53})).encode()
     assert unbounded_integer_error(edge) is None and decode_input(edge).constraints == {"floor": -(2**53), "ceiling": 2**53}
+
+
+# ---------------------------------------------------------------- unique keys
+
+
+def _raw(fields: dict, extra: str) -> bytes:
+    """`fields` as a JSON object with `extra` (raw pairs) spliced in after its first pair."""
+    text = json.dumps(fields)
+    first_comma = text.index(",")
+    return (text[:first_comma] + ", " + extra + text[first_comma:]).encode()
+
+
+@pytest.mark.parametrize(
+    ("line", "where"),
+    [
+        (lambda: _raw(json.loads(_open()), '"provider": "a", "provider": "b"'), "$.provider"),
+        (lambda: _raw(delegate(at=at(0)), '"constraints": {"x": 1, "y": [{"z": 1, "z": 2}], "x": 3}'), "$.constraints.x"),
+        (lambda: _raw(delegate(at=at(0)), '"constraints": {"list": [{"z": 1, "z": 2}]}'), "$.constraints.list[0].z"),
+    ],
+    ids=["top level", "outer object first", "in a list"],
+)
+def test_a_key_repeated_in_one_object_is_a_schema_error_naming_where(line, where: str) -> None:
+    with pytest.raises(msgspec.ValidationError, match=r"duplicate key \(JSON readers disagree on which value wins\)") as caught:
+        decode_input(line())
+    assert str(caught.value).endswith(f"- at `{where}`")
+
+
+def test_the_same_key_in_different_objects_and_colons_in_strings_are_accepted() -> None:
+    fields = delegate(at=at(0), constraints={"id": {"id": 1}, "note": "a:b::c", "kind": [{"kind": ":"}, {"kind": 2}]})
+    value = decode_input(json.dumps(fields).encode())
+    assert value.constraints["note"] == "a:b::c" and repeated_key_error(json.dumps(fields).encode()) is None
+
+
+def test_an_escaped_colon_cannot_hide_a_repeated_key() -> None:
+    # The count's one blind spot: each lost pair's colon balanced by a colon
+    # written as an escape, which decodes to one more colon in a string.
+    line = _raw(delegate(at=at(0)), r'"constraints": {"x": 1, "x": 2, "y": "\u003a"}')
+    assert line.count(b":") == msgspec.json.encode(msgspec.json.decode(line)).count(b":")  # the count alone is fooled
+    with pytest.raises(msgspec.ValidationError, match=r"duplicate key .* at `\$\.constraints\.x`"):
+        decode_input(line)
+    clean = _raw(delegate(at=at(0)), r'"constraints": {"y": "\u003A"}')
+    assert decode_input(clean).constraints == {"y": ":"}
+
+
+def test_a_repeated_key_is_found_exactly_like_the_standard_librarys_reading() -> None:
+    # Against an independent oracle: json.loads with a pair hook sees every pair.
+    def oracle(line: bytes) -> bool:
+        repeated = False
+
+        def hook(pairs: list) -> dict:
+            nonlocal repeated
+            repeated = repeated or len(dict(pairs)) != len(pairs)
+            return dict(pairs)
+
+        json.loads(line, object_pairs_hook=hook)
+        return repeated
+
+    samples = [b'{"a":1}', b'{"a":{"a":1}}', b'{"a":1,"a":1}', b'{"a":"x:y","b":{"c":[1,{"d":2,"d":3}]}}', b'{"a:":1,"a":2}',
+               b'{"a" : 1 , "a" : 2}', b'[{"a":1},{"a":2}]', b'{"\\u0061":1,"a":2}', b'{"k":"\\u003a","k":":"}']  # fmt: skip
+    for sample in samples:
+        assert (repeated_key_error(sample) is not None) == oracle(sample), sample
