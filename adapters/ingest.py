@@ -5,16 +5,18 @@ ends with a `SourceProgressed` event (line, byte offset, SHA-256 of the bytes
 so far), in the same transaction as the batch's inputs. Run again after an
 interruption, ingest checks that the file still starts with the bytes it
 already took, and goes on from the next line: no input is applied twice, and
-none is skipped.
+none is skipped. A file is read as it is applied (replay/trace_scan.py: it
+was checked whole by a first streaming pass), one batch held at a time.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from tandem.adapters.trace import SchemaError, Trace, TraceInvalid
+from tandem.adapters.trace import SchemaError, TraceInvalid, TraceLine
 from tandem.domain.inputs import format_at
 from tandem.domain import events as ev
 from tandem.replay.engine import Engine
@@ -34,47 +36,84 @@ class IngestResult:
     rejected: int  # of the applied ones, how many the domain refused
 
 
+class TraceSource(Protocol):
+    """A checked trace ingest can read: `Trace` (parsed whole, in memory) or
+    `ScannedTrace` (checked by a streaming pass, read again a group at a time)."""
+
+    path: str
+    name: str
+
+    def read(self) -> Iterator[tuple[TraceLine, bytes]]: ...
+
+
 def ingest(
     engine: Engine,
-    trace: Trace,
+    trace: TraceSource,
     batch_inputs: int = ingest_batch_inputs_max,
     on_batch: Callable[[int], None] | None = None,
+    until_line: int | None = None,
 ) -> IngestResult:
-    """Append `trace` to the engine's store, `batch_inputs` inputs a transaction."""
+    """Append `trace` to the engine's store, `batch_inputs` inputs a
+    transaction; `until_line`: only its inputs on lines 1..until_line. Holds
+    one batch of inputs at a time."""
     if batch_inputs < 1:
         raise ValueError("batch size must be at least 1")
     progress = engine.state.traces.get(trace.name)
-    start_line = 0
-    if progress is not None:
-        if progress.offset > len(trace.data) or trace.digest_until(progress.offset) != progress.digest:
-            raise TraceMismatch(
-                f"the store already holds a different trace named {trace.name!r} "
-                f"(its first {progress.offset} bytes differ); give this one another --name"
-            )
-        start_line = progress.line
-    pending = [line for line in trace.lines if line.item.line is not None and line.item.line > start_line]
-    skipped = len(trace.lines) - len(pending)
-    last_at = engine.last_at
-    if pending and last_at is not None and pending[0].item.input.at < last_at:
-        first = pending[0].item
-        raise TraceInvalid(
-            trace.path,
-            [SchemaError(first.line or 0, f"`at` {format_at(first.input.at)} is earlier than the store's last input ({format_at(last_at)})")],
-            1,
+    start_line = progress.line if progress is not None else 0
+    hasher = hashlib.sha256()
+    checked = progress is None  # the store's prefix of this trace is this file's
+    chunk: list[TraceLine] = []
+    applied = skipped = rejected = 0
+    for line, data in trace.read():
+        number = line.item.line or 0
+        hasher.update(data)
+        if number <= start_line:
+            skipped += until_line is None or number <= until_line
+            checked = checked or (number == start_line and _same_prefix(progress, line, hasher))
+            continue
+        if not checked:
+            break
+        if until_line is not None and number > until_line:
+            break
+        if not applied and not chunk:
+            _check_after_store(engine, trace, line)
+        chunk.append(line)
+        if len(chunk) == batch_inputs:
+            rejected += _commit(engine, trace.name, chunk, hasher)
+            applied += len(chunk)
+            chunk = []
+            if on_batch is not None:
+                on_batch(applied)
+    if not checked:
+        assert progress is not None
+        raise TraceMismatch(
+            f"the store already holds a different trace named {trace.name!r} "
+            f"(its first {progress.offset} bytes differ); give this one another --name"
         )
-    hasher = hashlib.sha256(trace.data[: progress.offset if progress else 0])
-    hashed_to = progress.offset if progress else 0
-    rejected = 0
-    for begin in range(0, len(pending), batch_inputs):
-        chunk = pending[begin : begin + batch_inputs]
-        end_offset = chunk[-1].end_offset
-        hasher.update(trace.data[hashed_to:end_offset])
-        hashed_to = end_offset
-        marker = ev.SourceProgressed(
-            file=trace.name, line=chunk[-1].item.line or 0, offset=end_offset, digest=hasher.copy().hexdigest()
-        )
-        produced = engine.submit_batch([line.item for line in chunk], trailer=[marker])
-        rejected += sum(1 for event in produced if type(event) is ev.InputRejected)
+    if chunk:
+        rejected += _commit(engine, trace.name, chunk, hasher)
+        applied += len(chunk)
         if on_batch is not None:
-            on_batch(begin + len(chunk))
-    return IngestResult(trace.name, len(pending), skipped, rejected)
+            on_batch(applied)
+    return IngestResult(trace.name, applied, skipped, rejected)
+
+
+def _same_prefix(progress: Any, line: TraceLine, hasher: Any) -> bool:
+    """Whether the file up to `line` is the part of the trace the store took."""
+    return bool(line.end_offset == progress.offset and hasher.hexdigest() == progress.digest)
+
+
+def _check_after_store(engine: Engine, trace: TraceSource, first: TraceLine) -> None:
+    """The first input to apply must not precede the store's last input."""
+    last_at = engine.last_at
+    if last_at is not None and first.item.input.at < last_at:
+        message = f"`at` {format_at(first.item.input.at)} is earlier than the store's last input ({format_at(last_at)})"
+        raise TraceInvalid(trace.path, [SchemaError(first.item.line or 0, message)], 1)
+
+
+def _commit(engine: Engine, name: str, chunk: list[TraceLine], hasher: Any) -> int:
+    """Apply one batch with its progress marker, in one transaction; how many it rejected."""
+    last = chunk[-1]
+    marker = ev.SourceProgressed(file=name, line=last.item.line or 0, offset=last.end_offset, digest=hasher.hexdigest())
+    produced = engine.submit_batch([line.item for line in chunk], trailer=[marker])
+    return sum(1 for event in produced if type(event) is ev.InputRejected)

@@ -16,6 +16,7 @@ import datetime
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Protocol
 
 import msgspec
@@ -65,6 +66,15 @@ class Trace:
     def digest_until(self, offset: int) -> str:
         return hashlib.sha256(self.data[:offset]).hexdigest()
 
+    def read(self) -> Iterator[tuple[TraceLine, bytes]]:
+        """Each input line, with the file's bytes since the previous one's
+        end (its own line included, and the blank and comment lines before
+        it): what ingest hashes."""
+        start = 0
+        for line in self.lines:
+            yield line, self.data[start : line.end_offset]
+            start = line.end_offset
+
 
 class LiveRules(Protocol):
     """What a live edge (inputs that arrive as they happen: adapters/edge.py)
@@ -92,18 +102,36 @@ def _message(error: Exception) -> str:
 time_leap_warning_s = 86_400  # an input more than a day after the one before it is worth a word
 
 
-def time_leaps(trace: Trace, gap_s: int = time_leap_warning_s) -> list[tuple[int, datetime.datetime, datetime.datetime]]:
-    """(line, previous `at`, its `at`) for each input more than `gap_s` after
-    the input before it: valid (the contract allows any later `at`), but one
-    typo (9999-12-31) moves the engine's clock past every real time to come."""
-    leaps = []
-    previous: datetime.datetime | None = None
+Leap = tuple[int, datetime.datetime, datetime.datetime]  # (line, previous `at`, its `at`)
+
+
+class TimeLeaps:
+    """The inputs more than `gap_s` after the input before them: valid (the
+    contract allows any later `at`), but one typo (9999-12-31) moves the
+    engine's clock past every real time to come. Counts them all, keeps the
+    first `kept_max` (None: all)."""
+
+    def __init__(self, gap_s: int = time_leap_warning_s, kept_max: int | None = None) -> None:
+        self.gap_s = gap_s
+        self.kept_max = kept_max
+        self.found: list[Leap] = []
+        self.total = 0
+        self._previous: datetime.datetime | None = None
+
+    def see(self, line: int, at: datetime.datetime) -> None:
+        previous, self._previous = self._previous, at
+        if previous is not None and (at - previous).total_seconds() > self.gap_s:
+            self.total += 1
+            if self.kept_max is None or len(self.found) < self.kept_max:
+                self.found.append((line, previous, at))
+
+
+def time_leaps(trace: Trace, gap_s: int = time_leap_warning_s) -> list[Leap]:
+    """(line, previous `at`, its `at`) for each input more than `gap_s` after the input before it."""
+    leaps = TimeLeaps(gap_s)
     for line in trace.lines:
-        at = line.item.input.at
-        if previous is not None and (at - previous).total_seconds() > gap_s:
-            leaps.append((line.item.line or 0, previous, at))
-        previous = at
-    return leaps
+        leaps.see(line.item.line or 0, line.item.input.at)
+    return leaps.found
 
 
 def parse_trace(
@@ -132,7 +160,7 @@ def parse_trace(
         raw = data[offset : end if newline < 0 else newline]
         number += 1
         offset = end
-        read = _read_line(raw, number, previous_at, live)
+        read = read_line(raw, number, previous_at, live)
         if read is None:
             continue
         if isinstance(read, str):
@@ -147,10 +175,19 @@ def parse_trace(
     return Trace(path=path, name=name, data=data, lines=lines)
 
 
-def _read_line(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveRules | None) -> Input | str | None:
+def read_line(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveRules | None) -> Input | str | None:
     """One line: its input, what is wrong with it, or None (blank, comment)."""
+    content = line_content(raw)
+    if content is None or isinstance(content, str):
+        return content
+    return _decode(content, number, previous_at, live)
+
+
+def line_content(raw: bytes) -> bytes | str | None:
+    """A line (without its newline) as the decoder gets it (without a
+    trailing CR), what is wrong with it as text, or None (blank, comment)."""
     if len(raw) > line_bytes_max:
-        return f"line is {len(raw)} bytes, over the {line_bytes_max}-byte limit"
+        return over_the_limit(len(raw))
     raw = raw.rstrip(b"\r")
     try:
         text = raw.decode("utf-8")
@@ -159,7 +196,11 @@ def _read_line(raw: bytes, number: int, previous_at: datetime.datetime | None, l
     stripped = text.strip()
     if not stripped or stripped.startswith("//"):
         return None
-    return _decode(raw, number, previous_at, live)
+    return raw
+
+
+def over_the_limit(length: int) -> str:
+    return f"line is {length} bytes, over the {line_bytes_max}-byte limit"
 
 
 def _decode(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveRules | None) -> Input | str:

@@ -9,7 +9,6 @@ this package.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import unicodedata
 from collections.abc import Iterator
@@ -22,13 +21,12 @@ from tandem.adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_ma
 from tandem.adapters.render import render_document, render_view
 from tandem.adapters.store import open_store
 from tandem.adapters.terminal import printable
-from tandem.adapters.trace import read_trace
 from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock
 from tandem.domain.inputs import format_at
 from tandem.projections import VIEW_NAMES, Views
 from tandem.replay.engine import Engine
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
-from tandem.replay.traces import Trace, time_leaps
+from tandem.replay.trace_scan import ScannedTrace, TraceChanged, scan_trace
 
 # 0 done; 1 the store or a file could not be used (or what the command
 # checks does not hold); 2 bad usage or bad input (a trace, a scenario, a line).
@@ -163,22 +161,20 @@ def ingest_files(
     if name is not None and len(paths) > 1:
         raise CliError("--name names one trace; give one TRACE with it", EXIT_USAGE)
     traces = []
-    for path in paths:  # validate every trace before writing anything
+    for path in paths:  # check every trace before writing anything (pass 1: streaming, nothing kept)
         try:
-            trace = read_trace(path, name)
+            traces.append(scan_trace(path, name))
         except FileNotFoundError as error:
             raise CliError(str(error), EXIT_USAGE) from error
-        if until_line is not None:
-            # Time travel: the whole trace is validated, then only its lines up to `until_line` apply.
-            trace = dataclasses.replace(trace, lines=[t for t in trace.lines if (t.item.line or 0) <= until_line])
-        traces.append(trace)
     for trace in traces:
         if warn_leaps:
             warn_of_time_leaps(trace)
         try:
-            result = ingest(engine, trace, batch_inputs=batch)
+            result = ingest(engine, trace, batch_inputs=batch, until_line=until_line)
         except TraceMismatch as error:
             raise CliError(str(error), EXIT_USAGE) from error
+        except TraceChanged as error:
+            raise CliError(f"{error}; every committed batch is whole: run again to resume") from error
         except ConcurrencyError as error:
             raise CliError(f"another writer appended to the store meanwhile; run again to resume ({error})") from error
         if not quiet:
@@ -192,20 +188,19 @@ def ingest_files(
 time_leaps_shown_max = 5
 
 
-def warn_of_time_leaps(trace: Trace) -> None:
+def warn_of_time_leaps(trace: ScannedTrace) -> None:
     """Say (on stderr, even with --quiet) which inputs are more than a day
     after the one before them: accepted, but every later real-time input must
     come after them, so a typo in a year stops the live paths."""
-    leaps = time_leaps(trace)
-    for line, previous, at in leaps[:time_leaps_shown_max]:
+    for line, previous, at in trace.leaps[:time_leaps_shown_max]:
         days = (at - previous).total_seconds() / 86_400
         print(
             f"tandem: warning: {printable(trace.name)} line {line}: `at` {format_at(at)} is {days:,.1f} days after "
             f"the input before it ({format_at(previous)}); later inputs, live ones too, must come after it",
             file=sys.stderr,
         )
-    if len(leaps) > time_leaps_shown_max:
-        print(f"tandem: warning: {printable(trace.name)}: {len(leaps) - time_leaps_shown_max} more such input(s)", file=sys.stderr)
+    if trace.leaps_total > time_leaps_shown_max:
+        print(f"tandem: warning: {printable(trace.name)}: {trace.leaps_total - time_leaps_shown_max} more such input(s)", file=sys.stderr)
 
 
 # ------------------------------------------------------------------- views
