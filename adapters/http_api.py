@@ -201,6 +201,11 @@ class Service:
         local (a PostgreSQL commit may wait on the network: in a thread)."""
         async with self.engine_lock:
             try:
+                if self.runtime.relock or self.engine.stale:
+                    # The store failed, or the writer lock is to be taken
+                    # again (its session ended): nothing is written without it.
+                    if await anyio.to_thread.run_sync(self._lock_lost_check):
+                        raise ApiError(503, "store_unavailable", f"{self.lock_lost}; nothing was recorded")
                 self.engine.ensure_current()
                 if inline and self.commits_inline:
                     return work()
@@ -213,13 +218,17 @@ class Service:
             except StoreError as error:
                 raise ApiError(503, "store_unavailable", f"the store failed: {error}; nothing was recorded, retry") from None
 
-    def _lock_lost_check(self) -> None:
+    def _lock_lost_check(self) -> bool:
+        """Keep the writer lock (StoreError while the store is away); True,
+        and the server stopping, when another writer holds it now."""
         try:
             self.runtime.keep_lock()
         except LockLost as lost:
             self.lock_lost = str(lost)
             if self.stop_server is not None:
                 self.stop_server()
+            return True
+        return False
 
     async def reading(self, work: Callable[[], T]) -> T:
         try:

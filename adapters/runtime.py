@@ -44,7 +44,7 @@ from tandem.adapters.store import open_store, redacted
 from tandem.adapters.terminal import printable
 from tandem.adapters.trace import Trace, parse_single, parse_trace
 from tandem.adapters.watchdog import WatchdogUnreadable, facts_read_max, read_facts
-from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock
+from tandem.adapters.writer_lock import WriterLock, WriterLocked, acquire_writer_lock
 from tandem.domain import events as ev
 from tandem.domain.inputs import Input, decode_input
 from tandem.replay.engine import Engine, Located
@@ -200,6 +200,7 @@ class Runtime:
     monotonic: Callable[[], float] = time.monotonic
     engine: LiveEngine | None = None
     lock: WriterLock | None = None
+    relock: bool = False  # the lock was lost: take it again before anything more is written
     stopping: bool = False
     started: bool = False  # daemon.start recorded by this process
     running: bool = False  # start() done: the rounds go on
@@ -428,22 +429,30 @@ class Runtime:
 
     def keep_lock(self) -> None:
         """Check that the store's writer lock is still ours (its PostgreSQL
-        session could be terminated, its file removed): if not, take it
-        again, folding the store anew if anything was written meanwhile; if
-        another writer holds it now, raise LockLost and write nothing more."""
-        if self.lock is None:
+        session ends when the server restarts or the session is terminated;
+        its file can be removed): if not, take it again, folding the store
+        anew if anything was written meanwhile. While the store cannot be
+        reached the lock stays lost and this raises StoreError (the request is
+        503, the round skipped, the next one tries again); if another writer
+        holds it now, LockLost: write nothing more."""
+        if self.lock is not None:
+            try:
+                self.lock.check()
+                return
+            except StoreError as lost:
+                log(f"{lost}; taking it again")
+            self.lock.release()
+            self.lock = None
+            self.relock = True
+        if not self.relock:
             return
-        try:
-            self.lock.check()
-            return
-        except StoreError as lost:
-            log(f"{lost}; taking it again")
-        self.lock.release()
-        self.lock = None
         try:
             self.lock = acquire_writer_lock(self.settings.store_url)
-        except StoreError as error:
+        except WriterLocked as error:
             raise LockLost(f"lost the store's writer lock and cannot take it again: {error}") from None
+        except StoreError as error:
+            raise StoreError(f"the store's writer lock was lost and cannot be taken again yet: {error}") from None
+        self.relock = False
         if self.engine is not None and self.engine.store is not None and self.engine.store.head() != self.engine.state.position:
             self.engine.reload()
         log("writer lock taken again")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg import sql
 from psycopg.rows import tuple_row
@@ -16,6 +17,17 @@ from tandem.adapters.store.url import postgres_connect_timeout_s, redacted, snap
 from tandem.replay.port import StoreError
 
 
+class _LogPostgresRecorder(PostgresApplicationRecorder):
+    """eventsourcing's PostgreSQL application recorder, inserting once: its
+    `insert_events` retries a lost connection ten times, each waiting for the
+    pool, which keeps a writer from answering for about a minute while the
+    server is away; and a retried commit whose first outcome is unknown
+    would be refused by the positions' key anyway. Here the append fails at
+    once (StoreError: 503, exit 1) and the caller retries with the same ids."""
+
+    insert_events = PostgresApplicationRecorder.insert_events.__wrapped__  # type: ignore[attr-defined]
+
+
 class PostgresStore(SqlStore):
     dialect = SqlDialect(
         placeholder="%s", integer="bigint", blob="bytea", one_of="= ANY(%s)",
@@ -23,8 +35,20 @@ class PostgresStore(SqlStore):
     )  # fmt: skip
 
     def __init__(self, url: str, table: str, connect: dict[str, Any], *, read_only: bool = False) -> None:
-        # Probe first: the pool would retry in the background and report a
-        # timeout, not the reason.
+        self._connect = connect
+        self._table = table
+        self._broken = False
+        datastore, recorder = self._open(url)
+        events = sql.Identifier(datastore.schema, table)
+        snapshots = sql.Identifier(datastore.schema, table + snapshot_table_suffix)
+        compose = lambda text: sql.SQL(text).format(events=events, snapshots=snapshots)  # noqa: E731
+        tables = (f"{datastore.schema}.{table}", f"{datastore.schema}.{table}{snapshot_table_suffix}")
+        super().__init__(url, datastore, recorder, compose, tables, read_only=read_only)
+
+    def _open(self, url: str) -> tuple[PostgresDatastore, _LogPostgresRecorder]:
+        """A datastore and recorder on a new pool. Probes first: the pool
+        would retry in the background and report a timeout, not the reason."""
+        connect = self._connect
         try:
             psycopg.connect(**connect, connect_timeout=postgres_connect_timeout_s).close()
         except psycopg.Error as error:
@@ -37,15 +61,48 @@ class PostgresStore(SqlStore):
             user=connect["user"],
             password=connect["password"],
             connect_timeout=postgres_connect_timeout_s,
-            pool_open_timeout=postgres_connect_timeout_s,
+            # No open timeout: eventsourcing would open the pool with it on
+            # every use, and psycopg's pool, not full within it (the server
+            # restarting), closes itself for good.
+            pool_open_timeout=None,
             originator_id_type="text",
         )
-        recorder = PostgresApplicationRecorder(datastore, events_table_name=table)
-        events = sql.Identifier(datastore.schema, table)
-        snapshots = sql.Identifier(datastore.schema, table + snapshot_table_suffix)
-        compose = lambda text: sql.SQL(text).format(events=events, snapshots=snapshots)  # noqa: E731
-        tables = (f"{datastore.schema}.{table}", f"{datastore.schema}.{table}{snapshot_table_suffix}")
-        super().__init__(url, datastore, recorder, compose, tables, read_only=read_only)
+        return datastore, _LogPostgresRecorder(datastore, events_table_name=self._table)
+
+    # -- a lost connection: a new pool and one more try; a lost server: fail at once
+    def _guarded(self, function: Any, *arguments: Any, verb: str = "reading") -> Any:
+        return self._once_more(super()._guarded, function, *arguments, verb=verb)
+
+    def _insert(self, stored: list[Any], expected_head: int) -> int:
+        # Safe to try again: a statement on a dead connection reached no
+        # server; a commit whose answer was lost, tried again, meets the
+        # positions' key (ConcurrencyError: the caller folds and sees it).
+        return self._once_more(super()._insert, stored, expected_head)
+
+    def _once_more(self, operation: Any, *arguments: Any, **options: Any) -> Any:
+        """`operation`; after a lost connection (a server restart, a
+        terminated session: the pool's connections are dead) once more on a
+        new pool, which fails at once while the server is away."""
+        for attempt in (1, 2):
+            self._reopen_if_broken()
+            try:
+                return operation(*arguments, **options)
+            except StoreError as error:
+                self._broken = self._broken or _connection_lost(error)
+                if attempt == 2 or not self._broken:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _reopen_if_broken(self) -> None:
+        """After a lost connection (the server restarted), a new pool: the
+        old one's connections are dead, and psycopg's pool reconnects only
+        after a back-off that grows with each failure."""
+        if not self._broken:
+            return
+        datastore, recorder = self._open(self.url)  # StoreError while the server is away
+        self._datastore.close()
+        self._datastore, self._recorder = datastore, recorder
+        self._broken = False
 
     def _select_page(self, after: int, until: int | None, limit: int) -> list[tuple[int, bytes]]:
         # Binary results: bytea arrives as raw bytes, not hex text to decode
@@ -64,6 +121,7 @@ class PostgresStore(SqlStore):
         return [(position, state if isinstance(state, bytes) else bytes(state)) for position, state in rows]
 
     def _execute(self, name: str, *parameters: Any) -> None:
+        self._reopen_if_broken()
         with self._datastore.transaction(commit=True) as cursor:
             cursor.execute(self._statements[name], parameters)
 
@@ -74,3 +132,8 @@ class PostgresStore(SqlStore):
         ):
             cursor.execute(self._statements[name], parameters)
             return cursor.fetchall()
+
+
+def _connection_lost(error: StoreError) -> bool:
+    """Whether a store error was a lost or unobtainable connection."""
+    return isinstance(error.__cause__, (OperationalError, InterfaceError))
