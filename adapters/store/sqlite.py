@@ -127,15 +127,27 @@ class _LogSQLiteRecorder(SQLiteApplicationRecorder):
 
 
 def _reader_uri(path: str, directory: str) -> str:
-    """A reader's URI: mode=ro; on a read-only file system also immutable=1.
+    """A reader's URI: mode=ro, and immutable=1 where no writer can be live.
     A WAL store's readers write its shared-memory index beside it, which a
-    read-only file system refuses; there nobody can be writing, so SQLite
-    may read the file as it is, without locks (elsewhere it must not: a live
-    writer needs them)."""
+    read-only file system, or a folder the reader may not write, refuses.
+    On a read-only file system nobody can be writing; in a folder without
+    `PATH-wal`, no writer is (a WAL writer keeps that file while it runs).
+    There SQLite may read the file as it is, without locks (elsewhere it
+    must not: a live writer needs them)."""
     uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
-    if os.statvfs(directory).f_flag & os.ST_RDONLY:
+    read_only_fs = bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    if read_only_fs or (not os.access(directory, os.W_OK) and not os.path.exists(path + "-wal")):
         uri += "&immutable=1"
     return uri
+
+
+def _why_not_writable(path: str, directory: str) -> str | None:
+    """What keeps a writer from writing the store at `path`, if it is the file system's permissions."""
+    if not os.access(directory, os.W_OK):
+        return f"directory {directory!r} is not writable (a writer keeps {os.path.basename(path)}-wal and -shm beside the store)"
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return f"{path!r} is not writable"
+    return None
 
 
 class SQLiteStore(SqlStore):
@@ -154,6 +166,9 @@ class SQLiteStore(SqlStore):
             raise StoreError(f"cannot open {url}: {path!r} is a directory")
         if read_only and not os.path.isfile(path):
             raise StoreError(f"cannot open {url}: {path!r} does not exist (a command that only reads creates no store)")
+        refused = None if read_only else _why_not_writable(path, directory)
+        if refused is not None:
+            raise StoreError(f"cannot open {url} for writing: {refused}")
         name = _reader_uri(path, directory) if read_only else path
         datastore = _DurableSQLiteDatastore(name, read_only=read_only, originator_id_type="text")
         recorder = _LogSQLiteRecorder(datastore, events_table_name=table)
