@@ -27,7 +27,7 @@ from tandem.adapters.commands.common import EXIT_USAGE, CliError, batch_size, op
 from tandem.adapters.store import store_url_help
 from tandem.adapters.terminal import printable
 from tandem.domain.events import AnyEvent, decode_event
-from tandem.domain.nesting import nesting_depth_max, too_deep
+from tandem.domain.nesting import nesting_depth_max, repeated_key_error, too_deep
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
 
 # An event holds its input one level down (`InputAccepted.input`), and the
@@ -38,13 +38,18 @@ event_nesting_depth_max = nesting_depth_max + 1
 
 def decode_foreign_event(data: bytes) -> AnyEvent:
     """Decode an event that comes from outside the store: nested no deeper
-    than `event_nesting_depth_max`, or a ValidationError naming where (as an
-    input at the edge), never a RecursionError. Events read back from the
+    than `event_nesting_depth_max` and no key repeated in an object, or a
+    ValidationError naming where (as an input at the edge), never a RecursionError. Events read back from the
     store were checked when they came and are not."""
     refusal = too_deep(data, event_nesting_depth_max)
     if refusal is not None:
         raise refusal
-    return decode_event(data)
+    event = decode_event(data)
+    # Stored byte for byte: a repeated key would be read one way here, another way elsewhere.
+    refusal = repeated_key_error(data)
+    if refusal is not None:
+        raise refusal
+    return event
 
 
 NAME = "import"

@@ -237,3 +237,22 @@ def test_an_event_nested_too_deep_is_a_line_error_not_a_traceback(tmp_path: Path
         )
         assert err.splitlines()[-1] == f"tandem: {bad} is not an event log; nothing was written"
         assert not target.exists()
+
+
+def test_an_event_with_a_repeated_key_is_a_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Imported events are stored byte for byte: one with a key twice in an
+    object would read one way here and another way elsewhere (issue 15)."""
+    source = sqlite_url(tmp_path, "source.db")
+    filled(source, tmp_path)
+    log = tmp_path / "log.jsonl"
+    assert run_cli(capsys, "export", "--store", source, "--output", str(log))[0] == 0
+    lines = log.read_bytes().splitlines(keepends=True)
+    assert b'"cause":' in lines[1]
+    lines[1] = lines[1].replace(b'"cause":', b'"cause":7,"cause":', 1)  # decodes: the last wins
+    bad = tmp_path / "repeated.jsonl"
+    bad.write_bytes(b"".join(lines))
+    target = tmp_path / "target.db"
+    code, out, err = run_cli(capsys, "import", str(bad), "--store", f"sqlite:///{target}")
+    assert (code, out) == (2, ""), err
+    assert err.splitlines()[0] == "line 2: not an event: duplicate key (JSON readers disagree on which value wins) - at `$.cause`"
+    assert not target.exists()
