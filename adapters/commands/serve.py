@@ -62,6 +62,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help=f"where to listen (default {listen_default}; port 0 picks a free port, printed on the first line)",
     )
+    roles = parser.add_mutually_exclusive_group()
+    roles.add_argument(
+        "--follow",
+        action="store_true",
+        help="serve the reads and the live stream from a store another `tandem serve` writes, never writing it: "
+        "no writer lock, the store opened read-only, new events tailed (PostgreSQL LISTEN/NOTIFY, and a look "
+        "every --interval); every write is 409 read_only naming the writer (docs/operations.md)",
+    )
+    roles.add_argument(
+        "--standby",
+        action="store_true",
+        help="as --follow while another process holds the store's writer lock; when it is released (its holder "
+        "stopped or was killed) take it, read to the store's head and become the writer; with the lock free at "
+        "the start, write at once",
+    )
     runtime_options(parser, spool_required=False)
     parser.add_argument(
         "--no-runtime-inputs",
