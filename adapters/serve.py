@@ -10,6 +10,11 @@ socket, and once serving print `listening on http://HOST:PORT` as the
 first line on stdout. Then, besides requests, the runtime's rounds run
 every `--interval` (spool, watchdog, idle tick, health snapshot).
 
+With --follow (or --standby while another process holds the writer lock)
+it starts as a follower instead (adapters/follow.py): no lock, the store
+folded read-only and tailed, every write 409 `read_only`; a standby becomes
+the writer when it gets the lock.
+
 Stop (SIGTERM or SIGINT): stop accepting, end every stream, finish the
 requests in flight (the input in flight is committed or not, whole), record
 `daemon.stop` (expected), write a snapshot if due, exit 0.
@@ -201,28 +206,14 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
     settings = daemon.settings_from(args, runtime_inputs=not args.no_runtime_inputs)
     _check_role(args, settings)
     runtime = Runtime(settings)
-    spool_lock = None
-    follower: Follower | None = None
+    undo: list[Callable[[], None]] = []  # releases what _open took, if the start fails
     try:
-        if _follows(args, runtime):
-            follower = Follower(runtime, FOLLOWER if args.follow else STANDBY)
-            follower.open()
-            reader = open_store(settings.store_url, read_only=True)
-        else:
-            runtime.lock_store()
-            spool_lock = daemon.spool_lock(settings)
-            runtime.open()
-            runtime.start()
-            assert runtime.engine is not None and runtime.engine.store is not None
-            memory = parse_store_url(settings.store_url).kind == "memory"
-            reader = runtime.engine.store if memory else open_store(settings.store_url)
+        follower, reader, spool_lock = _open(args, runtime, undo)
         sock, address = _bind(*args.listen)
     except (ProcessError, StoreError) as error:
-        if follower is not None:
-            follower.close()
+        for release in reversed(undo):
+            release()
         runtime.close()
-        if spool_lock is not None:
-            spool_lock.release()
         raise ServeError(str(error), getattr(error, "code", 1)) from None
     service = Service(
         runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql",
@@ -253,6 +244,27 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
         runtime.close()
         if spool_lock is not None:
             spool_lock.release()
+
+
+def _open(args: argparse.Namespace, runtime: Runtime, undo: list[Callable[[], None]]) -> tuple[Follower | None, Any, Any]:
+    """As a follower (or standby): the store folded read-only. As the writer:
+    the writer lock, the spool's lock, the store folded, the start recorded.
+    The follower, the reader store and the spool's lock."""
+    settings = runtime.settings
+    if _follows(args, runtime):
+        follower = Follower(runtime, FOLLOWER if args.follow else STANDBY)
+        undo.append(follower.close)
+        follower.open()
+        return follower, open_store(settings.store_url, read_only=True), None
+    runtime.lock_store()
+    spool_lock = daemon.spool_lock(settings)
+    if spool_lock is not None:
+        undo.append(spool_lock.release)
+    runtime.open()
+    runtime.start()
+    assert runtime.engine is not None and runtime.engine.store is not None
+    memory = parse_store_url(settings.store_url).kind == "memory"
+    return None, runtime.engine.store if memory else open_store(settings.store_url), spool_lock
 
 
 def _check_role(args: argparse.Namespace, settings: Any) -> None:
