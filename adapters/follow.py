@@ -49,7 +49,7 @@ from tandem.adapters.writer_lock import HolderProbe, WriterHolder, WriterLock, w
 from tandem.domain.rules import evolve
 from tandem.replay.commits import split_commits
 from tandem.replay.engine import settle_folded
-from tandem.replay.port import StoreError
+from tandem.replay.port import ConcurrencyError, StoreError
 
 # A catch-up reads at most this many events at a time (then the next page).
 follow_page_events_max = 10_000
@@ -59,6 +59,7 @@ tail_wait_s = 1.0  # the listening session looks whether it should stop this oft
 tail_reconnect_s = 1.0  # after the listening session failed, wait this long before the next
 open_wait_s = 10.0  # a follower started just before its writer waits this long for the store's table
 open_retry_s = 0.2
+takeover_start_attempts_max = 3  # a start refused as fenced is tried again on a new fold, this often
 
 FOLLOWER, STANDBY, WRITER = "follower", "standby", "writer"
 
@@ -257,7 +258,15 @@ class Follower:
         self.role = WRITER
         self.took_over_at = self.monotonic()
         log(f"standby: took the writer lock at position {engine.committed}; writing from now on")
-        runtime.start()
+        for _ in range(takeover_start_attempts_max):
+            try:
+                runtime.start()
+                return
+            except ConcurrencyError:
+                # The old writer, cut from its lock but not from the store,
+                # appended after our fold: ours was refused whole (fenced).
+                log("standby: another process appended after the takeover's fold; nothing of ours recorded, folding again")
+        raise ProcessError("standby: the store keeps moving under our writer lock: another process writes it without the lock")
 
     def close(self) -> None:
         self.stop.set()

@@ -19,7 +19,6 @@ from tandem.adapters.client import ApiError
 from tests.e2e.serving import Served, store_head, tandem
 from tests.e2e.test_serve_faults import message, open_conversation, postgres_store_url, until
 
-pytestmark = pytest.mark.postgres
 caught_up_wait_s = 20  # a generous bound for a follower to reach a position (no timing is asserted)
 
 
@@ -42,6 +41,7 @@ def caught_up(follower: Served, position: int) -> None:
     until(lambda: client.health().get("position") == position, caught_up_wait_s, f"the follower at position {position}")
 
 
+@pytest.mark.postgres
 def test_follower_serves_what_the_writer_wrote(tmp_path: Path, postgres_store: str) -> None:
     url = postgres_store
     with Served(tmp_path, url, name="writer") as writer:
@@ -81,6 +81,7 @@ def test_follower_serves_what_the_writer_wrote(tmp_path: Path, postgres_store: s
     assert tandem("verify", "--store", url).returncode == 0
 
 
+@pytest.mark.postgres
 def test_follower_catches_up_by_polling_and_after_the_writer_restarts(tmp_path: Path, postgres_store: str) -> None:
     """A follower (looking every 0.2 s) follows a writer that stops and a new
     one that starts, and says no writer holds the lock in between."""
@@ -108,6 +109,7 @@ def test_follower_catches_up_by_polling_and_after_the_writer_restarts(tmp_path: 
                 assert reader.views() == again.client("human").views()
 
 
+@pytest.mark.postgres
 def test_many_stores_in_one_database(tmp_path: Path, postgres_store: str, second_store: str) -> None:
     """Two stores (tables) in one database: each has its own writer lock (two
     writers both start; a second writer of one is refused naming the first)
@@ -150,3 +152,17 @@ def test_follow_refuses_what_it_would_not_use(tmp_path: Path) -> None:
     assert spool.returncode == 2 and "--follow applies and publishes nothing" in spool.stderr, spool.stderr
     both = tandem("serve", "--follow", "--standby", "--tokens", str(tokens))
     assert both.returncode == 2 and "not allowed with argument" in both.stderr, both.stderr
+
+
+def test_follower_of_an_sqlite_store_polls(tmp_path: Path) -> None:
+    """SQLite has no notifications: a follower there looks every --interval."""
+    url = f"sqlite:///{tmp_path}/events.db"
+    with Served(tmp_path, url, name="writer") as writer:
+        open_conversation(writer)
+        with Served(tmp_path, url, "--follow", "--interval", "0.1", name="follower") as follower:
+            result = writer.client("human").submit(message("polled", id="polled"))
+            caught_up(follower, result["position"])
+            assert follower.client("human").views() == writer.client("human").views()
+            health = follower.client("human").health()
+            assert health["listening"] is False and health["lag_events"] == 0, health
+            assert health["writer_holder"].startswith(f"pid {writer.process.pid} on "), health

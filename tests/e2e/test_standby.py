@@ -154,3 +154,38 @@ def test_a_standby_with_the_lock_free_writes_at_once(tmp_path: Path, postgres_st
         opened = {name: value for name, value in inputs(0)[0].items() if name != "at"}
         assert alone.client("daemon").submit(opened)["results"][0]["accepted"]
         assert "standby: the writer lock was free: writing" in alone.log()
+
+
+def test_a_writer_cut_from_its_lock_is_fenced(tmp_path: Path, postgres_store: str) -> None:
+    """The writer's lock session is terminated while the writer lives (a
+    partition of that one connection): the standby takes over; the old
+    writer finds its lock gone and stops (exit 1). Whatever the order, an
+    input the old writer answered 200 is in the log once, one it refused is
+    not, and the log verifies clean."""
+    import psycopg
+
+    from tests.integration.conftest import postgres_url
+
+    url = postgres_store
+    sequence = inputs(2)
+    writer, standby = pair(tmp_path, url, "--no-runtime-inputs", "--interval", "0.2")
+    with writer, standby, psycopg.connect(postgres_url(), autocommit=True) as admin:
+        for value in sequence[:2]:
+            submit(writer, value)
+        table = url.rsplit("table=", 1)[1]
+        (lock_backend,) = admin.execute(f'SELECT backend_pid FROM "{table}_writer"').fetchone()  # type: ignore[misc]
+        admin.execute("SELECT pg_terminate_backend(%s)", (lock_backend,))
+        try:
+            answered = submit(writer, sequence[2])["results"][0]["accepted"]
+        except (ApiError, OSError):
+            answered = False
+        until(lambda: standby.client("human").health().get("writer") is True, takeover_wait_s, "the standby to take over")
+        assert writer.process is not None
+        assert writer.process.wait(timeout=takeover_wait_s) == 1
+        assert "lost the store's writer lock" in writer.log(), writer.log()
+        if not answered:
+            assert submit(standby, sequence[2])["results"][0]["accepted"] is True
+        assert standby.stop() == 0
+    accepted, rejected = recorded(url, "")
+    assert accepted == {value["id"]: 1 for value in sequence} and not rejected, (accepted, rejected)
+    assert tandem("verify", "--store", url).returncode == 0
