@@ -38,12 +38,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tandem.adapters import daemon
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import Commit, LiveEngine, Runtime
+from tandem.adapters.terminal import printable_lines
 from tandem.adapters.store import open_store, parse_store_url, postgres_connect_timeout_s, redacted
 from tandem.adapters.writer_lock import HolderProbe, WriterHolder, WriterLock, wait_writer_lock
 from tandem.domain.rules import evolve
@@ -320,11 +322,16 @@ async def follow(
                 await as_writer()
                 return
             await hold(follower.catch_up)
-        except StoreError as error:
-            log(f"follower: reading the store failed ({error}); will retry")
         except ProcessError as error:
             on_fatal(str(error))
             return
+        except StoreError as error:
+            if follower.writing:  # its start failed half way: stop, as a writer that cannot start does
+                on_fatal(f"standby: the start after the takeover failed: {error}")
+                return
+            log(f"follower: reading the store failed ({error}); will retry")
+        except Exception:  # a follower is never stopped by what it read
+            log("follower: catching up failed:\n" + printable_lines(traceback.format_exc()))
 
 
 def _wait_lock(follower: Follower, wake: Callable[[], None]) -> None:
