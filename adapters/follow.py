@@ -194,11 +194,17 @@ class Follower:
         folded = 0
         while engine.committed < head:
             base = engine.committed
-            upper = min(head, base + follow_page_events_max)
-            positioned = list(store.read(after=base, until=upper))
-            commits = list(split_commits(positioned))
-            if upper < head and len(commits) > 1:
-                commits = commits[:-1]  # may go on past the page: read it whole next
+            page = follow_page_events_max
+            while True:
+                upper = min(head, base + page)
+                positioned = list(store.read(after=base, until=upper))
+                commits = list(split_commits(positioned))
+                if upper == head:
+                    break
+                if len(commits) > 1:
+                    commits = commits[:-1]  # may go on past the page: read it whole next
+                    break
+                page *= 2  # one commit longer than the page: read it whole
             for summary in commits:
                 self._apply(summary.after, [event for _, event in positioned[summary.after - base : summary.position - base]])
                 folded += summary.position - summary.after
