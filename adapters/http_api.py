@@ -1,6 +1,8 @@
 """The HTTP API of `tandem serve` (docs/api.md) on Litestar.
 
-One engine in this process is the store's single writer (adapters/runtime.py).
+One engine in this process is the store's single writer (adapters/runtime.py),
+or, with `--follow` / `--standby`, a follower's fold of a store another
+process writes (adapters/follow.py: every write is then 409 `read_only`).
 Every use of it — a POST, a read of the live views, the runtime's rounds —
 holds `Service.engine_lock` (an asyncio lock: one at a time, in order); small
 requests run on the event loop, big batches in a worker thread so that the
