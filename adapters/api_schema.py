@@ -122,10 +122,20 @@ class EventsPage(Struct, frozen=True):
     next_after: int | None
 
 
-class Health(Struct, frozen=True):
+class Health(Struct, frozen=True, omit_defaults=True):
+    """The writer answers the first three only; a follower or a standby
+    (`tandem serve --follow` / `--standby`) adds the rest (docs/api.md)."""
+
     status: str
     position: int
     writer: bool
+    role: str | None = None  # "follower" or "standby"
+    store_head: int | None = None  # the store's head at its last look
+    lag_events: int | None = None  # store_head - position
+    caught_up_s_ago: float | None = None  # since its position was last the store's head
+    looked_s_ago: float | None = None  # since it last read the store's head
+    listening: bool | None = None  # its LISTEN session is up (PostgreSQL)
+    writer_holder: str | None = None  # who holds the writer lock: "pid N on HOST since T"
 
 
 def _errors(*statuses: int) -> dict[int, ResponseSpec]:
@@ -135,7 +145,7 @@ def _errors(*statuses: int) -> dict[int, ResponseSpec]:
         403: "actor_mismatch or reserved: nothing recorded",
         404: "unknown view, id or route",
         405: "method not allowed",
-        409: "at_before_head or at_in_future: nothing recorded",
+        409: "at_before_head or at_in_future, or read_only (a follower: the message names the writer): nothing recorded",
         413: "body too large",
         415: "unsupported media type",
         503: "store unavailable (nothing recorded; retry with the same id) or too many streams",

@@ -1,6 +1,8 @@
 """The HTTP API of `tandem serve` (docs/api.md) on Litestar.
 
-One engine in this process is the store's single writer (adapters/runtime.py).
+One engine in this process is the store's single writer (adapters/runtime.py),
+or, with `--follow` / `--standby`, a follower's fold of a store another
+process writes (adapters/follow.py: every write is then 409 `read_only`).
 Every use of it — a POST, a read of the live views, the runtime's rounds —
 holds `Service.engine_lock` (an asyncio lock: one at a time, in order); small
 requests run on the event loop, big batches in a worker thread so that the
@@ -70,7 +72,7 @@ from tandem.adapters.http_inputs import (
 )
 from tandem.adapters.github_webhook import post_github
 from tandem.adapters.log_index import IndexKeeper
-from tandem.adapters.runtime import LockLost, Runtime
+from tandem.adapters.runtime import LockLost, ReadOnly, Runtime
 from tandem.adapters.stream import Hub, StreamsFull
 from tandem.adapters.tokens import TokenTable
 from tandem.adapters.console import SECURITY_HEADERS, NeedsSignIn, console_routes
@@ -178,6 +180,8 @@ class Service:
     indexing: IndexKeeper = field(default_factory=IndexKeeper)
     # The GitHub webhook's secret (--github-secret-file); None: POST /v1/sources/github is 404.
     github_secret: bytes | None = None
+    # A follower or standby (adapters/follow.py); None: this server is the store's writer.
+    follower: Any = None
 
     @property
     def engine(self) -> Any:
@@ -210,6 +214,8 @@ class Service:
                 if inline and self.commits_inline:
                     return work()
                 return await anyio.to_thread.run_sync(work)
+            except ReadOnly as refused:
+                raise ApiError(409, "read_only", str(refused)) from None
             except ConcurrencyError:
                 # Another writer appended: the writer lock was lost. Nothing of
                 # this request was written; see whether the lock is still ours.
@@ -428,7 +434,11 @@ async def get_health(request: Request) -> Response[Health]:
         # An error body, as every error is (docs/api.md): the client reads its code.
         committed = f" (the last committed position: {engine.committed})" if engine is not None else ""
         raise ApiError(503, "store_unavailable", f"the store cannot be read now; it is folded again at the next request{committed}")
-    body = Health(status="ok", position=engine.committed, writer=True)
+    follower = service.follower
+    if follower is not None and not follower.writing:
+        body = Health(status="ok", position=engine.committed, writer=False, **follower.health())
+    else:
+        body = Health(status="ok", position=engine.committed, writer=True)
     return Response(msgspec.json.encode(body), media_type=JSON)
 
 

@@ -59,6 +59,11 @@ class LockLost(ProcessError):
     """Another writer holds the store's writer lock now: stop writing."""
 
 
+class ReadOnly(Exception):
+    """This runtime follows the store (`tandem serve --follow`, or a standby
+    not yet the writer): it records nothing; the message names the writer."""
+
+
 # ------------------------------------------------------------ the engine
 
 
@@ -208,6 +213,9 @@ class Runtime:
     waiting: int = 0  # ready spool files seen at the last scan
     last_ingestion: dict[str, Any] | None = None
     listeners: list[Callable[[Commit], None]] = field(default_factory=list)
+    # Set while this runtime only follows the store: why a write is refused
+    # (adapters/follow.py), raised as ReadOnly before anything is read.
+    read_only: Callable[[], str] | None = None
 
     def __post_init__(self) -> None:
         self.spool = Spool(self.settings.spool, self.settings.spool_actors) if self.settings.spool else None
@@ -278,6 +286,8 @@ class Runtime:
         EdgeRefused, and nothing written), then one transaction. Their
         recorded `file` is `http@{head before}`: every input of one request
         shares it, so the log keeps where each request began and ended."""
+        if self.read_only is not None:
+            raise ReadOnly(self.read_only())
         assert self.engine is not None
         self.engine.ensure_current()
         head = self.engine.state.position

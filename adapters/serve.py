@@ -10,6 +10,11 @@ socket, and once serving print `listening on http://HOST:PORT` as the
 first line on stdout. Then, besides requests, the runtime's rounds run
 every `--interval` (spool, watchdog, idle tick, health snapshot).
 
+With --follow (or --standby while another process holds the writer lock)
+it starts as a follower instead (adapters/follow.py): no lock, the store
+folded read-only and tailed, every write 409 `read_only`; a standby becomes
+the writer when it gets the lock.
+
 Stop (SIGTERM or SIGINT): stop accepting, end every stream, finish the
 requests in flight (the input in flight is committed or not, whole), record
 `daemon.stop` (expected), write a snapshot if due, exit 0.
@@ -31,7 +36,9 @@ from typing import Any
 import uvicorn
 
 from tandem.adapters import daemon
+from tandem.adapters.commands.common import EXIT_USAGE
 from tandem.adapters.github_webhook import SecretRefused, load_github_secret
+from tandem.adapters.follow import FOLLOWER, STANDBY, Follower, follow
 from tandem.adapters.http_api import ApiError, Service, build_app
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.process import ProcessError, log
@@ -39,6 +46,8 @@ from tandem.adapters.runtime import LockLost, Runtime
 from tandem.adapters.store import open_store, parse_store_url
 from tandem.adapters.stream import Hub, resume_messages_max
 from tandem.adapters.terminal import printable_lines
+from tandem.adapters.writer_lock import WriterLocked
+from tandem.replay.port import StoreError
 from tandem.adapters.tokens import TokensRefused, load_tokens
 from tandem.replay.commits import tail_commits, with_changed_views
 
@@ -128,11 +137,31 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
         engine.listeners.append(service.on_commit)
         engine.listeners.append(service.indexing.on_commit)  # before the build reads the head
         service.indexing.start(service.reader)
-        tasks.append(asyncio.create_task(_rounds(service)))
+        follower = service.follower
+        if follower is None or follower.writing:
+            tasks.append(asyncio.create_task(_rounds(service)))
+            return
+
+        async def hold(work: Callable[[], Any]) -> Any:
+            async with service.engine_lock:
+                return await asyncio.to_thread(work)
+
+        def fatal(reason: str) -> None:
+            log(f"{reason}; stopping")
+            service.lock_lost = reason
+            if service.stop_server is not None:
+                service.stop_server()
+
+        tasks.append(asyncio.create_task(follow(follower, hold, lambda: _rounds(service), fatal)))
 
     async def stopping() -> None:
         for task in tasks:
             task.cancel()
+        follower = service.follower
+        if follower is not None and not follower.writing:
+            follower.close()  # a follower records nothing and writes no snapshot
+            log(f"stopped as asked ({follower.role}, nothing recorded)")
+            return
         lost = service.lock_lost is not None
         async with service.engine_lock:
             await asyncio.to_thread(runtime.stop, not lost)  # without the lock it records nothing
@@ -175,25 +204,20 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
     except (TokensRefused, SecretRefused) as error:
         raise ServeError(str(error)) from None
     settings = daemon.settings_from(args, runtime_inputs=not args.no_runtime_inputs)
+    _check_role(args, settings)
     runtime = Runtime(settings)
-    spool_lock = None
+    undo: list[Callable[[], None]] = []  # releases what _open took, if the start fails
     try:
-        runtime.lock_store()
-        spool_lock = daemon.spool_lock(settings)
-        runtime.open()
-        runtime.start()
-        assert runtime.engine is not None and runtime.engine.store is not None
-        memory = parse_store_url(settings.store_url).kind == "memory"
-        reader = runtime.engine.store if memory else open_store(settings.store_url)
+        follower, reader, spool_lock = _open(args, runtime, undo)
         sock, address = _bind(*args.listen)
-    except ProcessError as error:
+    except (ProcessError, StoreError) as error:
+        for release in reversed(undo):
+            release()
         runtime.close()
-        if spool_lock is not None:
-            spool_lock.release()
-        raise ServeError(str(error), error.code) from None
+        raise ServeError(str(error), getattr(error, "code", 1)) from None
     service = Service(
         runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql",
-        github_secret=github_secret,
+        github_secret=github_secret, follower=follower,
     )  # fmt: skip
     on_startup, on_shutdown = _lifespan(service, args)
     app = build_app(service, on_startup, on_shutdown)
@@ -215,6 +239,59 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
         sock.close()
         if reader is not runtime.engine.store:
             reader.close()
+        if follower is not None:
+            follower.close()
         runtime.close()
         if spool_lock is not None:
             spool_lock.release()
+
+
+def _open(args: argparse.Namespace, runtime: Runtime, undo: list[Callable[[], None]]) -> tuple[Follower | None, Any, Any]:
+    """As a follower (or standby): the store folded read-only. As the writer:
+    the writer lock, the spool's lock, the store folded, the start recorded.
+    The follower, the reader store and the spool's lock."""
+    settings = runtime.settings
+    if _follows(args, runtime):
+        follower = Follower(runtime, FOLLOWER if args.follow else STANDBY)
+        undo.append(follower.close)
+        follower.open()
+        return follower, open_store(settings.store_url, read_only=True), None
+    runtime.lock_store()
+    spool_lock = daemon.spool_lock(settings)
+    if spool_lock is not None:
+        undo.append(spool_lock.release)
+    runtime.open()
+    runtime.start()
+    assert runtime.engine is not None and runtime.engine.store is not None
+    memory = parse_store_url(settings.store_url).kind == "memory"
+    return None, runtime.engine.store if memory else open_store(settings.store_url), spool_lock
+
+
+def _check_role(args: argparse.Namespace, settings: Any) -> None:
+    """--follow applies nothing; neither role works on a memory store."""
+    following = getattr(args, "follow", False)
+    if not following and not getattr(args, "standby", False):
+        return
+    flag = "--follow" if following else "--standby"
+    if parse_store_url(settings.store_url).kind == "memory":
+        raise ServeError(f"{flag}: a memory store is private to its process: nothing to follow", EXIT_USAGE)
+    if following and (settings.spool or settings.watchdog_db or settings.health):
+        raise ServeError("--follow applies and publishes nothing: --spool, --watchdog-db and --health are a writer's (or a --standby's)", EXIT_USAGE)
+
+
+def _follows(args: argparse.Namespace, runtime: Runtime) -> bool:
+    """Whether this server starts as a follower: --follow, or --standby while
+    another process holds the writer lock (free, a standby writes at once)."""
+    if getattr(args, "follow", False):
+        return True
+    if not getattr(args, "standby", False):
+        return False
+    try:
+        runtime.lock_store()
+    except ProcessError as error:
+        if not isinstance(error.__cause__, WriterLocked):
+            raise
+        log(f"standby: {error}; following the store until that lock is free")
+        return True
+    log("standby: the writer lock was free: writing")
+    return False

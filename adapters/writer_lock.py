@@ -260,7 +260,7 @@ def _acquire_postgres(url: str, address: StoreAddress) -> WriterLock:
         raise
 
 
-def _connect(url: str, address: StoreAddress) -> Any:
+def _connect(url: str, address: StoreAddress, application_name: str = "tandem writer lock") -> Any:
     import psycopg
 
     try:
@@ -268,7 +268,7 @@ def _connect(url: str, address: StoreAddress) -> Any:
             **address.connect,
             connect_timeout=lock_connect_timeout_s,
             autocommit=True,
-            application_name="tandem writer lock",
+            application_name=application_name,
         )
     except psycopg.Error as error:
         reason = str(error).strip() or type(error).__name__
@@ -349,3 +349,99 @@ def _advisory_holder(connection: Any, keys: tuple[int, int]) -> int | None:
         keys,
     ).fetchone()
     return None if row is None else row[0]
+
+
+# --------------------------------------------- standbys and followers
+
+
+# A standby waiting on a PostgreSQL writer lock waits this long per attempt
+# (lock_timeout), then looks whether it was asked to stop, and waits again.
+standby_wait_attempt_s = 1.0
+standby_poll_s = 0.5  # SQLite: how often a standby tries the flock
+
+
+def wait_writer_lock(url: str, stop: Any) -> WriterLock | None:
+    """Wait for the writer lock of `url` (a standby), until `stop` (a
+    threading.Event) is set: the lock, or None when stopped.
+
+    PostgreSQL: a session that blocks in `pg_advisory_lock`, so the lock is
+    granted the moment the holder's session ends (a killed holder's
+    connection closes with its process); `lock_timeout` wakes it every
+    `standby_wait_attempt_s` to look at `stop`. SQLite: the flock is tried
+    every `standby_poll_s`. Raises StoreError when the store cannot be
+    reached at all (its URL, its server)."""
+    address = parse_store_url(url)
+    if address.kind != "postgresql":
+        while not stop.is_set():
+            try:
+                return acquire_writer_lock(url)
+            except WriterLocked:
+                stop.wait(standby_poll_s)
+        return None
+    return _wait_postgres(url, address, stop)
+
+
+def _wait_postgres(url: str, address: StoreAddress, stop: Any) -> WriterLock | None:
+    import psycopg
+
+    connection = _connect(url, address)
+    keys = advisory_lock_keys(address.table)
+    try:
+        _configure_session(connection)
+        connection.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(standby_wait_attempt_s * 1000)}ms",))
+        while not stop.is_set():
+            try:
+                connection.execute("SELECT pg_advisory_lock(%s, %s)", keys)
+            except psycopg.errors.LockNotAvailable:
+                continue
+            # Held: the same session's try succeeds at once (advisory locks
+            # stack; the count is released with the session) and records us.
+            lock = _try_advisory_lock(url, connection, keys, _holder_table(address.table))
+            assert isinstance(lock, WriterLock), lock
+            connection.execute("SELECT set_config('lock_timeout', '0', false)")
+            return lock
+    except psycopg.Error as error:
+        connection.close()
+        reason = str(error).strip() or type(error).__name__
+        raise StoreError(f"cannot wait for the writer lock of {redacted(url)}: {reason}") from None
+    except BaseException:
+        connection.close()
+        raise
+    connection.close()
+    return None
+
+
+class HolderProbe:
+    """Who holds the writer lock of `url` now, for a follower's messages
+    and health: one session of its own (PostgreSQL), opened when first
+    asked and again after a failure; the lock file's record (SQLite)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.address = parse_store_url(url)
+        self._connection: Any = None
+
+    def read(self) -> WriterHolder | None:
+        """The holder, or None when nobody holds it (or it cannot be told)."""
+        if self.address.kind == "sqlite":
+            try:
+                return _holder_from_record(writer_lock_path(self.address.path).read_text())
+            except OSError:
+                return None
+        if self.address.kind != "postgresql":
+            return None
+        import psycopg
+
+        try:
+            if self._connection is None:
+                self._connection = _connect(self.url, self.address, "tandem follower (who writes)")
+            keys = advisory_lock_keys(self.address.table)
+            return _read_holder(self._connection, keys, _holder_table(self.address.table))
+        except (psycopg.Error, StoreError):
+            self.close()
+            return None
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None

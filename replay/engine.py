@@ -113,6 +113,17 @@ def input_boundary(store: EventStore, position: int) -> int:
     return 0
 
 
+def settle_folded(state: State) -> None:
+    """What a fold leaves as a decision's starting point: the dirty marks
+    made while folding facts are not decisions to take again (a replay, and
+    a follower that folds the writer's new events, both end with this)."""
+    state.dirty_actions.clear()
+    state.dirty_tasks.clear()
+    state.dirty_sources.clear()
+    state.unstalled.clear()  # their no_progress resolutions are in the log already
+    state.watchdog_fresh = state.is_fresh(state.last_at)
+
+
 class Engine:
     """Decision state (and, unless `with_views=False`, the views) over one
     store. Single writer per store.
@@ -195,12 +206,7 @@ class Engine:
             state.position = start + folded
             if views is not None:
                 views.position = start + folded
-        # Dirty marks made while folding facts are not decisions to take again.
-        state.dirty_actions.clear()
-        state.dirty_tasks.clear()
-        state.dirty_sources.clear()
-        state.unstalled.clear()  # their no_progress resolutions are in the log already
-        state.watchdog_fresh = state.is_fresh(state.last_at)
+        settle_folded(state)
         self.state, self.views, self._kept_views = state, views, views
 
     @property

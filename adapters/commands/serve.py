@@ -18,7 +18,8 @@ DESCRIPTION = (
     "/v1/inputs (the token is the actor), GET /v1/views, /v1/views/NAME, /v1/events, /v1/explain/ID, "
     "/v1/health, /v1/stream (Server-Sent Events), /openapi.json; with --github-secret-file, POST "
     "/v1/sources/github (signed GitHub webhook deliveries as observe inputs). Takes the store's writer "
-    "lock; with --spool it also applies spooled traces. On SIGTERM or SIGINT it stops accepting, ends the streams, finishes "
+    "lock (--follow: none, it serves a store another server writes; --standby: it follows until it gets "
+    "the lock, then writes); with --spool it also applies spooled traces. On SIGTERM or SIGINT it stops accepting, ends the streams, finishes "
     "the requests in flight, records daemon.stop (expected) and exits 0."
 )
 EPILOG = (
@@ -62,7 +63,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help=f"where to listen (default {listen_default}; port 0 picks a free port, printed on the first line)",
     )
+    _role_options(parser)
     runtime_options(parser, spool_required=False)
+    _more_options(parser)
+
+
+def _role_options(parser: argparse.ArgumentParser) -> None:
+    roles = parser.add_mutually_exclusive_group()
+    roles.add_argument(
+        "--follow",
+        action="store_true",
+        help="serve the reads and the live stream from a store another `tandem serve` writes, never writing it: "
+        "no writer lock, the store opened read-only, new events tailed (PostgreSQL LISTEN/NOTIFY, and a look "
+        "every --interval); every write is 409 read_only naming the writer (docs/operations.md)",
+    )
+    roles.add_argument(
+        "--standby",
+        action="store_true",
+        help="as --follow while another process holds the store's writer lock; when it is released (its holder "
+        "stopped or was killed) take it, read to the store's head and become the writer; with the lock free at "
+        "the start, write at once",
+    )
+
+
+def _more_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-runtime-inputs",
         action="store_true",

@@ -44,6 +44,9 @@ class PostgresStore(SqlStore):
         compose = lambda text: sql.SQL(text).format(events=events, snapshots=snapshots)  # noqa: E731
         tables = (f"{datastore.schema}.{table}", f"{datastore.schema}.{table}{snapshot_table_suffix}")
         super().__init__(url, datastore, recorder, compose, tables, read_only=read_only)
+        # eventsourcing's recorder NOTIFYs this channel in every append's
+        # transaction (delivered at its commit): what a follower LISTENs to.
+        self.notify_channel: str = recorder.channel_name
 
     def _open(self, url: str) -> tuple[PostgresDatastore, _LogPostgresRecorder]:
         """A datastore and recorder on a new pool. Probes first: the pool
