@@ -11,9 +11,9 @@ Two loops, one per command:
   random moment of the run's start: so kills fall all over the ingest, in
   its start (interpreter, lock, fold, resume check), in a batch being
   decided, in a commit.
-- `serve_soak`: a client thread sends the trace's inputs one request each,
-  with their `id`s and `at`s, and sends the same input again, unchanged,
-  until it is answered (a connection refused, cut or timed out, or a 503,
+- `serve_soak`: a client thread sends the trace's inputs, with their `id`s
+  and `at`s, in requests of 1 to 20 inputs (random sizes), and sends a
+  request again, unchanged, until it is answered (a connection refused, cut or timed out, or a 503,
   is retried; it learns the new port of each restart). The server is killed
   when the client has had a random number of answers (drawn in advance,
   sorted) plus a random jitter, so in a request being decided, in a commit,
@@ -60,6 +60,7 @@ kill_jitter_s_max = 0.05  # a kill lands up to this long after its threshold was
 poll_s = 0.01  # how often the store's head is read while waiting for a threshold
 run_s_max = 300  # one run of ingest, or the client between two kills, stalls no longer than this
 client_timeout_s = 30
+serve_batch_inputs_max = 20  # inputs of one request, drawn from 1 to this
 serve_jitter_s_max = 0.03  # a server kill lands up to this long after its threshold of answers
 restart_attempts_max = 20  # a restart refused (e.g. the lock not yet dropped) is tried again this often
 restart_pause_s = 0.2
@@ -246,18 +247,34 @@ def ingest_soak(trace: Path, url: str, kills: int, whole: Whole, seed: int, log:
 # ------------------------------------------------------------------ serve
 
 
-class SoakClient(threading.Thread):
-    """Sends each input until it is answered, the same body every time."""
+def requests_of(inputs: list[dict[str, Any]], rng: random.Random) -> list[list[dict[str, Any]]]:
+    """The inputs cut into requests: runs of one actor (a batch speaks for
+    one token), of 1 to `serve_batch_inputs_max` inputs, sizes drawn at random."""
+    requests: list[list[dict[str, Any]]] = []
+    size = 0
+    for value in inputs:
+        if requests and requests[-1][0]["actor"] == value["actor"] and len(requests[-1]) < size:
+            requests[-1].append(value)
+        else:
+            requests.append([value])
+            size = rng.randint(1, serve_batch_inputs_max)
+    return requests
 
-    def __init__(self, inputs: list[dict[str, Any]], tokens: dict[str, str]) -> None:
+
+class SoakClient(threading.Thread):
+    """Sends each request until it is answered, the same body every time (one
+    input as JSON, several as NDJSON: one transaction)."""
+
+    def __init__(self, requests: list[list[dict[str, Any]]], tokens: dict[str, str]) -> None:
         super().__init__(daemon=True)
-        self.inputs = inputs
+        self.requests = requests
+        self.inputs = sum(len(request) for request in requests)
         self.tokens = tokens
         self.url = ""
         self.generation = 0  # bumped by every restart: the clients are rebuilt
         self.changed = threading.Condition()
-        self.answered = 0
-        self.resent = 0  # sends after the first of an input
+        self.answered = 0  # inputs
+        self.resent = 0  # sends of a request after its first
         self.duplicates = 0  # inputs answered `duplicate_input`: committed before, their answer lost
         self.failure: BaseException | None = None
         self._clients: dict[str, Client] = {}
@@ -271,13 +288,13 @@ class SoakClient(threading.Thread):
 
     def run(self) -> None:
         try:
-            for value in self.inputs:
-                self._send(value)
-                self.answered += 1
+            for request in self.requests:
+                self._send(request)
+                self.answered += len(request)
         except BaseException as error:  # noqa: BLE001 - reported by the test
             self.failure = error
 
-    def _send(self, value: dict[str, Any]) -> None:
+    def _send(self, request: list[dict[str, Any]]) -> None:
         first = True
         while True:
             with self.changed:
@@ -285,9 +302,9 @@ class SoakClient(threading.Thread):
             if not first:
                 self.resent += 1
             first = False
-            client = self._client(generation, url, value["actor"])
+            client = self._client(generation, url, request[0]["actor"])
             try:
-                answer = client.submit(value)
+                answer = client.submit(request[0]) if len(request) == 1 else client.submit_batch(request)
             except (OSError, ValueError) as error:  # refused, cut, timed out, half an answer
                 client.close()
                 self._wait_for_restart(generation, error)
@@ -297,10 +314,11 @@ class SoakClient(threading.Thread):
                     time.sleep(restart_pause_s)
                     continue
                 raise
-            result = answer["results"][0]
-            if not result["accepted"]:
-                assert result["reason"] == "duplicate_input", f"{value['id']}: {result}"
-                self.duplicates += 1
+            outcomes = {(result["accepted"], result["reason"]) for result in answer["results"]}
+            # All or nothing: a request is applied whole, or answered a duplicate whole.
+            assert outcomes in ({(True, None)}, {(False, "duplicate_input")}), f"{request[0]['id']}...: {answer}"
+            if outcomes == {(False, "duplicate_input")}:
+                self.duplicates += len(request)
             return
 
     def _client(self, generation: int, url: str, actor: str) -> Client:
@@ -348,11 +366,11 @@ def serve_soak(trace: Path, url: str, kills: int, seed: int, directory: Path, fi
     rng = random.Random(seed)
     ids = trace_ids(trace.read_bytes())
     server = Served(directory, url, "--no-runtime-inputs", name="soak-serve")
-    client = SoakClient(token_actors_in_trace(trace.read_bytes()), server.tokens)
+    client = SoakClient(requests_of(token_actors_in_trace(trace.read_bytes()), rng), server.tokens)
     start_server(server, figures)
     client.serve_at(server.url)
     client.start()
-    thresholds = sorted(rng.randrange(len(client.inputs) * 9 // 10) for _ in range(kills))
+    thresholds = sorted(rng.randrange(client.inputs * 9 // 10) for _ in range(kills))
     try:
         for number, threshold in enumerate(thresholds, 1):
             wait_for_answers(client, threshold)
