@@ -18,7 +18,8 @@ Two loops, one per command:
   when the client has had a random number of answers (drawn in advance,
   sorted) plus a random jitter, so in a request being decided, in a commit,
   in an answer on its way, or just after a start; then restarted on the
-  same store (a new port), killed again, ... and at last stopped.
+  same store (a new port), killed again (one restart in four before it
+  listens), ... and at last stopped.
 
 After each kill the store's recorded inputs are read back: they must be the
 trace's first N inputs, in order, each applied once. At the end the caller
@@ -57,11 +58,12 @@ from tests.e2e.serving import ROOT, Served
 id_prefix = "soak-"
 ingest_batches = (7, 100, 1_000)  # --batch of each run, drawn at random
 kill_jitter_s_max = 0.05  # a kill lands up to this long after its threshold was reached
-poll_s = 0.01  # how often the store's head is read while waiting for a threshold
+poll_s = 0.005  # how often the store's head is read while waiting for a threshold
 run_s_max = 300  # one run of ingest, or the client between two kills, stalls no longer than this
 client_timeout_s = 30
 serve_batch_inputs_max = 20  # inputs of one request, drawn from 1 to this
 serve_jitter_s_max = 0.03  # a server kill lands up to this long after its threshold of answers
+serve_start_kill_share = 0.25  # of the restarts, about this many are killed before they listen
 restart_attempts_max = 20  # a restart refused (e.g. the lock not yet dropped) is tried again this often
 restart_pause_s = 0.2
 
@@ -188,14 +190,16 @@ class Whole:
 
     events: int  # the store's head after it
     start_s: float  # how long an ingest takes that has nothing left to do
+    event_s: float  # the rest of its time, an event
 
 
-def wait_for_head(process: subprocess.Popen[bytes], url: str, events: int) -> None:
-    """Until the store holds `events` events or the process ended."""
+def wait_for_head(process: subprocess.Popen[bytes], url: str, events: int) -> int:
+    """Until the store holds `events` events or the process ended: the head then."""
     deadline = time.monotonic() + run_s_max
     while process.poll() is None and head_or_zero(url) < events:
         assert time.monotonic() < deadline, f"no progress to {events} events in {run_s_max} s"
         time.sleep(poll_s)
+    return head_or_zero(url)
 
 
 def head_or_zero(url: str) -> int:
@@ -215,29 +219,34 @@ def ingest_soak(trace: Path, url: str, kills: int, whole: Whole, seed: int, log:
     """SIGKILL `tandem ingest` of `trace` `kills` times, then let it finish.
 
     Kill k waits until the store holds a threshold of events drawn in
-    advance (sorted, over the first 80 % of `whole.events`), then a jitter
-    of up to `kill_jitter_s_max`: in the next batch or its commit. When the
-    store already holds that many, the kill lands at a random moment of the
-    run's start instead (up to `whole.start_s`: the interpreter, the lock,
-    the fold, the resume check)."""
+    advance (sorted, over the first 70 % of `whole.events`), then a jitter
+    (up to `kill_jitter_s_max`, and to a third of the time the rest would
+    take): in the next batch or its commit. When the store already holds
+    that many, the kill lands at a random moment of the run's start instead
+    (up to `whole.start_s`: the interpreter, the lock, the fold, the resume
+    check). Each run's --batch is drawn from those that leave it three
+    commits or more."""
     rng = random.Random(seed)
     ids = trace_ids(trace.read_bytes())
-    thresholds = sorted(rng.randrange(whole.events * 8 // 10) for _ in range(kills))
+    thresholds = sorted(rng.randrange(whole.events * 7 // 10) for _ in range(kills))
     for number, threshold in enumerate(thresholds, 1):
         before = head_or_zero(url)
-        process = spawn(ingest_command(trace, url, rng.choice(ingest_batches)), log)
+        inputs_left = len(ids) * (whole.events - before) // whole.events
+        batch = rng.choice([size for size in ingest_batches if 3 * size <= inputs_left] or ingest_batches[:1])
+        process = spawn(ingest_command(trace, url, batch), log)
         if before >= threshold:
             time.sleep(rng.uniform(0, whole.start_s))
-            figures.count("kills in a start")
+            where = "kills in a start"
         else:
-            wait_for_head(process, url, threshold)
-            time.sleep(rng.uniform(0, kill_jitter_s_max))
-            figures.count("kills after a commit")
+            head = wait_for_head(process, url, threshold)
+            time.sleep(rng.uniform(0, min(kill_jitter_s_max, (whole.events - head) * whole.event_s / 3)))
+            where = "kills after a commit"
         if process.poll() is not None:
             assert process.returncode == 0, f"ingest exited {process.returncode} (seed {seed}):\n{log.read_text()}"
-            break  # it finished before this kill: the remaining kills cannot happen
+            break  # it finished before this kill: the remaining kills cannot happen (the test says so)
         kill_group(process)
         figures.kills += 1
+        figures.count(where)
         recorded(url).check_prefix(ids, f"after kill {number} at >= {threshold} events (seed {seed})")
         figures.restarts += 1  # the next run (or the last one, below)
     final = spawn(ingest_command(trace, url, rng.choice(ingest_batches)), log)
@@ -362,17 +371,23 @@ def wait_for_answers(client: SoakClient, answers: int) -> None:
 
 
 def serve_soak(trace: Path, url: str, kills: int, seed: int, directory: Path, figures: Figures) -> SoakClient:
-    """SIGKILL `tandem serve` `kills` times while the client sends `trace`."""
+    """SIGKILL `tandem serve` `kills` times while the client sends `trace`:
+    after a random number of answers (drawn in advance, sorted) and a jitter;
+    and, one restart in `serve_start_kill_share`, at a random moment of the
+    restart itself, before it listens (taking the place of the next kill)."""
     rng = random.Random(seed)
     ids = trace_ids(trace.read_bytes())
     server = Served(directory, url, "--no-runtime-inputs", name="soak-serve")
     client = SoakClient(requests_of(token_actors_in_trace(trace.read_bytes()), rng), server.tokens)
+    began = time.monotonic()
     start_server(server, figures)
+    start_s = time.monotonic() - began
     client.serve_at(server.url)
     client.start()
-    thresholds = sorted(rng.randrange(client.inputs * 9 // 10) for _ in range(kills))
+    thresholds = iter(sorted(rng.randrange(client.inputs * 9 // 10) for _ in range(kills)))
     try:
-        for number, threshold in enumerate(thresholds, 1):
+        while figures.kills < kills:
+            threshold = next(thresholds)
             wait_for_answers(client, threshold)
             delay = rng.uniform(0, serve_jitter_s_max)
             time.sleep(delay)
@@ -380,8 +395,11 @@ def serve_soak(trace: Path, url: str, kills: int, seed: int, directory: Path, fi
                 break  # the work was done before this kill
             server.kill()
             figures.kills += 1
-            context = f"after kill {number}, {delay:.3f} s after {threshold} answers (seed {seed})"
-            recorded(url).check_prefix(ids, context)
+            recorded(url).check_prefix(ids, f"after kill {figures.kills}, {delay:.3f} s after {threshold} answers (seed {seed})")
+            while figures.kills < kills and rng.random() < serve_start_kill_share:
+                kill_in_start(server, rng.uniform(0, start_s), figures)
+                recorded(url).check_prefix(ids, f"after kill {figures.kills}, in a start (seed {seed})")
+                next(thresholds)
             start_server(server, figures)
             figures.restarts += 1
             client.serve_at(server.url)
@@ -393,3 +411,30 @@ def serve_soak(trace: Path, url: str, kills: int, seed: int, directory: Path, fi
         server.kill()
     assert "Traceback" not in server.log(), server.log()
     return client
+
+
+def kill_in_start(server: Served, delay_s: float, figures: Figures) -> None:
+    """Start the server again and SIGKILL it `delay_s` into its start (if it
+    was listening by then, the kill still counts: it came just after)."""
+    killed = server.process
+
+    def start() -> None:
+        try:
+            server.start()
+        except AssertionError:
+            pass  # "did not start": killed
+
+    starting = threading.Thread(target=start, daemon=True)
+    starting.start()
+    while server.process is killed:
+        time.sleep(poll_s / 10)
+    time.sleep(delay_s)
+    assert server.process is not None
+    alive = server.process.poll() is None
+    server.kill()
+    starting.join(timeout=run_s_max)
+    assert not starting.is_alive(), "a start killed did not end"
+    assert alive, f"a start ended before its kill:\n{server.log()}"
+    figures.kills += 1
+    figures.restarts += 1
+    figures.count("kills in a start")

@@ -71,11 +71,15 @@ def test_ingest_killed_at_random_moments(tmp_path: Path, soak_store: tuple[str, 
     # a run with nothing left to do (the kills in a start are drawn over it).
     uninterrupted = fresh_like(url, tmp_path, "whole")
     try:
+        began = time.monotonic()
         run = tandem("ingest", str(trace), "--store", uninterrupted, "--quiet", timeout_s=600)
+        run_s = time.monotonic() - began
         assert run.returncode == 0, run.stderr
         began = time.monotonic()
         run = tandem("ingest", str(trace), "--store", uninterrupted, timeout_s=600)
-        whole = Whole(events=store_head(uninterrupted), start_s=time.monotonic() - began)
+        start_s = time.monotonic() - began
+        events = store_head(uninterrupted)
+        whole = Whole(events=events, start_s=start_s, event_s=max(run_s - start_s, 0.0) / events)
         assert f"0 input(s) applied (0 rejected), {len(ids)} already in the store" in run.stderr, run.stderr
         expected = views("show", "--store", uninterrupted)
     finally:
@@ -109,7 +113,7 @@ def test_serve_killed_at_random_moments(tmp_path: Path, soak_store: tuple[str, s
     soak_figures.append(figures)
 
     client = serve_soak(trace, url, settings.serve_kills, settings.seed, tmp_path, figures)
-    figures.notes.update(resent=client.resent, answered_duplicate=client.duplicates)
+    figures.notes.update({"requests resent": client.resent, "inputs answered duplicate": client.duplicates})
 
     records = recorded(url)
     figures.lost, figures.duplicated = lost_and_duplicated(records, ids)
@@ -121,7 +125,7 @@ def test_serve_killed_at_random_moments(tmp_path: Path, soak_store: tuple[str, s
     # effect. Apart from those rows, the views are an uninterrupted replay's.
     retried = sum(records.rejected.values())
     assert retried >= client.duplicates
-    figures.notes["recorded_duplicate"] = retried
+    figures.notes["duplicates recorded"] = retried
     served = views("show", "--store", url)
     rows = served["rejections"]
     assert isinstance(rows, list) and len(rows) == retried and all(row["reason"] == "duplicate_input" for row in rows)
