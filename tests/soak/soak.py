@@ -220,37 +220,51 @@ def ingest_soak(trace: Path, url: str, kills: int, whole: Whole, seed: int, log:
 
     Kill k waits until the store holds a threshold of events drawn in
     advance (sorted, over the first 70 % of `whole.events`), then a jitter
-    (up to `kill_jitter_s_max`, and to a third of the time the rest would
-    take): in the next batch or its commit. When the store already holds
-    that many, the kill lands at a random moment of the run's start instead
-    (up to `whole.start_s`: the interpreter, the lock, the fold, the resume
-    check). Each run's --batch is drawn from those that leave it three
-    commits or more."""
+    of up to about one batch's work: it lands in the next batch or its commit. When the store holds that
+    many already (a big batch passed several thresholds), the kill lands at
+    a random moment of the run's start (up to `whole.start_s`: the
+    interpreter, the lock, the fold, the resume check), or after the run's
+    first commit. Batches and jitters are drawn small enough that the work
+    outlasts the kills (`_kill_plan`)."""
     rng = random.Random(seed)
     ids = trace_ids(trace.read_bytes())
     thresholds = sorted(rng.randrange(whole.events * 7 // 10) for _ in range(kills))
     for number, threshold in enumerate(thresholds, 1):
         before = head_or_zero(url)
-        inputs_left = len(ids) * (whole.events - before) // whole.events
-        batch = rng.choice([size for size in ingest_batches if 3 * size <= inputs_left] or ingest_batches[:1])
+        where, batch, share = _kill_plan(rng, before, threshold, len(ids) * (whole.events - before) // whole.events, kills - number + 1)
         process = spawn(ingest_command(trace, url, batch), log)
-        if before >= threshold:
+        if where == "kills in a start":
             time.sleep(rng.uniform(0, whole.start_s))
-            where = "kills in a start"
         else:
-            head = wait_for_head(process, url, threshold)
-            time.sleep(rng.uniform(0, min(kill_jitter_s_max, (whole.events - head) * whole.event_s / 3)))
-            where = "kills after a commit"
+            head = wait_for_head(process, url, threshold if where == "kills after a threshold" else before + 1)
+            batch_s = batch * whole.events / len(ids) * whole.event_s  # about one batch's work
+            time.sleep(rng.uniform(0, min(kill_jitter_s_max, batch_s, (whole.events - head) * whole.event_s * share)))
         if process.poll() is not None:
             assert process.returncode == 0, f"ingest exited {process.returncode} (seed {seed}):\n{log.read_text()}"
             break  # it finished before this kill: the remaining kills cannot happen (the test says so)
         kill_group(process)
         figures.kills += 1
         figures.count(where)
-        recorded(url).check_prefix(ids, f"after kill {number} at >= {threshold} events (seed {seed})")
+        recorded(url).check_prefix(ids, f"after kill {number} ({where}, threshold {threshold} events, seed {seed})")
         figures.restarts += 1  # the next run (or the last one, below)
     final = spawn(ingest_command(trace, url, rng.choice(ingest_batches)), log)
     assert final.wait(timeout=run_s_max) == 0, f"the last ingest exited {final.returncode} (seed {seed}):\n{log.read_text()}"
+
+
+def _kill_plan(rng: random.Random, head: int, threshold: int, inputs_left: int, kills_left: int) -> tuple[str, int, float]:
+    """Where the next kill lands, the run's --batch, and the share of the
+    rest of the work its jitter may take. After a threshold: any batch that
+    leaves three commits, a third of the rest (the thresholds keep the last
+    30 % free). After the first commit: a batch and a share small enough
+    that the kills left cannot use up what is left."""
+    if head < threshold:
+        sizes, where, share = [size for size in ingest_batches if 3 * size <= inputs_left], "kills after a threshold", 1 / 3
+    elif rng.random() < 0.5:
+        sizes, where, share = list(ingest_batches), "kills in a start", 0.0
+    else:
+        sizes = [size for size in ingest_batches if size * (kills_left + 2) <= inputs_left]
+        where, share = "kills after a run's first commit", 1 / (kills_left + 2)
+    return where, rng.choice(sizes or ingest_batches[:1]), share
 
 
 # ------------------------------------------------------------------ serve
