@@ -11,7 +11,9 @@ alone, and its `at` is the server's to give or to check:
 * a given `at` more than `at_ahead_max_s` ahead of that clock is refused
   (`at_in_future`): a writer must not move the engine's clock, and with it
   every deadline, into the future; one before the store's last input is
-  refused (`at_before_head`);
+  refused (`at_before_head`), unless the input's `id` is recorded already:
+  a retry is recorded as its duplicate at the store's last `at`
+  (`LiveEdge.retried`);
 * `daemon.start` and `daemon.stop`, and any input whose `id` is one the
   runtime gives the rows it imports from the watchdog's file (starting
   `watchdog/`), are refused (`reserved`): a spool file or a client that could
@@ -55,6 +57,10 @@ class EdgeRefused(Exception):
         self.message = message
 
 
+def _nothing_recorded(identifier: str) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class LiveEdge:
     """The rules for one batch of live inputs.
@@ -66,6 +72,18 @@ class LiveEdge:
     now: datetime.datetime
     not_before: datetime.datetime | None
     admit: Callable[[Input, int], Input]
+    recorded: Callable[[str], bool] = _nothing_recorded  # is this input `id` in the store already?
+
+    def retried(self, value: Input) -> Input:
+        """`value`, and when its `id` is recorded already (a retry, after a
+        503 or a lost answer), its `at` raised to the store's last input's
+        if earlier: the engine records it as a `duplicate_input` (or an
+        `idempotency_conflict`), which is the answer a retry is owed, not an
+        `at_before_head` refusal that would leave the client unable to tell
+        whether its input was committed. The engine's clock never goes back."""
+        if value.id is None or self.not_before is None or value.at >= self.not_before or not self.recorded(value.id):
+            return value
+        return msgspec.structs.replace(value, at=self.not_before)
 
     def place(self, value: Input, line: int, stamped: bool, previous: datetime.datetime | None) -> Input:
         """`value` with its `at` checked, or stamped when it gave none.

@@ -251,7 +251,8 @@ class Runtime:
     def edge(self, admit: Callable[[Input, int], Input]) -> LiveEdge:
         """The live edge's rules now: this clock, this store's last input."""
         assert self.engine is not None
-        return LiveEdge(now=self.now(), not_before=self.engine.last_at, admit=admit)
+        idempotency = self.engine.state.idempotency
+        return LiveEdge(now=self.now(), not_before=self.engine.last_at, admit=admit, recorded=idempotency.__contains__)
 
     def spool_edge(self, admit: Callable[[Input, int], Input]) -> LiveEdge:
         """The edge for a spool file: the store's last input is checked by the

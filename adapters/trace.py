@@ -42,7 +42,7 @@ class _LiveHooks:
         return decode_live(raw, decode_input)
 
     def admit(self, value: Input, line: int) -> Input:
-        return self.edge.admit(value, line)
+        return self.edge.retried(self.edge.admit(value, line))
 
     def place(self, value: Input, line: int, stamped: bool, previous: datetime.datetime | None) -> Input:
         return self.edge.place(value, line, stamped, previous)
