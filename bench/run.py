@@ -11,9 +11,10 @@ and reduced to medians, because these 2-core machines are shared and noisy.
 
 The four goals (see bench/README.md for what each one means):
 
-1. engine, one transaction per input   >= 0.5 x raw single-row commits
-2. batch ingest (1,000 per transaction) >= 3   x raw single-row commits
+1. engine, one transaction per input   >= 0.7 x raw single-row commits
+2. batch ingest (1,000 per transaction) >= 4   x raw single-row commits
 3. replay (open an Engine on a store)   >= 0.5 x raw scan + typed decode
+   3v. the same with the views' fold    >= 0.5 x raw scan + typed decode
 4. engine per input, 100k live actions  >= 0.8 x the same with 1k live
 
 And for the inbox (no goal set for the first; the second must not grow):
@@ -63,9 +64,10 @@ live_setup_batch_inputs = 5_000  # inputs per transaction when loading the live 
 events_per_action_estimate = 6.5  # synthetic_trace: ~3.1 inputs x ~2.3 events per action (a floor)
 
 GOALS = {
-    "single": 0.5,
-    "ingest": 3.0,
+    "single": 0.7,  # issue 15 (was 0.5)
+    "ingest": 4.0,  # issue 15 (was 3)
     "replay": 0.5,
+    "replay-views": 0.5,  # issue 15: the replay a restart without snapshot does, views included
     "live": 0.8,
     "observe": 0.0,  # reported, no goal
     "inbox-memory": 0.9,
@@ -342,7 +344,7 @@ class SteadyEngine:
 
 @dataclass
 class Ratio:
-    number: int
+    number: int | str
     key: str
     title: str
     engine_label: str
@@ -449,7 +451,7 @@ def measure_ingest(scratch: Scratch, sizes: Sizes, raw_rows: int) -> Ratio:
     )
 
 
-def measure_replay(scratch: Scratch, sizes: Sizes) -> Ratio:
+def measure_replay(scratch: Scratch, sizes: Sizes) -> list[Ratio]:
     directory = scratch.fresh()
     started = time.perf_counter()
     url, events = build_replay_store(directory, sizes.replay_events_min)
@@ -460,19 +462,17 @@ def measure_replay(scratch: Scratch, sizes: Sizes) -> Ratio:
     replay_values, scan_values = alternate(
         lambda: engine_replay(url), lambda: raw_scan_decode(database), sizes.repetitions
     )
-    with_views = statistics.median(engine_replay(url, with_views=True) for _ in range(sizes.repetitions))
-    scan = statistics.median(scan_values)
-    return Ratio(
-        3,
-        "replay",
-        f"Replay of a store of {events:,} events ({size_mb:,.0f} MB; built in {built_s:,.0f} s, untimed)",
-        "Engine restart: read+decode+evolve (decision state)",
-        replay_values,
-        "raw SELECT state ORDER BY position + decode_event",
-        scan_values,
-        "events/s",
-        [f"with the views' fold too (tandem replay): {with_views:,.0f} events/s ({with_views / scan:.2f}x raw)"],
+    views_values, views_scan_values = alternate(
+        lambda: engine_replay(url, with_views=True), lambda: raw_scan_decode(database), sizes.repetitions
     )
+    title = f"Replay of a store of {events:,} events ({size_mb:,.0f} MB; built in {built_s:,.0f} s, untimed)"
+    scan_label = "raw SELECT state ORDER BY position + decode_event"
+    return [
+        Ratio(3, "replay", title, "Engine restart: read+decode+evolve (decision state)", replay_values,
+              scan_label, scan_values, "events/s", []),
+        Ratio("3v", "replay-views", title + ", with the views", "Engine restart with views (tandem replay)",
+              views_values, scan_label, views_scan_values, "events/s", []),
+    ]  # fmt: skip
 
 
 def measure_live(scratch: Scratch, sizes: Sizes) -> Ratio:
@@ -630,14 +630,15 @@ def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
             lambda: measure_inbox_memory(scratch, sizes),
             lambda: measure_restart(scratch, sizes),
         ):
-            result = measure()
-            print_ratio(result, out)
-            out.flush()
-            results.append(result)
+            measured = measure()
+            for result in measured if isinstance(measured, list) else [measured]:
+                print_ratio(result, out)
+                out.flush()
+                results.append(result)
         print("\nVerdicts:", file=out)
         for result in results:
             verdict = f"({result.goal_text}): {'MET' if result.met else 'MISSED'}" if result.goal else "(no goal)"
-            print(f"  {result.number}. {result.key:<12} {result.ratio:5.2f}x {verdict}", file=out)
+            print(f"  {str(result.number) + '.':<3} {result.key:<12} {result.ratio:5.2f}x {verdict}", file=out)
         return results
     finally:
         scratch.remove()

@@ -131,13 +131,30 @@ def evolve(state: State, event: ev.Event) -> State:
 def reacting(state: State, emit: Emit) -> Emit:
     """`emit`, followed by the reactions to what was emitted (recursively):
     a reaction runs after its event is applied, so it reads the state that
-    event made."""
+    event made.
+
+    Depth first, each rule's events taken one at a time (a rule may be a
+    generator that reads what its earlier events did), with an explicit
+    stack: a closure that called itself would be a reference cycle, and
+    every input's events, held by it, would wait for the cyclic collector
+    instead of being freed when the input is done (measured: ~13 objects of
+    cyclic garbage an input, and the collections that find them)."""
+    reactions = REACTIONS
 
     def emit_and_react(event: ev.Event) -> None:
         emit(event)
-        rule = REACTIONS.get(type(event))
-        if rule is not None:
-            for follow in rule(state, event):
-                emit_and_react(follow)
+        rule = reactions.get(type(event))
+        if rule is None:
+            return
+        stack = [iter(rule(state, event))]
+        while stack:
+            follow = next(stack[-1], None)
+            if follow is None:
+                stack.pop()
+                continue
+            emit(follow)
+            rule = reactions.get(type(follow))
+            if rule is not None:
+                stack.append(iter(rule(state, follow)))
 
     return emit_and_react

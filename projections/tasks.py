@@ -27,6 +27,11 @@ class TasksView(View):
         self.deadlines: dict[str, int] = {}  # task_id -> progress_deadline_s
         self.stalled: set[str] = set()  # no progress by the due time, since
         self.last_progress: dict[str, datetime.datetime] = {}  # task_id -> its last progress
+        # Tasks whose two times (`last_progress_at`, `progress_due_at`) are
+        # written into their rows when read (`render`, `pick`), not at every
+        # progress: both are functions of the fields above, and formatting a
+        # time costs more than all the rest of a progress event here.
+        self.unformatted: set[str] = set()
 
     def _input(self, event: ev.InputAccepted | ev.InputRejected) -> bool:
         self.now = event.input.at
@@ -38,17 +43,25 @@ class TasksView(View):
         if row is None or row["state"] != "active":
             return
         assert self.now is not None
-        self.stalled.discard(row["task_id"])
-        self.last_progress[row["task_id"]] = self.now
-        row["last_progress_at"] = rfc3339(self.now)
-        self._due(row)
+        task_id = row["task_id"]
+        self.stalled.discard(task_id)
+        self.last_progress[task_id] = self.now
+        self.unformatted.add(task_id)
 
     def _due(self, row: dict[str, Any]) -> None:
-        deadline = self.deadlines.get(row["task_id"])
-        due = None
-        if deadline is not None and row["state"] == "active" and not row["holds"] and row["task_id"] not in self.stalled:
-            due = rfc3339(self.last_progress[row["task_id"]] + datetime.timedelta(seconds=deadline))
-        row["progress_due_at"] = due
+        self.unformatted.add(row["task_id"])
+
+    def _format(self) -> None:
+        """Write the unformatted tasks' times into their rows."""
+        for task_id in self.unformatted:
+            row = self.rows[task_id]
+            row["last_progress_at"] = rfc3339(self.last_progress[task_id])
+            deadline = self.deadlines.get(task_id)
+            due = None
+            if deadline is not None and row["state"] == "active" and not row["holds"] and task_id not in self.stalled:
+                due = rfc3339(self.last_progress[task_id] + datetime.timedelta(seconds=deadline))
+            row["progress_due_at"] = due
+        self.unformatted.clear()
 
     def _delegated(self, event: ev.TaskDelegated) -> None:
         self.rows[event.task_id] = {
@@ -149,7 +162,9 @@ class TasksView(View):
     }
 
     def render(self) -> list[dict[str, Any]]:
+        self._format()
         return sorted_rows(self.rows)
 
     def pick(self, keys: Iterable[str]) -> list[dict[str, Any]]:
+        self._format()
         return picked_rows(self.rows, keys)

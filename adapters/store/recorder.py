@@ -36,6 +36,11 @@ read_positions_query_max = 500
 log_stream_id = "tandem-log"
 
 
+# A stored event as the recorders' INSERT takes it:
+# (originator_id, originator_version, topic, state).
+Row = tuple[str, int, str, bytes]
+
+
 class Positioned(NamedTuple):
     """An event with its position in the log: what the mapper maps."""
 
@@ -89,8 +94,13 @@ class MsgspecMapper(Mapper):  # type: ignore[type-arg]
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         positioned: Positioned = domain_event
-        event = positioned.event
-        return _stored_event(log_stream_id, positioned.position, event_name(event), encode_event(event))
+        return _stored_event(*self.to_row(positioned.position, positioned.event))
+
+    def to_row(self, position: int, event: Event) -> Row:
+        """The event's row: (originator_id, originator_version, topic, state),
+        the columns of the recorders' INSERT, in their order. What `append`
+        writes (a `StoredEvent` only where a recorder needs one)."""
+        return (log_stream_id, position, event_name(event), encode_event(event))
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         return Positioned(stored_event.originator_version, decode_event(stored_event.state))
@@ -138,11 +148,9 @@ class RecorderStore:
             return expected_head
         # Encode everything before touching the database: an event that fails
         # to encode writes nothing.
-        stored = [
-            self._mapper.to_stored_event(Positioned(expected_head + offset, event))
-            for offset, event in enumerate(events, start=1)
-        ]
-        return self._insert(stored, expected_head)
+        to_row = self._mapper.to_row
+        rows = [to_row(expected_head + offset, event) for offset, event in enumerate(events, start=1)]
+        return self._insert(rows, expected_head)
 
     def append_encoded(self, data: Sequence[bytes], expected_head: int) -> int:
         assert expected_head >= 0, expected_head
@@ -153,16 +161,23 @@ class RecorderStore:
                 event = decode_event(item)
             except (msgspec.DecodeError, msgspec.ValidationError) as error:
                 raise ValueError(f"item {offset} does not decode as an event: {error}") from None
-            stored.append(_stored_event(log_stream_id, expected_head + offset, event_name(event), bytes(item)))
+            stored.append((log_stream_id, expected_head + offset, event_name(event), bytes(item)))
         if self._head_known != expected_head and self.head() != expected_head:
             raise ConcurrencyError(f"expected head {expected_head}, but the head is {self._head_known}")
         if not stored:
             return expected_head
         return self._insert(stored, expected_head)
 
-    def _insert(self, stored: list[StoredEvent], expected_head: int) -> int:
+    def _write_rows(self, rows: list[Row]) -> None:
+        """Insert the rows in one transaction, all or none, raising
+        eventsourcing's IntegrityError when a position is taken (and its
+        PersistenceError for any other failure). By default through the
+        recorder; a backend may write them more directly."""
+        self._recorder.insert_events([_stored_event(*row) for row in rows])
+
+    def _insert(self, stored: list[Row], expected_head: int) -> int:
         try:
-            self._recorder.insert_events(stored)
+            self._write_rows(stored)
         except IntegrityError as error:
             self._head_known = None
             raise ConcurrencyError(

@@ -1,6 +1,7 @@
-"""`sqlite:///...`: the embedded default, a single file in WAL mode,
-through eventsourcing's SQLite recorder with a durable pool, one writer
-connection and one INSERT per append."""
+"""`sqlite:///...`: the embedded default, a single file in WAL mode, on
+eventsourcing's SQLite recorder (its table and statements) with a durable
+pool and one writer connection; an append is one `executemany` of the
+recorder's INSERT between BEGIN and COMMIT on that connection."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from eventsourcing.persistence import InterfaceError, StoredEvent
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
@@ -100,6 +101,29 @@ class _DurableSQLiteDatastore(SQLiteDatastore):
             with SQLiteTransaction(self._writer, commit=True) as cursor, cursor:
                 yield cursor
 
+    def insert_rows(self, statement: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """`BEGIN`, one `executemany`, `COMMIT` on the writer connection: what
+        `transaction(commit=True)` and the recorder's `insert_events` do, with
+        no context manager or wrapper object between (they cost about as much
+        CPU as the INSERT of a single input's events). Errors are raised as
+        eventsourcing's (IntegrityError for a taken position), after a rollback."""
+        with self._writer_lock:
+            if self._writer is None:
+                self._writer = self.pool._create_connection()
+            connection = self._writer._sqlite_conn
+            try:
+                connection.execute("BEGIN")
+                connection.executemany(statement, rows)
+                connection.execute("COMMIT")
+            except sqlite3.Error as error:
+                if connection.in_transaction:
+                    try:
+                        connection.rollback()
+                    except sqlite3.Error:
+                        pass  # the first error is the one to report; SQLite rolls back a failed commit itself
+                kind = IntegrityError if isinstance(error, sqlite3.IntegrityError) else OperationalError
+                raise kind(error) from error
+
     def close(self) -> None:
         # Also called by the parent's __del__, perhaps on a half-built object.
         with getattr(self, "_writer_lock", threading.Lock()):
@@ -107,23 +131,6 @@ class _DurableSQLiteDatastore(SQLiteDatastore):
                 self._writer.close()
                 self._writer = None
         super().close()
-
-
-class _LogSQLiteRecorder(SQLiteApplicationRecorder):
-    """eventsourcing's SQLite application recorder, inserting with one executemany.
-
-    The stock application recorder runs one INSERT per event to collect each
-    row's notification id (`lastrowid`), which the log never uses (positions
-    are its ids). This runs the recorder's own INSERT statement once over all
-    the rows, in the same transaction: the same rows, the same errors
-    (`IntegrityError` on a taken position, everything rolled back).
-    """
-
-    def _insert_events(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **_: Any) -> None:
-        c.executemany(
-            self.insert_events_statement,
-            [(s.originator_id, s.originator_version, s.topic, s.state) for s in stored_events],
-        )
 
 
 def _reader_uri(path: str, directory: str) -> str:
@@ -171,7 +178,7 @@ class SQLiteStore(SqlStore):
             raise StoreError(f"cannot open {url} for writing: {refused}")
         name = _reader_uri(path, directory) if read_only else path
         datastore = _DurableSQLiteDatastore(name, read_only=read_only, originator_id_type="text")
-        recorder = _LogSQLiteRecorder(datastore, events_table_name=table)
+        recorder = SQLiteApplicationRecorder(datastore, events_table_name=table)  # its table and INSERT statement
         snapshots = table + snapshot_table_suffix
         compose = lambda text: text.format(events=table, snapshots=snapshots)  # noqa: E731
         try:
@@ -181,6 +188,9 @@ class SQLiteStore(SqlStore):
             if "file is not a database" in str(error):
                 raise StoreError(f"cannot open {url}: {path!r} is not an SQLite database ({error})") from None
             raise StoreError(f"cannot open {url}: {error}") from None
+
+    def _write_rows(self, rows: list[tuple[str, int, str, bytes]]) -> None:
+        self._datastore.insert_rows(self._recorder.insert_events_statement, rows)
 
     def _execute(self, name: str, *parameters: Any) -> None:
         with self._datastore.transaction(commit=True) as cursor:

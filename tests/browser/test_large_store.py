@@ -97,8 +97,12 @@ INDEX_READY = """async operation => {
 
 
 def signed_in(page: Any, large: Large, path: str) -> None:
+    """At `path`, signed in, as served once the index is built: the page
+    that signing in loaded may predate the index (on a loaded machine it
+    did: a filtered timeline of no rows), so it is loaded again after."""
     sign_in(page, large.server.url, large.server.tokens["human"], path)
     page.wait_for_function(INDEX_READY, arg=OPERATION, polling=100)
+    page.reload()
 
 
 def rows(page: Any) -> list[tuple[int, str]]:

@@ -86,9 +86,23 @@ def test_the_whole_report_runs_at_tiny_sizes(bench: ModuleType, tmp_path: Path) 
     )
     out = io.StringIO()
     results = bench.run(tiny, str(tmp_path), out=out)
-    assert [result.number for result in results] == [1, 2, 3, 4, 5, 6, 7]
+    assert [result.number for result in results] == [1, 2, 3, "3v", 4, 5, 6, 7]
     for result in results:
         assert all(positive(value) for value in result.engine_values + result.baseline_values)
         assert positive(result.ratio)
     assert "Verdicts:" in out.getvalue()
     assert list(tmp_path.iterdir()) == []  # the scratch directory is removed
+
+
+def test_the_row_per_input_prototype_reads_back_every_event(tmp_path: Path) -> None:
+    """bench/row_per_input.py (a measurement, not the store's layout) writes
+    the same events both ways and reads each table back whole: its own
+    assertion fails if either layout loses an event."""
+    spec = importlib.util.spec_from_file_location("tandem_bench_rows", ROOT / "bench" / "row_per_input.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figures = module.run({"actions": 5, "repetitions": 2}, str(tmp_path))
+    assert set(figures) == {"per_event read", "per_input read", "per_event append", "per_input append"}
+    assert all(positive(value) for value in figures.values())
+    assert list(tmp_path.iterdir()) == []  # its scratch directory is removed

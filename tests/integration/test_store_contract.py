@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 import tandem.adapters.store.recorder as recorder_module  # the module that reads and encodes
-from tandem.adapters.store import MsgspecMapper, Positioned, open_store, store_url_help
+from tandem.adapters.store import MsgspecMapper, open_store, store_url_help
 from tandem.domain.events import (
     Event,
     InputAccepted,
@@ -233,14 +233,12 @@ def test_a_refusal_in_the_middle_of_an_append_writes_none_of_it(
     two rows before it, already sent, must be rolled back."""
     store.append(events(1), expected_head=0)
     before = contents(store)
-    to_stored_event = MsgspecMapper.to_stored_event
+    to_row = MsgspecMapper.to_row
 
-    def third_collides(self: MsgspecMapper, positioned: Positioned):  # type: ignore[no-untyped-def]
-        if positioned.position == 4:
-            positioned = Positioned(1, positioned.event)
-        return to_stored_event(self, positioned)
+    def third_collides(self: MsgspecMapper, position: int, event):  # type: ignore[no-untyped-def]
+        return to_row(self, 1 if position == 4 else position, event)
 
-    monkeypatch.setattr(MsgspecMapper, "to_stored_event", third_collides)
+    monkeypatch.setattr(MsgspecMapper, "to_row", third_collides)
     with pytest.raises(ConcurrencyError):
         store.append(events(4, first_seq=2), expected_head=1)
     monkeypatch.undo()
