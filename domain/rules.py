@@ -81,11 +81,12 @@ def _input_recorded(state: State, event: ev.InputAccepted | ev.InputRejected) ->
     state.seq = event.seq
     state.previous_at = state.last_at  # contract v1.2 section 4.5: the gap an input follows
     state.last_at = value.at
-    if value.input_type != "engine.configure":
-        state.configurable = False
-    reason = event.reason if type(event) is ev.InputRejected else None
-    if value.id is not None and reason not in ("duplicate_input", "idempotency_conflict"):
-        state.idempotency.setdefault(value.id, hashlib.sha256(inp.canonical_body(value)).digest())
+    if state.configurable and value.input_type != "engine.configure":
+        state.configurable = False  # for good: nothing sets it back
+    if value.id is not None:
+        reason = event.reason if type(event) is ev.InputRejected else None
+        if reason not in ("duplicate_input", "idempotency_conflict"):
+            state.idempotency.setdefault(value.id, hashlib.sha256(inp.canonical_body(value)).digest())
 
 
 def _source_progressed(state: State, event: ev.SourceProgressed) -> None:

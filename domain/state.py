@@ -48,7 +48,7 @@ IN_FLIGHT = ACTION.in_flight
 TERMINAL = ACTION.terminal
 # The terminal states that fail a prerequisite: every one but succeeded.
 PREREQUISITE_FAILED = TERMINAL - {"succeeded"}
-assert {"pending", "fenced"} <= set(ACTION.states)  # the two states indexed by name below
+assert {"pending", "fenced"} <= set(ACTION.states) - TERMINAL  # the two live states indexed by name below
 
 
 @dataclass(slots=True)
@@ -362,15 +362,15 @@ class State:
         is_busy = new_state in IN_FLIGHT
         if was_busy != is_busy:
             self._busy_changed(resource, operation_id, is_busy)
-        if new_state in TERMINAL and action.deadline_at is not None:
-            self.deadline_timers.discard((action.deadline_at, operation_id))
         if new_state in TERMINAL:
+            if action.deadline_at is not None:
+                self.deadline_timers.discard((action.deadline_at, operation_id))
             self.maintenance.discard(operation_id)
-        if new_state in ("pending", "fenced") and action.source_revision is not None:
+            if action.dependents:
+                # The outcome its dependents wait for is known now (prerequisite_*).
+                self.dirty_actions.update(action.dependents)
+        elif new_state in ("pending", "fenced") and action.source_revision is not None:
             self.dirty_sources.add(operation_id)  # back at pending or fenced: the source rule first
-        if new_state in TERMINAL and action.dependents:
-            # The outcome its dependents wait for is known now (prerequisite_*).
-            self.dirty_actions.update(action.dependents)
 
     def _busy_changed(self, resource: str, operation_id: str, busy: bool) -> None:
         count = self.busy_by_resource.get(resource, 0) + (1 if busy else -1)
@@ -455,7 +455,11 @@ def reachable(start: str, neighbours: Callable[[str], Iterable[str]]) -> Iterato
 
 def _index_add(index: dict[str, set[str]], key: str | None, operation_id: str) -> None:
     if key is not None:
-        index.setdefault(key, set()).add(operation_id)
+        members = index.get(key)
+        if members is None:
+            index[key] = {operation_id}
+        else:
+            members.add(operation_id)  # no set made to be thrown away, as setdefault's default would be
 
 
 def _index_remove(index: dict[str, set[str]], key: str | None, operation_id: str) -> None:

@@ -60,14 +60,18 @@ class Views:
         ]
         self.by_name = {view.name: view for view in views}
         assert tuple(self.by_name) == VIEW_NAMES
-        # The fold's hot loop: per event class, the views' handlers, bound once.
+        # The fold's hot loop: per event class, the views' handlers, bound
+        # once, each view's `quiet` ones where it has them (the fold reads no
+        # changed-or-not answer).
         self.handlers_by_event: dict[type, list[Any]] = {}
-        # The same, with each view's name: for `apply`, which keeps which views changed.
+        # The handlers, with each view's name: for `apply`, which keeps which views changed.
         self.named_handlers_by_event: dict[type, list[tuple[Any, str]]] = {}
         for view in views:
+            assert set(view.quiet) <= set(view.handlers), f"{view.name}: a quiet handler stands for a handler"
             for event_type, handler in view.handlers.items():
                 bound = handler.__get__(view)
-                self.handlers_by_event.setdefault(event_type, []).append(bound)
+                quiet = view.quiet.get(event_type)
+                self.handlers_by_event.setdefault(event_type, []).append(bound if quiet is None else quiet.__get__(view))
                 self.named_handlers_by_event.setdefault(event_type, []).append((bound, view.name))
         self.position = 0
         self.changed: set[str] = set()  # views `apply` changed since `take_changed`

@@ -6,7 +6,10 @@ Views re-decide nothing: events carry the states they set.
 
 A handler may return False to say that what `render()` gives is as it was
 (the live stream names only the views a commit changed); any other return
-means it may have changed.
+means it may have changed. Where working that out costs more than the
+handler's effect, `quiet` names a handler with the same effect and no such
+answer: the fold of stored events (replay, snapshots), which reads no
+answer, calls it instead (e.g. every input's clock tick in `health`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ def rfc3339(value: datetime.datetime | None) -> str | None:
 class View:
     name: ClassVar[str]
     handlers: ClassVar[dict[type, Callable[[Any, Any], None]]]
+    # For the fold of stored events: handlers with the same effect as those
+    # in `handlers` for their classes, without the changed-or-not answer.
+    quiet: ClassVar[dict[type, Callable[[Any, Any], None]]] = {}
 
     def __init__(self) -> None:
         self.position = 0

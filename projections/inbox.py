@@ -39,15 +39,19 @@ class InboxView(View):
         self.alert_causes: dict[str, str] = {}  # alert -> the cause it names
         self.batch_of: dict[str, str] = {}  # cause -> the batch it joined (contract v1.2 section 7.1)
 
-    def _revised(self, event: ev.ObservationRecorded | ev.UpdateRevised, revision: int, partial: bool) -> None:
+    def _revised(
+        self, event: ev.ObservationRecorded | ev.UpdateRevised, revision: int, partial: bool, latest: dict[str, Any] | None
+    ) -> None:
         cause_key, kind, at = event.cause_key, event.kind, event.at
+        triage_state = UPDATE.after[type(event)]
+        self.holder.pop(cause_key, None)  # holds are per revision
         row = self.rows.get(cause_key)
         if row is None:
-            row = self.rows[cause_key] = {
+            self.rows[cause_key] = {
                 "cause_key": cause_key,
                 "revision": revision,
                 "kind": kind,
-                "triage_state": UPDATE.initial,
+                "triage_state": triage_state,
                 "disposition": None,
                 "action_priority": None,
                 "notification_priority": None,
@@ -58,19 +62,20 @@ class InboxView(View):
                 "last_seen_at": at,
                 "delivered_revision": None,
                 "retained": True,
-                "latest": None,
+                "latest": latest,
                 "batch_id": None,
             }
-        self.holder.pop(cause_key, None)  # holds are per revision
+            return
         row.update(
             revision=revision,
             kind=kind,
-            triage_state=UPDATE.after[type(event)],
+            triage_state=triage_state,
             disposition=None,
             action_priority=None,
             notification_priority=None,
             partial=partial,
             last_seen_at=at,
+            latest=latest,
         )
 
     def _recorded(self, event: ev.ObservationRecorded) -> bool | None:
@@ -79,8 +84,7 @@ class InboxView(View):
             return None
         if event.update_revision is None:
             return False  # a background's own activity: no update
-        self._revised(event, event.update_revision, not event.complete)
-        self.rows[event.cause_key]["latest"] = {
+        latest = {
             "status": event.status,
             "deleted": event.deleted,
             "source_time": event.source_time if event.source_time is not UNSET else None,
@@ -88,6 +92,7 @@ class InboxView(View):
             "excerpt": event.text[:excerpt_chars_max] if event.text is not None else None,
             "truncated": event.truncated is True,
         }
+        self._revised(event, event.update_revision, not event.complete, latest)
         return None
 
     def _repeated(self, event: ev.ObservationRepeated) -> None:
@@ -97,8 +102,7 @@ class InboxView(View):
             row["last_seen_at"] = event.at
 
     def _engine_revised(self, event: ev.UpdateRevised) -> None:
-        self._revised(event, event.revision, False)
-        self.rows[event.cause_key]["latest"] = None  # no observation behind it
+        self._revised(event, event.revision, False, None)  # no observation behind it: no latest
 
     def _triaged(self, event: ev.UpdateTriaged) -> None:
         self.rows[event.cause_key].update(

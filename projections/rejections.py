@@ -16,9 +16,14 @@ class RejectionsView(View):
         self.rows: list[dict[str, Any]] = []
         self.files: set[str | None] = set()
 
+    def _file(self, event: ev.InputAccepted) -> None:
+        self.files.add(event.file)  # the fold's (`quiet`)
+
     def _accepted(self, event: ev.InputAccepted) -> bool:
+        if event.file in self.files:
+            return False  # nearly every input: a file seen before
         several = len(self.files) > 1
-        self.files.add(event.file)
+        self._file(event)
         return several != (len(self.files) > 1)  # rows show `file` from the second file on
 
     def _rejected(self, event: ev.InputRejected) -> None:
@@ -28,6 +33,7 @@ class RejectionsView(View):
         )
 
     handlers = {ev.InputAccepted: _accepted, ev.InputRejected: _rejected}
+    quiet = {ev.InputAccepted: _file}
 
     def render(self) -> list[dict[str, Any]]:
         # `file` only when the store holds several traces (contract section 1, 7).
