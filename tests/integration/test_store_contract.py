@@ -128,6 +128,20 @@ def test_read_crosses_pages(store: EventStore, monkeypatch: pytest.MonkeyPatch, 
     assert [event for page in store.read_pages(after=5, until=20) for event in page] == written[5:20]
 
 
+def test_read_pages_decodes_a_fetched_page_in_parts(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fetched page (7 rows here) is decoded and yielded a few events at a
+    time (3 here), in order, none twice, across fetched pages and windows."""
+    monkeypatch.setattr(recorder_module, "read_page_events_max", 7)
+    monkeypatch.setattr(recorder_module, "decoded_page_events_max", 3)
+    written = events(17)
+    store.append(written, expected_head=0)
+    pages = list(store.read_pages())
+    assert [event for page in pages for event in page] == written
+    if isinstance(store, recorder_module.RecorderStore):
+        assert [len(page) for page in pages] == [3, 3, 1, 3, 3, 1, 3]
+    assert [event for page in store.read_pages(after=2, until=16) for event in page] == written[2:16]
+
+
 def test_read_positions_gives_the_events_at_the_positions_asked_in_order(store: EventStore) -> None:
     written = events(12)
     store.append(written, expected_head=0)
