@@ -70,8 +70,8 @@ class Views:
             assert set(view.quiet) <= set(view.handlers), f"{view.name}: a quiet handler stands for a handler"
             for event_type, handler in view.handlers.items():
                 bound = handler.__get__(view)
-                quiet = view.quiet.get(event_type)
-                self.handlers_by_event.setdefault(event_type, []).append(bound if quiet is None else quiet.__get__(view))
+                folding = view.quiet.get(event_type, handler).__get__(view)
+                self.handlers_by_event.setdefault(event_type, []).append(folding)
                 self.named_handlers_by_event.setdefault(event_type, []).append((bound, view.name))
         self.position = 0
         self.changed: set[str] = set()  # views `apply` changed since `take_changed`

@@ -40,7 +40,11 @@ class InboxView(View):
         self.batch_of: dict[str, str] = {}  # cause -> the batch it joined (contract v1.2 section 7.1)
 
     def _revised(
-        self, event: ev.ObservationRecorded | ev.UpdateRevised, revision: int, partial: bool, latest: dict[str, Any] | None
+        self,
+        event: ev.ObservationRecorded | ev.UpdateRevised,
+        revision: int,
+        partial: bool,
+        latest: dict[str, Any] | None,
     ) -> None:
         cause_key, kind, at = event.cause_key, event.kind, event.at
         triage_state = UPDATE.after[type(event)]
