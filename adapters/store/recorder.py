@@ -216,8 +216,9 @@ class RecorderStore:
             yield position, decode_event(data)
 
     def read_pages(self, after: int = 0, until: int | None = None) -> Iterator[list[Event]]:
-        """The events, decoded a page at a time: the replay loop's fast path
-        (no generator step per event)."""
+        """The events, decoded a part of a fetched page at a time
+        (`decoded_page_events_max`): the replay loop's fast path (no
+        generator step per event, each event folded while still cached)."""
         decode = decode_event
         while until is None or after < until:
             page = self._guarded(self._select_page, after, until, read_page_events_max)
