@@ -218,14 +218,6 @@ def child_tandem_recover(directory: str, actions: str) -> float:
     return elapsed
 
 
-CHILDREN: dict[str, Callable[..., float]] = {
-    "dbos-rate": child_dbos_rate,
-    "dbos-pending": child_dbos_pending,
-    "dbos-recover": child_dbos_recover,
-    "tandem-recover": child_tandem_recover,
-}
-
-
 # ------------------------------------------------------------ the Tandem side
 
 
@@ -273,12 +265,12 @@ def build_open_actions(directory: str, actions: int) -> None:
 # ------------------------------------------------------------- LangGraph
 
 
-def langgraph_rate(directory: str, invokes: int, durability: str = "async", rows: list[float] | None = None) -> float:
+def child_langgraph_rate(directory: str, invokes: str, durability: str) -> float:
     """Checkpointed invokes/s: a one-node graph compiled with SqliteSaver on a
     fresh file (WAL set by the saver, synchronous=FULL set here), invoked once
     per input with its own thread_id. `durability` is LangGraph's: "async"
     (its default) writes a checkpoint per step, "exit" one when the graph ends.
-    Appends the checkpoint rows written per invoke to `rows`."""
+    In a child process, as DBOS: a fresh heap, whatever ran before it."""
     from typing import TypedDict
 
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -297,22 +289,30 @@ def langgraph_rate(directory: str, invokes: int, durability: str = "async", rows
         saver = SqliteSaver(connection)
         saver.setup()
         app = graph.compile(checkpointer=saver)
-        invoke = app.invoke
+        invoke, count = app.invoke, int(invokes)
         for value in range(dbos_warmup_workflows):
             invoke({"value": value}, {"configurable": {"thread_id": f"warm-{value}"}}, durability=durability)
         started = time.perf_counter()
-        for value in range(invokes):
+        for value in range(count):
             answer = invoke({"value": value}, {"configurable": {"thread_id": f"t-{value}"}}, durability=durability)
             assert answer["value"] == value + 1
         elapsed = time.perf_counter() - started
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-        checkpoints = connection.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
-        if rows is not None:
-            rows.append(checkpoints / (invokes + dbos_warmup_workflows))
     finally:
         connection.close()
-    return invokes / elapsed
+    return count / elapsed
+
+
+def langgraph_rate(directory: str, invokes: int, durability: str, rows: list[float]) -> float:
+    """child_langgraph_rate's figure; appends the checkpoint rows written per invoke to `rows`."""
+    rate = child("langgraph-rate", directory, str(invokes), durability)
+    connection = sqlite3.connect(os.path.join(directory, "langgraph.sqlite"))
+    try:
+        rows.append(connection.execute("SELECT count(*) FROM checkpoints").fetchone()[0] / (invokes + dbos_warmup_workflows))
+    finally:
+        connection.close()
+    return rate
 
 
 # ------------------------------------------------------------- the report
@@ -462,6 +462,15 @@ def run(sizes: PeerSizes, tmp: str | None = None, out: Any = sys.stdout) -> list
         return measure_peers(scratch, sizes, out)
     finally:
         scratch.remove()
+
+
+CHILDREN: dict[str, Callable[..., float]] = {
+    "dbos-rate": child_dbos_rate,
+    "dbos-pending": child_dbos_pending,
+    "dbos-recover": child_dbos_recover,
+    "tandem-recover": child_tandem_recover,
+    "langgraph-rate": child_langgraph_rate,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
