@@ -52,7 +52,7 @@ PEER_PACKAGES = {"dbos": ("dbos",), "langgraph": ("langgraph", "langgraph.checkp
 install_hint = "pip install -e '.[peers]'"
 child_timeout_s = 600  # a child process that takes longer than this has hung
 poll_interval_s = 0.002  # how often the DBOS recovery's end is looked for
-dbos_warmup_workflows = 20  # run before the timed ones in each child
+warmup_calls = 20  # untimed calls before the timed ones, in each peer's child
 result_prefix = "RESULT "
 
 
@@ -140,7 +140,7 @@ def _dbos_launch(directory: str, block: bool) -> tuple[Any, Callable[[int], int]
 def child_dbos_rate(directory: str, workflows: str) -> float:
     """One-step workflows/s, each called (started and awaited) in turn."""
     dbos, one_step, path = _dbos_launch(directory, block=False)
-    for value in range(dbos_warmup_workflows):
+    for value in range(warmup_calls):
         one_step(value)
     count = int(workflows)
     started = time.perf_counter()
@@ -290,7 +290,7 @@ def child_langgraph_rate(directory: str, invokes: str, durability: str) -> float
         saver.setup()
         app = graph.compile(checkpointer=saver)
         invoke, count = app.invoke, int(invokes)
-        for value in range(dbos_warmup_workflows):
+        for value in range(warmup_calls):
             invoke({"value": value}, {"configurable": {"thread_id": f"warm-{value}"}}, durability=durability)
         started = time.perf_counter()
         for value in range(count):
@@ -309,7 +309,7 @@ def langgraph_rate(directory: str, invokes: int, durability: str, rows: list[flo
     rate = child("langgraph-rate", directory, str(invokes), durability)
     connection = sqlite3.connect(os.path.join(directory, "langgraph.sqlite"))
     try:
-        rows.append(connection.execute("SELECT count(*) FROM checkpoints").fetchone()[0] / (invokes + dbos_warmup_workflows))
+        rows.append(connection.execute("SELECT count(*) FROM checkpoints").fetchone()[0] / (invokes + warmup_calls))
     finally:
         connection.close()
     return rate
