@@ -27,6 +27,10 @@ And for snapshots (a time ratio, lower is better):
 
 7. restart time of a store of 1M events <= 2 x that of a store of 10k events
    with the same live state, each with a snapshot near its head
+
+With --peers, bench/peers.py's rows follow in the same run: Tandem's durable
+inputs beside DBOS's one-step workflows and LangGraph's checkpoint writes, and
+a restart that finishes 1,000 open actions beside DBOS's recovery (no goals).
 """
 
 from __future__ import annotations
@@ -610,7 +614,7 @@ def measure_restart(scratch: Scratch, sizes: Sizes) -> Ratio:
     )
 
 
-def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
+def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout, peers: bool = False) -> list[Ratio]:
     scratch = Scratch(tmp)
     try:
         print(
@@ -635,6 +639,11 @@ def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
                 print_ratio(result, out)
                 out.flush()
                 results.append(result)
+        if peers:
+            from bench import peers as peer_bench
+
+            peer_sizes = peer_bench.FULL if sizes == FULL else peer_bench.QUICK
+            results += peer_bench.measure_peers(scratch, peer_sizes, out)
         print("\nVerdicts:", file=out)
         for result in results:
             verdict = f"({result.goal_text}): {'MET' if result.met else 'MISSED'}" if result.goal else "(no goal)"
@@ -645,7 +654,8 @@ def run(sizes: Sizes, tmp: str | None = None, out=sys.stdout) -> list[Ratio]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return bench_main(__doc__, run, FULL, QUICK, "small sizes: a smoke run under a minute", argv)
+    flags = {"peers": "then DBOS's and LangGraph's figures beside Tandem's (bench/peers.py; pip install -e '.[peers]')"}
+    return bench_main(__doc__, run, FULL, QUICK, "small sizes: a smoke run under a minute", argv, flags)
 
 
 if __name__ == "__main__":

@@ -129,17 +129,24 @@ def alternate(first: Callable[[], float], second: Callable[[], float], repetitio
     return a_values, b_values
 
 
-def bench_main(doc: str, run: Callable[[Any, Any], Any], full: Any, quick: Any, quick_help: str, argv: Any = None) -> int:
+def bench_main(
+    doc: str, run: Callable[..., Any], full: Any, quick: Any, quick_help: str, argv: Any = None,
+    flags: dict[str, str] | None = None,
+) -> int:  # fmt: skip
     """A benchmark's command line: `--quick` (small sizes), `--tmp DIR` (where
-    the scratch stores go); runs `run(sizes, tmp)` and prints how long it took."""
+    the scratch stores go), and the on/off `flags` given (name: help), passed
+    to `run` as keywords; runs `run(sizes, tmp, ...)` and prints how long it took."""
     import argparse
     import time
 
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument("--tmp", default=None, help="parent of the scratch directory (default: system temp dir)")
+    for name, text in (flags or {}).items():
+        parser.add_argument(f"--{name}", action="store_true", help=text)
     arguments = parser.parse_args(argv)
     started = time.perf_counter()
-    run(quick if arguments.quick else full, arguments.tmp)
+    keywords = {name: getattr(arguments, name) for name in flags or {}}
+    run(quick if arguments.quick else full, arguments.tmp, **keywords)
     print(f"\n({time.perf_counter() - started:,.0f} s)")
     return 0

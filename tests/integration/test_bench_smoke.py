@@ -106,3 +106,42 @@ def test_the_row_per_input_prototype_reads_back_every_event(tmp_path: Path) -> N
     assert set(figures) == {"per_event read", "per_input read", "per_event append", "per_input append"}
     assert all(positive(value) for value in figures.values())
     assert list(tmp_path.iterdir()) == []  # its scratch directory is removed
+
+
+def test_a_restart_finishes_the_open_actions(tmp_path: Path) -> None:
+    """bench/peers.py's Tandem side of P3 needs no peer: a store of dispatched,
+    unfinished actions, then a fresh process that opens it and submits their
+    outcomes; the child asserts every action succeeded."""
+    from bench import peers
+
+    peers.build_open_actions(str(tmp_path), 12)
+    assert positive(peers.child("tandem-recover", str(tmp_path), "12"))
+    with pytest.raises(RuntimeError, match="failed"):  # it counts them: 13 is not what it finished
+        peers.child("tandem-recover", str(tmp_path), "13")
+
+
+def test_a_peer_not_installed_is_named_not_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The peers are an optional extra: without them the report says so, and
+    nothing else fails (the packages are made absent whether or not they are)."""
+    from bench import peers
+
+    monkeypatch.setitem(peers.PEER_PACKAGES, "dbos", ("tandem_absent_dbos",))
+    monkeypatch.setitem(peers.PEER_PACKAGES, "langgraph", ("langgraph_absent.checkpoint",))
+    out = io.StringIO()
+    tiny = peers.PeerSizes(repetitions=2, tandem_inputs=10, dbos_workflows=2, langgraph_invokes=2,
+                           open_actions=3, recovery_repetitions=1)  # fmt: skip
+    assert peers.run(tiny, str(tmp_path), out=out) == []
+    text = out.getvalue()
+    for line in ("P1. dbos: not measured, not installed (tandem_absent_dbos;", "Tandem durable inputs ",
+                 "P2. langgraph: not measured, not installed (langgraph_absent.checkpoint;",
+                 "P2x. langgraph-exit: not measured",
+                 "P3. dbos recovery: not measured"):  # fmt: skip
+        assert line in text, text
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_takes_the_peers_flag(bench: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        bench.main(["--help"])
+    assert exited.value.code == 0
+    assert "--peers" in capsys.readouterr().out
