@@ -12,11 +12,13 @@ its stderr is kept in a file (`server.log()`), never a pipe nobody reads.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tandem.adapters.client import Client
@@ -124,3 +126,21 @@ class Served:
                 self.stop()
             finally:
                 self.kill()
+
+
+def postgres_store_url() -> Iterator[str]:
+    """A PostgreSQL store URL on a table of its own, dropped after (the tests' `postgres_store`)."""
+    from tests.integration.conftest import postgres_url, require_postgres
+
+    require_postgres()
+    table = f"tandem_test_{secrets.token_hex(6)}"
+    separator = "&" if "?" in postgres_url() else "?"
+    try:
+        yield f"{postgres_url()}{separator}table={table}"
+    finally:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(postgres_url(), autocommit=True) as connection:
+            for name in (table, f"{table}_snapshots", f"{table}_writer"):
+                connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))

@@ -16,15 +16,10 @@ from pathlib import Path
 import pytest
 
 from tandem.adapters.client import ApiError
-from tests.e2e.serving import Served, store_head, tandem
-from tests.e2e.test_serve_faults import message, open_conversation, postgres_store_url, until
+from tests.e2e.serving import Served, postgres_store_url, store_head, tandem
+from tests.e2e.test_serve_faults import message, open_conversation, until
 
 caught_up_wait_s = 20  # a generous bound for a follower to reach a position (no timing is asserted)
-
-
-@pytest.fixture
-def postgres_store() -> Iterator[str]:
-    yield from postgres_store_url()
 
 
 @pytest.fixture

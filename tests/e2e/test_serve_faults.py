@@ -14,14 +14,12 @@ import http.client
 import json
 import os
 import resource
-import secrets
 import signal
 import socket
 import statistics
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -514,28 +512,6 @@ def test_sqlite_out_of_file_size_is_503_nothing_recorded_then_recovers(tmp_path:
         assert_serving(server, "after-full")
     verified = tandem("verify", "--store", url)
     assert verified.returncode == 0 and "clean" in verified.stdout, verified.stdout + verified.stderr
-
-
-def postgres_store_url() -> Iterator[str]:
-    from tests.integration.conftest import postgres_url, require_postgres
-
-    require_postgres()
-    table = f"tandem_test_{secrets.token_hex(6)}"
-    separator = "&" if "?" in postgres_url() else "?"
-    try:
-        yield f"{postgres_url()}{separator}table={table}"
-    finally:
-        import psycopg
-        from psycopg import sql
-
-        with psycopg.connect(postgres_url(), autocommit=True) as connection:
-            for name in (table, f"{table}_snapshots", f"{table}_writer"):
-                connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
-
-
-@pytest.fixture
-def postgres_store() -> Iterator[str]:
-    yield from postgres_store_url()
 
 
 def server_sessions(connection, server: Served) -> dict[int, str]:  # type: ignore[no-untyped-def]

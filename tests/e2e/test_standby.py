@@ -20,16 +20,11 @@ import pytest
 
 from tandem.adapters.client import ApiError
 from tandem.domain import events as ev
-from tests.e2e.serving import Served, store_head, tandem
-from tests.e2e.test_serve_faults import message, postgres_store_url, recorded, until
+from tests.e2e.serving import Served, postgres_store_url, store_head, tandem
+from tests.e2e.test_serve_faults import message, recorded, until
 
 pytestmark = pytest.mark.postgres
 takeover_wait_s = 30  # a generous bound for the test to give up (no timing is asserted)
-
-
-@pytest.fixture
-def postgres_store() -> Iterator[str]:
-    yield from postgres_store_url()
 
 
 @pytest.fixture
