@@ -3,6 +3,7 @@ eventsourcing's PostgreSQL recorder (psycopg 3)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import psycopg
@@ -38,6 +39,7 @@ class PostgresStore(SqlStore):
         self._connect = connect
         self._table = table
         self._broken = False
+        self._renewing = threading.Lock()
         datastore, recorder = self._open(url)
         events = sql.Identifier(datastore.schema, table)
         snapshots = sql.Identifier(datastore.schema, table + snapshot_table_suffix)
@@ -85,27 +87,36 @@ class PostgresStore(SqlStore):
     def _once_more(self, operation: Any, *arguments: Any, **options: Any) -> Any:
         """`operation`; after a lost connection (a server restart, a
         terminated session: the pool's connections are dead) once more on a
-        new pool, which fails at once while the server is away."""
+        new pool, which fails at once while the server is away. Readers may
+        run it from several threads at once: the pool is renewed once, by
+        the first to find it broken, and only a failure on the current pool
+        marks it broken (not one on a pool already replaced)."""
         for attempt in (1, 2):
-            self._reopen_if_broken()
+            datastore = self._current_datastore()
             try:
                 return operation(*arguments, **options)
             except StoreError as error:
-                self._broken = self._broken or _connection_lost(error)
-                if attempt == 2 or not self._broken:
+                if attempt == 2 or not _connection_lost(error):
                     raise
+                with self._renewing:
+                    self._broken = self._broken or self._datastore is datastore
         raise AssertionError("unreachable")
 
-    def _reopen_if_broken(self) -> None:
-        """After a lost connection (the server restarted), a new pool: the
-        old one's connections are dead, and psycopg's pool reconnects only
-        after a back-off that grows with each failure."""
-        if not self._broken:
-            return
-        datastore, recorder = self._open(self.url)  # StoreError while the server is away
-        self._datastore.close()
-        self._datastore, self._recorder = datastore, recorder
-        self._broken = False
+    def _current_datastore(self) -> PostgresDatastore:
+        """The datastore, on a new pool if the current one's connections
+        were lost: the old pool's connections are dead, and psycopg's pool
+        reconnects only after a back-off that grows with each failure.
+        StoreError while the server is away."""
+        old = None
+        with self._renewing:
+            if self._broken:
+                datastore, recorder = self._open(self.url)
+                old, self._datastore, self._recorder = self._datastore, datastore, recorder
+                self._broken = False
+            current = self._datastore
+        if old is not None:
+            old.close()  # a query in flight on it finishes; its connection is closed when returned
+        return current
 
     def _select_page(self, after: int, until: int | None, limit: int) -> list[tuple[int, bytes]]:
         # Binary results: bytea arrives as raw bytes, not hex text to decode
@@ -124,8 +135,7 @@ class PostgresStore(SqlStore):
         return [(position, state if isinstance(state, bytes) else bytes(state)) for position, state in rows]
 
     def _execute(self, name: str, *parameters: Any) -> None:
-        self._reopen_if_broken()
-        with self._datastore.transaction(commit=True) as cursor:
+        with self._current_datastore().transaction(commit=True) as cursor:
             cursor.execute(self._statements[name], parameters)
 
     def _query(self, name: str, *parameters: Any) -> list[tuple[Any, ...]]:

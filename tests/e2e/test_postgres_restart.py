@@ -12,6 +12,7 @@ tests skip, unless TANDEM_REQUIRE_POSTGRES=1, where they fail.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import shutil
@@ -34,6 +35,7 @@ from tests.unit.helpers import at, tick, world
 
 pytestmark = pytest.mark.postgres
 server_start_timeout_s = 30
+readers_at_once = 8
 
 
 class PrivatePostgres:
@@ -120,6 +122,11 @@ def test_serve_refuses_while_postgresql_is_away_and_resumes_on_its_own(tmp_path:
         assert server.process.poll() is None, server.log()
         private_postgres.start()
         until(lambda: client.health().get("status") == "ok", 15, "health once the server is back", pause_s=0.1)
+        # The readers' pool died with the server: readers at once each try
+        # once more, on one new pool (renewed by the first to find it broken).
+        with concurrent.futures.ThreadPoolExecutor(readers_at_once) as pool:
+            answers = list(pool.map(lambda _: server.client("human").events(0)["events"], range(readers_at_once)))
+        assert all(len(events) == len(answers[0]) > 0 for events in answers)
         answer = client.submit(message("pg-3", id="pg-3"))  # the refused input, its id again
         assert answer["results"][0]["accepted"]
         client.submit(message("pg-4", id="pg-4"))
