@@ -68,7 +68,7 @@ def ingest(
         number = line.item.line or 0
         hasher.update(data)
         if number <= start_line:
-            skipped += until_line is None or number <= until_line
+            skipped += int(until_line is None or number <= until_line)
             checked = checked or (number == start_line and _same_prefix(progress, line, hasher))
             continue
         if not checked:

@@ -461,12 +461,12 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
         generation=event.generation,
         cause_revision=event.cause_revision,
         state=_PROPOSED,
-        source_revision=event.source_revision if event.source_revision is not UNSET else None,
-        target_sha=event.target_sha if event.target_sha is not UNSET else None,
+        source_revision=given(event.source_revision),
+        target_sha=given(event.target_sha),
         moot_statuses=tuple(event.moot_statuses) if event.moot_statuses is not UNSET else (),
-        runtime_id=event.runtime_id if event.runtime_id is not UNSET else None,
-        priority=event.priority or "normal",  # UNSET is false, as given(...) or "normal" read
-        batch_id=event.batch_id if event.batch_id is not UNSET else None,
+        runtime_id=given(event.runtime_id),
+        priority=given(event.priority) or "normal",
+        batch_id=given(event.batch_id),
         batch_revision=event.batch_revision if event.batch_revision is not UNSET else 0,
     )
     if action.runtime_id is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any, Union
 
 import msgspec
@@ -63,18 +64,25 @@ def unbounded_integer_error(line: bytes) -> msgspec.ValidationError | None:
     magnitude in a line that decodes as JSON, naming where; or None."""
     if _sixteen_digits not in line.translate(_digits_as_zeros):
         return None
-    pending: list[tuple[Any, tuple[PathPart, ...]]] = [(msgspec.json.decode(line), ())]
-    while pending:
-        node, path = pending.pop()
+    for node, path in _document_order(msgspec.json.decode(line)):
         if isinstance(node, int) and not isinstance(node, bool) and abs(node) > integer_magnitude_max:
             digits = str(node)
             shown = digits if len(digits) <= _integer_digits_shown else digits[:_integer_digits_shown] + "…"
             return msgspec.ValidationError(
                 f"integer {shown} is out of range (at most 2^53 = {integer_magnitude_max:,} in magnitude) - at `{path_text(path)}`"
             )
+    return None
+
+
+def _document_order(value: Any) -> Iterator[tuple[Any, tuple[PathPart, ...]]]:
+    """Every node of decoded JSON with its path, in document order
+    (iterative: a line's nesting is bounded, but a walk never recurses)."""
+    pending: list[tuple[Any, tuple[PathPart, ...]]] = [(value, ())]
+    while pending:
+        node, path = pending.pop()
+        yield node, path
         children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
         pending.extend(reversed([(child, (*path, key)) for key, child in children]))
-    return None
 
 
 # Unique keys: JSON leaves a repeated key to the reader ("last wins" in
@@ -121,13 +129,9 @@ def _first_repeated_key(line: bytes) -> list[PathPart] | None:
     """The path (object, then key) of the first repeated key, by the standard
     library's decoder, which shows every pair (the line's nesting is already
     bounded: its recursion is too)."""
-    pending: list[tuple[Any, tuple[PathPart, ...]]] = [(json.loads(line, object_pairs_hook=_pairs), ())]
-    while pending:
-        node, path = pending.pop()
+    for node, path in _document_order(json.loads(line, object_pairs_hook=_pairs)):
         if isinstance(node, _Pairs) and node.repeated is not None:
             return [*path, node.repeated]
-        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        pending.extend(reversed([(child, (*path, key)) for key, child in children]))
     return None
 
 

@@ -31,7 +31,7 @@ from tandem.adapters.store import open_store
 from tandem.replay.port import StoreError
 from tests.e2e.serving import ROOT, Served, tandem
 from tests.e2e.test_serve_faults import message, open_conversation, recorded, until
-from tests.unit.helpers import at, tick, world
+from tests.unit.helpers import tick_trace
 
 pytestmark = pytest.mark.postgres
 server_start_timeout_s = 30
@@ -138,17 +138,11 @@ def test_serve_refuses_while_postgresql_is_away_and_resumes_on_its_own(tmp_path:
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
-def _tick_trace(path: Path, ticks: int) -> Path:
-    lines = [json.dumps(line) for line in world()] + [json.dumps(tick(at=at(60 + n))) for n in range(ticks)]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def test_ingest_exits_1_when_postgresql_goes_away_and_resumes_when_run_again(
     tmp_path: Path, private_postgres: PrivatePostgres
 ) -> None:
     url = private_postgres.url + "?table=ingested"
-    trace = _tick_trace(tmp_path / "ticks.jsonl", 3_000)
+    trace = tick_trace(tmp_path / "ticks.jsonl", 3_000)
     command = [sys.executable, "-m", "tandem.adapters.cli", "ingest", str(trace), "--store", url, "--batch", "20"]
     running = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     until(lambda: _head_or_zero(url) > 0 or running.poll() is not None, 60, "the first batches", pause_s=0.01)

@@ -19,16 +19,10 @@ from tandem.replay import trace_scan
 from tandem.replay.engine import Engine, project
 from tandem.replay.trace_scan import TraceChanged, scan_trace
 from tandem.replay.traces import TraceInvalid, line_bytes_max, parse_trace
-from tests.unit.helpers import at, tick, world
+from tests.unit.helpers import tick_trace, world
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = sorted((ROOT / "fixtures" / "traces").glob("*.jsonl"))
-
-
-def _tick_trace(path: Path, ticks: int, first_s: int = 60) -> Path:
-    lines = [json.dumps(line) for line in world()] + [json.dumps(tick(at=at(first_s + n))) for n in range(ticks)]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def _read(source) -> list[tuple[object, int, int, bytes]]:
@@ -88,7 +82,7 @@ def test_an_over_long_line_is_named_and_the_lines_after_it_keep_their_numbers(tm
 
 def test_a_file_changed_after_its_check_applies_no_changed_line_and_resumes(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(trace_scan, "scan_group_lines_max", 10)
-    path = _tick_trace(tmp_path / "t.jsonl", 40)
+    path = tick_trace(tmp_path / "t.jsonl", 40)
     scanned = scan_trace(str(path))
     lines = path.read_text().splitlines()
     changed_line = 25  # in the third group
@@ -109,7 +103,7 @@ def test_a_file_changed_after_its_check_applies_no_changed_line_and_resumes(tmp_
 
 
 def _ingest_peak_bytes(tmp_path: Path, ticks: int) -> int:
-    path = _tick_trace(tmp_path / f"peak{ticks}.jsonl", ticks)
+    path = tick_trace(tmp_path / f"peak{ticks}.jsonl", ticks)
     store = open_store(f"sqlite:///{tmp_path / f'peak{ticks}.db'}")
     engine = Engine(store, with_views=False)
     tracemalloc.start()

@@ -18,6 +18,7 @@ import copy
 import datetime
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from tandem.domain import events as ev
@@ -424,6 +425,13 @@ def world(heartbeat_at: float = 0) -> list[Line]:
 
 
 # ------------------------------------------------------------ conversations (5)
+
+
+def tick_trace(path: Path, ticks: int, first_s: int = 60) -> Path:
+    """A trace file at `path`: the world, then `ticks` ticks a second apart from `first_s`."""
+    lines = [json.dumps(line) for line in world()] + [json.dumps(tick(at=at(first_s + n))) for n in range(ticks)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def provider_receipt(delivery_id: str = "fg/d1", result: str = "accepted", **kw: Any) -> Line:
