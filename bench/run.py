@@ -55,6 +55,7 @@ if str(ROOT) not in sys.path:  # runnable as `python bench/run.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
 from tandem.adapters.ingest import ingest, ingest_batch_inputs_max  # noqa: E402
+from tandem.adapters.snapshots_beside import snapshots_beside_for  # noqa: E402
 from tandem.adapters.store import log_stream_id, open_store, table_name_default  # noqa: E402
 from tandem.adapters.trace import parse_trace  # noqa: E402
 from tandem.replay.trace_scan import scan_trace  # noqa: E402
@@ -238,11 +239,13 @@ def batch_ingest(directory: str, data: bytes, batch_inputs: int = ingest_batch_i
     path = os.path.join(directory, "bench.jsonl")
     with open(path, "wb") as file:  # written before the clock starts
         file.write(data)
-    engine = Engine(open_store(_sqlite_url(directory)), with_views=False)
+    url = _sqlite_url(directory)
+    engine = Engine(open_store(url), with_views=False, snapshots_beside=snapshots_beside_for(url))
     try:
         started = time.perf_counter()
         trace = scan_trace(path)
         result = ingest(engine, trace, batch_inputs=batch_inputs)
+        engine.collect_beside(wait=True)  # as `tandem ingest` does before it exits
         elapsed = time.perf_counter() - started
     finally:
         engine.store.close()  # type: ignore[union-attr]

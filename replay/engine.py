@@ -26,6 +26,12 @@ none until its first snapshot, which folds them from the previous snapshot
 (reading the events since back); from then on, if it writes snapshots by
 itself, it folds them as it commits, unseen (about a tenth of ingest's cost,
 against a third for reading the events back at every snapshot).
+
+An engine given `snapshots_beside` (`tandem ingest`: adapters/snapshots_beside.py)
+writes none itself: when one is due it starts a process that folds the store
+up to that position, as a restart does, and writes it, while the engine goes
+on committing; one such process at a time, its result taken (the size the
+policy reckons with) at the first commit after it finished.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 from tandem.domain import events as ev
 from tandem.domain.dispatch import handle_input
@@ -56,6 +63,19 @@ log = logging.getLogger("tandem.snapshots")
 # The decision step: applies one input to the state, emitting its events
 # (`domain.dispatch.handle_input`, or a variant under test).
 DecisionStep = Callable[[State, Input, int, "str | None", "int | None", Callable[[ev.Event], None]], None]
+
+
+class SnapshotProcess(Protocol):
+    """Snapshots written by another process, beside this engine's commits
+    (adapters/snapshots_beside.py): one at a time, each of the store's head."""
+
+    def busy(self) -> bool: ...
+
+    def start(self, position: int) -> None: ...
+
+    def collect(self) -> snapshots.Written | None: ...
+
+    def wait(self) -> snapshots.Written | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +159,8 @@ class Engine:
         step: DecisionStep = handle_input,
         snapshot_every: int = snapshot_every_events_default,
         use_snapshots: bool = True,
+        snapshots_beside: SnapshotProcess | None = None,
+        until: int | None = None,
     ) -> None:
         if snapshot_every < 0:
             raise ValueError(f"snapshot_every is 0 (never) or more, not {snapshot_every}")
@@ -147,6 +169,8 @@ class Engine:
         self.step = step  # the decision rules (a test may pass a deliberately broken variant)
         self.snapshot_every = snapshot_every
         self.use_snapshots = use_snapshots
+        self.snapshots_beside = snapshots_beside
+        self.until = until  # fold only the first `until` events (a snapshot of an earlier head); None: all
         self.state = State()
         self.views: Views | None = Views() if with_views else None
         # A snapshot holds the views too. An engine without views folds them,
@@ -157,6 +181,7 @@ class Engine:
         self.snapshot_position = 0  # the newest snapshot loaded or written (0: none)
         self.snapshot_size = 0  # its body's bytes
         self.snapshot_growth = 0.0  # body bytes per event between the last two this engine wrote
+        self.snapshot_started = 0  # the head when the last snapshot process beside started (0: none)
         self.last_snapshot: snapshots.Written | None = None
         if store is not None:
             self._rebuild()
@@ -175,7 +200,7 @@ class Engine:
                 # Unpickling, like folding, makes many long-lived objects:
                 # the collector stays paused, and they are frozen below.
                 loaded = (
-                    snapshots.load(self.store, self.store.head(), with_views=self.with_views)
+                    snapshots.load(self.store, self._fold_until(), with_views=self.with_views)
                     if self.use_snapshots
                     else None
                 )
@@ -190,7 +215,7 @@ class Engine:
                 # evolve() and Views.apply(), inlined: this loop is replay speed.
                 evolvers = EVOLVERS
                 view_handlers = views.handlers_by_event if views is not None else {}
-                for page in self.store.read_pages(after=start):
+                for page in self.store.read_pages(after=start, until=self.until):
                     for event in page:
                         kind = type(event)
                         evolvers[kind](state, event)
@@ -208,6 +233,10 @@ class Engine:
                 views.position = start + folded
         settle_folded(state)
         self.state, self.views, self._kept_views = state, views, views
+
+    def _fold_until(self) -> int:
+        head = self.store.head() if self.store is not None else 0
+        return head if self.until is None else min(self.until, head)
 
     @property
     def last_at(self) -> datetime.datetime | None:
@@ -257,9 +286,11 @@ class Engine:
                 apply_view = self._kept_views.apply
                 for event in produced:
                     apply_view(event)
-        if produced and self.store is not None and self._snapshot_due():
-            if self._write_snapshot_logged() is None:
-                self.snapshot_position = self.state.position  # try again after as many events, not at every commit
+        if produced and self.store is not None:
+            if self.snapshots_beside is not None:
+                self.collect_beside()  # first: the policy reckons with the size it wrote
+            if self._snapshot_due():
+                self._snapshot()
         return produced
 
     # ----------------------------------------------------------- snapshots
@@ -267,7 +298,7 @@ class Engine:
     def _snapshot_due(self) -> bool:
         if not self.snapshot_every:
             return False
-        since = self.state.position - self.snapshot_position
+        since = self.state.position - max(self.snapshot_position, self.snapshot_started)
         if since < self.snapshot_every:
             return False
         # The next body's expected size: the last one's, grown as between the
@@ -276,6 +307,29 @@ class Engine:
         # much to unpickle as its events cost to fold: no more snapshots then.
         expected = self.snapshot_size + self.snapshot_growth * since
         return since * snapshot_bytes_per_event >= expected
+
+    def _snapshot(self) -> None:
+        """The due snapshot: written now, or by the process beside, if this
+        engine has one and it is not busy with the one before."""
+        beside = self.snapshots_beside
+        if beside is None:
+            if self._write_snapshot_logged() is None:
+                self.snapshot_position = self.state.position  # try again after as many events, not at every commit
+            return
+        if not beside.busy():
+            beside.start(self.state.position)
+            self.snapshot_started = self.state.position  # due again after as many events
+
+    def collect_beside(self, wait: bool = False) -> snapshots.Written | None:
+        """Take what the snapshot process beside wrote, when it has finished
+        (with `wait`, once it has): the size the policy reckons with."""
+        beside = self.snapshots_beside
+        if beside is None:
+            return None
+        written = beside.wait() if wait else beside.collect()
+        if written is not None:
+            self._note_written(written)
+        return written
 
     def write_snapshot(self) -> snapshots.Written:
         """Store a snapshot of the state and views at the head now (an
@@ -292,11 +346,14 @@ class Engine:
                     self._kept_views = views
             written = snapshots.write(self.store, self.state, views)
         written = dataclasses.replace(written, seconds=time.perf_counter() - started)  # the views' fold included
+        self._note_written(written)
+        return written
+
+    def _note_written(self, written: snapshots.Written) -> None:
         if self.snapshot_position and written.position > self.snapshot_position:
             self.snapshot_growth = max(0.0, (written.size - self.snapshot_size) / (written.position - self.snapshot_position))
         self.snapshot_position, self.snapshot_size = written.position, written.size
         self.last_snapshot = written
-        return written
 
     def checkpoint(self, min_events: int = 1) -> snapshots.Written | None:
         """A snapshot now if at least `min_events` events came since the last

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tandem.adapters.commands.common import ingest_files, open_or_fail, store_url_default, trace_options
+from tandem.adapters.snapshots_beside import snapshots_beside_for
 from tandem.replay.engine import Engine
 
 NAME = "ingest"
@@ -28,5 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     with open_or_fail(args.store, writing=True) as store:
-        engine = Engine(store, with_views=False)  # ingest prints no view
+        # It prints no view, and its snapshots are written by a process beside it.
+        engine = Engine(store, with_views=False, snapshots_beside=snapshots_beside_for(args.store))
         ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet, warn_leaps=True)
+        engine.collect_beside(wait=True)  # a snapshot being written is finished before ingest exits
