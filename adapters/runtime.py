@@ -39,6 +39,7 @@ from tandem.adapters.edge import SPOOL_ACTORS_DEFAULT, LiveEdge
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
 from tandem.adapters.ingest import ingest_batch_inputs_max
+from tandem.adapters.snapshots_beside import snapshots_beside_for
 from tandem.adapters.spool import Spool, SpoolApplied
 from tandem.adapters.store import open_store, redacted
 from tandem.adapters.terminal import printable
@@ -416,7 +417,9 @@ class Runtime:
         self.lock_store()
         try:
             options = {} if self.settings.snapshot_every is None else {"snapshot_every": self.settings.snapshot_every}
-            self.engine = LiveEngine(open_store(self.settings.store_url), **options)
+            # Snapshots by a process beside it: none stalls the inputs (adapters/snapshots_beside.py).
+            beside = snapshots_beside_for(self.settings.store_url)
+            self.engine = LiveEngine(open_store(self.settings.store_url), snapshots_beside=beside, **options)
         except StoreError as error:
             raise ProcessError(str(error)) from error
         self.engine.listeners.extend(self.listeners)
@@ -492,7 +495,9 @@ class Runtime:
                 [self.make({"type": "daemon.stop", "actor": "daemon", "expected": expected})]
             )
         if self.engine is not None:
-            # A snapshot at the head: the next start folds (almost) nothing.
+            # A snapshot at the head: the next start folds (almost) nothing
+            # (after the one being written beside, if any: its size counts).
+            self.engine.collect_beside(wait=True)
             self.engine.checkpoint(min_events=stop_snapshot_events_min)
         self.publish("stopped", expected_stop=expected)
 

@@ -6,6 +6,9 @@ write (other code) writes nothing and fails no commit."""
 
 from __future__ import annotations
 
+import datetime
+import itertools
+import json
 import logging
 from pathlib import Path
 
@@ -14,10 +17,13 @@ import pytest
 import tandem.replay.engine as engine_module
 import tandem.replay.snapshot as snapshots
 from tandem.adapters.cli import main
+from tandem.adapters.edge import token_admit
+from tandem.adapters.runtime import Runtime, Settings
 from tandem.adapters.ingest import ingest
 from tandem.adapters.snapshots_beside import SnapshotsBeside, snapshots_beside_for
 from tandem.adapters.store import open_store
 from tandem.adapters.trace import parse_trace
+from tandem.domain.inputs import accepted_actors
 from tandem.replay.engine import Engine
 from tandem.replay.port import EventStore
 from bench.workload import synthetic_trace
@@ -150,3 +156,33 @@ def test_tandem_ingest_leaves_the_snapshot_written_beside_it(tmp_path: Path, cap
     assert len(listed) == 1 and engine_module.snapshot_every_events_default <= listed[0].position < store.head()
     assert_snapshot_is_the_fold(store, listed[0].position)
     store.close()
+
+
+def test_the_service_writes_its_snapshots_beside_and_its_own_at_the_stop(tmp_path: Path) -> None:
+    runtime = Runtime(
+        Settings(store_url=f"sqlite:///{tmp_path}/events.db", runtime_inputs=False, snapshot_every=500),
+        clock=lambda: datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc),
+    )
+    runtime.open()
+    engine = runtime.engine
+    assert engine is not None and engine.store is not None
+    beside = engine.snapshots_beside
+    assert isinstance(beside, SnapshotsBeside)
+    lines = synthetic_trace(400).splitlines(keepends=True)
+    actors = [_sender(json.loads(line)) for line in lines]
+    for actor, group in itertools.groupby(zip(actors, lines), key=lambda pair: pair[0]):  # a token's batch
+        runtime.submit_body(b"".join(line for _, line in group), True, token_admit(actor))
+    assert beside.started == 1  # the engine wrote none itself: only the process's, if it has finished
+    assert [info.position for info in engine.store.list_snapshots()] in ([], [beside.started_at_position])
+    runtime.stop(expected=True)  # waits for the one beside, then writes its own at the head
+    assert beside.started >= 1 and beside.failed == 0 and not beside.busy()
+    head = engine.store.head()
+    positions = [info.position for info in engine.store.list_snapshots()]
+    assert positions == [beside.started_at_position, head], (positions, head)
+    for position in positions:
+        assert_snapshot_is_the_fold(engine.store, position)
+    runtime.close()
+
+
+def _sender(value: dict) -> str:
+    return value.get("actor") or accepted_actors(value["type"])[0]
