@@ -46,6 +46,7 @@ if str(ROOT) not in sys.path:
 
 from tandem.adapters.client import Client  # noqa: E402
 from tandem.adapters.ingest import ingest  # noqa: E402
+from tandem.adapters.snapshots_beside import snapshots_beside_for  # noqa: E402
 from tandem.adapters.store import open_store  # noqa: E402
 from tandem.adapters.tokens import ACTORS, new_token, write_tokens_file  # noqa: E402
 from tandem.adapters.trace import parse_trace  # noqa: E402
@@ -159,11 +160,16 @@ def http_batch(directory: str, inputs: list[dict[str, Any]], batch: int = 1_000)
 
 
 def engine_ingest(directory: str, data: bytes) -> float:
-    engine = Engine(open_store(f"sqlite:///{directory}/events.db"), with_views=False)
+    """The engine's own ingest, its snapshots written beside it as `tandem
+    ingest` and `tandem serve` both do (so the ratio is what HTTP and serving
+    cost, not a snapshot policy)."""
+    url = f"sqlite:///{directory}/events.db"
+    engine = Engine(open_store(url), with_views=False, snapshots_beside=snapshots_beside_for(url))
     try:
         started = time.perf_counter()
         trace = parse_trace(data, "bench")
         ingest(engine, trace)
+        engine.collect_beside(wait=True)
         elapsed = time.perf_counter() - started
     finally:
         engine.store.close()  # type: ignore[union-attr]
