@@ -35,7 +35,7 @@ from typing import Any
 
 import uvicorn
 
-from tandem.adapters import daemon
+from tandem.adapters import daemon, serve_many
 from tandem.adapters.commands.common import EXIT_USAGE
 from tandem.adapters.github_webhook import SecretRefused, load_github_secret
 from tandem.adapters.follow import FOLLOWER, STANDBY, Follower, follow
@@ -66,11 +66,14 @@ class _Server(uvicorn.Server):
     """uvicorn, saying where it listens once it does, and ending the live
     streams as soon as a stop is asked (uvicorn waits for open responses)."""
 
-    def __init__(self, config: uvicorn.Config, service: Service, address: str, announce: Callable[[str], None] | None) -> None:
+    def __init__(self, config: uvicorn.Config, services: list[Service], address: str, announce: Callable[[str], None] | None) -> None:
         super().__init__(config)
-        self.service = service
+        self.services = services  # one, or each store's (--stores)
         self.address = address
         self.announce = announce
+        for service in services:
+            service.stop_server = self.stop_soon
+            service.connection_aborter = self.connection_aborter
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -80,18 +83,20 @@ class _Server(uvicorn.Server):
                 self.announce(self.address)
 
     def handle_exit(self, sig: int, frame: Any) -> None:
-        self.service.runtime.stopping = True  # a long spool file stops between two batches
-        hub = self.service.hub
-        if hub is not None:
-            hub.loop.call_soon_threadsafe(hub.close)
+        for service in self.services:
+            service.runtime.stopping = True  # a long spool file stops between two batches
+            hub = service.hub
+            if hub is not None:
+                hub.loop.call_soon_threadsafe(hub.close)
         super().handle_exit(sig, frame)
 
     def stop_soon(self) -> None:
         """Stop as a signal does, from the event loop's thread (the streams
         end first: uvicorn would wait for them)."""
-        self.service.runtime.stopping = True
-        if self.service.hub is not None:
-            self.service.hub.close()
+        for service in self.services:
+            service.runtime.stopping = True
+            if service.hub is not None:
+                service.hub.close()
         self.should_exit = True
 
     def connection_aborter(self, scope: dict[str, Any]) -> Callable[[], None] | None:
@@ -197,6 +202,9 @@ def _ignore(number: int, frame: Any) -> None:
 
 
 def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None) -> None:
+    if getattr(args, "stores", None) is not None:
+        _run_many(args, announce)
+        return
     try:
         tokens = load_tokens(args.tokens)
         secret_file = getattr(args, "github_secret_file", None)
@@ -220,30 +228,92 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
         github_secret=github_secret, follower=follower,
     )  # fmt: skip
     on_startup, on_shutdown = _lifespan(service, args)
-    app = build_app(service, on_startup, on_shutdown)
+    app = InputsFastPath(build_app(service, on_startup, on_shutdown), service)
+    closing = [reader.close] if reader is not runtime.engine.store else []
+    closing += [follower.close] if follower is not None else []
+    closing += [runtime.close] + ([spool_lock.release] if spool_lock is not None else [])
+    _serve(app, [service], sock, address, announce, closing)
+
+
+def _serve(
+    app: Any, services: list[Service], sock: socket.socket, address: str, announce: Callable[[str], None] | None,
+    closing: list[Callable[[], None]],
+) -> None:  # fmt: skip
+    """uvicorn on the bound socket until a stop; then `closing`, in order."""
     config = uvicorn.Config(
-        InputsFastPath(app, service), log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=shutdown_grace_s,
+        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=shutdown_grace_s,
         log_config=None, server_header=False,
     )  # fmt: skip
     logging.basicConfig(level=logging.WARNING, format="tandem: %(name)s: %(message)s", stream=sys.stderr)
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, _ignore)
-    server = _Server(config, service, address, announce)
-    service.stop_server = server.stop_soon
-    service.connection_aborter = server.connection_aborter
+    server = _Server(config, services, address, announce)
     try:
         server.run(sockets=[sock])
-        if service.lock_lost is not None:
-            raise ServeError(service.lock_lost)
+        lost = next((service.lock_lost for service in services if service.lock_lost is not None), None)
+        if lost is not None:
+            raise ServeError(lost)
     finally:
         sock.close()
-        if reader is not runtime.engine.store:
-            reader.close()
-        if follower is not None:
-            follower.close()
-        runtime.close()
-        if spool_lock is not None:
-            spool_lock.release()
+        for close in closing:
+            close()
+
+
+def _run_many(args: argparse.Namespace, announce: Callable[[str], None] | None) -> None:
+    """`--stores FILE`: each store opened as `tandem serve` opens one, then
+    all served on one socket (adapters/serve_many.py)."""
+    try:
+        serve_many.check_options(args)
+        entries = serve_many.load_stores(args.stores)
+    except serve_many.StoresRefused as error:
+        raise ServeError(str(error), EXIT_USAGE) from None
+    try:
+        tables = [(entry.name, load_tokens(entry.tokens)) for entry in entries]
+    except TokensRefused as error:
+        raise ServeError(str(error)) from None
+    shared = serve_many.shared_tokens(tables)
+    if shared is not None:
+        raise ServeError(f"stores {shared[0]!r} and {shared[1]!r} share a token: a token belongs to one store", EXIT_USAGE)
+    members: list[serve_many.Member] = []
+    closing: list[Callable[[], None]] = []
+    try:
+        for entry, (_, tokens) in zip(entries, tables):
+            members.append(_member(args, entry, tokens, closing))
+        sock, address = _bind(*args.listen)
+    except (ProcessError, StoreError) as error:
+        for close in reversed(closing):
+            close()
+        raise ServeError(str(error), getattr(error, "code", 1)) from None
+    services = [member.service for member in members]
+    _serve(serve_many.StoresFront(members), services, sock, address, announce, list(reversed(closing)))
+
+
+def _member(args: argparse.Namespace, entry: Any, tokens: Any, closing: list[Callable[[], None]]) -> serve_many.Member:
+    """One store of --stores, opened as its writer; what to close is added to `closing`."""
+    own = serve_many.store_args(args, entry)
+    try:
+        settings = daemon.settings_from(own, runtime_inputs=not args.no_runtime_inputs)
+        runtime = Runtime(settings)
+        undo: list[Callable[[], None]] = []
+        try:
+            _, reader, spool_lock = _open(own, runtime, undo)
+        except BaseException:
+            for release in reversed(undo):
+                release()
+            runtime.close()
+            raise
+    except (ProcessError, StoreError) as error:
+        raise ServeError(f"store {entry.name}: {error}", getattr(error, "code", 1)) from None
+    closing.append(runtime.close)
+    if spool_lock is not None:
+        closing.append(spool_lock.release)
+    if reader is not runtime.engine.store:
+        closing.append(reader.close)
+    service = Service(
+        runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql",
+    )  # fmt: skip
+    on_startup, on_shutdown = _lifespan(service, own)
+    return serve_many.Member(entry.name, service, InputsFastPath(build_app(service, on_startup, on_shutdown), service))
 
 
 def _open(args: argparse.Namespace, runtime: Runtime, undo: list[Callable[[], None]]) -> tuple[Follower | None, Any, Any]:

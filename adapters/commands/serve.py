@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tandem.adapters.commands.common import positive_count, positive_seconds, store_url_default
+from tandem.adapters.commands.common import EXIT_USAGE, CliError, positive_count, positive_seconds, store_url_default
 from tandem.adapters.commands.daemon import runtime_options
 from tandem.adapters.stream import keepalive_s_default, stream_clients_max_default
 
@@ -39,14 +39,22 @@ def listen_address(text: str) -> tuple[str, int]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=store_url_default, metavar="URL", help=f"the event store (default {store_url_default})")
+    parser.add_argument("--store", metavar="URL", help=f"the event store (default {store_url_default})")
     parser.add_argument(
         "--tokens",
-        required=True,
         type=Path,
         metavar="FILE",
         help='JSON {"tokens": [{"actor": "human", "token": "..."}, ...]}: each token is the actor it names; '
         "the file must be readable by its owner only (chmod 600) and every token at least 32 characters",
+    )
+    parser.add_argument(
+        "--stores",
+        type=Path,
+        metavar="FILE",
+        help='serve several stores from this one process instead of --store and --tokens: JSON {"stores": '
+        '[{"name": "alpha", "store": "URL", "tokens": "FILE"}, ...]} (optional per store: "spool", "health", '
+        '"watchdog_db"); each request goes to the store its token (or console session) belongs to, the paths '
+        "are the same (docs/operations.md)",
     )
     parser.add_argument(
         "--github-secret-file",
@@ -113,4 +121,8 @@ def run(args: argparse.Namespace) -> None:
     # Imported here: the HTTP stack (Litestar, uvicorn) costs every other command's start.
     from tandem.adapters import serve
 
+    if args.stores is None:
+        if args.tokens is None:
+            raise CliError("give --tokens FILE (or --stores FILE for several stores)", EXIT_USAGE)
+        args.store = args.store or store_url_default
     serve.run(args)

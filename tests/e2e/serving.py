@@ -76,8 +76,7 @@ class Served:
     def start(self) -> Served:
         stderr = open(self.log_file, "a")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tandem.adapters.cli", "serve", "--store", self.store_url, "--tokens", str(self.tokens_file),
-             "--listen", "127.0.0.1:0", *self.options],
+            [sys.executable, "-m", "tandem.adapters.cli", "serve", *self.store_options(), "--listen", "127.0.0.1:0", *self.options],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True,
         )  # fmt: skip
         stderr.close()
@@ -93,6 +92,9 @@ class Served:
             raise AssertionError(f"tandem serve did not start: {line!r}\n{self.log()}")
         self.url = line.split()[-1]
         return self
+
+    def store_options(self) -> list[str]:
+        return ["--store", self.store_url, "--tokens", str(self.tokens_file)]
 
     def client(self, actor: str) -> Client:
         return Client(self.url, self.tokens[actor])

@@ -1,0 +1,73 @@
+"""The front of `tandem serve --stores` (adapters/serve_many.py), with fakes
+for the stores' services and apps: what it answers itself, and where it
+sends the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from types import SimpleNamespace
+from typing import Any
+
+from tandem.adapters.console.sessions import Sessions
+from tandem.adapters.serve_many import Member, StoresFront, shared_tokens
+from tandem.adapters.tokens import TokenTable, _digest
+
+
+def member(name: str, token: str, stale: bool = False) -> tuple[Member, list[dict[str, Any]]]:
+    seen: list[dict[str, Any]] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        message = await receive()
+        seen.append({"path": scope["path"], "body": message.get("body", b"")})
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    engine = SimpleNamespace(stale=stale, committed=7)
+    service = SimpleNamespace(runtime=SimpleNamespace(engine=engine), tokens=TokenTable(((_digest(token), "human"),)), sessions=Sessions())
+    return Member(name, service, app), seen  # type: ignore[arg-type]
+
+
+def call(front: StoresFront, path: str, method: str = "GET", headers: list[tuple[bytes, bytes]] = (), body: bytes = b"") -> tuple[int, bytes]:
+    sent: list[dict[str, Any]] = []
+    chunks = [{"type": "http.request", "body": body[:10], "more_body": len(body) > 10}, {"type": "http.request", "body": body[10:], "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        return chunks.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "path": path, "method": method, "headers": list(headers)}
+    asyncio.run(front(scope, receive, send))
+    return sent[0]["status"], b"".join(message.get("body", b"") for message in sent[1:])
+
+
+def test_health_without_a_token_answers_for_every_store_and_names_those_down() -> None:
+    (up, _), (down, _) = member("alpha", "a" * 40), member("beta", "b" * 40, stale=True)
+    status, body = call(StoresFront([up, down]), "/v1/health")
+    answer = json.loads(body)
+    assert status == 503 and answer["error"]["code"] == "store_unavailable" and "beta" in answer["error"]["message"]
+    assert answer["stores"]["alpha"] == {"status": "ok", "position": 7, "writer": True}
+    assert answer["stores"]["beta"]["status"] == "store_unavailable"
+    assert call(StoresFront([up]), "/v1/health", "HEAD") == (200, b"")
+
+
+def test_a_request_goes_to_its_tokens_store_its_sessions_or_its_sign_ins() -> None:
+    (alpha, to_alpha), (beta, to_beta) = member("alpha", "a" * 40), member("beta", "b" * 40)
+    front = StoresFront([alpha, beta])
+    call(front, "/v1/views", headers=[(b"authorization", b"Bearer " + b"b" * 40)])
+    call(front, "/v1/views", headers=[(b"authorization", b"Bearer unknown")])  # the first store says 401
+    session, _ = beta.service.sessions.open("human")
+    call(front, "/", headers=[(b"cookie", f"other=1; tandem_session={session}".encode())])
+    form = b"check=x&token=" + b"b" * 40 + b"&next=%2F"
+    call(front, "/login", "POST", body=form)
+    assert [seen["path"] for seen in to_beta] == ["/v1/views", "/", "/login"]
+    assert to_beta[-1]["body"] == form[:10]  # the form's first part handed on as it came (the rest follows)
+    assert [seen["path"] for seen in to_alpha] == ["/v1/views"]
+
+
+def test_two_stores_sharing_a_token_are_found() -> None:
+    one, two = TokenTable(((_digest("x" * 40), "human"),)), TokenTable(((_digest("x" * 40), "daemon"),))
+    assert shared_tokens([("a", one), ("b", two)]) == ("a", "b")
+    assert shared_tokens([("a", one), ("b", TokenTable(((_digest("y" * 40), "human"),)))]) is None
