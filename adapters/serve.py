@@ -43,7 +43,7 @@ from tandem.adapters.http_api import ApiError, Service, build_app
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import LockLost, Runtime
-from tandem.adapters.store import open_store, parse_store_url
+from tandem.adapters.store import open_store, parse_store_url, redacted
 from tandem.adapters.stream import Hub, resume_messages_max
 from tandem.adapters.terminal import printable_lines
 from tandem.adapters.writer_lock import WriterLocked
@@ -170,10 +170,11 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
         lost = service.lock_lost is not None
         async with service.engine_lock:
             await asyncio.to_thread(runtime.stop, not lost)  # without the lock it records nothing
+        store = f", store {redacted(runtime.settings.store_url)}"  # which one, when a process serves several
         if lost:
-            log("stopped: the writer lock was lost, nothing more recorded")
+            log(f"stopped: the writer lock was lost, nothing more recorded{store}")
         else:
-            log("stopped as asked (daemon.stop expected)" if runtime.started else "stopped as asked")
+            log(("stopped as asked (daemon.stop expected)" if runtime.started else "stopped as asked") + store)
 
     return [started], [stopping]
 

@@ -77,6 +77,7 @@ def test_each_request_goes_to_the_store_its_token_belongs_to(tmp_path: Path, url
         }
         assert served.client_of("beta", "human").health() == {"status": "ok", "position": 3, "writer": True}
         assert served.stop() == 0
+        assert served.log().count("stopped as asked") == 3 and f"stopped as asked, store {urls['gamma']}" in served.log()
     assert {name: store_head(url) for name, url in urls.items()} == heads  # the stop wrote nothing more (no runtime inputs)
 
 
