@@ -495,9 +495,9 @@ class Runtime:
                 [self.make({"type": "daemon.stop", "actor": "daemon", "expected": expected})]
             )
         if self.engine is not None:
-            # A snapshot at the head: the next start folds (almost) nothing
-            # (after the one being written beside, if any: its size counts).
-            self.engine.collect_beside(wait=True)
+            # A snapshot at the head: the next start folds (almost) nothing;
+            # one being written beside, of an earlier position, is not waited for.
+            self.engine.cancel_beside()
             self.engine.checkpoint(min_events=stop_snapshot_events_min)
         self.publish("stopped", expected_stop=expected)
 

@@ -12,7 +12,9 @@ Redis's BGSAVE does, so the writer goes on with its inputs meanwhile:
   does (`Engine`), writes a snapshot at the head it reached, and prints what
   it wrote as one JSON line;
 - the writer reads that line when it next looks (`collect`), or waits for it
-  (`wait`, at the end of `tandem ingest`).
+  (`wait`, at the end of `tandem ingest`); a stopping `tandem serve` stops it
+  (`cancel`) and writes its own snapshot at the head; a process running over
+  `snapshot_process_s_max` (a store that stopped answering) is stopped.
 
 Why a new process, not `os.fork()`: a forked child may not use, nor open, an
 SQLite database its parent has open (https://sqlite.org/howtocorrupt.html,
@@ -36,11 +38,14 @@ import logging
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tandem.replay import snapshot as snapshots
 
 snapshot_wait_s_max = 600.0  # how long `wait` waits for the process (then it is left to finish alone)
+snapshot_process_s_max = 900.0  # a process running longer is stopped (a store that stopped answering, say)
+cancel_wait_s = 5.0  # after SIGTERM, before SIGKILL
 report_chars_max = 2_000  # of a failed process's stderr, in the warning
 
 log = logging.getLogger("tandem.snapshots")
@@ -57,15 +62,39 @@ def snapshots_beside_for(url: str) -> SnapshotsBeside | None:
 class SnapshotsBeside:
     """The writer's side: at most one snapshot process at a time."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.url = url
+        self.clock = clock
         self.process: subprocess.Popen[bytes] | None = None
+        self.started_at_s = 0.0  # `clock` when it started
         self.started_at_position = 0  # the head when the running (or last) process started
         self.started = 0  # processes started, for tests and reports
         self.failed = 0
 
     def busy(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        """Whether a process is running; one running for more than
+        `snapshot_process_s_max` is stopped, and then is not."""
+        if self.process is None or self.process.poll() is not None:
+            return False
+        if self.clock() - self.started_at_s <= snapshot_process_s_max:
+            return True
+        log.warning("snapshot process %d ran over %.0f s: stopped", self.process.pid, snapshot_process_s_max)
+        self.cancel()
+        self.failed += 1
+        return False
+
+    def cancel(self) -> None:
+        """Stop the running process, if any (what it had not written is not
+        written: a snapshot is one transaction)."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.communicate(timeout=cancel_wait_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
 
     def start(self, position: int) -> None:
         """Start a process that snapshots the store's head (`position` or later)."""
@@ -83,6 +112,7 @@ class SnapshotsBeside:
         self.process.stdin.close()
         self.process.stdin = None  # communicate() would flush it
         self.started_at_position = position
+        self.started_at_s = self.clock()
         self.started += 1
 
     def collect(self) -> snapshots.Written | None:

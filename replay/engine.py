@@ -77,6 +77,8 @@ class SnapshotProcess(Protocol):
 
     def wait(self) -> snapshots.Written | None: ...
 
+    def cancel(self) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Located:
@@ -330,6 +332,12 @@ class Engine:
         if written is not None:
             self._note_written(written)
         return written
+
+    def cancel_beside(self) -> None:
+        """Stop the snapshot process beside, if one runs (a stopping daemon
+        writes its own at the head instead)."""
+        if self.snapshots_beside is not None:
+            self.snapshots_beside.cancel()
 
     def write_snapshot(self) -> snapshots.Written:
         """Store a snapshot of the state and views at the head now (an

@@ -20,6 +20,7 @@ from tandem.adapters.cli import main
 from tandem.adapters.edge import token_admit
 from tandem.adapters.runtime import Runtime, Settings
 from tandem.adapters.ingest import ingest
+import tandem.adapters.snapshots_beside as snapshots_beside_module
 from tandem.adapters.snapshots_beside import SnapshotsBeside, snapshots_beside_for
 from tandem.adapters.store import open_store
 from tandem.adapters.trace import parse_trace
@@ -118,6 +119,9 @@ class FakeBeside:
         self.running = False
         return self._take()
 
+    def cancel(self) -> None:
+        self.running, self.report = False, None
+
 
 def test_the_engine_starts_one_process_at_a_time_and_writes_none_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -174,7 +178,8 @@ def test_the_service_writes_its_snapshots_beside_and_its_own_at_the_stop(tmp_pat
         runtime.submit_body(b"".join(line for _, line in group), True, token_admit(actor))
     assert beside.started == 1  # the engine wrote none itself: only the process's, if it has finished
     assert [info.position for info in engine.store.list_snapshots()] in ([], [beside.started_at_position])
-    runtime.stop(expected=True)  # waits for the one beside, then writes its own at the head
+    engine.collect_beside(wait=True)  # (a stop would stop it, unfinished)
+    runtime.stop(expected=True)  # writes its own at the head
     assert beside.started >= 1 and beside.failed == 0 and not beside.busy()
     head = engine.store.head()
     positions = [info.position for info in engine.store.list_snapshots()]
@@ -186,3 +191,22 @@ def test_the_service_writes_its_snapshots_beside_and_its_own_at_the_stop(tmp_pat
 
 def _sender(value: dict) -> str:
     return value.get("actor") or accepted_actors(value["type"])[0]
+
+
+def test_a_process_that_runs_too_long_is_stopped_and_a_stop_cancels_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"sqlite:///{tmp_path}/events.db"
+    engine, _ = ingested_beside(url, actions=50, every=0)  # a store, no snapshot
+    now = [0.0]
+    beside = SnapshotsBeside(url, clock=lambda: now[0])
+    beside.start(engine.state.position)
+    assert beside.busy()
+    now[0] = snapshots_beside_module.snapshot_process_s_max + 1
+    with caplog.at_level(logging.WARNING, logger="tandem.snapshots"):
+        assert not beside.busy()  # stopped: it ran over the limit
+    assert beside.failed == 1 and beside.process is None and "ran over" in caplog.text
+    beside.start(engine.state.position)
+    process = beside.process
+    beside.cancel()
+    assert beside.process is None and process is not None and process.returncode is not None
