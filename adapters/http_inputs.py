@@ -71,6 +71,12 @@ def refuse_tokens_in_query(tokens: TokenTable, query: Iterable[tuple[str, str]])
             )  # fmt: skip
 
 
+def query_holds_token(tokens: TokenTable, query_string: bytes) -> bool:
+    """Whether a raw query string names or holds one of `tokens` as
+    `refuse_tokens_in_query` would find it (several stores: which one refuses)."""
+    return any(_holds_token(tokens, name) or _holds_token(tokens, value) for name, value in _query_pairs(query_string))
+
+
 def _holds_token(tokens: TokenTable, text: str) -> bool:
     """Whether a query parameter's name or value is a known token, alone or as
     one of its words (`?TOKEN`, `?x=Bearer%20TOKEN`, `?x=%20TOKEN`: the header

@@ -6,6 +6,8 @@ console sessions and rounds (`adapters/serve.py`), each its own Litestar app.
 In front of them one ASGI app routes every request to the store its
 credential belongs to, so the API and the console keep docs/api.md's paths:
 
+- a token in the URL: the store it belongs to, which refuses it (401) as a
+  single server does, whatever else the request carries;
 - `Authorization: Bearer TOKEN`: the store whose tokens file holds TOKEN (a
   token may be in one store's file only: the start is refused otherwise);
 - the console's session cookie: the store that opened the session;
@@ -49,6 +51,7 @@ from tandem.adapters.api_schema import error_body
 from tandem.adapters.console.sessions import session_cookie
 from tandem.adapters.console.signin import form_bytes_max
 from tandem.adapters.http_api import SECURITY_HEADERS, Service
+from tandem.adapters.http_inputs import query_holds_token
 
 stores_max = 64
 stores_file_bytes_max = 1 << 20
@@ -169,7 +172,9 @@ class StoresFront:
             await self.members[0].app(scope, receive, send)
             return
         headers = {name: value for name, value in scope["headers"] if name in (b"authorization", b"cookie")}
-        member = self._by_token(headers.get(b"authorization")) or self._by_session(headers.get(b"cookie"))
+        # A token in the URL is refused whatever else the request carries: by its own store.
+        member = self._by_query(scope.get("query_string", b""))
+        member = member or self._by_token(headers.get(b"authorization")) or self._by_session(headers.get(b"cookie"))
         if member is None and scope["path"] == "/login" and scope["method"] == "POST":
             member, receive = await self._by_sign_in(receive)
         if member is None and scope["path"] == "/v1/health" and scope["method"] in ("GET", "HEAD"):
@@ -191,6 +196,11 @@ class StoresFront:
             if member.service.tokens.actor_of(token) is not None:
                 found = member
         return found
+
+    def _by_query(self, query_string: bytes) -> Member | None:
+        if not query_string:
+            return None
+        return next((m for m in self.members if query_holds_token(m.service.tokens, query_string)), None)
 
     def _by_session(self, cookie: bytes | None) -> Member | None:
         if cookie is None:

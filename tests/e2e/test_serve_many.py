@@ -70,6 +70,11 @@ def test_each_request_goes_to_the_store_its_token_belongs_to(tmp_path: Path, url
         with pytest.raises(ApiError) as refused:
             served.client("human").events()  # a token of no store's file
         assert refused.value.status == 401
+        leaked = httpx.get(  # another store's token in the URL: refused, whatever the header says
+            f"{served.url}/v1/events", params={"x": served.store_tokens["beta"]["human"]},
+            headers={"authorization": f"Bearer {served.store_tokens['alpha']['human']}"},
+        )
+        assert leaked.status_code == 401 and "never accepted in the URL" in leaked.text
         health = httpx.get(f"{served.url}/v1/health").json()
         assert health == {
             "status": "ok",
