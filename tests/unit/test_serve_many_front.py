@@ -5,6 +5,7 @@ sends the rest."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 from types import SimpleNamespace
 from typing import Any
@@ -39,7 +40,9 @@ def call(front: StoresFront, path: str, method: str = "GET", headers: list[tuple
         sent.append(message)
 
     scope = {"type": "http", "path": path, "method": method, "headers": list(headers)}
-    asyncio.run(front(scope, receive, send))
+    # In a thread of its own: the browser tests' session keeps an event loop running in this one.
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, front(scope, receive, send)).result()
     return sent[0]["status"], b"".join(message.get("body", b"") for message in sent[1:])
 
 
