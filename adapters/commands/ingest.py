@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from tandem.adapters.commands.common import ingest_files, open_or_fail, store_url_default, trace_options
 from tandem.adapters.snapshots_beside import snapshots_beside_for
@@ -15,7 +16,9 @@ DESCRIPTION = (
     "Append each TRACE to the store, committing --batch inputs per transaction. "
     "Interrupted and run again, it resumes after the last committed batch; no input is applied twice. "
     "Every trace is validated before anything is written. It holds the store's writer lock throughout: "
-    "while another writer holds it, it exits 1 at once (`store URL is locked by pid N on HOST since T`)."
+    "while another writer holds it, it exits 1 at once (`store URL is locked by pid N on HOST since T`). "
+    "Every 50,000 events or so a snapshot (so that the next start folds only what came after) is written by "
+    "a process of its own beside it, which it waits for before it exits."
 )
 EPILOG = None
 
@@ -32,4 +35,13 @@ def run(args: argparse.Namespace) -> None:
         # It prints no view, and its snapshots are written by a process beside it.
         engine = Engine(store, with_views=False, snapshots_beside=snapshots_beside_for(args.store))
         ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet, warn_leaps=True)
-        engine.collect_beside(wait=True)  # a snapshot being written is finished before ingest exits
+        _finish_snapshot(engine, args.quiet)
+
+
+def _finish_snapshot(engine: Engine, quiet: bool) -> None:
+    """A snapshot being written beside is finished before ingest exits (said, unless --quiet)."""
+    beside = engine.snapshots_beside
+    if beside is not None and beside.busy() and not quiet:
+        print(f"tandem: finishing the snapshot at position {beside.started_at_position:,} (written beside, pid "
+              f"{beside.process.pid})", file=sys.stderr)  # type: ignore[attr-defined]
+    engine.collect_beside(wait=True)
