@@ -228,8 +228,7 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
         runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql",
         github_secret=github_secret, follower=follower,
     )  # fmt: skip
-    on_startup, on_shutdown = _lifespan(service, args)
-    app = InputsFastPath(build_app(service, on_startup, on_shutdown), service)
+    app = _app(service, args)
     closing = [reader.close] if reader is not runtime.engine.store else []
     closing += [follower.close] if follower is not None else []
     closing += [runtime.close] + ([spool_lock.release] if spool_lock is not None else [])
@@ -313,8 +312,13 @@ def _member(args: argparse.Namespace, entry: Any, tokens: Any, closing: list[Cal
     service = Service(
         runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql",
     )  # fmt: skip
-    on_startup, on_shutdown = _lifespan(service, own)
-    return serve_many.Member(entry.name, service, InputsFastPath(build_app(service, on_startup, on_shutdown), service))
+    return serve_many.Member(entry.name, service, _app(service, own))
+
+
+def _app(service: Service, args: argparse.Namespace) -> Any:
+    """One store's ASGI app: POST /v1/inputs's fast path in front of the Litestar app, with its lifespan."""
+    on_startup, on_shutdown = _lifespan(service, args)
+    return InputsFastPath(build_app(service, on_startup, on_shutdown), service)
 
 
 def _open(args: argparse.Namespace, runtime: Runtime, undo: list[Callable[[], None]]) -> tuple[Follower | None, Any, Any]:

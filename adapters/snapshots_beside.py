@@ -37,6 +37,7 @@ import json
 import logging
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -66,6 +67,7 @@ class SnapshotsBeside:
         self.url = url
         self.clock = clock
         self.process: subprocess.Popen[bytes] | None = None
+        self.said: Any = None  # the running process's standard error: a file, never a pipe that could fill and block it
         self.started_at_s = 0.0  # `clock` when it started
         self.started_at_position = 0  # the head when the running (or last) process started
         self.started = 0  # processes started, for tests and reports
@@ -87,6 +89,7 @@ class SnapshotsBeside:
         """Stop the running process, if any (what it had not written is not
         written: a snapshot is one transaction)."""
         process, self.process = self.process, None
+        self._take_said()
         if process is None or process.poll() is not None:
             return
         process.terminate()
@@ -96,16 +99,27 @@ class SnapshotsBeside:
             process.kill()
             process.communicate()
 
+    def _take_said(self) -> str:
+        """The end of what the last process wrote on its standard error; its file closed."""
+        said, self.said = self.said, None
+        if said is None:
+            return ""
+        with said:
+            said.seek(0)
+            return said.read().decode(errors="replace").strip()[-report_chars_max:]
+
     def start(self, position: int) -> None:
-        """Start a process that snapshots the store's head (`position` or later)."""
-        assert not self.busy(), "one snapshot process at a time"
+        """Start a process that writes the snapshot at `position` (at the
+        store's head if that is lower)."""
+        assert self.process is None, "one snapshot process at a time; a finished one is collected first"
         assert position >= 1, position
         request = {"store": self.url, "position": position, "fingerprint": snapshots.code_fingerprint()}
+        self.said = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tandem.adapters.snapshots_beside"],
             stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,  # one JSON line
+            stderr=self.said,
         )
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps(request).encode() + b"\n")
@@ -128,19 +142,21 @@ class SnapshotsBeside:
         if process is None:
             return None
         try:
-            out, err = process.communicate(timeout=timeout_s)
+            out, _ = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             log.warning("snapshot process %d still running after %.0f s: left to finish", process.pid, timeout_s)
             self.process = None
+            self._take_said()
             return None
         self.process = None
+        said = self._take_said()
         if process.returncode == 0:
             try:
                 return _written(json.loads(out))
             except (ValueError, TypeError, KeyError) as error:
                 reason = f"unreadable report {out[:200]!r} ({error})"
         else:
-            reason = err.decode(errors="replace").strip()[-report_chars_max:] or f"exit {process.returncode}"
+            reason = said or f"exit {process.returncode}"
         self.failed += 1
         log.warning("snapshot not written by process %d: %s", process.pid, reason)
         return None

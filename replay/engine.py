@@ -27,8 +27,8 @@ none until its first snapshot, which folds them from the previous snapshot
 itself, it folds them as it commits, unseen (about a tenth of ingest's cost,
 against a third for reading the events back at every snapshot).
 
-An engine given `snapshots_beside` (`tandem ingest`: adapters/snapshots_beside.py)
-writes none itself: when one is due it starts a process that folds the store
+An engine given `snapshots_beside` (`tandem ingest` and `tandem serve`:
+adapters/snapshots_beside.py) writes none itself: when one is due it starts a process that folds the store
 up to that position, as a restart does, and writes it, while the engine goes
 on committing; one such process at a time, its result taken (the size the
 policy reckons with) at the first commit after it finished.
@@ -67,7 +67,8 @@ DecisionStep = Callable[[State, Input, int, "str | None", "int | None", Callable
 
 class SnapshotProcess(Protocol):
     """Snapshots written by another process, beside this engine's commits
-    (adapters/snapshots_beside.py): one at a time, each of the store's head."""
+    (adapters/snapshots_beside.py): one at a time, each at the position it
+    was started with (or the store's head, if lower)."""
 
     def busy(self) -> bool: ...
 
