@@ -208,7 +208,9 @@ class ConversationsView(View):
     }
 
     def render(self) -> list[dict[str, Any]]:
-        rows = sorted_rows(self.rows)
+        # Copies: `state` and `stop_requested` are computed here, never
+        # written into the fold (a snapshot keeps the fold alone).
+        rows = [dict(row) for row in sorted_rows(self.rows)]
         for row in rows:
             conversation_id = row["conversation_id"]
             # The first that applies (contract section 7).

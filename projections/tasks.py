@@ -4,6 +4,7 @@ actions; and (contract v1.2 section 4.4) its last progress and when it is due.""
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,12 +27,12 @@ class TasksView(View):
         self.action_tasks: dict[str, str] = {}  # operation_id -> task_id
         self.deadlines: dict[str, int] = {}  # task_id -> progress_deadline_s
         self.stalled: set[str] = set()  # no progress by the due time, since
+        # A row's two times (`last_progress_at`, `progress_due_at`) are
+        # computed when it is read (`render`, `pick`), never stored in it:
+        # both are functions of these fields, and formatting a time costs
+        # more than all the rest of a progress event here. Reading writes
+        # nothing into the view (what a snapshot keeps is the fold alone).
         self.last_progress: dict[str, datetime.datetime] = {}  # task_id -> its last progress
-        # Tasks whose two times (`last_progress_at`, `progress_due_at`) are
-        # written into their rows when read (`render`, `pick`), not at every
-        # progress: both are functions of the fields above, and formatting a
-        # time costs more than all the rest of a progress event here.
-        self.unformatted: set[str] = set()
 
     def _input(self, event: ev.InputAccepted | ev.InputRejected) -> bool:
         self.now = event.input.at
@@ -46,22 +47,16 @@ class TasksView(View):
         task_id = row["task_id"]
         self.stalled.discard(task_id)
         self.last_progress[task_id] = self.now
-        self.unformatted.add(task_id)
 
-    def _due(self, row: dict[str, Any]) -> None:
-        self.unformatted.add(row["task_id"])
-
-    def _format(self) -> None:
-        """Write the unformatted tasks' times into their rows."""
-        for task_id in self.unformatted:
-            row = self.rows[task_id]
-            row["last_progress_at"] = rfc3339(self.last_progress[task_id])
-            deadline = self.deadlines.get(task_id)
-            due = None
-            if deadline is not None and row["state"] == "active" and not row["holds"] and task_id not in self.stalled:
-                due = rfc3339(self.last_progress[task_id] + datetime.timedelta(seconds=deadline))
-            row["progress_due_at"] = due
-        self.unformatted.clear()
+    def _rendered(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The row as read: a copy, its two times computed (contract v1.2 section 4.4)."""
+        task_id = row["task_id"]
+        last = self.last_progress[task_id]
+        deadline = self.deadlines.get(task_id)
+        due = None
+        if deadline is not None and row["state"] == "active" and not row["holds"] and task_id not in self.stalled:
+            due = last + datetime.timedelta(seconds=deadline)
+        return {**row, "last_progress_at": _formatted(last), "progress_due_at": _formatted(due)}
 
     def _delegated(self, event: ev.TaskDelegated) -> None:
         self.rows[event.task_id] = {
@@ -75,14 +70,13 @@ class TasksView(View):
             "holds": [],
             "open_questions": 0,
             "actions": [],
-            "last_progress_at": rfc3339(self.now),
+            "last_progress_at": None,  # computed when read (`_rendered`)
             "progress_due_at": None,
         }
         assert self.now is not None
         self.last_progress[event.task_id] = self.now
         if event.progress_deadline_s is not UNSET:
             self.deadlines[event.task_id] = event.progress_deadline_s
-        self._due(self.rows[event.task_id])
 
     def _grant(self, event: ev.GrantIssued | ev.GrantRevised) -> None:
         self.grant_revisions[event.grant_id] = event.revision
@@ -100,23 +94,18 @@ class TasksView(View):
 
     def _completed(self, event: ev.TaskCompleted) -> None:
         self.rows[event.task_id]["state"] = TASK.after[ev.TaskCompleted]
-        self._due(self.rows[event.task_id])
 
     def _cancelled(self, event: ev.TaskCancelled) -> None:
         self.rows[event.task_id]["state"] = TASK.after[ev.TaskCancelled]
-        self._due(self.rows[event.task_id])
 
     def _holds(self, event: ev.TaskHoldsChanged) -> None:
         row = self.rows[event.task_id]
         row["holds"] = list(event.holds)
-        if row["holds"]:
-            self._due(row)
-        else:
+        if not row["holds"]:
             self._progress(event.task_id)
 
     def _stalled(self, event: ev.TaskStalled) -> None:
         self.stalled.add(event.task_id)
-        self._due(self.rows[event.task_id])
 
     def _action(self, event: ev.ActionClaimed | ev.ActionOutcomeReported | ev.EvidenceAttached) -> None:
         self._progress(self.action_tasks.get(event.operation_id))
@@ -162,9 +151,14 @@ class TasksView(View):
     }
 
     def render(self) -> list[dict[str, Any]]:
-        self._format()
-        return sorted_rows(self.rows)
+        return [self._rendered(row) for row in sorted_rows(self.rows)]
 
     def pick(self, keys: Iterable[str]) -> list[dict[str, Any]]:
-        self._format()
-        return picked_rows(self.rows, keys)
+        rows = self.rows
+        return picked_rows({key: self._rendered(rows[key]) for key in set(keys) if key in rows}, keys)
+
+
+# A task's times are formatted when read, and read again at every position a
+# client asks for: the same instants, formatted once (a pure function's memo).
+formatted_times_max = 65_536
+_formatted = functools.lru_cache(maxsize=formatted_times_max)(rfc3339)

@@ -62,6 +62,7 @@ from tandem.replay.proving.state_invariants import (
     human_messages_kept,
     one_fix_per_batch,
     one_live_action_per_cause,
+    reading_changes_nothing,
     restart_is_replay,
     unready_provider_is_the_deferral,
 )
@@ -96,6 +97,7 @@ BUILTIN: tuple[Invariant, ...] = (
     human_messages_kept,
     unready_provider_is_the_deferral,
     maintenance_yields_to_the_owner,
+    reading_changes_nothing,
     restart_is_replay,
 )
 _registered: list[Invariant] = []

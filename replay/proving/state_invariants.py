@@ -4,6 +4,7 @@ docs/invariants.md lists them all."""
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import fields
 
 from tandem.domain.records import Conversation
@@ -134,6 +135,22 @@ def restart_is_replay(world: World) -> str | None:
             for name in VIEW_NAMES:
                 if document[name] != world.replayed_document[name]:
                     return f"replayed view {name} differs:\n live   {document[name]}\n replay {world.replayed_document[name]}"
+    return None
+
+
+@state_invariant
+def reading_changes_nothing(world: World) -> str | None:
+    """Restart is replay, for what is read too: a snapshot keeps each view's
+    fold (its attributes) and a restart starts from it, so reading a view
+    (`render`) must write nothing into it; else what a restart starts from
+    depends on who read the views when (a writer's clients reading
+    `/v1/views` while a turn ran kept `state: running` in a stored row)."""
+    views = world.views if world.views is not None else world.replayed_views
+    for name, view in views.by_name.items():
+        before = pickle.dumps(vars(view), protocol=pickle.HIGHEST_PROTOCOL)
+        view.render()
+        if pickle.dumps(vars(view), protocol=pickle.HIGHEST_PROTOCOL) != before:
+            return f"rendering the {name} view changed what it holds (what a snapshot keeps)"
     return None
 
 
