@@ -45,6 +45,7 @@ from typing import Any
 from tandem.adapters import daemon
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import Commit, LiveEngine, Runtime
+from tandem.adapters.snapshots_beside import snapshots_beside_for
 from tandem.adapters.terminal import printable_lines
 from tandem.adapters.store import open_store, parse_store_url, postgres_connect_timeout_s, redacted
 from tandem.adapters.writer_lock import HolderProbe, WriterHolder, WriterLock, wait_writer_lock
@@ -182,6 +183,10 @@ class Follower:
     def catch_up(self) -> int:
         """Fold the events the writer appended since our position, one
         commit at a time, telling the engine's listeners; the events folded."""
+        with self.engine.exclusive():
+            return self._catch_up()
+
+    def _catch_up(self) -> int:
         engine = self.engine
         store = engine.store
         assert store is not None
@@ -254,6 +259,7 @@ class Follower:
         old = engine.store
         try:
             engine.store = open_store(self.url)
+            engine.snapshots_beside = snapshots_beside_for(self.url)  # a writer's snapshots, as `Runtime.open` gives it
             engine.reload()
         except StoreError as error:
             raise ProcessError(f"standby: cannot open {redacted(self.url)} for writing: {error}") from error

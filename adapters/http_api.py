@@ -18,6 +18,7 @@ request writes nothing.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -157,6 +158,30 @@ INPUTS_BODY = RequestBody(
 # ------------------------------------------------------------------ service
 
 
+async def to_thread_to_the_end(work: Callable[[], T]) -> T:
+    """`work()` in a worker thread, awaited to its end even when the caller
+    is cancelled (the cancellation is raised once the thread has finished).
+
+    What holds the engine must hold it until the work on it has ended: a
+    cancelled `anyio.to_thread.run_sync` or `asyncio.to_thread` returns at
+    once while its thread goes on, and the caller's `async with` lets go of
+    `Service.engine_lock` under it (a stopping server cancels its rounds,
+    then stopped beside a round still committing: issue 22)."""
+    future = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, work)
+    cancelled: asyncio.CancelledError | None = None
+    while not future.done():
+        try:
+            await asyncio.wait((future,))  # never cancels the future it waits for
+        except asyncio.CancelledError as error:
+            cancelled = error
+    if cancelled is not None:
+        if not future.cancelled() and future.exception() is not None:
+            log.warning("work finished after its caller was cancelled, failing: %r", future.exception())
+        raise cancelled
+    return future.result()
+
+
+
 @dataclass
 class Service:
     """What the handlers share: the runtime (its engine is the writer), the
@@ -208,18 +233,18 @@ class Service:
                 if self.runtime.relock or self.engine.stale:
                     # The store failed, or the writer lock is to be taken
                     # again (its session ended): nothing is written without it.
-                    if await anyio.to_thread.run_sync(self._lock_lost_check):
+                    if await to_thread_to_the_end(self._lock_lost_check):
                         raise ApiError(503, "store_unavailable", f"{self.lock_lost}; nothing was recorded")
                 self.engine.ensure_current()
                 if inline and self.commits_inline:
                     return work()
-                return await anyio.to_thread.run_sync(work)
+                return await to_thread_to_the_end(work)
             except ReadOnly as refused:
                 raise ApiError(409, "read_only", str(refused)) from None
             except ConcurrencyError:
                 # Another writer appended: the writer lock was lost. Nothing of
                 # this request was written; see whether the lock is still ours.
-                await anyio.to_thread.run_sync(self._lock_lost_check)
+                await to_thread_to_the_end(self._lock_lost_check)
                 raise ApiError(503, "store_unavailable", "another writer appended to the store; nothing was recorded, retry") from None
             except StoreError as error:
                 raise ApiError(503, "store_unavailable", f"the store failed: {error}; nothing was recorded, retry") from None

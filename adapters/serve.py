@@ -39,7 +39,7 @@ from tandem.adapters import daemon, serve_many
 from tandem.adapters.commands.common import EXIT_USAGE
 from tandem.adapters.github_webhook import SecretRefused, load_github_secret
 from tandem.adapters.follow import FOLLOWER, STANDBY, Follower, follow
-from tandem.adapters.http_api import ApiError, Service, build_app
+from tandem.adapters.http_api import ApiError, Service, build_app, to_thread_to_the_end
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import LockLost, Runtime
@@ -149,7 +149,7 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
 
         async def hold(work: Callable[[], Any]) -> Any:
             async with service.engine_lock:
-                return await asyncio.to_thread(work)
+                return await to_thread_to_the_end(work)
 
         def fatal(reason: str) -> None:
             log(f"{reason}; stopping")
@@ -162,6 +162,9 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
     async def stopping() -> None:
         for task in tasks:
             task.cancel()
+        # Their work on the engine ends first (a round committing a spool
+        # batch, a takeover): the stop never runs beside it.
+        await asyncio.gather(*tasks, return_exceptions=True)
         follower = service.follower
         if follower is not None and not follower.writing:
             follower.close()  # a follower records nothing and writes no snapshot
@@ -169,7 +172,7 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
             return
         lost = service.lock_lost is not None
         async with service.engine_lock:
-            await asyncio.to_thread(runtime.stop, not lost)  # without the lock it records nothing
+            await to_thread_to_the_end(lambda: runtime.stop(not lost))  # without the lock it records nothing
         store = f", store {redacted(runtime.settings.store_url)}"  # which one, when a process serves several
         if lost:
             log(f"stopped: the writer lock was lost, nothing more recorded{store}")

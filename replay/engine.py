@@ -40,6 +40,7 @@ import dataclasses
 import datetime
 import gc
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -53,6 +54,7 @@ from tandem.domain.rules import EVOLVERS, evolve
 from tandem.domain.state import State
 from tandem.projections import Views
 from tandem.replay import snapshot as snapshots
+from tandem.replay.compare import first_difference
 from tandem.replay.port import EventStore
 
 snapshot_every_events_default = 50_000
@@ -79,6 +81,24 @@ class SnapshotProcess(Protocol):
     def wait(self) -> snapshots.Written | None: ...
 
     def cancel(self) -> None: ...
+
+
+class ViewsDiverged(Exception):
+    """A snapshot's check of itself: the live views are not the fold of the
+    stored events at their position (something wrote into them, or folded
+    an event twice); the snapshot is not written."""
+
+    def __init__(self, position: int, difference: str) -> None:
+        super().__init__(f"the live views at position {position} are not the fold of the stored events: {difference}")
+        self.position = position
+        self.difference = difference
+
+
+class EngineBusy(AssertionError):
+    """An engine was used by a second thread while a first one used it. Its
+    state and views are folded in place, so that is never allowed: callers
+    serialise (`tandem serve`: `Service.engine_lock`, held until the work on
+    the engine has ended)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,19 +201,37 @@ class Engine:
         # the events since, read back once), then as it commits: cheaper than
         # reading the events back for every snapshot.
         self._kept_views: Views | None = self.views
+        self._views_folded_at = -1  # the views' position when they were last folded from the store (not applied live)
         self.snapshot_position = 0  # the newest snapshot loaded or written (0: none)
         self.snapshot_size = 0  # its body's bytes
         self.snapshot_growth = 0.0  # body bytes per event between the last two this engine wrote
         self.snapshot_started = 0  # the head when the last snapshot process beside started (0: none)
         self.last_snapshot: snapshots.Written | None = None
+        self._user = threading.RLock()  # held by the thread folding or committing: `exclusive`
         if store is not None:
             self._rebuild()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Use the engine's state and views, one thread at a time: a second
+        thread raises EngineBusy instead of folding beside the first (the
+        same thread may nest: a failed commit folds the store again)."""
+        if not self._user.acquire(blocking=False):
+            raise EngineBusy("the engine is in use by another thread: its state and views are one thread's at a time")
+        try:
+            yield
+        finally:
+            self._user.release()
 
     # ------------------------------------------------------------- replay
 
     def _rebuild(self) -> None:
         """Fold the log into fresh state and views (restart is replay): from
         the newest usable snapshot, else from the start."""
+        with self.exclusive():
+            self._fold_store()
+
+    def _fold_store(self) -> None:
         state = State()
         views = Views() if self.with_views else None
         if self.store is not None:
@@ -236,6 +274,7 @@ class Engine:
                 views.position = start + folded
         settle_folded(state)
         self.state, self.views, self._kept_views = state, views, views
+        self._views_folded_at = views.position if views is not None else -1
 
     def _fold_until(self) -> int:
         head = self.store.head() if self.store is not None else 0
@@ -270,6 +309,10 @@ class Engine:
     def submit_batch(self, items: Sequence[Located], trailer: Iterable[ev.Event] = ()) -> list[ev.Event]:
         """Several inputs (and optional bookkeeping events) in one transaction:
         group commit. All of them are stored, or none and the engine reloads."""
+        with self.exclusive():
+            return self._submit_batch(items, trailer)
+
+    def _submit_batch(self, items: Sequence[Located], trailer: Iterable[ev.Event]) -> list[ev.Event]:
         head = self.state.position
         produced: list[ev.Event] = []
         with collector_paused():
@@ -347,16 +390,35 @@ class Engine:
         if self.store is None:
             raise ValueError("an engine without a store has nowhere to keep a snapshot")
         started = time.perf_counter()
-        with collector_paused():
+        with self.exclusive(), collector_paused():
             views = self._kept_views
             if views is None:
                 views = snapshots.views_at(self.store, self.state.position)
+                self._views_folded_at = views.position
                 if self.snapshot_every:
                     self._kept_views = views
+            elif views.position != self._views_folded_at:
+                self._check_views(views)
             written = snapshots.write(self.store, self.state, views)
         written = dataclasses.replace(written, seconds=time.perf_counter() - started)  # the views' fold included
         self._note_written(written)
         return written
+
+    def _check_views(self, views: Views) -> None:
+        """The views this engine kept as it committed (or as it followed) are
+        the fold of the stored events at their position: the fold of the
+        events since the newest snapshot, from that snapshot's views (at
+        most the events between two snapshots: a fraction of the snapshot's
+        own cost). Raises ViewsDiverged naming the first difference."""
+        assert self.store is not None
+        folded = snapshots.views_at(self.store, views.position)
+        for name, view in folded.by_name.items():
+            live = vars(views.by_name[name])
+            if live == vars(view):  # the C comparison; the slow walk only to say where
+                continue
+            difference = first_difference(live, vars(view), f"views.{name}")
+            where = difference[2][0].replace("snapshot", "live", 1) if difference is not None else f"views.{name}"
+            raise ViewsDiverged(views.position, where)
 
     def _note_written(self, written: snapshots.Written) -> None:
         if self.snapshot_position and written.position > self.snapshot_position:
@@ -380,6 +442,15 @@ class Engine:
         KeyboardInterrupt and SystemExit are not Exceptions: they propagate."""
         try:
             return self.write_snapshot()
+        except ViewsDiverged as diverged:
+            # Never kept: a restart from it would start from views no event
+            # gave. The fold of the store is the truth: the engine folds again.
+            log.error("%s; the snapshot is not written and the engine folds the store again", diverged)
+            try:
+                self._rebuild()
+            except Exception as error:
+                log.error("folding the store again failed (%s: %s)", type(error).__name__, error)
+            return None
         except Exception as error:
             log.warning(
                 "snapshot at position %d not written (%s: %s)", self.state.position, type(error).__name__, error

@@ -136,6 +136,8 @@ class Body:
         state = pickle.loads(self.data[_header.size : self.state_end])
         if type(state) is not State:
             raise SnapshotUnusable(f"its state part is a {type(state).__name__}")
+        if state.position != self.position:
+            raise SnapshotUnusable(f"its state is at position {state.position}, its header says {self.position}")
         return state
 
     def views(self) -> Views:
@@ -255,6 +257,10 @@ def write(store: EventStore, state: State, views: Views | None) -> Written:
     if views.position != position:
         raise ValueError(f"the views are at position {views.position}, the state at {position}")
     body = encode_body(position, stored[0], state, views)
+    if state.position != position or views.position != position:
+        # Another thread folded while this one pickled (never allowed: the
+        # engine is one thread's at a time): what was pickled is no position's.
+        raise ValueError(f"the state or the views moved from position {position} while the snapshot was encoded")
     fingerprint = code_fingerprint()
     store.write_snapshot(position, fingerprint, body)
     prune(store, fingerprint)
