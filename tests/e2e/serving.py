@@ -62,8 +62,9 @@ def tandem(*arguments: str, timeout_s: float = 120) -> subprocess.CompletedProce
 
 
 class Served:
-    def __init__(self, directory: Path, store_url: str, *options: str, name: str = "serve") -> None:
+    def __init__(self, directory: Path, store_url: str, *options: str, name: str = "serve", env: dict[str, str] | None = None) -> None:
         self.directory = directory
+        self.env = None if env is None else {**os.environ, **env}  # added to the server's environment
         self.store_url = store_url
         self.options = options
         self.tokens = {actor: new_token() for actor in ACTORS}
@@ -77,7 +78,7 @@ class Served:
         stderr = open(self.log_file, "a")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tandem.adapters.cli", "serve", *self.store_options(), "--listen", "127.0.0.1:0", *self.options],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True,
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True, env=self.env,
         )  # fmt: skip
         stderr.close()
         assert self.process.stdout is not None

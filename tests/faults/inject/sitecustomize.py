@@ -1,0 +1,104 @@
+"""Fault injection for the fault tests' child processes (never imported by Tandem).
+
+A test that starts `tandem serve` (or any command) with this folder first on
+PYTHONPATH and TANDEM_FAULTS set gets the faults it names, patched in at the
+interpreter's start (Python imports `sitecustomize` by itself):
+
+    TANDEM_FAULTS='[{"target": "tandem.adapters.store.recorder:RecorderStore._insert",
+                     "sleep_after_s": 0.2}]'
+
+Each fault wraps one function or method (`module:attribute.path`):
+`sleep_before_s` / `sleep_after_s` widen a race's window deterministically
+(issue 22: "make the race reproducible first (inject the delay)");
+`report_overlap` prints `tandem-faults: overlap in TARGET` on standard
+error when a call starts while another thread is inside the function (two
+commits at once in one process); `fail_after` raises the named exception (`module:Class`, built with the
+message `injected fault`) after the call returned, so its effect stands but
+its answer is lost, as when a connection is cut at COMMIT; `times` bounds how
+often it fires (default: always), `skip` lets that many calls through first.
+Production code holds no hook: this file is only ever on a test's PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+
+def _resolve(path: str) -> tuple[Any, str, Any]:
+    module_name, _, attributes = path.partition(":")
+    owner: Any = importlib.import_module(module_name)
+    *parents, name = attributes.split(".")
+    for parent in parents:
+        owner = getattr(owner, parent)
+    return owner, name, getattr(owner, name)
+
+
+def _exception(path: str) -> type[BaseException]:
+    owner, name, found = _resolve(path)
+    assert isinstance(found, type) and issubclass(found, BaseException), path
+    return found
+
+
+def _wrapped(fault: dict[str, Any], original: Any) -> Any:
+    before = float(fault.get("sleep_before_s", 0))
+    after = float(fault.get("sleep_after_s", 0))
+    failure = _exception(fault["fail_after"]) if "fail_after" in fault else None
+    counts = {"calls": 0, "fired": 0, "inside": 0}
+    overlap = bool(fault.get("report_overlap", False))
+    skip, times = int(fault.get("skip", 0)), fault.get("times")
+    lock = threading.Lock()
+
+    def firing() -> bool:
+        with lock:
+            counts["calls"] += 1
+            if counts["calls"] <= skip or (times is not None and counts["fired"] >= int(times)):
+                return False
+            counts["fired"] += 1
+            return True
+
+    def enter() -> None:
+        with lock:
+            counts["inside"] += 1
+            crowded = counts["inside"] > 1
+        if crowded and overlap:
+            print(f"tandem-faults: overlap in {fault['target']}", file=sys.stderr, flush=True)
+
+    def leave() -> None:
+        with lock:
+            counts["inside"] -= 1
+
+    @functools.wraps(original)
+    def wrapper(*arguments: Any, **options: Any) -> Any:
+        fire = firing()
+        enter()
+        try:
+            if fire and before:
+                time.sleep(before)
+            result = original(*arguments, **options)
+            if fire and after:
+                time.sleep(after)
+        finally:
+            leave()
+        if fire and failure is not None:
+            print(f"tandem-faults: {fault['target']} done, then {failure.__name__} raised", file=sys.stderr, flush=True)
+            raise failure("injected fault")
+        return result
+
+    return wrapper
+
+
+def _install() -> None:
+    faults = json.loads(os.environ.get("TANDEM_FAULTS") or "[]")
+    for fault in faults:
+        owner, name, original = _resolve(fault["target"])
+        setattr(owner, name, _wrapped(fault, original))
+
+
+_install()
