@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from tandem.domain.inputs import decode_input, format_at, text_chars_max
+from tandem.domain.nesting import lone_surrogate_error
 from tandem.replay.traces import line_bytes_max
 
 payload_bytes_max = 25 * 1_048_576  # GitHub delivers no payload over 25 MB
@@ -434,31 +435,9 @@ def decode_json(data: bytes, what: str) -> Any:
 
 def _json_problem(data: bytes, error: msgspec.DecodeError) -> str:
     """What is wrong: msgspec says "truncated" of a lone surrogate escape
-    (`\\ud800`), which the standard library's parser takes; find it there."""
-    try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
-        return f"not JSON: {error}"
-    found = _lone_surrogate(value)
-    if found is not None:
-        return f"a lone surrogate escape (\\u{found:04x}) in a string: not a Unicode character"
-    return f"not JSON: {error}"
-
-
-def _lone_surrogate(value: Any) -> int | None:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            for character in item:
-                if "\ud800" <= character <= "\udfff":
-                    return ord(character)
-    return None
+    (`\\ud800`); the engine's own helper names it, and where, as for inputs."""
+    named = lone_surrogate_error(data)
+    return str(named) if named is not None else f"not JSON: {error}"
 
 
 def _header(headers: Any, name: str) -> str | None:
