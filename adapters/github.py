@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 from tandem.domain.inputs import decode_input, format_at, text_chars_max
-from tandem.domain.nesting import lone_surrogate_error
+from tandem.domain.nesting import lone_surrogate_error, repeated_key_error
 from tandem.replay.traces import line_bytes_max
 
 payload_bytes_max = 25 * 1_048_576  # GitHub delivers no payload over 25 MB
@@ -419,18 +419,25 @@ def _check(line: dict[str, Any], delivery: Delivery) -> None:
 
 
 def decode_json(data: bytes, what: str) -> Any:
-    """JSON text (UTF-8, no lone surrogate escape): its value; else a
-    DeliveryInvalid starting with `what`."""
+    """JSON text (UTF-8, no lone surrogate escape, no key repeated in an
+    object): its value; else a DeliveryInvalid starting with `what`. A
+    repeated key is refused as in an input (domain/nesting.py): readers
+    disagree on which value wins, so GitHub, this mapping and any other tool
+    reading the delivery could see different payloads."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise DeliveryInvalid(f"{what}: not UTF-8 at byte {error.start}") from None
     try:
-        return msgspec.json.decode(data)
+        value = msgspec.json.decode(data)
+        repeated = repeated_key_error(data)
     except RecursionError:
         raise DeliveryInvalid(f"{what}: JSON nested too deep") from None
     except msgspec.DecodeError as error:
         raise DeliveryInvalid(f"{what}: {_json_problem(data, error)}") from None
+    if repeated is not None:
+        raise DeliveryInvalid(f"{what}: {repeated}")
+    return value
 
 
 def _json_problem(data: bytes, error: msgspec.DecodeError) -> str:
