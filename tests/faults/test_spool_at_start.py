@@ -43,7 +43,6 @@ import pytest
 
 from tandem.adapters.daemon import Daemon, Settings
 from tandem.adapters.runtime import start_spool_scans_max
-from tandem.adapters.store import open_store
 from tandem.domain import events as ev
 from tandem.domain.inputs import format_at
 from tests.adapters.test_spool_guard import T0, Clocks, alerts, runtime_on, started
@@ -53,6 +52,7 @@ from tests.adapters.test_spool_guard import observe as observe_at
 from tests.adapters.test_spool_guard import records as guard_records
 from tests.adapters.test_spool_guard import rejected as guard_rejected
 from tests.e2e.serving import ROOT, Served, stored_inputs, tandem
+from tests.e2e.test_daemon_watchdog import recorded as records  # the store's input records, in order
 
 UTC = datetime.timezone.utc
 big_file_inputs = 4_000
@@ -78,20 +78,6 @@ def drop(spool: Path, name: str, lines: list[dict[str, Any]]) -> None:
     temporary = spool / f".{name}.tmp"
     temporary.write_text("".join(json.dumps(line) + "\n" for line in lines))
     os.replace(temporary, spool / name)
-
-
-def records(url: str) -> list[ev.InputAccepted | ev.InputRejected]:
-    """The store's input records, in order, read beside the running writer."""
-    store = open_store(url, read_only=True)
-    try:
-        return [
-            event
-            for page in store.read_pages()
-            for event in page
-            if isinstance(event, (ev.InputAccepted, ev.InputRejected))
-        ]
-    finally:
-        store.close()
 
 
 def wait_for(what: str, condition: Any, log: Any) -> None:
