@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from tandem.domain.inputs import decode_input, format_at, text_chars_max
+from tandem.domain.nesting import lone_surrogate_error, repeated_key_error
 from tandem.replay.traces import line_bytes_max
 
 payload_bytes_max = 25 * 1_048_576  # GitHub delivers no payload over 25 MB
@@ -418,47 +419,32 @@ def _check(line: dict[str, Any], delivery: Delivery) -> None:
 
 
 def decode_json(data: bytes, what: str) -> Any:
-    """JSON text (UTF-8, no lone surrogate escape): its value; else a
-    DeliveryInvalid starting with `what`."""
+    """JSON text (UTF-8, no lone surrogate escape, no key repeated in an
+    object): its value; else a DeliveryInvalid starting with `what`. A
+    repeated key is refused as in an input (domain/nesting.py): readers
+    disagree on which value wins, so GitHub, this mapping and any other tool
+    reading the delivery could see different payloads."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise DeliveryInvalid(f"{what}: not UTF-8 at byte {error.start}") from None
     try:
-        return msgspec.json.decode(data)
+        value = msgspec.json.decode(data)
+        repeated = repeated_key_error(data)
     except RecursionError:
         raise DeliveryInvalid(f"{what}: JSON nested too deep") from None
     except msgspec.DecodeError as error:
         raise DeliveryInvalid(f"{what}: {_json_problem(data, error)}") from None
+    if repeated is not None:
+        raise DeliveryInvalid(f"{what}: {repeated}")
+    return value
 
 
 def _json_problem(data: bytes, error: msgspec.DecodeError) -> str:
     """What is wrong: msgspec says "truncated" of a lone surrogate escape
-    (`\\ud800`), which the standard library's parser takes; find it there."""
-    try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
-        return f"not JSON: {error}"
-    found = _lone_surrogate(value)
-    if found is not None:
-        return f"a lone surrogate escape (\\u{found:04x}) in a string: not a Unicode character"
-    return f"not JSON: {error}"
-
-
-def _lone_surrogate(value: Any) -> int | None:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            for character in item:
-                if "\ud800" <= character <= "\udfff":
-                    return ord(character)
-    return None
+    (`\\ud800`); the engine's own helper names it, and where, as for inputs."""
+    named = lone_surrogate_error(data)
+    return str(named) if named is not None else f"not JSON: {error}"
 
 
 def _header(headers: Any, name: str) -> str | None:

@@ -11,8 +11,8 @@ passes:
    with the secret (compared in constant time): 401 `bad_signature`;
 4. a Content-Type other than application/json: 415;
 5. no `X-GitHub-Event` or `X-GitHub-Delivery`, a body that is not a JSON
-   object (UTF-8, no lone surrogate escape), or a payload the mapping cannot
-   read: 400 `invalid_delivery`;
+   object (UTF-8, no lone surrogate escape, no key repeated in an object),
+   or a payload the mapping cannot read: 400 `invalid_delivery`;
 6. an event or action adapters/github.py does not map: 422 `unmapped_event`;
 7. ping, or a check naming no pull request: 200, nothing recorded, `note`;
 8. else its observations, `at` stamped by the server (as any input that

@@ -28,6 +28,12 @@ class TraceMismatch(Exception):
     """The store already holds a different trace under this name."""
 
 
+class BehindStore(TraceInvalid):
+    """The trace's first input to apply is earlier than the store's last
+    input: a schema error (contract section 1), and the one a trace can
+    have for no fault of its own bytes (the store moved on meanwhile)."""
+
+
 @dataclass(frozen=True, slots=True)
 class IngestResult:
     name: str
@@ -108,7 +114,7 @@ def _check_after_store(engine: Engine, trace: TraceSource, first: TraceLine) -> 
     last_at = engine.last_at
     if last_at is not None and first.item.input.at < last_at:
         message = f"`at` {format_at(first.item.input.at)} is earlier than the store's last input ({format_at(last_at)})"
-        raise TraceInvalid(trace.path, [SchemaError(first.item.line or 0, message)], 1)
+        raise BehindStore(trace.path, [SchemaError(first.item.line or 0, message)], 1)
 
 
 def _commit(engine: Engine, name: str, chunk: list[TraceLine], hasher: Any) -> int:

@@ -13,9 +13,16 @@ It applies inputs from four places:
 * **itself** — `daemon.start` when it starts, `daemon.stop` (`expected: true`)
   when asked to stop, a `tick` when nothing else came for `tick_s` seconds.
   Waiting spool files are applied first, so a file written just before a
-  tick is not refused for an `at` the tick moved past. On a store with no
-  input yet, `daemon.start` waits for the first input from outside (so that
-  input may be `engine.configure`, which must come first).
+  tick is not refused for an `at` the tick moved past; before `daemon.start`
+  the spool is scanned again until a scan finds nothing new, so a file
+  renamed in while the start applied the others goes first too. On a store
+  with no input yet, `daemon.start` waits for the first input from outside
+  (so that input may be `engine.configure`, which must come first).
+
+A spool file refused for an `at` behind the store's head (it came after
+the store took something newer) is refused whole, as any bad trace, and the
+runtime records a `health.incident` naming it (`spool_file_late/{n}`), so
+that an alert says what a log line alone would not (docs/operations.md).
 
 The inputs it makes itself carry `at` from the wall clock, read here at the
 adapter edge (the domain never reads it): the current second in UTC, never
@@ -40,7 +47,7 @@ from tandem.adapters.process import ProcessError, log
 from tandem.adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
 from tandem.adapters.ingest import ingest_batch_inputs_max
 from tandem.adapters.snapshots_beside import snapshots_beside_for
-from tandem.adapters.spool import Spool, SpoolApplied
+from tandem.adapters.spool import Spool, SpoolApplied, SpoolLate
 from tandem.adapters.store import open_store, redacted
 from tandem.adapters.terminal import printable
 from tandem.adapters.trace import Trace, parse_single, parse_trace
@@ -54,6 +61,14 @@ from tandem.replay.port import StoreError
 # At a stop, a snapshot is written when at least this many events came since
 # the last one (a shorter tail folds in milliseconds at the next start).
 stop_snapshot_events_min = 1_000
+# Before daemon.start, the spool is scanned again after every scan that found
+# something (its files took time to apply, and writers kept renaming theirs
+# in), until one finds nothing new: at most this many scans, then the start
+# is recorded and what still comes is applied after it (said in the log).
+start_spool_scans_max = 100
+# The incident a spool file refused for lines behind the store's head raises
+# (`spool_file_late/{n}`): the file is kept, but nothing of it is applied.
+late_file_incident_kind = "spool_file_late"
 
 
 class LockLost(ProcessError):
@@ -301,37 +316,76 @@ class Runtime:
         self._record_deferred_start()
         return Commit(head, produced)
 
+    def _start_due(self) -> bool:
+        """Whether a deferred daemon.start is to be recorded now: the store holds an input."""
+        return self.start_deferred and self.engine is not None and self.engine.state.position > 0
+
     def _record_deferred_start(self) -> None:
-        if self.start_deferred and self.engine is not None and self.engine.state.position > 0:
+        if self._start_due():
             self.start_deferred = False
             self._record_start()
 
-    def _record_start(self) -> None:
+    def _record_start(self, at: str | None = None) -> None:
         assert self.engine is not None
-        self.engine.submit_batch([self.make({"type": "daemon.start", "actor": "daemon"})])
+        self.engine.submit_batch([self.make({"type": "daemon.start", "actor": "daemon"}, at)])
         self.started = True
         self.last_activity = self.monotonic()
 
     # ---------------------------------------------------------- the rounds
 
     def drain_spool(self) -> None:
+        """Apply the spool's ready files. A deferred daemon.start goes after
+        every file waiting, not after the first: stamped with the clock, it
+        would refuse a waiting file's earlier `at` (at_before_head)."""
+        if self._scan_spool() and self._start_due():
+            at = self._settled(watchdog=False)
+            if at is not None and self._start_due():
+                self.start_deferred = False
+                self._record_start(at)
+
+    def _scan_spool(self) -> int:
+        """Apply the ready files of one scan of the spool, in name order; how many it found."""
         if self.spool is None or self._draining or self.engine is None:
-            return
+            return 0
         self._draining = True
         try:
             files = self.spool.ready()
             self.waiting = len(files)
             for path in files:
                 if self.stopping:
-                    return
+                    break
                 self._apply(path)
                 self.waiting -= 1
         finally:
             self._draining = False
-        # A deferred start goes after every file of this scan, not after the
-        # first: stamped with the clock, it would refuse the next waiting
-        # file's earlier `at` (at_before_head).
-        self._record_deferred_start()
+        return len(files)
+
+    def _settled(self, watchdog: bool) -> str | None:
+        """Apply what waits, scan after scan, until one finds nothing new:
+        the files renamed into the spool while the scan before was applied
+        came before the start too. With `watchdog`, the watchdog's new rows
+        once the spool is quiet (they are stamped with the clock), then the
+        spool again. The stamp read just before that last, empty scan:
+        daemon.start's `at` (nothing waiting was older); None when a stop
+        was asked for. At most `start_spool_scans_max` scans."""
+        assert self.engine is not None
+        for _ in range(start_spool_scans_max):
+            at = self.stamp()
+            head = self.engine.state.position
+            found = self._scan_spool()
+            if watchdog and not found and not self.stopping:
+                self.import_watchdog()
+            if self.stopping:
+                return None
+            if not found and self.engine.state.position == head:
+                return at
+        log(
+            f"the spool still had new files after {start_spool_scans_max} scans: daemon.start is recorded now, "
+            "and the files still coming are applied after it"
+        )
+        if watchdog:
+            self.import_watchdog()
+        return None if self.stopping else self.stamp()
 
     def _apply(self, path: Path) -> None:
         assert self.engine is not None and self.spool is not None
@@ -339,7 +393,23 @@ class Runtime:
         if isinstance(applied, SpoolApplied):
             self.last_activity = self.monotonic()
             self.last_ingestion = applied.summary(format_time(self.clock()))
+        elif isinstance(applied, SpoolLate) and self.settings.runtime_inputs:
+            self._raise_late(applied)
         self.publish_if_due()
+
+    def _raise_late(self, late: SpoolLate) -> None:
+        """A file refused for lines behind the store's head lost nothing (it
+        is kept in rejected/) but none of it is applied: a human must act, so
+        an incident (`spool_file_late/{n}`), whose alert names the file."""
+        assert self.engine is not None
+        prefix = f"{late_file_incident_kind}/"
+        number = 1 + sum(1 for incident_id in self.engine.state.incidents if incident_id.startswith(prefix))
+        fields = {
+            "type": "health.incident", "actor": "daemon", "incident_id": f"{prefix}{number}",
+            "kind": late_file_incident_kind, "detail": late.detail(),
+        }  # fmt: skip
+        self.engine.submit_batch([self.make(fields)])
+        self.last_activity = self.monotonic()
 
     def _between_batches(self) -> bool:
         """Between two committed batches of a spool file: go on?"""
@@ -425,17 +495,19 @@ class Runtime:
         self.engine.listeners.extend(self.listeners)
 
     def start(self) -> None:
-        """Apply what waited in the spool, import the watchdog, then record
+        """Apply what waited in the spool, import the watchdog, scanning again
+        until a scan finds nothing new (`_settled`), then record
         `daemon.start` (deferred on a store with no input yet). The backlog
         goes first because it was written before this start."""
-        if not self._take_waiting():
+        at = self._settled(watchdog=True)
+        if at is None:
             return
         assert self.engine is not None
         if self.settings.runtime_inputs:
             if self.engine.state.position == 0:
                 self.start_deferred = True
             else:
-                self._record_start()
+                self._record_start(at)
         self.running = True
         where = f", spool {printable(str(self.settings.spool))}" if self.settings.spool else ""
         log(f"started: pid {os.getpid()}, store {redacted(self.settings.store_url)}{where}")

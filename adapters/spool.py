@@ -14,7 +14,9 @@ The spool is a door into the engine, so it is kept shut to others:
   but `human` and `watchdog`) and never for what the runtime records about
   itself (adapters/edge.py): such a file is refused whole;
 * a line may leave `at` out (stamped when applied); a far-future `at` is
-  refused, as over HTTP;
+  refused, as over HTTP; a file whose first line to apply is earlier than
+  the store's last input is refused whole (`SpoolLate`: the runtime raises
+  an incident naming it);
 * a spool folder writable by group or others, or not owned by the runtime's
   user, or whose `done/` or `rejected/` is a symlink, is refused with a
   message; a file that is a symlink, not a regular file, or not owned by the
@@ -34,7 +36,7 @@ from typing import Any
 
 from tandem.adapters.edge import EdgeRefused, LiveEdge, spool_admit
 from tandem.adapters.health_file import write_atomically
-from tandem.adapters.ingest import TraceMismatch, ingest
+from tandem.adapters.ingest import BehindStore, TraceMismatch, ingest
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.terminal import printable
 from tandem.adapters.trace import TraceInvalid, parse_trace
@@ -87,6 +89,24 @@ class SpoolApplied:
             "rejected": self.rejected,
             "already_applied": self.skipped,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SpoolLate:
+    """A file refused whole because its first line to apply is earlier than
+    the store's last input (the store moved on before it came), now kept in
+    rejected/ as `kept`: the runtime raises an incident naming it."""
+
+    name: str
+    kept: str
+    reason: str
+
+    def detail(self) -> str:
+        return (
+            f"spool file {self.name} refused whole, nothing of it applied: {self.reason}; "
+            f"kept as rejected/{self.kept} beside its {error_suffix} file. To apply it, leave `at` out of its lines "
+            "(each is then stamped when applied) and rename it into the spool again"
+        )
 
 
 def folder_problem(folder: Path, role: str) -> str | None:
@@ -175,9 +195,11 @@ class Spool:
         batch: int,
         edge: EdgeFactory,
         between: Callable[[], bool],
-    ) -> SpoolApplied | None:
-        """Apply one ready file; None when it was refused, taken away, or
-        interrupted (the rest is applied at the next start)."""
+    ) -> SpoolApplied | SpoolLate | None:
+        """Apply one ready file; SpoolLate when it was refused for lines
+        behind the store's head (and moved into rejected/); None when it was
+        refused otherwise, taken away, or interrupted (the rest is applied at
+        the next start)."""
         data = self._read(path)
         if data is None:
             return None
@@ -188,6 +210,10 @@ class Spool:
         except _Interrupted:
             log(f"{name}: stopping mid-file; the rest is applied at the next start")
             return None
+        except BehindStore as late:
+            reasons = _reasons(late)
+            kept = self.reject(path, reasons)
+            return None if kept is None else SpoolLate(path.name, kept.name, reasons[0])
         except TraceInvalid as invalid:
             self.reject(path, _reasons(invalid))
             return None

@@ -20,6 +20,7 @@ import msgspec.inspect
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from tandem.domain.nesting import (
+    lone_surrogate_error,
     nesting_depth_max,
     opening_brackets,
     repeated_key_error,
@@ -666,6 +667,8 @@ def decode_input(line: bytes | str) -> AnyInput:
     arrived and are not checked again."""
     try:
         value = INPUT_DECODER.decode(line)
+    except msgspec.DecodeError as error:
+        raise lone_surrogate_error(line.encode() if isinstance(line, str) else line) or error from None
     except RecursionError:
         # Deeper than the interpreter's stack allows: find where, iteratively.
         path = too_deep_in_json(line.encode() if isinstance(line, str) else line)

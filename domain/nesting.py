@@ -1,4 +1,4 @@
-"""Bounded nesting (and bounded integers and unique keys, below): free-form JSON (`dict[str, Any]`, an input's `constraints`)
+"""Bounded nesting (and bounded integers, unique keys and lone surrogates named, below): free-form JSON (`dict[str, Any]`, an input's `constraints`)
 is the only place a line can nest without a schema's bound. msgspec decodes
 and pickle encodes recursively: ~1,000 levels crash the decoder, ~500 the
 snapshot writer. So a line nested deeper than `nesting_depth_max` is a schema
@@ -133,6 +133,42 @@ def _first_repeated_key(line: bytes) -> list[PathPart] | None:
         if isinstance(node, _Pairs) and node.repeated is not None:
             return [*path, node.repeated]
     return None
+
+
+# Lone surrogates: `"\ud800"` is the JSON escape of half a UTF-16 pair, no
+# character at all, which no store can encode. msgspec refuses it, but says
+# "Input data was truncated" (a high half at a string's end) or "invalid
+# utf-16 surrogate pair" (a low half), neither of which says why. The
+# standard library's decoder takes it, so a line msgspec refused is read
+# there (only then: most lines never come here) and the first one named,
+# with where it is. Every door that reads JSON from outside uses this.
+_surrogates = range(0xD800, 0xE000)
+
+
+def lone_surrogate_error(raw: bytes) -> msgspec.DecodeError | None:
+    """For JSON msgspec refused: the error naming its first lone surrogate
+    escape (an object's keys before its values) and where; or None."""
+    if b"\\u" not in raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    for node, path in _document_order(value):
+        for text, where in _texts(node, path):
+            code = next((ord(character) for character in text if ord(character) in _surrogates), None)
+            if code is not None:
+                return msgspec.DecodeError(
+                    f"a lone surrogate escape (\\u{code:04x}) in a string: not a Unicode character - at `{path_text(where)}`"
+                )
+    return None
+
+
+def _texts(node: Any, path: tuple[PathPart, ...]) -> list[tuple[str, tuple[PathPart, ...]]]:
+    """The strings a node of decoded JSON holds itself, with their paths: an object's keys, or a string."""
+    if isinstance(node, dict):
+        return [(key, (*path, key)) for key in node]
+    return [(node, path)] if isinstance(node, str) else []
 
 
 def opening_brackets(line: bytes | str) -> int:

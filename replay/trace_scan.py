@@ -28,6 +28,7 @@ from typing import BinaryIO
 from tandem.domain.inputs import INPUT_DECODER
 from tandem.replay.engine import Located
 from tandem.replay.traces import (
+    Horizon,
     Leap,
     SchemaError,
     TimeLeaps,
@@ -99,10 +100,13 @@ class ScannedTrace:
                 offset = group.end_offset
 
 
-def scan_trace(path: str, name: str | None = None, not_before: datetime.datetime | None = None) -> ScannedTrace:
+def scan_trace(
+    path: str, name: str | None = None, not_before: datetime.datetime | None = None, horizon: Horizon | None = None
+) -> ScannedTrace:
     """Pass 1: check every line of the file at `path` as `parse_trace` does;
     raise TraceInvalid listing up to 20 bad lines, FileNotFoundError if it
-    cannot be read. `not_before`: the time the first input must not precede."""
+    cannot be read. `not_before`: the time the first input must not precede;
+    `horizon`: the latest time any may carry (tandem ingest)."""
     errors: list[SchemaError] = []
     errors_total = 0
     groups: list[_Group] = []
@@ -113,6 +117,8 @@ def scan_trace(path: str, name: str | None = None, not_before: datetime.datetime
     with _open(path) as stream:
         for number, line, end_offset, whole in _file_lines(stream):
             read = over_the_limit(line) if isinstance(line, int) else read_line(line, number, previous_at, None)
+            if horizon is not None and read is not None and not isinstance(read, str):
+                read = horizon.problem(read.at) or read
             if isinstance(read, str):
                 errors_total += 1
                 if len(errors) < schema_errors_shown_max:

@@ -126,6 +126,27 @@ class TimeLeaps:
                 self.found.append((line, previous, at))
 
 
+@dataclass(frozen=True, slots=True)
+class Horizon:
+    """The latest `at` a trace may carry: `now`, the wall clock (read by the
+    adapter: this layer reads none), plus `ahead_s`. A later `at` would stamp
+    every input after it, live ones too, with its time, for good (one typo,
+    9999-12-31, and the service's clock stops). `remedy`: how the caller
+    takes such a trace anyway, said in the message."""
+
+    now: datetime.datetime
+    ahead_s: int
+    remedy: str
+
+    def problem(self, at: datetime.datetime) -> str | None:
+        if (at - self.now).total_seconds() <= self.ahead_s:
+            return None
+        return (
+            f"`at` {format_at(at)} is more than {self.ahead_s} s ahead of this machine's clock ({format_at(self.now)}): "
+            f"every later input, live ones too, would have to come after it; {self.remedy}"
+        )
+
+
 def time_leaps(trace: Trace, gap_s: int = time_leap_warning_s) -> list[Leap]:
     """(line, previous `at`, its `at`) for each input more than `gap_s` after the input before it."""
     leaps = TimeLeaps(gap_s)

@@ -17,9 +17,11 @@ from typing import Any
 
 import msgspec
 
+from tandem.adapters.edge import at_ahead_max_s
+from tandem.adapters.health_file import utc_now
 from tandem.adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
 from tandem.adapters.render import render_document, render_view
-from tandem.adapters.store import open_store
+from tandem.adapters.store import open_store, parse_store_url
 from tandem.adapters.terminal import printable
 from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock
 from tandem.domain.inputs import format_at
@@ -27,6 +29,7 @@ from tandem.projections import VIEW_NAMES, Views
 from tandem.replay.engine import Engine
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
 from tandem.replay.trace_scan import ScannedTrace, TraceChanged, scan_trace
+from tandem.replay.traces import Horizon
 
 # 0 done; 1 the store or a file could not be used (or what the command
 # checks does not hold); 2 bad usage or bad input (a trace, a scenario, a line).
@@ -135,7 +138,14 @@ def trace_name(text: str) -> str:
 
 
 def trace_options(parser: argparse.ArgumentParser) -> None:
-    """--batch and --name, for the commands that apply traces."""
+    """--batch, --name and --allow-future, for the commands that apply traces."""
+    parser.add_argument(
+        "--allow-future",
+        action="store_true",
+        help=f"take an `at` more than {at_ahead_max_s} s ahead of this machine's clock; without it such a line is "
+        "refused (exit 2, `line N: ...`, nothing written) when the store is not memory:, since every later input, "
+        "live ones too, must come after it",
+    )
     parser.add_argument(
         "--batch",
         type=batch_size,
@@ -151,19 +161,30 @@ def trace_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def horizon_of(args: argparse.Namespace, store_url: str) -> Horizon | None:
+    """The latest `at` a trace appended to `store_url` may carry: this
+    machine's clock plus `at_ahead_max_s` (as for a live input), unless
+    --allow-future, or the store is memory: (private to the process, gone
+    at its end: no live input will ever follow)."""
+    if args.allow_future or parse_store_url(store_url).kind == "memory":
+        return None
+    return Horizon(utc_now(), at_ahead_max_s, "give --allow-future if it is meant")
+
+
 def ingest_files(
     engine: Engine, paths: list[str], name: str | None, batch: int, quiet: bool, until_line: int | None = None,
-    warn_leaps: bool = False,
+    warn_leaps: bool = False, horizon: Horizon | None = None,
 ) -> None:  # fmt: skip
     """Apply the traces at `paths`, in order, each validated before anything
     is written; `until_line` keeps only the inputs on lines 1..until_line;
-    `warn_leaps` (tandem ingest): say which inputs leap more than a day ahead."""
+    `warn_leaps` (tandem ingest): say which inputs leap more than a day ahead;
+    `horizon`: refuse a line whose `at` is after it."""
     if name is not None and len(paths) > 1:
         raise CliError("--name names one trace; give one TRACE with it", EXIT_USAGE)
     traces = []
     for path in paths:  # check every trace before writing anything (pass 1: streaming, nothing kept)
         try:
-            traces.append(scan_trace(path, name))
+            traces.append(scan_trace(path, name, horizon=horizon))
         except FileNotFoundError as error:
             raise CliError(str(error), EXIT_USAGE) from error
     for trace in traces:

@@ -17,8 +17,10 @@ NAME = "daemon"
 ORDER = 14
 HELP = "run the engine: apply spooled traces and the watchdog's facts as they arrive"
 DESCRIPTION = (
-    "The long-running engine (docs/operations.md). Records daemon.start, then applies "
-    "trace files renamed into --spool (in name order, each exactly once, even across a crash), imports "
+    "The long-running engine (docs/operations.md). Applies the files waiting in --spool (scanning it again "
+    "until a scan finds nothing new), then records daemon.start; from then on it applies "
+    "trace files renamed into --spool (in name order, each exactly once, even across a crash; one whose `at` "
+    "is behind the store's last input is refused whole and raises incident spool_file_late/N naming it), imports "
     "the watchdog's heartbeats and incidents from --watchdog-db (read-only, once by id), records a tick "
     "when idle, and rewrites the health snapshot --health. On SIGTERM or SIGINT it records "
     "daemon.stop (expected), publishes state stopped and exits 0."

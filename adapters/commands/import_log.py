@@ -27,7 +27,7 @@ from tandem.adapters.commands.common import EXIT_USAGE, CliError, batch_size, op
 from tandem.adapters.store import store_url_help
 from tandem.adapters.terminal import printable
 from tandem.domain.events import AnyEvent, decode_event
-from tandem.domain.nesting import nesting_depth_max, repeated_key_error, too_deep
+from tandem.domain.nesting import lone_surrogate_error, nesting_depth_max, repeated_key_error, too_deep
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
 
 # An event holds its input one level down (`InputAccepted.input`), and the
@@ -44,7 +44,10 @@ def decode_foreign_event(data: bytes) -> AnyEvent:
     refusal = too_deep(data, event_nesting_depth_max)
     if refusal is not None:
         raise refusal
-    event = decode_event(data)
+    try:
+        event = decode_event(data)
+    except msgspec.DecodeError as error:
+        raise lone_surrogate_error(data) or error from None
     # Stored byte for byte: a repeated key would be read one way here, another way elsewhere.
     refusal = repeated_key_error(data)
     if refusal is not None:

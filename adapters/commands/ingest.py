@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tandem.adapters.commands.common import ingest_files, open_or_fail, store_url_default, trace_options
+from tandem.adapters.commands.common import horizon_of, ingest_files, open_or_fail, store_url_default, trace_options
+from tandem.adapters.edge import at_ahead_max_s
 from tandem.adapters.snapshots_beside import snapshots_beside_for
 from tandem.replay.engine import Engine
 
@@ -15,7 +16,9 @@ HELP = "append traces to a persistent store (resumable)"
 DESCRIPTION = (
     "Append each TRACE to the store, committing --batch inputs per transaction. "
     "Interrupted and run again, it resumes after the last committed batch; no input is applied twice. "
-    "Every trace is validated before anything is written. It holds the store's writer lock throughout: "
+    "Every trace is validated before anything is written (a bad line: exit 2, `line N: ...`). A line whose `at` "
+    f"is more than {at_ahead_max_s} s ahead of this machine's clock is bad too, unless --allow-future: every later "
+    "input, live ones too, would have to come after it. It holds the store's writer lock throughout: "
     "while another writer holds it, it exits 1 at once (`store URL is locked by pid N on HOST since T`). "
     "Every 50,000 events or so a snapshot (so that the next start folds only what came after) is written by "
     "a process of its own beside it, which it waits for before it exits."
@@ -34,7 +37,8 @@ def run(args: argparse.Namespace) -> None:
     with open_or_fail(args.store, writing=True) as store:
         # It prints no view, and its snapshots are written by a process beside it.
         engine = Engine(store, with_views=False, snapshots_beside=snapshots_beside_for(args.store))
-        ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet, warn_leaps=True)
+        horizon = horizon_of(args, args.store)
+        ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet, warn_leaps=True, horizon=horizon)
         _finish_snapshot(engine, args.quiet)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tandem.adapters.commands.common import (
+    horizon_of,
     ingest_files,
     integer_at_least,
     open_or_fail,
@@ -12,6 +13,7 @@ from tandem.adapters.commands.common import (
     trace_options,
     view_name,
 )
+from tandem.adapters.edge import at_ahead_max_s
 from tandem.projections import VIEW_NAMES
 from tandem.replay.engine import Engine
 
@@ -20,7 +22,8 @@ ORDER = 10
 HELP = "apply a trace and print the views"
 DESCRIPTION = (
     "Validate TRACE, apply every input, print the views. "
-    "Nothing is written if any line is bad (exit 2, `line N: ...`)."
+    "Nothing is written if any line is bad (exit 2, `line N: ...`). With a --store other than memory:, an `at` "
+    f"more than {at_ahead_max_s} s ahead of this machine's clock is bad too, unless --allow-future."
 )
 EPILOG = None
 
@@ -46,6 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     with open_or_fail(args.store, writing=True) as store:  # memory: (the default) needs no lock
         engine = Engine(store)
-        ingest_files(engine, [args.trace], args.name, args.batch, quiet=True, until_line=args.until)
+        horizon = horizon_of(args, args.store)
+        ingest_files(engine, [args.trace], args.name, args.batch, quiet=True, until_line=args.until, horizon=horizon)
     assert engine.views is not None
     print_views(engine.views, args.view, args.json)
