@@ -221,7 +221,7 @@ class Runtime:
 
     def __post_init__(self) -> None:
         self.side_files = SideFiles(lambda: format_time(self.clock()) or "", self.monotonic)
-        self.spool = Spool(self.settings.spool, self.settings.spool_actors) if self.settings.spool else None
+        self.spool = Spool(self.settings.spool, self.settings.spool_actors, self.side_files) if self.settings.spool else None
         self.importer = WatchdogImport(self.settings.watchdog_db) if self.settings.watchdog_db else None
         self.started_at = self.clock()
         self.last_activity = self.monotonic()  # last input submitted, for idle ticks

@@ -1,11 +1,12 @@
 """Side files: what the runtime writes beside its store for others to read
-(the health snapshot, for the watchdog). None of them is the log, so none
-may stop the engine: a side file that cannot be written (a full volume, no
-permission, a read-only file system, a quota, its folder gone) is a fact,
-not an exit. It is said on stderr (a warning with the reason, at most once
-every `side_file_warning_interval_s` while it lasts), listed in `degraded`
-of `GET /v1/health` (docs/api.md) from its first failure until it is
-written again, and its recovery is said once.
+(the health snapshot, for the watchdog; a refused spool file's reasons, for
+whoever dropped it). None of them is the log, so none may stop the engine:
+a side file that cannot be written (a full volume, no permission, a
+read-only file system, a quota, its folder gone) is a fact, not an exit.
+It is said on stderr (a warning with the reason, at most once every
+`side_file_warning_interval_s` while it lasts), listed in `degraded` of
+`GET /v1/health` (docs/api.md) from its first failure until it is written
+again, and its recovery is said once.
 
 Only OSError is taken so: anything else is a bug, and is raised as before.
 A side file of another kind reports the same way under a name of its own
@@ -24,7 +25,7 @@ from tandem.adapters.terminal import printable
 
 side_file_warning_interval_s = 60.0
 # What each side file is called in `degraded` (the key) and in the log (the value).
-side_file_names = {"health_file": "the health file"}
+side_file_names = {"health_file": "the health file", "spool_reasons": "the reasons of a refused spool file"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,6 +96,33 @@ def test_a_daemon_whose_health_file_cannot_be_written_keeps_running(full_disk, t
     assert read_snapshot(health)["state"] == "stopped"  # type: ignore[index]
 
 
+def test_a_refused_spool_file_whose_reasons_cannot_be_written_stays_in_the_spool(full_disk, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The spool on the full disk: a refused file's `.error` cannot be
+    written, so the file stays in the spool (not lost, not moved without its
+    reasons), the daemon goes on (a good file after it is applied), and once
+    there is room it is rejected with its reasons."""
+    full_disk.free()
+    spool = full_disk.mount / "spool"
+    with running_daemon(tmp_path, spool, tmp_path / "health.json") as (daemon, log):
+        (spool / ".bad.tmp").write_text("not a trace\n")
+        (spool / ".good.tmp").write_text(tick_line)
+        full_disk.fill()
+        (spool / ".bad.tmp").rename(spool / "bad.jsonl")
+        (spool / ".good.tmp").rename(spool / "good.jsonl")
+        wait_for(lambda: (spool / "done" / "good.jsonl").exists(), "the good file applied", log)
+        time.sleep(watch_s)
+        assert daemon.poll() is None, log()
+        assert (spool / "bad.jsonl").exists() and list((spool / "rejected").iterdir()) == [], log()
+        assert log().count("cannot write the reasons of a refused spool file") == 1, log()
+
+        full_disk.free()
+        wait_for(lambda: (spool / "rejected" / "bad.jsonl").exists(), "the bad file rejected", log)
+        assert "line 1" in (spool / "rejected" / "bad.jsonl.error").read_text()
+        assert not (spool / "bad.jsonl").exists()
+        stop(daemon, log)
+    assert log().count(recovered) == 1, log()
+
+
 def test_serve_whose_health_file_cannot_be_written_serves_and_says_so(full_disk, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     health = full_disk.mount / "health.json"
     url = f"sqlite:///{tmp_path / 't.db'}"
