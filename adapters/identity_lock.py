@@ -72,8 +72,7 @@ class IdentityLocks:
         leaves a database it wrote non-empty, or its `-wal` beside it)."""
         with self._guard:
             descriptor = self._open[identity]
-            if remove is not None and _unwritten(remove, identity):
-                os.unlink(remove)
+            if remove is not None and _unwritten(remove, identity) and _removed(remove):
                 del self._open[identity]
                 os.close(descriptor)
             else:
@@ -104,6 +103,14 @@ def _open_or_create(path: str) -> tuple[int, bool]:
         return os.open(path, flags | os.O_CREAT | os.O_EXCL, created_file_mode), True
     except FileExistsError:
         return os.open(path, flags), False  # another process made it meanwhile
+
+
+def _removed(path: str) -> bool:
+    try:
+        os.unlink(path)
+    except OSError:
+        return False  # left as it is: an empty database, which its next writer fills
+    return True
 
 
 def _unwritten(path: str, identity: Identity) -> bool:

@@ -201,8 +201,10 @@ class _FileWriterLock(WriterLock):
 
     def release(self) -> None:
         if not self.released:
-            self._database.release()  # first: an unwritten file it made goes while the name is still locked
-            self._lock.release()
+            try:
+                self._database.release()  # first: an unwritten file it made goes while the name is still locked
+            finally:
+                self._lock.release()
         super().release()
 
 
