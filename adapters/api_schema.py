@@ -122,9 +122,19 @@ class EventsPage(Struct, frozen=True):
     next_after: int | None
 
 
+class Degraded(Struct, frozen=True):
+    """A side file the runtime cannot write now (adapters/side_files.py): which, where, why, since when."""
+
+    what: str  # "health_file"
+    path: str
+    reason: str  # the system's words: "No space left on device"
+    since: str  # RFC 3339 UTC, its first failure
+
+
 class Health(Struct, frozen=True, omit_defaults=True):
-    """The writer answers the first three only; a follower or a standby
-    (`tandem serve --follow` / `--standby`) adds the rest (docs/api.md)."""
+    """The writer answers the first three only, and `degraded` while a side
+    file cannot be written; a follower or a standby (`tandem serve --follow`
+    / `--standby`) adds the rest (docs/api.md)."""
 
     status: str
     position: int
@@ -136,6 +146,7 @@ class Health(Struct, frozen=True, omit_defaults=True):
     looked_s_ago: float | None = None  # since it last read the store's head
     listening: bool | None = None  # its LISTEN session is up (PostgreSQL)
     writer_holder: str | None = None  # who holds the writer lock: "pid N on HOST since T"
+    degraded: list[Degraded] | None = None  # side files that cannot be written now; absent when none
 
 
 def _errors(*statuses: int) -> dict[int, ResponseSpec]:

@@ -37,9 +37,13 @@ class ExclusiveLock:
             holder = self.file.read().strip()
             self.file.close()
             raise LockHeld(f"{held_by} (pid {holder or '?'}; lock {path})", holder) from None
+        self.write(f"{os.getpid()}\n" if record is None else record)
+
+    def write(self, record: str) -> None:
+        """Replace the record in the lock file (while holding the lock)."""
         self.file.seek(0)
         self.file.truncate()
-        self.file.write(f"{os.getpid()}\n" if record is None else record)
+        self.file.write(record)
         self.file.flush()
 
     def release(self) -> None:

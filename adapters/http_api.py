@@ -50,6 +50,7 @@ from tandem.adapters.api_schema import (
     ERRORS_WRITE,
     INPUT_SCHEMA_NAME,
     INPUT_SCHEMAS,
+    Degraded,
     ErrorBody,
     EventsPage,
     Health,
@@ -460,10 +461,11 @@ async def get_health(request: Request) -> Response[Health]:
         committed = f" (the last committed position: {engine.committed})" if engine is not None else ""
         raise ApiError(503, "store_unavailable", f"the store cannot be read now; it is folded again at the next request{committed}")
     follower = service.follower
+    degraded = [Degraded(**fact) for fact in service.runtime.side_files.degraded()] or None
     if follower is not None and not follower.writing:
-        body = Health(status="ok", position=engine.committed, writer=False, **follower.health())
+        body = Health(status="ok", position=engine.committed, writer=False, degraded=degraded, **follower.health())
     else:
-        body = Health(status="ok", position=engine.committed, writer=True)
+        body = Health(status="ok", position=engine.committed, writer=True, degraded=degraded)
     return Response(msgspec.json.encode(body), media_type=JSON)
 
 

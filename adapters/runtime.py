@@ -46,6 +46,7 @@ from tandem.adapters.edge import SPOOL_ACTORS_DEFAULT, LiveEdge
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
 from tandem.adapters.ingest import ingest_batch_inputs_max
+from tandem.adapters.side_files import SideFiles
 from tandem.adapters.snapshots_beside import snapshots_beside_for
 from tandem.adapters.spool import Spool, SpoolApplied, SpoolLate
 from tandem.adapters.store import open_store, redacted
@@ -234,7 +235,8 @@ class Runtime:
     read_only: Callable[[], str] | None = None
 
     def __post_init__(self) -> None:
-        self.spool = Spool(self.settings.spool, self.settings.spool_actors) if self.settings.spool else None
+        self.side_files = SideFiles(lambda: format_time(self.clock()) or "", self.monotonic)
+        self.spool = Spool(self.settings.spool, self.settings.spool_actors, self.side_files) if self.settings.spool else None
         self.importer = WatchdogImport(self.settings.watchdog_db) if self.settings.watchdog_db else None
         self.started_at = self.clock()
         self.last_activity = self.monotonic()  # last input submitted, for idle ticks
@@ -459,7 +461,10 @@ class Runtime:
             return
         if state is None:
             state = "running" if self.running else "starting"
-        write_snapshot(self.settings.health, self.snapshot(state, expected_stop))
+        path, snapshot = self.settings.health, self.snapshot(state, expected_stop)
+        # A snapshot that cannot be written is a fact, never an exit (adapters/side_files.py);
+        # the next try is at the next interval.
+        self.side_files.write("health_file", path, lambda: write_snapshot(path, snapshot))
         self.last_published = self.monotonic()
 
     def publish_if_due(self) -> None:

@@ -244,6 +244,9 @@ class StoresFront:
                 "position": engine.committed if engine is not None else 0,
                 "writer": True,
             }
+            degraded = member.service.runtime.side_files.degraded()
+            if degraded:
+                stores[member.name]["degraded"] = degraded
         down = [name for name, health in stores.items() if health["status"] != "ok"]
         if down:
             status = 503

@@ -29,15 +29,17 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tandem.adapters.edge import EdgeRefused, LiveEdge, spool_admit
-from tandem.adapters.health_file import write_atomically
+from tandem.adapters.health_file import format_time, utc_now, write_atomically
 from tandem.adapters.ingest import BehindStore, TraceMismatch, ingest
 from tandem.adapters.process import ProcessError, log
+from tandem.adapters.side_files import SideFiles
 from tandem.adapters.terminal import printable
 from tandem.adapters.trace import TraceInvalid, parse_trace
 from tandem.domain.inputs import Input
@@ -145,9 +147,11 @@ def file_problem(status: os.stat_result) -> str | None:
 class Spool:
     """The spool folder and its `done/` and `rejected/` subfolders."""
 
-    def __init__(self, folder: Path, actors: tuple[str, ...]) -> None:
+    def __init__(self, folder: Path, actors: tuple[str, ...], side_files: SideFiles | None = None) -> None:
         self.folder = folder
         self.actors = actors
+        # A refused file's reasons that cannot be written are a fact, not an exit (adapters/side_files.py).
+        self.side_files = side_files or SideFiles(lambda: format_time(utc_now()) or "", time.monotonic)
         self.done = folder / "done"
         self.rejected = folder / "rejected"
         self._said: str | None = None  # the last folder problem logged, to log each once
@@ -278,14 +282,18 @@ class Spool:
 
     def reject(self, path: Path, reasons: list[str]) -> Path | None:
         """Move `path` to `rejected/` with its reasons beside it. The reasons
-        are written first: a crash in between leaves the file in the spool,
-        to be judged (and rejected) again."""
+        are written first: a crash in between, or reasons that cannot be
+        written (a full disk), leaves the file in the spool, to be judged (and
+        rejected) again."""
         problem = folder_problem(self.rejected, "rejected/")
         if problem is not None:
             log(f"{printable(path.name)}: left in the spool, not moved: {problem}")
             return None
         target = _free_path(self.rejected, path.name)
-        write_atomically(target.with_name(target.name + error_suffix), ("\n".join(reasons) + "\n").encode())
+        reasons_file = target.with_name(target.name + error_suffix)
+        data = ("\n".join(reasons) + "\n").encode()
+        if not self.side_files.write("spool_reasons", reasons_file, lambda: write_atomically(reasons_file, data)):
+            return None  # left in the spool, judged again at the next round
         moved = self._move(path, self.rejected, target)
         if moved is not None:
             log(f"{printable(path.name)}: rejected, nothing of it applied; moved to rejected/ ({printable(reasons[0])})")

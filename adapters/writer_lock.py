@@ -4,7 +4,9 @@ append to a store (`serve`, `daemon`, `ingest`, `replay --store`, `demo`,
 
     memory:       nothing to lock: a memory store is private to its process.
     SQLite:       `flock` on `{database}-writer.lock`, beside the database
-                  file; the file holds the holder's pid, host and since (JSON).
+                  file (symlinks resolved), and on the database file itself;
+                  the lock file holds the holder's pid, host and since, and
+                  the database file's device and inode (JSON).
     PostgreSQL:   a session-level advisory lock, keys (tandem's class id,
                   crc32 of the events table), on a connection of its own held
                   open for the lock's life; the holder's pid, host and since
@@ -17,10 +19,35 @@ before a restart.
 
 A refused writer gets `WriterLocked`, whose message is exactly
 `store URL is locked by pid N on HOST since T` (T in RFC 3339, UTC, seconds).
+
+SQLite: one lock per database file, whatever name reaches it. A lock file
+named after the path alone let a writer in through a symlink or a hard link
+beside a running one (issue 22). A symlink can be resolved, so the lock file
+sits beside the real file; a hard link cannot (no name is the real one), so
+the writer also locks the database file itself, by its identity: `flock` is
+kept on the inode, whichever name opened it (adapters/identity_lock.py,
+which also says why its descriptor is never closed beside an open store).
+That covers a hard link, and a file renamed under its writer, across
+processes and containers sharing the file. Chosen over a lock file named
+after (device, inode) in a well-known folder, which two users, two mount
+namespaces (a private /tmp, a container) or a cleaner of /tmp would each
+split in two. A database that does not exist yet is created (empty) by the
+lock, locked by its identity, and the path checked to still name it; one
+that stays unwritten is removed at release.
+
+A file with more than one hard link is refused to every writer, holder or
+not: SQLite names its `-wal` and `-shm` after the name it opened (it
+resolves symlinks itself), so writers under two names keep two WALs, and
+one after the other (a crash leaving the first's WAL behind) they lose each
+other's commits; SQLite calls a link count other than 1 undefined behaviour.
+While another process holds the file, the refusal names it instead, found by
+the file's identity in the lock files of its folder (a name in another
+folder leaves the holder unknown: `pid ? on ? since ?`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import socket
@@ -32,6 +59,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tandem.adapters.file_lock import ExclusiveLock, LockHeld
+from tandem.adapters.identity_lock import Attempt, Identity, identity_locks, identity_of
 from tandem.adapters.store import StoreAddress, parse_store_url, postgres_connect_timeout_s, redacted
 from tandem.replay.port import StoreError
 
@@ -41,6 +69,9 @@ writer_table_suffix = "_writer"
 # writes it just after it takes the lock), and how often it looks meanwhile.
 holder_record_wait_s = 0.5
 holder_record_poll_s = 0.02
+# A holder found under another name of the file: its lock file is looked for
+# among this many entries of the database's folder, at most.
+holder_scan_entries_max = 10_000
 lock_connect_timeout_s = postgres_connect_timeout_s
 # The first key of every tandem advisory lock ("TAND"), so that ours never
 # meet another application's; the second is the events table's crc32.
@@ -146,15 +177,17 @@ def _acquire_until_known(url: str, attempt: Callable[[], WriterLock | WriterHold
 
 
 def writer_lock_path(database: str) -> Path:
-    """The lock file of the SQLite database at `database`."""
-    return Path(database + writer_lock_file_suffix)
+    """The lock file of the SQLite database at `database`: beside the file
+    it names, symlinks resolved (every symlink to it shares the one file)."""
+    return Path(os.path.realpath(database) + writer_lock_file_suffix)
 
 
 class _FileWriterLock(WriterLock):
-    def __init__(self, url: str, path: Path, lock: ExclusiveLock) -> None:
-        super().__init__(url, f"flock on {path}")
+    def __init__(self, url: str, path: Path, lock: ExclusiveLock, database: _HeldDatabase) -> None:
+        super().__init__(url, f"flock on {path} and on {database.path}")
         self.path = path
         self._lock = lock
+        self._database = database
 
     def check(self) -> None:
         # Someone who deletes or replaces the file lets another writer lock a
@@ -168,29 +201,101 @@ class _FileWriterLock(WriterLock):
 
     def release(self) -> None:
         if not self.released:
-            self._lock.release()
+            try:
+                self._database.release()  # first: an unwritten file it made goes while the name is still locked
+            finally:
+                self._lock.release()
         super().release()
 
 
 def _try_file_lock(url: str, address: StoreAddress) -> WriterLock | WriterHolder | None:
-    path = writer_lock_path(address.path)
-    record = json.dumps(this_holder()._asdict()) + "\n"
+    """The name's lock file first (its record names the holder), then the
+    database file itself, by identity; the record then names the file too."""
+    database = os.path.realpath(address.path)
+    path = Path(database + writer_lock_file_suffix)
+    holder = this_holder()
     try:
-        lock = ExclusiveLock(path, "the store has a writer", record)
+        lock = ExclusiveLock(path, "the store has a writer", _record(holder))
     except LockHeld as error:
         if error.holder is None:
             raise StoreError(f"cannot lock {redacted(url)} for writing: {error}") from None
         return _holder_from_record(error.holder)
-    return _FileWriterLock(url, path, lock)
+    try:
+        outcome = _lock_database(url, database)
+    except BaseException:
+        lock.release()
+        raise
+    if not isinstance(outcome, _HeldDatabase):
+        lock.release()
+        return outcome
+    lock.write(_record(holder, outcome.identity))
+    return _FileWriterLock(url, path, lock, outcome)
+
+
+class _HeldDatabase:
+    """The lock on the database file itself (adapters/identity_lock.py). A
+    file this lock created and nobody wrote is removed at release: a writer
+    that wrote nothing leaves no store behind, as before the file was locked."""
+
+    def __init__(self, path: str, attempt: Attempt) -> None:
+        self.path = path
+        self.identity = attempt.identity
+        self.created = attempt.created
+
+    def release(self) -> None:
+        identity_locks.unlock(self.identity, remove=self.path if self.created else None)
+
+
+def _lock_database(url: str, database: str) -> _HeldDatabase | WriterHolder | None:
+    """Lock the database file at `database` (a resolved path) by its
+    identity, creating it if missing: held, or who holds it (None: not known
+    yet, or the path was replaced meanwhile: look again). A file with more
+    than one name (hard links) is refused: SQLite names its `-wal` after the
+    name a writer opens, so each name would keep a WAL of its own."""
+    if os.path.isdir(database):
+        raise StoreError(f"cannot open {redacted(url)}: {database!r} is a directory")
+    try:
+        attempt = identity_locks.try_lock(database)
+    except OSError as error:
+        raise StoreError(f"cannot lock {redacted(url)} for writing: cannot open {database!r}: {error.strerror}") from None
+    if not attempt.taken:
+        return _holder_by_identity(database, attempt.identity)
+    held = _HeldDatabase(database, attempt)
+    try:
+        now: os.stat_result | None = os.stat(database)
+    except OSError:
+        now = None
+    if now is None or identity_of(now) != attempt.identity:
+        held.release()
+        return None  # renamed or replaced between the open and the lock
+    if now.st_nlink > 1:
+        held.release()
+        raise StoreError(
+            f"cannot lock {redacted(url)} for writing: {database!r} has {now.st_nlink} hard links (SQLite keeps a -wal"
+            " beside the name each writer opens, so writers under two names would lose each other's commits): remove its other names"
+        )
+    return held
+
+
+def _record(holder: WriterHolder, identity: Identity | None = None) -> str:
+    fields: dict[str, Any] = holder._asdict()
+    if identity is not None:
+        fields["device"], fields["inode"] = identity
+    return json.dumps(fields) + "\n"
+
+
+def _fields(text: str) -> dict[str, Any] | None:
+    try:
+        fields = json.loads(text)
+    except ValueError:
+        return None
+    return fields if isinstance(fields, dict) else None
 
 
 def _holder_from_record(text: str) -> WriterHolder | None:
     """The holder a lock file names, or None if it is empty or half written."""
-    try:
-        fields = json.loads(text)
-        pid, host, since = fields["pid"], fields["host"], fields["since"]
-    except (ValueError, TypeError, KeyError):
-        return None
+    fields = _fields(text) or {}
+    pid, host, since = fields.get("pid"), fields.get("host"), fields.get("since")
     if not isinstance(pid, int) or not isinstance(host, str) or not isinstance(since, str):
         return None
     if pid < 1 or (host == socket.gethostname() and not _process_exists(pid)):
@@ -198,6 +303,46 @@ def _holder_from_record(text: str) -> WriterHolder | None:
         # holder's flock and its rewriting the file.
         return None
     return WriterHolder(pid, host, since)
+
+
+def _holder_by_identity(database: str, identity: Identity) -> WriterHolder | None:
+    """The live holder whose record names the database file `identity`,
+    whatever name it locked it by: the lock file beside `database` first,
+    then the others of its folder (a hard link's, a renamed file's). None
+    when none does: not written yet (the holder writes it just after it
+    locks the file), or a name in another folder."""
+    beside = database + writer_lock_file_suffix
+    for candidate in [beside, *(name for name in _lock_files_in(os.path.dirname(database)) if name != beside)]:
+        try:
+            text = Path(candidate).read_text()
+        except OSError:
+            continue
+        fields = _fields(text) or {}
+        if (fields.get("device"), fields.get("inode")) == identity:
+            holder = _holder_from_record(text)
+            if holder is not None:
+                return holder
+    return None
+
+
+def _lock_files_in(folder: str) -> list[str]:
+    """The writer lock files among the first `holder_scan_entries_max` entries of `folder`."""
+    try:
+        with os.scandir(folder) as entries:
+            first = itertools.islice(entries, holder_scan_entries_max)
+            return [entry.path for entry in first if entry.name.endswith(writer_lock_file_suffix)]
+    except OSError:
+        return []
+
+
+def _sqlite_holder(path: str) -> WriterHolder | None:
+    """Who holds the SQLite database at `path` (any of its names), if anyone."""
+    database = os.path.realpath(path)
+    try:
+        identity = identity_of(os.stat(database))
+    except OSError:
+        return None
+    return _holder_by_identity(database, identity)
 
 
 def _process_exists(pid: int) -> bool:
@@ -424,10 +569,7 @@ class HolderProbe:
     def read(self) -> WriterHolder | None:
         """The holder, or None when nobody holds it (or it cannot be told)."""
         if self.address.kind == "sqlite":
-            try:
-                return _holder_from_record(writer_lock_path(self.address.path).read_text())
-            except OSError:
-                return None
+            return _sqlite_holder(self.address.path)
         if self.address.kind != "postgresql":
             return None
         import psycopg

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tandem.adapters.client import Client
@@ -129,6 +130,23 @@ class Served:
                 self.stop()
             finally:
                 self.kill()
+
+
+@contextmanager
+def small_tmpfs(mount: Path, kib: int) -> Iterator[Path]:
+    """A tmpfs of `kib` KiB mounted at `mount` (a new folder) for the block:
+    a small disk, for real. Mounting needs root, as in CI: a test that needs
+    one skips when not root, and fails where root cannot mount."""
+    if os.geteuid() != 0:
+        import pytest
+
+        pytest.skip("mounting a tmpfs needs root")
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
 
 
 def postgres_store_url() -> Iterator[str]:

@@ -11,14 +11,13 @@ where it cannot mount, it fails rather than skip, unless not root.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.serving import tandem
+from tests.e2e.serving import small_tmpfs, tandem
 
 REPO = Path(__file__).resolve().parents[2]
 small_kib = 256  # room for a few dozen of these inputs, not for all of them
@@ -28,15 +27,8 @@ inputs = 400
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={small_kib}k", "tmpfs", str(mount)], check=True)
-    try:
+    with small_tmpfs(tmp_path / "disk", small_kib) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)
 
 
 def big_trace(path: Path) -> Path:

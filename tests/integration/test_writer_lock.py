@@ -274,3 +274,85 @@ def test_every_writing_command_is_refused_while_locked(  # type: ignore[no-untyp
     assert head_of(lock_url) == head
     for reader in (["verify", "--store", lock_url], ["export", "--store", lock_url, "--output", str(exported)]):
         assert main(reader) == 0, reader
+
+
+# ------------------------------------------- SQLite: one lock per file, not per name
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture
+def aliases(tmp_path: Path) -> dict[str, Path]:
+    """A store, `s.db`, and two more names for it: a symlink and a hard link
+    (made after the store, as an operator would beside a running writer)."""
+    database = tmp_path / "s.db"
+    assert main(["ingest", "--quiet", "--store", sqlite_url(database), str(fixture_trace)]) == 0
+    (tmp_path / "sym.db").symlink_to("s.db")
+    return {"file": database, "symlink": tmp_path / "sym.db", "hard link": tmp_path / "hard.db"}
+
+
+@pytest.mark.parametrize("alias", ["symlink", "hard link"])
+def test_sqlite_another_name_of_a_locked_file_is_refused_naming_the_holder(  # type: ignore[no-untyped-def]
+    aliases: dict[str, Path], start_holder, alias: str
+) -> None:
+    holder = start_holder(sqlite_url(aliases["file"]))
+    os.link(aliases["file"], aliases["hard link"])
+    url = sqlite_url(aliases[alias])
+    with pytest.raises(WriterLocked) as refused:
+        acquire_writer_lock(url)
+    assert_names_holder(str(refused.value), url, holder.pid)
+
+
+@pytest.mark.parametrize("alias", ["symlink", "hard link"])
+def test_sqlite_one_process_locking_a_file_under_two_names_is_refused(aliases: dict[str, Path], alias: str) -> None:
+    with acquire_writer_lock(sqlite_url(aliases["file"])):
+        os.link(aliases["file"], aliases["hard link"])
+        url = sqlite_url(aliases[alias])
+        with pytest.raises(WriterLocked) as refused:
+            acquire_writer_lock(url)
+        assert_names_holder(str(refused.value), url, os.getpid())
+    aliases["hard link"].unlink()
+    # And the other way round: held under the symlink, the file's own name is refused.
+    if alias == "symlink":
+        with acquire_writer_lock(sqlite_url(aliases["symlink"])), pytest.raises(WriterLocked) as refused:
+            acquire_writer_lock(sqlite_url(aliases["file"]))
+        assert_names_holder(str(refused.value), sqlite_url(aliases["file"]), os.getpid())
+
+
+def test_sqlite_a_file_with_two_hard_links_is_refused_to_every_writer(aliases: dict[str, Path]) -> None:
+    # SQLite names its -wal after the name it opened: two names, two WALs.
+    os.link(aliases["file"], aliases["hard link"])
+    for name in ("file", "hard link"):
+        with pytest.raises(StoreError, match="has 2 hard links") as refused:
+            acquire_writer_lock(sqlite_url(aliases[name]))
+        assert not isinstance(refused.value, WriterLocked)
+    aliases["hard link"].unlink()
+    acquire_writer_lock(sqlite_url(aliases["file"])).release()
+
+
+def test_sqlite_a_renamed_file_is_still_locked_by_its_holder(aliases: dict[str, Path], start_holder) -> None:  # type: ignore[no-untyped-def]
+    holder = start_holder(sqlite_url(aliases["file"]))
+    moved = aliases["file"].with_name("moved.db")
+    aliases["file"].rename(moved)
+    with pytest.raises(WriterLocked) as refused:
+        acquire_writer_lock(sqlite_url(moved))
+    assert_names_holder(str(refused.value), sqlite_url(moved), holder.pid)
+
+
+def test_sqlite_a_new_store_is_locked_under_every_name_and_left_absent_if_unused(tmp_path: Path) -> None:
+    (tmp_path / "sym.db").symlink_to("new.db")  # dangling: the first writer creates new.db
+    with acquire_writer_lock(sqlite_url(tmp_path / "sym.db")):
+        with pytest.raises(WriterLocked):
+            acquire_writer_lock(sqlite_url(tmp_path / "new.db"))
+        os.link(tmp_path / "new.db", tmp_path / "hard.db")
+        with pytest.raises(WriterLocked):
+            acquire_writer_lock(sqlite_url(tmp_path / "hard.db"))
+        (tmp_path / "hard.db").unlink()
+    # Nothing was written: the lock leaves no empty database behind (a reader says it does not exist).
+    assert not (tmp_path / "new.db").exists()
+    with acquire_writer_lock(sqlite_url(tmp_path / "new.db")):
+        store = open_store(sqlite_url(tmp_path / "new.db"))
+        store.close()
+    assert head_of(sqlite_url(tmp_path / "sym.db")) == 0

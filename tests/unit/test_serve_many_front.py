@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from tandem.adapters.console.sessions import Sessions
 from tandem.adapters.serve_many import Member, StoresFront, shared_tokens
+from tandem.adapters.side_files import SideFiles
 from tandem.adapters.tokens import TokenTable, _digest
 
 
@@ -25,7 +27,9 @@ def member(name: str, token: str, stale: bool = False) -> tuple[Member, list[dic
         await send({"type": "http.response.body", "body": b""})
 
     engine = SimpleNamespace(stale=stale, committed=7)
-    service = SimpleNamespace(runtime=SimpleNamespace(engine=engine), tokens=TokenTable(((_digest(token), "human"),)), sessions=Sessions())
+    side_files = SideFiles(lambda: "2026-03-01T09:00:00Z", lambda: 0.0)
+    runtime = SimpleNamespace(engine=engine, side_files=side_files)
+    service = SimpleNamespace(runtime=runtime, tokens=TokenTable(((_digest(token), "human"),)), sessions=Sessions())
     return Member(name, service, app), seen  # type: ignore[arg-type]
 
 
@@ -54,6 +58,22 @@ def test_health_without_a_token_answers_for_every_store_and_names_those_down() -
     assert answer["stores"]["alpha"] == {"status": "ok", "position": 7, "writer": True}
     assert answer["stores"]["beta"]["status"] == "store_unavailable"
     assert call(StoresFront([up]), "/v1/health", "HEAD") == (200, b"")
+
+
+def test_health_without_a_token_lists_each_stores_degraded_side_files(capsys) -> None:  # type: ignore[no-untyped-def]
+    (alpha, _), (beta, _) = member("alpha", "a" * 40), member("beta", "b" * 40)
+
+    def full() -> None:
+        raise OSError(28, "No space left on device")
+
+    beta.service.runtime.side_files.write("health_file", Path("/srv/beta/health.json"), full)
+    status, body = call(StoresFront([alpha, beta]), "/v1/health")
+    answer = json.loads(body)
+    assert status == 200 and answer["stores"]["alpha"] == {"status": "ok", "position": 7, "writer": True}
+    assert answer["stores"]["beta"]["degraded"] == [
+        {"what": "health_file", "path": "/srv/beta/health.json", "reason": "No space left on device", "since": "2026-03-01T09:00:00Z"}
+    ]
+    assert "cannot write the health file /srv/beta/health.json" in capsys.readouterr().err
 
 
 def test_a_request_goes_to_its_tokens_store_its_sessions_or_its_sign_ins() -> None:
