@@ -48,7 +48,7 @@ from tandem.adapters.runtime import Commit, LiveEngine, Runtime
 from tandem.adapters.snapshots_beside import snapshots_beside_for
 from tandem.adapters.terminal import printable_lines
 from tandem.adapters.store import open_store, parse_store_url, postgres_connect_timeout_s, redacted
-from tandem.adapters.writer_lock import HolderProbe, WriterHolder, WriterLock, wait_writer_lock
+from tandem.adapters.writer_lock import HolderProbe, WriterHolder, WriterLock, claim_store, wait_writer_lock
 from tandem.domain.rules import evolve
 from tandem.replay.commits import split_commits
 from tandem.replay.engine import settle_folded
@@ -250,28 +250,31 @@ class Follower:
     # ------------------------------------------------------------ takeover
 
     def take_over(self) -> None:
-        """Holding the writer lock: read to the head, then become the writer
-        (a writable store folded again, the spool's lock, runtime.start)."""
+        """Holding the writer lock: claim the store (a new writer generation:
+        from its commit on the old writer, if it still runs, appends nothing;
+        its appends in flight end first), read to the head, then become the
+        writer (a writable store folded again, the spool's lock, runtime.start)."""
         assert self.lock is not None
         runtime = self.runtime
-        self.catch_up()
+        writable = self._claimed()
+        self.catch_up()  # all the old writer committed, told to the stream: nothing more can come
         engine = self.engine
-        old = engine.store
+        old, engine.store = engine.store, writable
+        engine.snapshots_beside = snapshots_beside_for(self.url)  # a writer's snapshots, as `Runtime.open` gives it
         try:
-            engine.store = open_store(self.url)
-            engine.snapshots_beside = snapshots_beside_for(self.url)  # a writer's snapshots, as `Runtime.open` gives it
             engine.reload()
         except StoreError as error:
-            raise ProcessError(f"standby: cannot open {redacted(self.url)} for writing: {error}") from error
+            raise ProcessError(f"standby: cannot fold {redacted(self.url)} to write it: {error}") from error
         finally:
-            if old is not None and old is not engine.store:
+            if old is not None:
                 old.close()
         runtime.lock, self.lock = self.lock, None
         self.spool_lock = daemon.spool_lock(runtime.settings)
         runtime.read_only = None
         self.role = WRITER
         self.took_over_at = self.monotonic()
-        log(f"standby: took the writer lock at position {engine.committed}; writing from now on")
+        generation = runtime.claim.generation if runtime.claim is not None else "?"
+        log(f"standby: took the writer lock at position {engine.committed} (writer generation {generation}); writing from now on")
         for _ in range(takeover_start_attempts_max):
             try:
                 runtime.start()
@@ -281,6 +284,20 @@ class Follower:
                 # appended after our fold: ours was refused whole (fenced).
                 log("standby: another process appended after the takeover's fold; nothing of ours recorded, folding again")
         raise ProcessError("standby: the store keeps moving under our writer lock: another process writes it without the lock")
+
+    def _claimed(self) -> Any:
+        """The store opened for writing and claimed under our lock."""
+        assert self.lock is not None
+        try:
+            writable = open_store(self.url)
+        except StoreError as error:
+            raise ProcessError(f"standby: cannot open {redacted(self.url)} for writing: {error}") from error
+        try:
+            self.runtime.claim = claim_store(writable, self.lock)
+        except StoreError as error:
+            writable.close()
+            raise ProcessError(f"standby: cannot claim {redacted(self.url)}: {error}") from error
+        return writable
 
     def close(self) -> None:
         self.stop.set()

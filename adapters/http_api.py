@@ -85,7 +85,7 @@ from tandem.replay.commits import events_page, events_page_max, summarize
 from tandem.replay.engine import input_boundary, project
 from tandem.replay.explain import KINDS, ExplainError, document, encode_json
 from tandem.replay.index import LogIndex
-from tandem.replay.port import ConcurrencyError, EventStore, StoreError
+from tandem.replay.port import CommitUnknown, ConcurrencyError, EventStore, Fenced, StoreError
 
 log = logging.getLogger("tandem.serve")
 
@@ -95,6 +95,11 @@ reader_threads_max = 4
 VALUE_VIEWS = ("health", "usage")  # views whose body is a value, not rows
 
 T = TypeVar("T")
+# What a 503 commit_unknown asks of its client (docs/api.md, "Errors").
+commit_unknown_advice = (
+    "resend the same input(s) with the same id(s): one already recorded is answered duplicate_input, never applied "
+    "twice (an input without an id may be applied twice)"
+)
 
 
 # ------------------------------------------ what /openapi.json says of the query
@@ -242,13 +247,29 @@ class Service:
                 return await to_thread_to_the_end(work)
             except ReadOnly as refused:
                 raise ApiError(409, "read_only", str(refused)) from None
+            except Fenced as fenced:
+                # Another writer claimed the store: this one writes nothing more.
+                raise self._stopped_writing(self.runtime.fenced_off(fenced)) from None
+            except LockLost as lost:
+                raise self._stopped_writing(lost) from None
             except ConcurrencyError:
                 # Another writer appended: the writer lock was lost. Nothing of
                 # this request was written; see whether the lock is still ours.
                 await to_thread_to_the_end(self._lock_lost_check)
                 raise ApiError(503, "store_unavailable", "another writer appended to the store; nothing was recorded, retry") from None
+            except CommitUnknown as unknown:
+                raise ApiError(503, "commit_unknown", f"{unknown}: {commit_unknown_advice}") from None
             except StoreError as error:
-                raise ApiError(503, "store_unavailable", f"the store failed: {error}; nothing was recorded, retry") from None
+                said = str(error) if "nothing was recorded" in str(error) else f"{error}; nothing was recorded"
+                raise ApiError(503, "store_unavailable", f"the store failed: {said}, retry") from None
+
+    def _stopped_writing(self, lost: LockLost) -> ApiError:
+        """This server lost the store to another writer: it stops (its
+        clients go to the writer that holds the store now)."""
+        self.lock_lost = str(lost)
+        if self.stop_server is not None:
+            self.stop_server()
+        return ApiError(503, "store_unavailable", f"{lost}; nothing of this request was recorded: send it to the store's writer")
 
     def _lock_lost_check(self) -> bool:
         """Keep the writer lock (StoreError while the store is away); True,
@@ -541,6 +562,8 @@ def _error_response(request: Request, error: Exception) -> Response[ErrorBody]:
         log.error("internal error on %s %s", request.method, request.url.path, exc_info=error)
         status, code, message, errors = 500, "internal_error", "the server failed; nothing more is said here (see its log)", None
     headers = {"Allow": ", ".join(sorted(error.headers.get("allow", "").split(", ")))} if status == 405 and isinstance(error, HTTPException) and error.headers else None
+    if isinstance(error, ApiError) and error.headers():
+        headers = {**(headers or {}), **error.headers()}
     if _is_page(request):
         page = render_page("error.html", status=status, code=code, message=message)
         return Response(page, status_code=status, media_type="text/html", headers=headers)  # type: ignore[return-value]

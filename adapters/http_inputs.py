@@ -38,10 +38,20 @@ NDJSON = "application/x-ndjson"
 _encoder = msgspec.json.Encoder()
 
 
+# A 503 says when to try again (`Retry-After`, seconds): a store that failed
+# is folded again at the next request, and a standby takes over in well under
+# a second (docs/operations.md).
+retry_after_s = 1
+
+
 class ApiError(Exception):
     def __init__(self, status: int, code: str, message: str, errors: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.errors = status, code, message, errors
+
+    def headers(self) -> dict[str, str]:
+        """The headers the error adds: `Retry-After` on every 503."""
+        return {"Retry-After": str(retry_after_s)} if self.status == 503 else {}
 
 
 def actor_of_request(tokens: TokenTable, authorization: str | None, query: Iterable[tuple[str, str]]) -> str:
@@ -156,17 +166,20 @@ class InputsFastPath:
         async def read(limit: int) -> bytes:
             return await read_limited(_body_chunks(receive), headers.get("content-length"), limit)
 
+        extra: list[tuple[bytes, bytes]] = []
         try:
             body = await accept_inputs(self.service, headers.get("authorization"), query, headers.get("content-type", ""), read)
             status = 200
         except ApiError as error:
             status, body = error.status, error_body(error.code, error.message, error.errors)
+            extra = [(name.lower().encode(), value.encode()) for name, value in error.headers().items()]
         except _Disconnected:
             return
         except Exception:
             log.exception("internal error on POST /v1/inputs")
             status, body = 500, error_body("internal_error", "the server failed; nothing more is said here (see its log)")
-        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        fixed = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": fixed + extra})
         await send({"type": "http.response.body", "body": body})
 
 

@@ -53,11 +53,11 @@ from tandem.adapters.store import open_store, redacted
 from tandem.adapters.terminal import printable
 from tandem.adapters.trace import Trace, parse_single, parse_trace
 from tandem.adapters.watchdog import WatchdogUnreadable, facts_read_max, read_facts
-from tandem.adapters.writer_lock import WriterLock, WriterLocked, acquire_writer_lock
+from tandem.adapters.writer_lock import WriterLock, WriterLocked, acquire_writer_lock, claim_store
 from tandem.domain import events as ev
 from tandem.domain.inputs import Input, decode_input
 from tandem.replay.engine import Engine, Located
-from tandem.replay.port import StoreError
+from tandem.replay.port import Fenced, StoreError, WriterClaim
 
 # At a stop, a snapshot is written when at least this many events came since
 # the last one (a shorter tail folds in milliseconds at the next start).
@@ -233,6 +233,7 @@ class Runtime:
     # Set while this runtime only follows the store: why a write is refused
     # (adapters/follow.py), raised as ReadOnly before anything is read.
     read_only: Callable[[], str] | None = None
+    claim: WriterClaim | None = None  # this writer's claim of the store (its generation), once it has one
 
     def __post_init__(self) -> None:
         self.side_files = SideFiles(lambda: format_time(self.clock()) or "", self.monotonic)
@@ -315,7 +316,10 @@ class Runtime:
         trace: Trace = parse_trace(data, name, name, live=edge) if batch else parse_single(data, name, edge)
         produced = self.engine.submit_batch([line.item for line in trace.lines]) if trace.lines else []
         self.last_activity = self.monotonic()
-        self._record_deferred_start()
+        try:
+            self._record_deferred_start()
+        except StoreError as error:  # the request's inputs are recorded: say so; the start comes next time
+            log(f"daemon.start not recorded yet ({error}); it is recorded with the next input")
         return Commit(head, produced)
 
     def _start_due(self) -> bool:
@@ -324,8 +328,8 @@ class Runtime:
 
     def _record_deferred_start(self) -> None:
         if self._start_due():
-            self.start_deferred = False
             self._record_start()
+            self.start_deferred = False
 
     def _record_start(self, at: str | None = None) -> None:
         assert self.engine is not None
@@ -494,7 +498,14 @@ class Runtime:
             options = {} if self.settings.snapshot_every is None else {"snapshot_every": self.settings.snapshot_every}
             # Snapshots by a process beside it: none stalls the inputs (adapters/snapshots_beside.py).
             beside = snapshots_beside_for(self.settings.store_url)
-            self.engine = LiveEngine(open_store(self.settings.store_url), snapshots_beside=beside, **options)
+            store = open_store(self.settings.store_url)
+            assert self.lock is not None
+            try:
+                self.claim = claim_store(store, self.lock)  # before the fold: all that stands is in it
+            except BaseException:
+                store.close()
+                raise
+            self.engine = LiveEngine(store, snapshots_beside=beside, **options)
         except StoreError as error:
             raise ProcessError(str(error)) from error
         self.engine.listeners.extend(self.listeners)
@@ -504,18 +515,22 @@ class Runtime:
         until a scan finds nothing new (`_settled`), then record
         `daemon.start` (deferred on a store with no input yet). The backlog
         goes first because it was written before this start."""
-        at = self._settled(watchdog=True)
-        if at is None:
-            return
-        assert self.engine is not None
-        if self.settings.runtime_inputs:
-            if self.engine.state.position == 0:
-                self.start_deferred = True
-            else:
-                self._record_start(at)
+        try:
+            at = self._settled(watchdog=True)
+            if at is None:
+                return
+            assert self.engine is not None
+            if self.settings.runtime_inputs:
+                if self.engine.state.position == 0:
+                    self.start_deferred = True
+                else:
+                    self._record_start(at)
+        except Fenced as fenced:
+            raise self.fenced_off(fenced) from None
         self.running = True
         where = f", spool {printable(str(self.settings.spool))}" if self.settings.spool else ""
-        log(f"started: pid {os.getpid()}, store {redacted(self.settings.store_url)}{where}")
+        generation = f", writer generation {self.claim.generation}" if self.claim is not None else ""
+        log(f"started: pid {os.getpid()}, store {redacted(self.settings.store_url)}{where}{generation}")
         self.publish()
 
     def keep_lock(self) -> None:
@@ -543,10 +558,22 @@ class Runtime:
             raise LockLost(f"lost the store's writer lock and cannot take it again: {error}") from None
         except StoreError as error:
             raise StoreError(f"the store's writer lock was lost and cannot be taken again yet: {error}") from None
+        if self.engine is not None and self.engine.store is not None:
+            self.claim = claim_store(self.engine.store, self.lock)  # a new generation: whoever wrote meanwhile is fenced off
+            if self.engine.store.head() != self.engine.state.position:
+                self.engine.reload()
         self.relock = False
-        if self.engine is not None and self.engine.store is not None and self.engine.store.head() != self.engine.state.position:
-            self.engine.reload()
-        log("writer lock taken again")
+        log(f"writer lock taken again (writer generation {self.claim.generation if self.claim else '?'})")
+
+    def fenced_off(self, fenced: Fenced) -> LockLost:
+        """Another writer claimed the store since this runtime did (its lock
+        was lost, another took it): nothing more is written from here, not
+        even `daemon.stop`. The LockLost to raise."""
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+        self.relock = False
+        return LockLost(f"{fenced}; another writer holds the store now: nothing more is written from here")
 
     def _take_waiting(self) -> bool:
         """Apply the waiting spool files, then the watchdog's new rows; False
@@ -558,10 +585,13 @@ class Runtime:
         return not self.stopping
 
     def round(self) -> None:
-        self.keep_lock()
-        if not self._take_waiting():
-            return
-        self.tick_if_idle()
+        try:
+            self.keep_lock()
+            if not self._take_waiting():
+                return
+            self.tick_if_idle()
+        except Fenced as fenced:
+            raise self.fenced_off(fenced) from None
         self.publish_if_due()
 
     def stop(self, expected: bool) -> None:

@@ -196,6 +196,9 @@ async def _rounds(service: Service) -> None:
                 service.stop_server()
             return
         except ApiError as error:
+            if service.lock_lost is not None:  # another writer holds the store now: the server is stopping
+                log(f"{service.lock_lost}; stopping")
+                return
             log(f"round skipped: {error.message}")
         except Exception:  # a live runtime is never stopped by what it was sent
             log("round failed:\n" + printable_lines(traceback.format_exc()))  # it may quote an input

@@ -61,7 +61,7 @@ from typing import Any, NamedTuple
 from tandem.adapters.file_lock import ExclusiveLock, LockHeld
 from tandem.adapters.identity_lock import Attempt, Identity, identity_locks, identity_of
 from tandem.adapters.store import StoreAddress, parse_store_url, postgres_connect_timeout_s, redacted
-from tandem.replay.port import StoreError
+from tandem.replay.port import EventStore, StoreError, WriterClaim
 
 writer_lock_file_suffix = "-writer.lock"
 writer_table_suffix = "_writer"
@@ -119,6 +119,7 @@ class WriterLock:
         self.url = url
         self.location = location  # where the lock lives, for messages and logs
         self.released = False
+        self.holder = this_holder()  # who holds it: this process, since it took it
 
     def check(self) -> None:
         """Raise StoreError if the lock is no longer ours (for long-running holders)."""
@@ -136,6 +137,16 @@ class WriterLock:
     def __repr__(self) -> str:
         state = "released" if self.released else "held"
         return f"<WriterLock {redacted(self.url)} ({self.location}) {state}>"
+
+
+def claim_store(store: EventStore, lock: WriterLock) -> WriterClaim:
+    """Under the writer lock `lock`, claim `store` (`EventStore.claim_writer`):
+    a new writer generation that every append of `store` is checked against,
+    so that once another writer claims the store after taking the lock (this
+    one's lock session ended, its file was replaced) nothing more of this
+    one's is written. Take the lock, open the store, claim it, then fold."""
+    holder = lock.holder
+    return store.claim_writer(holder.pid, holder.host, holder.since)
 
 
 def acquire_writer_lock(url: str) -> WriterLock:

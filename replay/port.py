@@ -27,6 +27,32 @@ class StoreError(Exception):
     """The store cannot be opened or read (bad URL, unreachable database...)."""
 
 
+class Fenced(ConcurrencyError):
+    """Another writer claimed the store since this store object did (its
+    writer generation is newer): nothing of the refused append was written,
+    and no append of this object will be again. A writer that gets it has
+    lost its writer lock (its session ended, its lock file was replaced) and
+    another writer holds it now: it must stop writing."""
+
+
+class CommitUnknown(StoreError):
+    """The append's answer was lost (the connection cut at COMMIT) and the
+    store could not be asked since: its events may or may not be stored.
+    Resending the same inputs with their `id`s is safe (a recorded one is
+    answered as a duplicate); an input without an id may be applied twice."""
+
+
+class WriterClaim(NamedTuple):
+    """A writer's claim of a store (`EventStore.claim_writer`): its
+    generation, the head when it claimed, and who claimed it."""
+
+    generation: int
+    after: int  # the head at the claim: this generation's appends start after it
+    pid: int | None
+    host: str
+    since: str  # RFC 3339 UTC
+
+
 class SnapshotInfo(NamedTuple):
     """A stored snapshot, without its body."""
 
@@ -78,6 +104,20 @@ class EventStore(Protocol):
         ...
 
     # ------------------------------------------------------------ snapshots
+
+    def claim_writer(self, pid: int | None, host: str, since: str) -> WriterClaim:
+        """Become the store's writer (under its writer lock): a new writer
+        generation, greater than every earlier one. From then on every
+        append of this store object checks, in its own transaction, that
+        this is still the store's generation (else `Fenced`, nothing
+        written), so a writer that lost its lock cannot append after a new
+        writer claimed the store. A store object that never claimed appends
+        unchecked (tests; a store nobody else writes)."""
+        ...
+
+    def list_claims(self) -> list[WriterClaim]:
+        """Every claim of the store, oldest first (its writers' history)."""
+        ...
 
     def write_snapshot(self, position: int, fingerprint: str, body: bytes) -> None:
         """Store a snapshot at `position` (1..head), replacing one with the

@@ -23,7 +23,7 @@ from tandem.adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_ma
 from tandem.adapters.render import render_document, render_view
 from tandem.adapters.store import open_store, parse_store_url
 from tandem.adapters.terminal import printable
-from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock
+from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock, claim_store
 from tandem.domain.inputs import format_at
 from tandem.projections import VIEW_NAMES, Views
 from tandem.replay.engine import Engine
@@ -61,6 +61,16 @@ def writer_lock_or_fail(url: str) -> Iterator[WriterLock]:
         yield lock
 
 
+def claim_or_fail(store: EventStore, lock: WriterLock) -> None:
+    """Claim `store` under `lock` (its appends fenced: adapters/writer_lock.py
+    `claim_store`); a CliError (exit 1) if the store cannot be written."""
+    try:
+        claim_store(store, lock)
+    except StoreError as error:
+        store.close()
+        raise CliError(str(error)) from error
+
+
 @contextmanager
 def open_or_fail(url: str, *, writing: bool = False, read_only: bool = False) -> Iterator[EventStore]:
     """The store at `url`, open for the block and closed after it; with
@@ -69,11 +79,13 @@ def open_or_fail(url: str, *, writing: bool = False, read_only: bool = False) ->
     created or changed (`open_store`). A StoreError opening it, locking it or
     in the block is a CliError (exit 1)."""
     assert not (writing and read_only)
-    with writer_lock_or_fail(url) if writing else nullcontext():
+    with writer_lock_or_fail(url) if writing else nullcontext() as lock:
         try:
             store = open_store(url, read_only=read_only)
         except StoreError as error:
             raise CliError(str(error)) from error
+        if lock is not None:
+            claim_or_fail(store, lock)
         try:
             yield store
         except StoreError as error:

@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from tandem.adapters.commands.common import EXIT_USAGE, CliError, batch_size, open_or_fail, writer_lock_or_fail
+from tandem.adapters.commands.common import EXIT_USAGE, CliError, batch_size, claim_or_fail, open_or_fail, writer_lock_or_fail
 from tandem.adapters.store import store_url_help
 from tandem.adapters.terminal import printable
 from tandem.domain.events import AnyEvent, decode_event
@@ -142,7 +142,7 @@ def validate(handle: BinaryIO) -> tuple[int, list[str], int]:
 
 
 def run(args: argparse.Namespace) -> None:
-    with writer_lock_or_fail(args.store):  # before the (perhaps long) validation: a second writer is refused at once
+    with writer_lock_or_fail(args.store) as lock:  # before the (perhaps long) validation: a second writer is refused at once
         try:
             handle = open(args.file, "rb")  # noqa: SIM115 - read twice, closed below
         except OSError as error:
@@ -151,6 +151,7 @@ def run(args: argparse.Namespace) -> None:
             count = _validated(handle, args.file)
             seen = _identity(handle)
             with open_or_fail(args.store) as store:
+                claim_or_fail(store, lock)
                 _append_all(store, handle, seen, count, args)
     print(f"imported {printable(args.file)}: the store holds its {count:,} event(s)", file=sys.stderr)
 

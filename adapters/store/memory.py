@@ -6,12 +6,22 @@ from __future__ import annotations
 from eventsourcing.popo import POPOApplicationRecorder
 
 from tandem.adapters.store.recorder import RecorderStore, log_stream_id
+from tandem.replay.port import WriterClaim
 
 
 class MemoryStore(RecorderStore):
     def __init__(self, url: str) -> None:
         super().__init__(url, POPOApplicationRecorder())
         self._snapshots: dict[tuple[str, int], bytes] = {}
+        self._claimed: list[WriterClaim] = []  # no other process can write it: nothing to fence
+
+    def _claim(self, pid: int | None, host: str, since: str) -> WriterClaim:
+        claim = WriterClaim(len(self._claimed) + 1, self._select_head(), pid, host, since)
+        self._claimed.append(claim)
+        return claim
+
+    def _claims(self) -> list[tuple[int, int, int | None, str, str]]:
+        return [tuple(claim) for claim in self._claimed]  # type: ignore[misc]
 
     def _select_head(self) -> int:
         last = self._recorder.select_events(log_stream_id, desc=True, limit=1)

@@ -4,6 +4,8 @@ eventsourcing's PostgreSQL recorder (psycopg 3)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -12,10 +14,16 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from tandem.adapters.store.recorder import log_stream_id
+from tandem.adapters.store.recorder import _stored_event, fenced_marker, log_stream_id
 from tandem.adapters.store.sql import SqlDialect, SqlStore
-from tandem.adapters.store.url import postgres_connect_timeout_s, redacted, snapshot_table_suffix
-from tandem.replay.port import StoreError
+from tandem.adapters.store.url import (
+    claims_table_suffix,
+    fence_table_suffix,
+    postgres_connect_timeout_s,
+    redacted,
+    snapshot_table_suffix,
+)
+from tandem.replay.port import CommitUnknown, StoreError
 
 
 class _LogPostgresRecorder(PostgresApplicationRecorder):
@@ -24,15 +32,37 @@ class _LogPostgresRecorder(PostgresApplicationRecorder):
     pool, which keeps a writer from answering for about a minute while the
     server is away; and a retried commit whose first outcome is unknown
     would be refused by the positions' key anyway. Here the append fails at
-    once (StoreError: 503, exit 1) and the caller retries with the same ids."""
+    once and the store asks what happened (`RecorderStore.outcome`).
 
-    insert_events = PostgresApplicationRecorder.insert_events.__wrapped__  # type: ignore[attr-defined]
+    With `fence=(statement, generation)` the append's transaction first runs
+    the fence's check (pipelined with the insert: no round trip more), which
+    fails the transaction unless the store's writer generation is ours."""
+
+    def insert_events(self, stored_events: Any, **options: Any) -> None:
+        """One transaction, pipelined (one round trip): the fence's check, if
+        any, then what eventsourcing's recorder does (the table lock, the
+        NOTIFY, the rows). Errors come as eventsourcing's (its datastore
+        translates them), the first failed statement's: eventsourcing's own
+        method reports the pipeline's later "pipeline aborted" instead."""
+        fence = options.get("fence")
+        with (
+            self.datastore.get_connection() as connection,
+            connection.pipeline() as pipeline,
+            connection.transaction(),
+            connection.cursor() as cursor,
+        ):
+            if fence is not None:
+                statement, generation = fence
+                cursor.execute(statement, (generation, generation), prepare=True)
+            self._insert_stored_events(cursor, stored_events)
+            pipeline.sync()
 
 
 class PostgresStore(SqlStore):
     dialect = SqlDialect(
         placeholder="%s", integer="bigint", blob="bytea", one_of="= ANY(%s)",
         table_exists="SELECT 1 WHERE to_regclass(%s) IS NOT NULL",  # a schema-qualified name
+        for_update=" FOR UPDATE",
     )  # fmt: skip
 
     def __init__(self, url: str, table: str, connect: dict[str, Any], *, read_only: bool = False) -> None:
@@ -41,11 +71,20 @@ class PostgresStore(SqlStore):
         self._broken = False
         self._renewing = threading.Lock()
         datastore, recorder = self._open(url)
-        events = sql.Identifier(datastore.schema, table)
-        snapshots = sql.Identifier(datastore.schema, table + snapshot_table_suffix)
-        compose = lambda text: sql.SQL(text).format(events=events, snapshots=snapshots)  # noqa: E731
-        tables = (f"{datastore.schema}.{table}", f"{datastore.schema}.{table}{snapshot_table_suffix}")
-        super().__init__(url, datastore, recorder, compose, tables, read_only=read_only)
+        names = {"events": table, "snapshots": table + snapshot_table_suffix, "fence": table + fence_table_suffix,
+                 "claims": table + claims_table_suffix}  # fmt: skip
+        identifiers = {key: sql.Identifier(datastore.schema, name) for key, name in names.items()}
+        compose = lambda text: sql.SQL(text).format(**identifiers)  # noqa: E731
+        tables = tuple(f"{datastore.schema}.{names[key]}" for key in ("events", "snapshots", "claims"))
+        super().__init__(url, datastore, recorder, compose, tables, read_only=read_only)  # type: ignore[arg-type]
+        # The fence's check in an append's transaction: a statement cannot
+        # raise by itself, so a generation not ours casts the refusal's text
+        # to an integer, and the error quotes it (`fenced_message`).
+        self._fence_check = compose(
+            "SELECT CASE WHEN g.generation = %s THEN 0 ELSE ('" + fenced_marker + "writer generation ' || %s::text"
+            " || ' was fenced off: generation ' || g.generation::text || ' writes the store now')::integer END"
+            " FROM (SELECT generation FROM {fence} WHERE slot = 1 FOR SHARE) g"
+        )
         # eventsourcing's recorder NOTIFYs this channel in every append's
         # transaction (delivered at its commit): what a follower LISTENs to.
         self.notify_channel: str = recorder.channel_name
@@ -79,10 +118,23 @@ class PostgresStore(SqlStore):
         return self._once_more(super()._guarded, function, *arguments, verb=verb)
 
     def _insert(self, stored: list[Any], expected_head: int) -> int:
-        # Safe to try again: a statement on a dead connection reached no
-        # server; a commit whose answer was lost, tried again, meets the
-        # positions' key (ConcurrencyError: the caller folds and sees it).
-        return self._once_more(super()._insert, stored, expected_head)
+        """Once; after a lost connection (a server restart, a terminated
+        session, perhaps at COMMIT) the store was asked what happened
+        (`RecorderStore.outcome`, on a new pool): stored, the append stands;
+        nothing stored, it is tried once more on the new pool; the store
+        unreachable, CommitUnknown (never tried again: it may be stored)."""
+        for attempt in (1, 2):
+            datastore = self._current_datastore()
+            try:
+                return super()._insert(stored, expected_head)
+            except CommitUnknown:
+                raise
+            except StoreError as error:
+                if attempt == 2 or not _connection_lost(error):
+                    raise
+                with self._renewing:
+                    self._broken = self._broken or self._datastore is datastore
+        raise AssertionError("unreachable")
 
     def _once_more(self, operation: Any, *arguments: Any, **options: Any) -> Any:
         """`operation`; after a lost connection (a server restart, a
@@ -117,6 +169,20 @@ class PostgresStore(SqlStore):
         if old is not None:
             old.close()  # a query in flight on it finishes; its connection is closed when returned
         return current
+
+    def _write_rows(self, rows: list[Any]) -> None:
+        fence = None if self._generation is None else (self._fence_check, self._generation)
+        self._recorder.insert_events([_stored_event(*row) for row in rows], fence=fence)
+
+    @contextmanager
+    def _write_transaction(self) -> Iterator[Any]:
+        with self._current_datastore().transaction(commit=True) as cursor:
+
+            def run(name: str, *parameters: Any) -> list[tuple[Any, ...]]:
+                cursor.execute(self._statements[name], parameters)
+                return [tuple(row.values()) if isinstance(row, dict) else tuple(row) for row in cursor.fetchall()] if cursor.description else []
+
+            yield run
 
     def _select_page(self, after: int, until: int | None, limit: int) -> list[tuple[int, bytes]]:
         # Binary results: bytea arrives as raw bytes, not hex text to decode

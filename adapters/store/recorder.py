@@ -23,7 +23,7 @@ from eventsourcing.persistence import IntegrityError, JSONTranscoder, Mapper, Pe
 
 from tandem.adapters.store.url import redacted
 from tandem.domain.events import Event, decode_event, encode_event, event_name
-from tandem.replay.port import ConcurrencyError, SnapshotInfo, StoreError
+from tandem.replay.port import CommitUnknown, ConcurrencyError, Fenced, SnapshotInfo, StoreError, WriterClaim
 
 # Rows fetched per query when reading the log. A page is fetched, its
 # connection released, then decoded and yielded: the store never holds a
@@ -46,6 +46,24 @@ log_stream_id = "tandem-log"
 # A stored event as the recorders' INSERT takes it:
 # (originator_id, originator_version, topic, state).
 Row = tuple[str, int, str, bytes]
+
+
+# What an append refused by the fence says, in the database's own error (a
+# PostgreSQL statement cannot raise by itself: the fence's check casts this
+# text to an integer, and the error quotes it).
+fenced_marker = "tandem-fenced: "
+
+
+def fenced_message(error: BaseException) -> str | None:
+    """What the fence said, if `error` (or its cause) is its refusal."""
+    seen: BaseException | None = error
+    while seen is not None:
+        text = str(seen)
+        start = text.find(fenced_marker)
+        if start >= 0:
+            return text[start + len(fenced_marker) :].split('"', 1)[0]
+        seen = seen.__cause__
+    return None
 
 
 class Positioned(NamedTuple):
@@ -124,6 +142,10 @@ class RecorderStore:
         self._recorder = recorder
         self._mapper = MsgspecMapper()
         self._head_known: int | None = None
+        # The writer generation this object claimed (`claim_writer`): its
+        # appends are refused once another writer claimed a newer one. None:
+        # it never claimed, its appends are not checked.
+        self._generation: int | None = None
 
     # -- subclass hooks
     def _select_head(self) -> int:
@@ -185,6 +207,9 @@ class RecorderStore:
     def _insert(self, stored: list[Row], expected_head: int) -> int:
         try:
             self._write_rows(stored)
+        except Fenced:
+            self._head_known = None
+            raise
         except IntegrityError as error:
             self._head_known = None
             raise ConcurrencyError(
@@ -192,9 +217,59 @@ class RecorderStore:
             ) from error
         except PersistenceError as error:
             self._head_known = None
-            raise StoreError(f"append to {redacted(self.url)} failed: {error}") from error
+            said = fenced_message(error)
+            if said is not None:
+                raise Fenced(self._fenced_text(said)) from error
+            # The answer may be what was lost (a connection cut at COMMIT):
+            # ask the store before saying what happened.
+            if self.outcome(stored, expected_head, error):
+                return expected_head + len(stored)
+            raise StoreError(f"append to {redacted(self.url)} failed: {error}; nothing was recorded") from error
         self._head_known = expected_head + len(stored)
         return self._head_known
+
+    def outcome(self, stored: list[Row], expected_head: int, failure: BaseException) -> bool:
+        """After an append that failed with `failure` in a way that may have
+        lost its answer (a connection cut at COMMIT): ask the store. True when
+        the rows are stored (the append happened), False when nothing is
+        stored after `expected_head` (it did not); ConcurrencyError when
+        another writer's events are there; CommitUnknown when the store
+        cannot be asked."""
+        try:
+            head = self.head()
+            if head == expected_head:
+                return False
+            found = dict(self.read_positions([expected_head + 1, expected_head + len(stored)]))
+        except StoreError as error:
+            raise CommitUnknown(
+                f"append to {redacted(self.url)} failed ({failure}) and the store cannot be asked whether it "
+                f"happened ({error}): the inputs may have been recorded"
+            ) from error
+        first, last = stored[0], stored[-1]
+        if found.get(first[1]) == first[3] and found.get(last[1]) == last[3]:
+            self._head_known = head
+            return True
+        raise ConcurrencyError(f"another writer appended after position {expected_head}; nothing of ours was written")
+
+    # -- writers (fencing)
+    def claim_writer(self, pid: int | None, host: str, since: str) -> WriterClaim:
+        claim = self._guarded(self._claim, pid, host, since, verb="claiming the writer generation of")
+        self._generation = claim.generation
+        return claim
+
+    def list_claims(self) -> list[WriterClaim]:
+        return [WriterClaim(*row) for row in self._guarded(self._claims)]
+
+    def _claim(self, pid: int | None, host: str, since: str) -> WriterClaim:
+        """In one transaction: the fence's generation raised by one (waiting
+        for the appends in flight), the claim recorded with the head."""
+        raise NotImplementedError
+
+    def _claims(self) -> list[tuple[int, int, int | None, str, str]]:
+        raise NotImplementedError
+
+    def _fenced_text(self, detail: str) -> str:
+        return f"this writer (generation {self._generation}) was fenced off {redacted(self.url)}: {detail}; nothing was written"
 
     def read_encoded(self, after: int = 0, until: int | None = None) -> Iterator[tuple[int, bytes]]:
         while until is None or after < until:

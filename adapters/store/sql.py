@@ -20,7 +20,7 @@ from eventsourcing.persistence import PersistenceError
 
 from tandem.adapters.store.recorder import RecorderStore, log_stream_id
 from tandem.adapters.store.url import redacted
-from tandem.replay.port import StoreError
+from tandem.replay.port import StoreError, WriterClaim
 
 _int64_max = 2**63 - 1  # "no upper bound" for a position
 
@@ -37,6 +37,10 @@ class SqlDialect:
     one_of: str
     # A row when the table named by the one parameter exists (a reader's check).
     table_exists: str
+    # Appended to a SELECT that reads a row the statement must hold until its
+    # transaction ends (PostgreSQL: " FOR UPDATE"; SQLite's writer holds the
+    # whole database from its first write).
+    for_update: str = ""
 
 
 def statement_templates(dialect: SqlDialect) -> dict[str, str]:
@@ -60,6 +64,16 @@ def statement_templates(dialect: SqlDialect) -> dict[str, str]:
         "snapshot_list": "SELECT position, fingerprint, length(body) FROM {snapshots} ORDER BY position, fingerprint",
         "snapshot_delete": f"DELETE FROM {{snapshots}} WHERE fingerprint={p} AND position={p}",
         "table_exists": dialect.table_exists,
+        # The fence (writer generations: adapters/store/recorder.py, `claim_writer`).
+        "fence_create": f"CREATE TABLE IF NOT EXISTS {{fence}} (slot smallint PRIMARY KEY CHECK (slot = 1),"
+        f" generation {dialect.integer} NOT NULL)",
+        "claims_create": f"CREATE TABLE IF NOT EXISTS {{claims}} (generation {dialect.integer} PRIMARY KEY,"
+        f" after_position {dialect.integer} NOT NULL, pid integer, host text NOT NULL, since text NOT NULL)",
+        "fence_ensure": "INSERT INTO {fence} (slot, generation) VALUES (1, 0) ON CONFLICT (slot) DO NOTHING",
+        "fence_read": f"SELECT generation FROM {{fence}} WHERE slot = 1{dialect.for_update}",
+        "fence_raise": f"UPDATE {{fence}} SET generation = {p} WHERE slot = 1",
+        "claim_record": f"INSERT INTO {{claims}} (generation, after_position, pid, host, since) VALUES ({p}, {p}, {p}, {p}, {p})",
+        "claims": "SELECT generation, after_position, pid, host, since FROM {claims} ORDER BY generation",
     }
 
 
@@ -75,35 +89,37 @@ class SqlStore(RecorderStore):
         self, url: str, datastore: Any, recorder: Any, compose: Callable[[str], Any], tables: tuple[str, str],
         *, read_only: bool = False,
     ) -> None:  # fmt: skip
-        """`tables`: the events and snapshots tables' names. `read_only`: a
-        reader's open, which creates and changes nothing: the events table
-        must exist (else this is not a Tandem store), and a store without a
-        snapshots table reads as one with no snapshots."""
+        """`tables`: the events, snapshots and claims tables' names.
+        `read_only`: a reader's open, which creates and changes nothing: the
+        events table must exist (else this is not a Tandem store), and a
+        store without a snapshots (claims) table reads as one with no
+        snapshots (no writer's claim)."""
         super().__init__(url, recorder)
         self._datastore = datastore
         self._statements = {name: compose(text) for name, text in statement_templates(self.dialect).items()}
-        self._snapshots_present = True
+        self._snapshots_present = self._claims_present = True
         if read_only:
             try:
-                self._snapshots_present = self._check_tables(*tables)
+                self._snapshots_present, self._claims_present = self._check_tables(*tables)
             except BaseException:
                 datastore.close()
                 raise
         try:
             if not read_only:
                 recorder.create_table()
-                self._execute("snapshots_create")
+                for name in ("snapshots_create", "fence_create", "claims_create"):
+                    self._execute(name)
             self.head()
         except (PersistenceError, StoreError) as error:
             datastore.close()
             cause = error.__cause__ or error
             raise StoreError(f"cannot open {redacted(url)}: {cause}") from error
 
-    def _check_tables(self, events: str, snapshots: str) -> bool:
-        """Whether the snapshots table exists; a StoreError when the events table does not."""
+    def _check_tables(self, events: str, snapshots: str, claims: str) -> tuple[bool, bool]:
+        """Whether the snapshots and claims tables exist; a StoreError when the events table does not."""
         if not self._query("table_exists", events):
             raise StoreError(f"cannot open {redacted(self.url)}: not a Tandem store (it has no table {events!r})")
-        return bool(self._query("table_exists", snapshots))
+        return bool(self._query("table_exists", snapshots)), bool(self._query("table_exists", claims))
 
     # -- backend hooks
     def _execute(self, name: str, *parameters: Any) -> None:
@@ -111,6 +127,31 @@ class SqlStore(RecorderStore):
 
     def _query(self, name: str, *parameters: Any) -> list[tuple[Any, ...]]:
         raise NotImplementedError
+
+    def _write_transaction(self) -> Any:
+        """A context manager: one write transaction, giving `run(name,
+        *parameters)` (a statement's rows, [] for one that returns none);
+        committed at its end, rolled back on an exception."""
+        raise NotImplementedError
+
+    # -- writers (fencing)
+    def _claim(self, pid: int | None, host: str, since: str) -> WriterClaim:
+        with self._write_transaction() as run:
+            run("fence_ensure")
+            # Held to the commit: the appends in flight (each holds the fence
+            # row as it checks it) end first, later ones see the new generation.
+            ((current,),) = run("fence_read")
+            head = run("head", log_stream_id)[0][0] or 0
+            generation = current + 1
+            run("fence_raise", generation)
+            run("claim_record", generation, head, pid, host, since)
+        self._head_known = None
+        return WriterClaim(generation, head, pid, host, since)
+
+    def _claims(self) -> list[tuple[int, int, int | None, str, str]]:
+        if not self._claims_present:
+            return []
+        return [tuple(row) for row in self._query("claims")]  # type: ignore[misc]
 
     # -- the log
     def _select_head(self) -> int:

@@ -25,8 +25,9 @@ from eventsourcing.sqlite import (
 )
 
 from tandem.adapters.store.sql import SqlDialect, SqlStore
-from tandem.adapters.store.url import snapshot_table_suffix
-from tandem.replay.port import StoreError
+from tandem.adapters.store.recorder import fenced_marker
+from tandem.adapters.store.url import fence_table_suffix, snapshot_table_suffix, claims_table_suffix
+from tandem.replay.port import Fenced, StoreError
 
 
 class _DurableSQLiteConnectionPool(SQLiteConnectionPool):
@@ -101,20 +102,31 @@ class _DurableSQLiteDatastore(SQLiteDatastore):
             with SQLiteTransaction(self._writer, commit=True) as cursor, cursor:
                 yield cursor
 
-    def insert_rows(self, statement: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    def insert_rows(self, statement: str, rows: Sequence[tuple[Any, ...]], fence: tuple[str, int] | None = None) -> None:
         """`BEGIN`, one `executemany`, `COMMIT` on the writer connection: what
         `transaction(commit=True)` and the recorder's `insert_events` do, with
         no context manager or wrapper object between (they cost about as much
         CPU as the INSERT of a single input's events). Errors are raised as
-        eventsourcing's (IntegrityError for a taken position), after a rollback."""
+        eventsourcing's (IntegrityError for a taken position), after a rollback.
+        `fence`: (the statement reading the store's writer generation, ours):
+        read first, in the same transaction (BEGIN IMMEDIATE: the database is
+        ours from then to the commit), and the rows are not written (Fenced)
+        unless it is ours."""
         with self._writer_lock:
             if self._writer is None:
                 self._writer = self.pool._create_connection()
             connection = self._writer._sqlite_conn
             try:
-                connection.execute("BEGIN")
+                if fence is None:
+                    connection.execute("BEGIN")
+                else:
+                    connection.execute("BEGIN IMMEDIATE")
+                    _check_fence(connection, *fence)
                 connection.executemany(statement, rows)
                 connection.execute("COMMIT")
+            except Fenced:
+                connection.rollback()
+                raise
             except sqlite3.Error as error:
                 if connection.in_transaction:
                     try:
@@ -131,6 +143,13 @@ class _DurableSQLiteDatastore(SQLiteDatastore):
                 self._writer.close()
                 self._writer = None
         super().close()
+
+
+def _check_fence(connection: sqlite3.Connection, statement: str, generation: int) -> None:
+    row = connection.execute(statement).fetchone()
+    current = None if row is None else row[0]
+    if current != generation:
+        raise Fenced(f"{fenced_marker}writer generation {generation} was fenced off: generation {current} writes the store now")
 
 
 def _reader_uri(path: str, directory: str) -> str:
@@ -179,10 +198,10 @@ class SQLiteStore(SqlStore):
         name = _reader_uri(path, directory) if read_only else path
         datastore = _DurableSQLiteDatastore(name, read_only=read_only, originator_id_type="text")
         recorder = SQLiteApplicationRecorder(datastore, events_table_name=table)  # its table and INSERT statement
-        snapshots = table + snapshot_table_suffix
-        compose = lambda text: text.format(events=table, snapshots=snapshots)  # noqa: E731
+        snapshots, fence, claims = (table + suffix for suffix in (snapshot_table_suffix, fence_table_suffix, claims_table_suffix))
+        compose = lambda text: text.format(events=table, snapshots=snapshots, fence=fence, claims=claims)  # noqa: E731
         try:
-            super().__init__(url, datastore, recorder, compose, (table, snapshots), read_only=read_only)
+            super().__init__(url, datastore, recorder, compose, (table, snapshots, claims), read_only=read_only)
         except sqlite3.DatabaseError as error:
             datastore.close()
             if "file is not a database" in str(error):
@@ -190,7 +209,20 @@ class SQLiteStore(SqlStore):
             raise StoreError(f"cannot open {url}: {error}") from None
 
     def _write_rows(self, rows: list[tuple[str, int, str, bytes]]) -> None:
-        self._datastore.insert_rows(self._recorder.insert_events_statement, rows)
+        fence = None if self._generation is None else (self._statements["fence_read"], self._generation)
+        self._datastore.insert_rows(self._recorder.insert_events_statement, rows, fence)
+
+    @contextmanager
+    def _write_transaction(self) -> Iterator[Any]:
+        with self._datastore.transaction(commit=True) as cursor:
+            raw = cursor.sqlite_cursor
+            raw.row_factory = None
+
+            def run(name: str, *parameters: Any) -> list[tuple[Any, ...]]:
+                raw.execute(self._statements[name], parameters)
+                return raw.fetchall()
+
+            yield run
 
     def _execute(self, name: str, *parameters: Any) -> None:
         with self._datastore.transaction(commit=True) as cursor:

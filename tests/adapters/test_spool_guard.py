@@ -377,7 +377,7 @@ def test_a_spool_folder_with_controls_in_its_name_is_logged_escaped(
     logged = capsys.readouterr().err
     assert "\x1b" not in logged and "\u202e" not in logged
     shown = f"{tmp_path}/spa\\x1b[31mred\\u202e"
-    assert f"started: pid {os.getpid()}, store memory:, spool {shown}\n" in logged
+    assert f"started: pid {os.getpid()}, store memory:, spool {shown}, writer generation 1\n" in logged
     assert f"spool refused until fixed: spool folder {shown} is writable by group or others" in logged
     assert f"run: chmod go-w {shown}\n" in logged
 

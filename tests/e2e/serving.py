@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tandem.adapters.store.url import side_table_suffixes
 from tandem.adapters.client import Client
 from tandem.adapters.store import open_store
 from tandem.adapters.tokens import ACTORS, new_token, write_tokens_file
@@ -163,5 +164,5 @@ def postgres_store_url() -> Iterator[str]:
         from psycopg import sql
 
         with psycopg.connect(postgres_url(), autocommit=True) as connection:
-            for name in (table, f"{table}_snapshots", f"{table}_writer"):
+            for name in (table, *(table + suffix for suffix in side_table_suffixes)):
                 connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))

@@ -51,6 +51,7 @@ from urllib.parse import quote, urlsplit
 import msgspec
 import pytest
 
+from tandem.adapters.store.url import side_table_suffixes
 from tandem.adapters.cli import main
 from tandem.adapters.commands.demo import EXAMPLE
 from tandem.adapters.client import ApiError
@@ -80,7 +81,7 @@ def _drop_postgres_tables(table: str) -> None:
     from psycopg import sql
 
     with psycopg.connect(postgres_url(), autocommit=True) as connection:
-        for name in (table, f"{table}_snapshots", f"{table}_writer"):
+        for name in (table, *(table + suffix for suffix in side_table_suffixes)):
             connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
 
 

@@ -29,13 +29,19 @@ def faults_env(*faults: dict[str, Any]) -> dict[str, str]:
 
 
 def recorded_ids(url: str) -> Counter[str]:
-    """How often each input id is recorded in the store (accepted or rejected)."""
+    """How often each input id is applied in the store (accepted). A resent
+    id whose first send was recorded (its answer lost) is recorded again as
+    an `InputRejected` `duplicate_input`, the answer a retry is owed: that
+    is not applying it twice, and any other rejection of an id fails here."""
     store = open_store(url)
     try:
         counts: Counter[str] = Counter()
-        for _, event in store.read():
-            if isinstance(event, (ev.InputAccepted, ev.InputRejected)) and event.input.id is not None:
+        for position, event in store.read():
+            if isinstance(event, ev.InputAccepted) and event.input.id is not None:
                 counts[event.input.id] += 1
+            elif isinstance(event, ev.InputRejected) and event.input.id is not None:
+                assert event.reason == "duplicate_input", (position, event.input.id, event.reason)
+                counts.setdefault(event.input.id, 0)
         return counts
     finally:
         store.close()

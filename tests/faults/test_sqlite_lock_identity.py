@@ -29,7 +29,7 @@ locked = re.compile(r"tandem: store (?P<url>\S+) is locked by pid (?P<pid>\d+) o
 def later_trace(directory: Path) -> Path:
     """A trace that fits after anything the serve stamps (its `at` is far ahead)."""
     path = directory / "later.jsonl"
-    path.write_text('{"type": "tick", "at": "2099-01-01T00:00:00Z", "actor": "daemon"}\n')
+    path.write_text('{"type": "tick", "at": "2099-01-01T00:00:00Z", "actor": "daemon"}\n')  # after any input the serve stamps (--allow-future)
     return path
 
 
@@ -43,7 +43,7 @@ def events_in(database: Path) -> int:
 def test_a_writer_through_a_symlink_or_a_hard_link_is_refused_and_the_serve_goes_on(tmp_path: Path) -> None:
     database = tmp_path / "s.db"
     url = f"sqlite:///{database}"
-    made = tandem("ingest", "--quiet", "--store", url, str(trace))
+    made = tandem("ingest", "--quiet", "--allow-future", "--store", url, str(trace))
     assert made.returncode == 0, made.stderr
     (tmp_path / "sym.db").symlink_to("s.db")
     other_trace = later_trace(tmp_path)
@@ -54,7 +54,7 @@ def test_a_writer_through_a_symlink_or_a_hard_link_is_refused_and_the_serve_goes
         os.link(database, tmp_path / "hard.db")  # made beside the running serve, as the operator did
         for alias in ("sym.db", "hard.db"):
             alias_url = f"sqlite:///{tmp_path / alias}"
-            ingest = tandem("ingest", "--store", alias_url, str(other_trace))
+            ingest = tandem("ingest", "--allow-future", "--store", alias_url, str(other_trace))
             assert ingest.returncode == 1, (alias, ingest.stderr)
             match = locked.fullmatch(ingest.stderr)
             assert match, (alias, ingest.stderr)
@@ -69,7 +69,7 @@ def test_a_writer_through_a_symlink_or_a_hard_link_is_refused_and_the_serve_goes
     # A file with two names is refused to every writer, the serve's restart
     # included (SQLite would keep one WAL per name), until one name is left.
     for name in ("s.db", "hard.db"):
-        refused = tandem("ingest", "--store", f"sqlite:///{tmp_path / name}", str(other_trace))
+        refused = tandem("ingest", "--allow-future", "--store", f"sqlite:///{tmp_path / name}", str(other_trace))
         assert refused.returncode == 1 and "has 2 hard links" in refused.stderr, refused.stderr
         assert "Traceback" not in refused.stderr, refused.stderr
     settled = events_in(database)
@@ -77,6 +77,6 @@ def test_a_writer_through_a_symlink_or_a_hard_link_is_refused_and_the_serve_goes
     verify = tandem("verify", "--store", url)
     assert verify.returncode == 0 and "clean" in verify.stdout, verify.stdout + verify.stderr
     assert events_in(database) == settled
-    again = tandem("ingest", "--quiet", "--store", f"sqlite:///{tmp_path / 'sym.db'}", str(other_trace))
+    again = tandem("ingest", "--quiet", "--allow-future", "--store", f"sqlite:///{tmp_path / 'sym.db'}", str(other_trace))
     assert again.returncode == 0, again.stderr
     assert events_in(database) > settled

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tandem.adapters.store.url import side_table_suffixes
 from tandem.adapters.store import open_store
 from tandem.replay.port import EventStore
 
@@ -56,7 +57,7 @@ def _drop_postgres_table(table: str) -> None:
     from psycopg import sql
 
     with psycopg.connect(postgres_url(), autocommit=True) as connection:
-        for name in (table, f"{table}_snapshots", f"{table}_writer"):
+        for name in (table, *(table + suffix for suffix in side_table_suffixes)):
             connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
 
 

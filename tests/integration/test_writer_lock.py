@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tandem.adapters.store.url import side_table_suffixes
 from tandem.adapters.cli import main
 from tandem.adapters.store import open_store, redacted
 from tandem.adapters.writer_lock import WriterLocked, acquire_writer_lock, writer_lock_path
@@ -56,7 +57,7 @@ def _drop_postgres_tables(table: str) -> None:
     from psycopg import sql
 
     with psycopg.connect(postgres_url(), autocommit=True) as connection:
-        for name in (table, f"{table}_snapshots", f"{table}_writer"):
+        for name in (table, *(table + suffix for suffix in side_table_suffixes)):
             connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
 
 
