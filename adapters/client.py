@@ -37,9 +37,12 @@ class ApiError(Exception):
     """An error response: `status`, `code` (docs/api.md), `message`, and for 400
     the bad lines (`errors`: [{line, message}])."""
 
-    def __init__(self, status: int, code: str, message: str, errors: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, errors: list[dict[str, Any]] | None = None, retry_after_s: float | None = None
+    ) -> None:
         super().__init__(f"{status} {code}: {message}")
         self.status, self.code, self.message, self.errors = status, code, message, errors or []
+        self.retry_after_s = retry_after_s  # the answer's Retry-After (every 503 has one), seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,13 @@ class _Answer:
     headers_done: bool = False
     keep_alive: bool = False
     parser: Any = None
+    retry_after: bytes | None = None  # the Retry-After header, as sent
+    _header: bytes = b""
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header = name.lower()
+        if self._header == b"retry-after":
+            self.retry_after = value
 
     def on_body(self, chunk: bytes) -> None:
         self.size += len(chunk)
@@ -119,7 +129,7 @@ class Client:
             connection = self._socket or self._connect()
             self._socket = connection
             try:
-                status, data, keep = self._exchange(connection, wire)
+                status, data, keep, retry_after = self._exchange(connection, wire)
             except (_Closed, BrokenPipeError, ConnectionResetError):
                 self.close()
                 if attempt == 2 or not reused:
@@ -130,11 +140,11 @@ class Client:
                 raise
             if not keep:
                 self.close()
-            return _decoded(status, data)
+            return _decoded(status, data, retry_after)
         raise AssertionError("unreachable")
 
     @staticmethod
-    def _exchange(connection: socket.socket, wire: bytes) -> tuple[int, bytes, bool]:
+    def _exchange(connection: socket.socket, wire: bytes) -> tuple[int, bytes, bool, float | None]:
         connection.sendall(wire)
         answer = _Answer()
         parser = answer.parser = httptools.HttpResponseParser(answer)
@@ -147,7 +157,7 @@ class Client:
                 raise ConnectionError("the server closed the connection mid-answer")
             received = True
             parser.feed_data(chunk)
-        return parser.get_status_code(), b"".join(answer.body), answer.keep_alive
+        return parser.get_status_code(), b"".join(answer.body), answer.keep_alive, _seconds(answer.retry_after)
 
     def close(self) -> None:
         if self._socket is not None:
@@ -217,7 +227,15 @@ def _query(**parameters: Any) -> str:
     return "?" + urlencode(given) if given else ""
 
 
-def _decoded(status: int, data: bytes) -> Any:
+def _seconds(value: bytes | None) -> float | None:
+    """A Retry-After in seconds (its HTTP-date form is not Tandem's: None)."""
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _decoded(status: int, data: bytes, retry_after_s: float | None = None) -> Any:
     try:
         body = json.loads(data) if data else None
     except ValueError:
@@ -226,7 +244,7 @@ def _decoded(status: int, data: bytes) -> Any:
         return body
     error = (body or {}).get("error", {}) if isinstance(body, dict) else {}
     errors = body.get("errors") if isinstance(body, dict) else None
-    raise ApiError(status, error.get("code", "http_error"), error.get("message", data[:200].decode(errors="replace")), errors)
+    raise ApiError(status, error.get("code", "http_error"), error.get("message", data[:200].decode(errors="replace")), errors, retry_after_s)
 
 
 class _StreamAnswer(_Answer):

@@ -71,6 +71,9 @@ class Load:
     readers: int = 2
     stop: threading.Event = field(default_factory=threading.Event)
     acknowledged: set[str] = field(default_factory=set)
+    # Who answered each acknowledged input, and the head after its commit:
+    # (index in `servers`, position); none for a duplicate_input answer.
+    answers: dict[str, tuple[int, int]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     outage_s: float = 0.0  # the longest time one input waited for an answer
     threads: list[threading.Thread] = field(default_factory=list)
@@ -78,9 +81,10 @@ class Load:
     def post(self, actor: str, value: dict[str, Any]) -> None:
         began = time.monotonic()
         while not self.stop.is_set():
-            for server in self.servers:
+            for index, server in enumerate(self.servers):
                 try:
-                    Client(server.url, server.tokens[actor], timeout_s=request_timeout_s).submit(value)
+                    answer = Client(server.url, server.tokens[actor], timeout_s=request_timeout_s).submit(value)
+                    self.answers[value["id"]] = (index, int(answer["position"]))
                 except ApiError as error:
                     if error.code == "duplicate_input":
                         break

@@ -14,8 +14,10 @@ Each fault wraps one function or method (`module:attribute.path`):
 error when a call starts while another thread is inside the function (two
 commits at once in one process); `fail_after` raises the named exception (`module:Class`, built with the
 message `injected fault`) after the call returned, so its effect stands but
-its answer is lost, as when a connection is cut at COMMIT; `times` bounds how
-often it fires (default: always), `skip` lets that many calls through first.
+its answer is lost, as when a connection is cut at COMMIT; `fail_before`
+raises it instead of the call; `times` bounds how often it fires (default:
+always), `skip` lets that many calls through first, `armed_by` (another
+fault's target) keeps it from firing until that fault has fired.
 Production code holds no hook: this file is only ever on a test's PYTHONPATH.
 """
 
@@ -50,17 +52,22 @@ def _wrapped(fault: dict[str, Any], original: Any) -> Any:
     before = float(fault.get("sleep_before_s", 0))
     after = float(fault.get("sleep_after_s", 0))
     failure = _exception(fault["fail_after"]) if "fail_after" in fault else None
+    refusal = _exception(fault["fail_before"]) if "fail_before" in fault else None
+    armed_by = fault.get("armed_by")
     counts = {"calls": 0, "fired": 0, "inside": 0}
     overlap = bool(fault.get("report_overlap", False))
     skip, times = int(fault.get("skip", 0)), fault.get("times")
     lock = threading.Lock()
 
     def firing() -> bool:
+        if armed_by is not None and not _fired.get(armed_by):
+            return False
         with lock:
             counts["calls"] += 1
             if counts["calls"] <= skip or (times is not None and counts["fired"] >= int(times)):
                 return False
             counts["fired"] += 1
+            _fired[fault["target"]] = True
             return True
 
     def enter() -> None:
@@ -81,6 +88,9 @@ def _wrapped(fault: dict[str, Any], original: Any) -> Any:
         try:
             if fire and before:
                 time.sleep(before)
+            if fire and refusal is not None:
+                print(f"tandem-faults: {fault['target']} refused with {refusal.__name__}", file=sys.stderr, flush=True)
+                raise refusal("injected fault")
             result = original(*arguments, **options)
             if fire and after:
                 time.sleep(after)
@@ -92,6 +102,9 @@ def _wrapped(fault: dict[str, Any], original: Any) -> Any:
         return result
 
     return wrapper
+
+
+_fired: dict[str, bool] = {}  # the targets whose fault has fired (`armed_by`)
 
 
 def _install() -> None:
