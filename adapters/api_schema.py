@@ -159,7 +159,8 @@ def _errors(*statuses: int) -> dict[int, ResponseSpec]:
         409: "at_before_head or at_in_future, or read_only (a follower: the message names the writer): nothing recorded",
         413: "body too large",
         415: "unsupported media type",
-        503: "store unavailable (nothing recorded; retry with the same id) or too many streams",
+        503: "store unavailable (nothing recorded; retry with the same id), commit_unknown (it may have been recorded: "
+        "resend with the same id), or too many streams; with Retry-After (seconds)",
     }
     return {
         status: ResponseSpec(data_container=ErrorBody, description=described[status], generate_examples=False)

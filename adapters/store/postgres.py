@@ -14,7 +14,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from tandem.adapters.store.recorder import _stored_event, fenced_marker, log_stream_id
+from tandem.adapters.store.recorder import fenced_marker, log_stream_id
 from tandem.adapters.store.sql import SqlDialect, SqlStore
 from tandem.adapters.store.url import (
     claims_table_suffix,
@@ -170,9 +170,8 @@ class PostgresStore(SqlStore):
             old.close()  # a query in flight on it finishes; its connection is closed when returned
         return current
 
-    def _write_rows(self, rows: list[Any]) -> None:
-        fence = None if self._generation is None else (self._fence_check, self._generation)
-        self._recorder.insert_events([_stored_event(*row) for row in rows], fence=fence)
+    def _insert_options(self) -> dict[str, Any]:
+        return {} if self._generation is None else {"fence": (self._fence_check, self._generation)}
 
     @contextmanager
     def _write_transaction(self) -> Iterator[Any]:

@@ -202,7 +202,11 @@ class RecorderStore:
         eventsourcing's IntegrityError when a position is taken (and its
         PersistenceError for any other failure). By default through the
         recorder; a backend may write them more directly."""
-        self._recorder.insert_events([_stored_event(*row) for row in rows])
+        self._recorder.insert_events([_stored_event(*row) for row in rows], **self._insert_options())
+
+    def _insert_options(self) -> dict[str, Any]:
+        """What a backend's recorder is told besides the rows (the fence's check)."""
+        return {}
 
     def _insert(self, stored: list[Row], expected_head: int) -> int:
         try:
