@@ -22,13 +22,16 @@ class Settings:
     ingest_kills: int
     serve_inputs: int
     serve_kills: int
+    takeovers: int
+    takeover_inputs: int
     seed: int
 
 
-# (ingest inputs, ingest kills, serve inputs, serve kills) per store kind
+# (ingest inputs, ingest kills, serve inputs, serve kills, standby takeovers,
+# inputs of the takeover soak) per store kind
 profiles = {
-    "short": (2_000, 5, 1_000, 3),
-    "long": (10_000, 50, 5_000, 20),
+    "short": (2_000, 5, 1_000, 3, 2, 2_000),
+    "long": (10_000, 50, 5_000, 20, 10, 10_000),
 }
 
 
@@ -47,12 +50,14 @@ def soak_settings() -> Settings:
     profile = os.environ.get("TANDEM_SOAK", "short")
     if profile not in profiles:
         raise pytest.UsageError(f"TANDEM_SOAK={profile}: one of {', '.join(profiles)}")
-    ingest_inputs, ingest_kills, serve_inputs, serve_kills = profiles[profile]
+    ingest_inputs, ingest_kills, serve_inputs, serve_kills, takeovers, takeover_inputs = profiles[profile]
     return Settings(
         ingest_inputs=_count("TANDEM_SOAK_INPUTS", ingest_inputs),
         ingest_kills=_count("TANDEM_SOAK_INGEST_KILLS", ingest_kills),
         serve_inputs=_count("TANDEM_SOAK_SERVE_INPUTS", serve_inputs),
         serve_kills=_count("TANDEM_SOAK_SERVE_KILLS", serve_kills),
+        takeovers=_count("TANDEM_SOAK_TAKEOVERS", takeovers),
+        takeover_inputs=_count("TANDEM_SOAK_TAKEOVER_INPUTS", takeover_inputs),
         seed=_count("TANDEM_SOAK_SEED", secrets.randbits(32)),
     )
 

@@ -36,6 +36,7 @@ import math
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -452,3 +453,140 @@ def kill_in_start(server: Served, delay_s: float, figures: Figures) -> None:
     figures.kills += 1
     figures.restarts += 1
     figures.count("kills in a start")
+
+
+# --------------------------------------------------------------- takeover
+
+
+class TakeoverClient(SoakClient):
+    """A SoakClient that knows both servers of a writer and a standby and
+    sends each request to whichever answers: a refused or cut connection, a
+    409 `read_only` (the standby) or a 503 moves it to the other. It keeps
+    the time of every answer, for the outage a takeover shows a client."""
+
+    def __init__(self, requests: list[list[dict[str, Any]]], tokens: dict[str, str]) -> None:
+        super().__init__(requests, tokens)
+        self.urls: list[str] = []
+        self.answered_at: list[tuple[float, str]] = []  # (when, by which server)
+
+    def serve_at_all(self, urls: list[str]) -> None:
+        with self.changed:
+            self.urls = list(urls)
+            self.generation += 1
+
+    def _send(self, request: list[dict[str, Any]]) -> None:
+        while True:
+            with self.changed:
+                generation, urls = self.generation, list(self.urls)
+            for url in urls:
+                client = self._client(generation, url, request[0]["actor"], url)
+                try:
+                    answer = client.submit(request[0]) if len(request) == 1 else client.submit_batch(request)
+                except (OSError, ValueError):
+                    client.close()
+                    continue
+                except ApiError as error:
+                    if error.status in (409, 503) and error.code in ("read_only", "store_unavailable", "commit_unknown"):
+                        continue
+                    raise
+                self._answered(request, answer, url)
+                return
+            self.resent += 1
+            time.sleep(poll_s)
+
+    def _answered(self, request: list[dict[str, Any]], answer: dict[str, Any], url: str) -> None:
+        outcomes = {(result["accepted"], result["reason"]) for result in answer["results"]}
+        assert outcomes in ({(True, None)}, {(False, "duplicate_input")}), f"{request[0]['id']}...: {answer}"
+        if outcomes == {(False, "duplicate_input")}:
+            self.duplicates += len(request)
+        self.answered_at.append((time.monotonic(), url))
+
+    def _client(self, generation: int, url: str, actor: str, key: str = "") -> Client:  # type: ignore[override]
+        """One kept-alive client per server, actor and list of servers."""
+        if generation != self._generation:
+            for client in self._clients.values():
+                client.close()
+            self._clients, self._generation = {}, generation
+        if (key, actor) not in self._clients:
+            self._clients[(key, actor)] = Client(url, self.tokens[actor], timeout_s=client_timeout_s)  # type: ignore[index]
+        return self._clients[(key, actor)]  # type: ignore[index]
+
+    def outage_after(self, moment: float, url: str) -> float | None:
+        """Seconds from `moment` (a kill) to the first answer after it from
+        the server at `url` (the standby taking over)."""
+        later = [at for at, by in self.answered_at if at > moment and by == url]
+        return later[0] - moment if later else None
+
+
+takeover_wait_s = 60  # a standby that has not taken over by then fails the soak
+
+
+def is_writer(server: Served) -> bool:
+    try:
+        return Client(server.url, "", timeout_s=client_timeout_s).health().get("writer") is True
+    except (OSError, ApiError, ValueError):
+        return False
+
+
+def takeover_soak(trace: Path, url: str, takeovers: int, seed: int, directory: Path, figures: Figures) -> TakeoverClient:
+    """A writer and a standby (`tandem serve --standby`, both) on one store;
+    the writer SIGKILLed `takeovers` times while the client sends `trace`
+    (after a random number of answers, drawn in advance, and a jitter), the
+    standby taking over each time, the killed one restarted as the new
+    standby. The longest outage a client saw (a kill to its next answer)
+    goes into the figures."""
+    rng = random.Random(seed)
+    ids = trace_ids(trace.read_bytes())
+    options = ("--standby", "--no-runtime-inputs", "--interval", "0.1")
+    servers = [Served(directory, url, *options, name=f"takeover-{side}") for side in "ab"]
+    servers[1].tokens, servers[1].tokens_file = servers[0].tokens, servers[0].tokens_file
+    client = TakeoverClient(requests_of(token_actors_in_trace(trace.read_bytes()), rng), servers[0].tokens)
+    start_server(servers[0], figures)
+    start_server(servers[1], figures)
+    writer = 0
+    client.serve_at_all([server.url for server in servers])
+    client.start()
+    outages: list[float] = []
+    try:
+        for number in range(takeovers):
+            # The next kill after a random share of what is left for this one
+            # and those after it (a restart runs while the client goes on).
+            left = client.inputs - client.answered
+            wait_for_answers(client, client.answered + rng.randrange(max(1, left // (takeovers - number + 1))))
+            time.sleep(rng.uniform(0, serve_jitter_s_max))
+            if not client.is_alive():
+                break
+            killed_at, taking_over = time.monotonic(), servers[1 - writer].url
+            servers[writer].kill()
+            figures.kills += 1
+            deadline = time.monotonic() + takeover_wait_s
+            while not is_writer(servers[1 - writer]):
+                assert time.monotonic() < deadline, f"the standby did not take over (seed {seed}):\n{servers[1 - writer].log()}"
+                time.sleep(poll_s)
+            figures.count("takeovers")
+            recorded(url).check_prefix(ids, f"after takeover {figures.kills} (seed {seed})")
+            start_server(servers[writer], figures)  # the new standby
+            figures.restarts += 1
+            writer = 1 - writer
+            client.serve_at_all([server.url for server in servers])
+            deadline = time.monotonic() + takeover_wait_s
+            while client.is_alive() and client.outage_after(killed_at, taking_over) is None:
+                assert time.monotonic() < deadline, f"no answer after takeover {figures.kills} (seed {seed})"
+                time.sleep(poll_s)
+            outage = client.outage_after(killed_at, taking_over)
+            if outage is not None:
+                outages.append(outage)
+        client.join(timeout=run_s_max * 4)
+        assert not client.is_alive(), f"the client did not finish (seed {seed})"
+        assert client.failure is None, f"the client failed (seed {seed}): {client.failure!r}"
+        for server in servers:
+            assert server.stop() == 0, server.log()
+    finally:
+        for server in servers:
+            server.kill()
+    for server in servers:
+        assert "Traceback" not in server.log(), server.log()
+    if outages:
+        figures.notes["longest outage ms"] = round(max(outages) * 1000)
+        figures.notes["median outage ms"] = round(statistics.median(outages) * 1000)
+    return client

@@ -1,10 +1,11 @@
-"""Kill -9 soak (issue 15): `tandem ingest` and `tandem serve` SIGKILLed at
-random moments, on SQLite and PostgreSQL; after every restart no input is
-lost or applied twice, and at the end the views equal an uninterrupted run's
-and `tandem verify` is clean.
+"""Kill -9 soak (issues 15 and 22): `tandem ingest` and `tandem serve`
+SIGKILLed at random moments, and a writer killed under its standby, on SQLite
+and PostgreSQL; after every restart or takeover no input is lost or applied
+twice, and at the end the views equal an uninterrupted run's and `tandem
+verify` is clean.
 
 Short by default (CI); `TANDEM_SOAK=long` for >= 50 kills of a 10,000-input
-ingest and >= 20 of a server (docs/operations.md, "Kill -9 soak"). The
+ingest, >= 20 of a server and >= 10 takeovers (docs/operations.md, "Kill -9 soak"). The
 figures are printed at the end of the session (tests/soak/conftest.py).
 """
 
@@ -20,7 +21,17 @@ import pytest
 
 from tests.e2e.serving import store_head, tandem
 from tests.soak.conftest import Settings
-from tests.soak.soak import Figures, Whole, ingest_soak, lost_and_duplicated, recorded, serve_soak, soak_trace, trace_ids
+from tests.soak.soak import (
+    Figures,
+    Whole,
+    ingest_soak,
+    lost_and_duplicated,
+    recorded,
+    serve_soak,
+    soak_trace,
+    takeover_soak,
+    trace_ids,
+)
 
 pytestmark = pytest.mark.soak
 
@@ -133,3 +144,32 @@ def test_serve_killed_at_random_moments(tmp_path: Path, soak_store: tuple[str, s
     assert served == views("replay", str(trace)), figures.line()
     assert_verified(url)
     assert figures.kills == settings.serve_kills, f"the client finished after {figures.kills} kills: {figures.line()}"
+
+
+def test_standby_takes_over_from_a_writer_killed_at_random_moments(
+    tmp_path: Path, soak_store: tuple[str, str], soak_settings: Settings, soak_figures: list[Figures]
+) -> None:
+    """Issue 22: the serve soak with a standby. Each kill of the writer is a
+    takeover; no input lost or applied twice, the views a replay's, verify
+    clean (every snapshot a writer wrote checked), the outage measured."""
+    kind, url = soak_store
+    settings = soak_settings
+    trace = tmp_path / "soak.jsonl"
+    trace.write_bytes(soak_trace(settings.takeover_inputs))
+    ids = trace_ids(trace.read_bytes())
+    figures = Figures("takeover", kind, settings.seed, len(ids))
+    soak_figures.append(figures)
+
+    client = takeover_soak(trace, url, settings.takeovers, settings.seed, tmp_path, figures)
+    figures.notes.update({"requests resent": client.resent, "inputs answered duplicate": client.duplicates})
+
+    records = recorded(url)
+    figures.lost, figures.duplicated = lost_and_duplicated(records, ids)
+    assert (figures.lost, figures.duplicated) == (0, 0), figures.line()
+    records.check_prefix(ids, figures.line())
+    assert records.accepted == ids
+    served = views("show", "--store", url)
+    served["rejections"] = [row for row in served["rejections"] if row["reason"] != "duplicate_input"]  # type: ignore[union-attr, index]
+    assert served == views("replay", str(trace)), figures.line()
+    assert_verified(url)
+    assert figures.notes.get("takeovers") == settings.takeovers, f"the client finished after {figures.kills} kills: {figures.line()}"
