@@ -139,14 +139,15 @@ class WriterLock:
         return f"<WriterLock {redacted(self.url)} ({self.location}) {state}>"
 
 
-def claim_store(store: EventStore, lock: WriterLock) -> WriterClaim:
+def claim_store(store: EventStore, lock: WriterLock, *, deferred: bool = False) -> WriterClaim | None:
     """Under the writer lock `lock`, claim `store` (`EventStore.claim_writer`):
     a new writer generation that every append of `store` is checked against,
     so that once another writer claims the store after taking the lock (this
     one's lock session ended, its file was replaced) nothing more of this
-    one's is written. Take the lock, open the store, claim it, then fold."""
+    one's is written. Take the lock, open the store, claim it, then fold
+    (`deferred`: at the first append, for a command that may write nothing)."""
     holder = lock.holder
-    return store.claim_writer(holder.pid, holder.host, holder.since)
+    return store.claim_writer(holder.pid, holder.host, holder.since, deferred=deferred)
 
 
 def acquire_writer_lock(url: str) -> WriterLock:

@@ -105,14 +105,16 @@ class EventStore(Protocol):
 
     # ------------------------------------------------------------ snapshots
 
-    def claim_writer(self, pid: int | None, host: str, since: str) -> WriterClaim:
+    def claim_writer(self, pid: int | None, host: str, since: str, *, deferred: bool = False) -> WriterClaim | None:
         """Become the store's writer (under its writer lock): a new writer
         generation, greater than every earlier one. From then on every
         append of this store object checks, in its own transaction, that
         this is still the store's generation (else `Fenced`, nothing
         written), so a writer that lost its lock cannot append after a new
         writer claimed the store. A store object that never claimed appends
-        unchecked (tests; a store nobody else writes)."""
+        unchecked (tests; a store nobody else writes). `deferred`: claimed
+        just before this object's first append (None now), so that a command
+        that ends up appending nothing writes nothing at all."""
         ...
 
     def list_claims(self) -> list[WriterClaim]:

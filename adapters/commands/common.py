@@ -63,9 +63,10 @@ def writer_lock_or_fail(url: str) -> Iterator[WriterLock]:
 
 def claim_or_fail(store: EventStore, lock: WriterLock) -> None:
     """Claim `store` under `lock` (its appends fenced: adapters/writer_lock.py
-    `claim_store`); a CliError (exit 1) if the store cannot be written."""
+    `claim_store`) at its first append: a command that writes nothing (a
+    bad trace) leaves no claim either; a CliError (exit 1) if it cannot be."""
     try:
-        claim_store(store, lock)
+        claim_store(store, lock, deferred=True)
     except StoreError as error:
         store.close()
         raise CliError(str(error)) from error

@@ -146,6 +146,7 @@ class RecorderStore:
         # appends are refused once another writer claimed a newer one. None:
         # it never claimed, its appends are not checked.
         self._generation: int | None = None
+        self._deferred_claim: tuple[int | None, str, str] | None = None  # (pid, host, since) to claim at the first append
 
     # -- subclass hooks
     def _select_head(self) -> int:
@@ -179,6 +180,7 @@ class RecorderStore:
         # to encode writes nothing.
         to_row = self._mapper.to_row
         rows = [to_row(expected_head + offset, event) for offset, event in enumerate(events, start=1)]
+        self._claim_if_deferred()
         return self._insert(rows, expected_head)
 
     def append_encoded(self, data: Sequence[bytes], expected_head: int) -> int:
@@ -195,6 +197,7 @@ class RecorderStore:
             raise ConcurrencyError(f"expected head {expected_head}, but the head is {self._head_known}")
         if not stored:
             return expected_head
+        self._claim_if_deferred()
         return self._insert(stored, expected_head)
 
     def _write_rows(self, rows: list[Row]) -> None:
@@ -256,10 +259,20 @@ class RecorderStore:
         raise ConcurrencyError(f"another writer appended after position {expected_head}; nothing of ours was written")
 
     # -- writers (fencing)
-    def claim_writer(self, pid: int | None, host: str, since: str) -> WriterClaim:
+    def claim_writer(self, pid: int | None, host: str, since: str, *, deferred: bool = False) -> WriterClaim | None:
+        if deferred:
+            # A command that may write nothing (a bad trace writes nothing):
+            # claimed just before its first append, in a transaction of its own.
+            self._deferred_claim = (pid, host, since)
+            return None
         claim = self._guarded(self._claim, pid, host, since, verb="claiming the writer generation of")
         self._generation = claim.generation
+        self._deferred_claim = None
         return claim
+
+    def _claim_if_deferred(self) -> None:
+        if self._deferred_claim is not None:
+            self.claim_writer(*self._deferred_claim)
 
     def list_claims(self) -> list[WriterClaim]:
         return [WriterClaim(*row) for row in self._guarded(self._claims)]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from tandem.domain.events import Event, decode_event, encode_event
-from tandem.replay.port import ConcurrencyError, EventStore, SnapshotInfo
+from tandem.replay.port import ConcurrencyError, EventStore, SnapshotInfo, WriterClaim
 
 
 class InjectedCrash(Exception):
@@ -39,6 +39,7 @@ class ProvingStore:
         self.url = over.url if over is not None else "log:"
         self._events: list[Event] = list(events)
         self._crash_written: int | None = None  # None: no crash armed
+        self._claims: list[WriterClaim] = []
 
     @property
     def backing(self) -> EventStore | ProvingStore:
@@ -138,6 +139,19 @@ class ProvingStore:
     def delete_snapshot(self, position: int, fingerprint: str) -> None:
         if self.over is not None:
             self.over.delete_snapshot(position, fingerprint)
+
+    # ---------------------------------------------------------------- writers
+    # The in-process log has one writer, its own: a claim is recorded, never fenced.
+
+    def claim_writer(self, pid: int | None, host: str, since: str, *, deferred: bool = False) -> WriterClaim | None:
+        if self.over is not None:
+            return self.over.claim_writer(pid, host, since, deferred=deferred)
+        claim = WriterClaim(len(self._claims) + 1, len(self._events), pid, host, since)
+        self._claims.append(claim)
+        return claim
+
+    def list_claims(self) -> list[WriterClaim]:
+        return self.over.list_claims() if self.over is not None else list(self._claims)
 
     def close(self) -> None:
         if self.over is not None:

@@ -77,3 +77,16 @@ def test_claims_are_kept_across_reopening_and_read_by_readers(shared: str, open_
         assert reader.list_claims() == [WriterClaim(1, 0, 7, "h", "t")]
     finally:
         reader.close()
+
+
+def test_a_deferred_claim_writes_nothing_until_the_first_append(shared: str, open_url: OpenUrl) -> None:
+    """`tandem ingest` of a bad trace writes nothing, not even a claim; its
+    first append claims, and fences the writer before it."""
+    old, command = open_url(shared), open_url(shared)
+    old.claim_writer(1, "old", "t1")
+    assert command.claim_writer(2, "cli", "t2", deferred=True) is None
+    assert [claim.generation for claim in command.list_claims()] == [1]
+    assert command.append(events(1), expected_head=0) == 1
+    assert [(claim.generation, claim.pid) for claim in command.list_claims()] == [(1, 1), (2, 2)]
+    with pytest.raises(Fenced):
+        old.append(events(1, first_seq=2), expected_head=1)

@@ -468,6 +468,12 @@ class TakeoverClient(SoakClient):
         super().__init__(requests, tokens)
         self.urls: list[str] = []
         self.answered_at: list[tuple[float, str]] = []  # (when, by which server)
+        self.paused = False  # set while the killed server starts again: no request sent meanwhile
+
+    def pause(self, paused: bool) -> None:
+        with self.changed:
+            self.paused = paused
+            self.changed.notify_all()
 
     def serve_at_all(self, urls: list[str]) -> None:
         with self.changed:
@@ -477,6 +483,8 @@ class TakeoverClient(SoakClient):
     def _send(self, request: list[dict[str, Any]]) -> None:
         while True:
             with self.changed:
+                while self.paused:
+                    self.changed.wait()
                 generation, urls = self.generation, list(self.urls)
             for url in urls:
                 client = self._client(generation, url, request[0]["actor"], url)
@@ -564,11 +572,6 @@ def takeover_soak(trace: Path, url: str, takeovers: int, seed: int, directory: P
                 assert time.monotonic() < deadline, f"the standby did not take over (seed {seed}):\n{servers[1 - writer].log()}"
                 time.sleep(poll_s)
             figures.count("takeovers")
-            recorded(url).check_prefix(ids, f"after takeover {figures.kills} (seed {seed})")
-            start_server(servers[writer], figures)  # the new standby
-            figures.restarts += 1
-            writer = 1 - writer
-            client.serve_at_all([server.url for server in servers])
             deadline = time.monotonic() + takeover_wait_s
             while client.is_alive() and client.outage_after(killed_at, taking_over) is None:
                 assert time.monotonic() < deadline, f"no answer after takeover {figures.kills} (seed {seed})"
@@ -576,6 +579,15 @@ def takeover_soak(trace: Path, url: str, takeovers: int, seed: int, directory: P
             outage = client.outage_after(killed_at, taking_over)
             if outage is not None:
                 outages.append(outage)
+            recorded(url).check_prefix(ids, f"after takeover {figures.kills} (seed {seed})")
+            # The killed one starts again as the new standby. The client waits
+            # meanwhile: the takeovers' count does not depend on how fast it sends.
+            client.pause(True)
+            start_server(servers[writer], figures)
+            figures.restarts += 1
+            writer = 1 - writer
+            client.serve_at_all([server.url for server in servers])
+            client.pause(False)
         client.join(timeout=run_s_max * 4)
         assert not client.is_alive(), f"the client did not finish (seed {seed})"
         assert client.failure is None, f"the client failed (seed {seed}): {client.failure!r}"
