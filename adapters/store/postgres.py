@@ -123,18 +123,7 @@ class PostgresStore(SqlStore):
         (`RecorderStore.outcome`, on a new pool): stored, the append stands;
         nothing stored, it is tried once more on the new pool; the store
         unreachable, CommitUnknown (never tried again: it may be stored)."""
-        for attempt in (1, 2):
-            datastore = self._current_datastore()
-            try:
-                return super()._insert(stored, expected_head)
-            except CommitUnknown:
-                raise
-            except StoreError as error:
-                if attempt == 2 or not _connection_lost(error):
-                    raise
-                with self._renewing:
-                    self._broken = self._broken or self._datastore is datastore
-        raise AssertionError("unreachable")
+        return self._once_more(super()._insert, stored, expected_head)
 
     def _once_more(self, operation: Any, *arguments: Any, **options: Any) -> Any:
         """`operation`; after a lost connection (a server restart, a
@@ -148,7 +137,7 @@ class PostgresStore(SqlStore):
             try:
                 return operation(*arguments, **options)
             except StoreError as error:
-                if attempt == 2 or not _connection_lost(error):
+                if attempt == 2 or isinstance(error, CommitUnknown) or not _connection_lost(error):
                     raise
                 with self._renewing:
                     self._broken = self._broken or self._datastore is datastore

@@ -23,6 +23,7 @@ from tests.e2e.serving import store_head, tandem
 from tests.soak.conftest import Settings
 from tests.soak.soak import (
     Figures,
+    SoakClient,
     Whole,
     ingest_soak,
     lost_and_duplicated,
@@ -114,26 +115,27 @@ def test_ingest_killed_at_random_moments(tmp_path: Path, soak_store: tuple[str, 
     assert figures.kills == settings.ingest_kills, f"the ingest finished after {figures.kills} kills: {figures.line()}"
 
 
-def test_serve_killed_at_random_moments(tmp_path: Path, soak_store: tuple[str, str], soak_settings: Settings, soak_figures: list[Figures]) -> None:
-    kind, url = soak_store
-    settings = soak_settings
-    trace = tmp_path / "soak.jsonl"
-    trace.write_bytes(soak_trace(settings.serve_inputs))
-    ids = trace_ids(trace.read_bytes())
-    figures = Figures("serve", kind, settings.seed, len(ids))
+def soak_run(directory: Path, command: str, kind: str, inputs: int, seed: int, soak_figures: list[Figures]) -> tuple[Path, Figures]:
+    """The trace of `inputs` inputs the client sends, and the run's figures (printed at the end)."""
+    trace = directory / "soak.jsonl"
+    trace.write_bytes(soak_trace(inputs))
+    figures = Figures(command, kind, seed, len(trace_ids(trace.read_bytes())))
     soak_figures.append(figures)
+    return trace, figures
 
-    client = serve_soak(trace, url, settings.serve_kills, settings.seed, tmp_path, figures)
-    figures.notes.update({"requests resent": client.resent, "inputs answered duplicate": client.duplicates})
 
+def assert_served_as_replayed(url: str, trace: Path, figures: Figures, client: SoakClient) -> None:
+    """No input lost or applied twice, in the trace's order; the views an
+    uninterrupted replay's; verify clean. A send whose commit beat the kill
+    but whose answer did not is recorded once more as a `duplicate_input`
+    rejection (docs/api.md): never a second effect; apart from those rows,
+    the views are the replay's."""
+    ids = trace_ids(trace.read_bytes())
     records = recorded(url)
     figures.lost, figures.duplicated = lost_and_duplicated(records, ids)
     assert (figures.lost, figures.duplicated) == (0, 0), figures.line()
     records.check_prefix(ids, figures.line())
     assert records.accepted == ids
-    # A send whose commit beat the kill but whose answer did not is recorded
-    # once more as a `duplicate_input` rejection (API.md): never a second
-    # effect. Apart from those rows, the views are an uninterrupted replay's.
     retried = sum(records.rejected.values())
     assert retried >= client.duplicates
     figures.notes["duplicates recorded"] = retried
@@ -143,6 +145,16 @@ def test_serve_killed_at_random_moments(tmp_path: Path, soak_store: tuple[str, s
     served["rejections"] = []
     assert served == views("replay", str(trace)), figures.line()
     assert_verified(url)
+
+
+def test_serve_killed_at_random_moments(tmp_path: Path, soak_store: tuple[str, str], soak_settings: Settings, soak_figures: list[Figures]) -> None:
+    kind, url = soak_store
+    settings = soak_settings
+    trace, figures = soak_run(tmp_path, "serve", kind, settings.serve_inputs, settings.seed, soak_figures)
+    client = serve_soak(trace, url, settings.serve_kills, settings.seed, tmp_path, figures)
+    figures.notes.update({"requests resent": client.resent, "inputs answered duplicate": client.duplicates})
+
+    assert_served_as_replayed(url, trace, figures, client)
     assert figures.kills == settings.serve_kills, f"the client finished after {figures.kills} kills: {figures.line()}"
 
 
@@ -154,22 +166,9 @@ def test_standby_takes_over_from_a_writer_killed_at_random_moments(
     clean (every snapshot a writer wrote checked), the outage measured."""
     kind, url = soak_store
     settings = soak_settings
-    trace = tmp_path / "soak.jsonl"
-    trace.write_bytes(soak_trace(settings.takeover_inputs))
-    ids = trace_ids(trace.read_bytes())
-    figures = Figures("takeover", kind, settings.seed, len(ids))
-    soak_figures.append(figures)
-
+    trace, figures = soak_run(tmp_path, "takeover", kind, settings.takeover_inputs, settings.seed, soak_figures)
     client = takeover_soak(trace, url, settings.takeovers, settings.seed, tmp_path, figures)
     figures.notes.update({"requests resent": client.resent, "inputs answered duplicate": client.duplicates})
 
-    records = recorded(url)
-    figures.lost, figures.duplicated = lost_and_duplicated(records, ids)
-    assert (figures.lost, figures.duplicated) == (0, 0), figures.line()
-    records.check_prefix(ids, figures.line())
-    assert records.accepted == ids
-    served = views("show", "--store", url)
-    served["rejections"] = [row for row in served["rejections"] if row["reason"] != "duplicate_input"]  # type: ignore[union-attr, index]
-    assert served == views("replay", str(trace)), figures.line()
-    assert_verified(url)
+    assert_served_as_replayed(url, trace, figures, client)
     assert figures.notes.get("takeovers") == settings.takeovers, f"the client finished after {figures.kills} kills: {figures.line()}"
