@@ -28,6 +28,11 @@ EPILOG = (
 )
 
 listen_default = "127.0.0.1:8765"
+# A slow client's deadlines (adapters/slow_clients.py): a request's head, from
+# the connection's start (or the next request's first byte), and its body,
+# from the end of its head. Past either the connection is closed.
+head_timeout_s_default = 10.0
+body_timeout_s_default = 30.0
 
 
 def listen_address(text: str) -> tuple[str, int]:
@@ -114,6 +119,23 @@ def _more_options(parser: argparse.ArgumentParser) -> None:
         default=keepalive_s_default,
         metavar="SECONDS",
         help=f"a comment line on an idle stream this often (default {keepalive_s_default:g})",
+    )
+    parser.add_argument(
+        "--head-timeout",
+        type=positive_seconds,
+        default=head_timeout_s_default,
+        metavar="SECONDS",
+        help=f"a request's head (its line and headers) must arrive within this (default {head_timeout_s_default:g}), "
+        "from the connection's start or the next request's first byte; else the connection is closed",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=positive_seconds,
+        default=body_timeout_s_default,
+        metavar="SECONDS",
+        help=f"a request's body must arrive within this after its head (default {body_timeout_s_default:g}); else "
+        "408 request_timeout, the connection closed, nothing recorded (a response, such as the live stream, lasts "
+        "as long as it needs)",
     )
 
 
