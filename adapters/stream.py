@@ -64,7 +64,7 @@ VIEW_ORDER = {name: number for number, name in enumerate(Views().by_name)}
 
 class Message:
     """One commit's message; its bytes are made when first sent (a commit
-    nobody is streaming costs a ring entry, no encoding)."""
+    nobody is streaming costs a ring entry and its inputs' facts, no encoding)."""
 
     __slots__ = ("position", "after", "views", "inputs", "_ordered", "_wire")
 

@@ -8,10 +8,10 @@ A file owned by another user than the server's, readable by group or others,
 with a key repeated in an object (JSON readers disagree on which value wins:
 the file's writer could mean one actor and the server read another), a token
 shorter than `token_chars_min`, an unknown actor or one token given twice is
-refused with a message naming the file and the problem. A presented token is compared with every known one
-in constant time (`hmac.compare_digest` over SHA-256 digests, all of them,
-whatever matches), so the time a refusal takes says nothing about how close
-a guess was. Tokens are never logged: `TokenTable` keeps digests only.
+refused with a message naming the file and the problem. A presented token is
+compared with every known one in constant time (`hmac.compare_digest` over
+SHA-256 digests, all of them, whatever matches), so the time a refusal takes
+says nothing about how close a guess was. Tokens are never logged: `TokenTable` keeps digests only.
 """
 
 from __future__ import annotations
