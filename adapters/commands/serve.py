@@ -50,7 +50,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help='JSON {"tokens": [{"actor": "human", "token": "..."}, ...]}: each token is the actor it names; '
-        "the file must be readable by its owner only (chmod 600) and every token at least 32 characters",
+        "the file must be owned by the server's user and readable by it only (chmod 600), every token at least 32 "
+        "characters, no key repeated",
     )
     parser.add_argument(
         "--stores",
