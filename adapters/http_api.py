@@ -199,7 +199,7 @@ class Service:
     hub: Hub | None = None
     engine_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     reader_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(reader_threads_max))
-    rendered: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # live views by name, at a position
+    rendered: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # live views by name, at a position (one per view)
     stop_server: Callable[[], None] | None = None  # ends the server (the writer lock was lost)
     # The server's way to drop a request's connection at once (by its ASGI
     # scope), for a stream whose client stopped reading (adapters/stream.py).

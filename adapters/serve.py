@@ -43,6 +43,7 @@ from tandem.adapters.http_api import ApiError, Service, build_app, to_thread_to_
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import LockLost, Runtime
+from tandem.adapters.slow_clients import deadlined_protocol
 from tandem.adapters.store import open_store, parse_store_url, redacted
 from tandem.adapters.stream import Hub, resume_messages_max
 from tandem.adapters.terminal import printable_lines
@@ -238,17 +239,19 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
     closing = [reader.close] if reader is not runtime.engine.store else []
     closing += [follower.close] if follower is not None else []
     closing += [runtime.close] + ([spool_lock.release] if spool_lock is not None else [])
-    _serve(app, [service], sock, address, announce, closing)
+    _serve(app, args, [service], sock, address, announce, closing)
 
 
 def _serve(
-    app: Any, services: list[Service], sock: socket.socket, address: str, announce: Callable[[str], None] | None,
-    closing: list[Callable[[], None]],
+    app: Any, args: argparse.Namespace, services: list[Service], sock: socket.socket, address: str,
+    announce: Callable[[str], None] | None, closing: list[Callable[[], None]],
 ) -> None:  # fmt: skip
-    """uvicorn on the bound socket until a stop; then `closing`, in order."""
+    """uvicorn on the bound socket until a stop; then `closing`, in order.
+    Its HTTP protocol gives a request's head and body each a deadline
+    (adapters/slow_clients.py)."""
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=shutdown_grace_s,
-        log_config=None, server_header=False,
+        log_config=None, server_header=False, http=deadlined_protocol(args.head_timeout, args.body_timeout),
     )  # fmt: skip
     logging.basicConfig(level=logging.WARNING, format="tandem: %(name)s: %(message)s", stream=sys.stderr)
     for number in (signal.SIGTERM, signal.SIGINT):
@@ -291,7 +294,7 @@ def _run_many(args: argparse.Namespace, announce: Callable[[str], None] | None) 
             close()
         raise ServeError(str(error), getattr(error, "code", 1)) from None
     services = [member.service for member in members]
-    _serve(serve_many.StoresFront(members), services, sock, address, announce, list(reversed(closing)))
+    _serve(serve_many.StoresFront(members), args, services, sock, address, announce, list(reversed(closing)))
 
 
 def _member(args: argparse.Namespace, entry: Any, tokens: Any, closing: list[Callable[[], None]]) -> serve_many.Member:

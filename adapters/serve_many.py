@@ -31,7 +31,9 @@ The file (JSON, at most `stores_max` stores):
                  "spool": "FOLDER", "health": "FILE", "watchdog_db": "FILE"}]}
 
 `spool`, `health` and `watchdog_db` are optional; relative paths are read
-from the file's folder.
+from the file's folder. It is refused (exit 2) unless owned by the server's
+user and writable by it alone (it chooses the tokens files that apply), or
+with a key repeated in an object.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from tandem.adapters.console.sessions import session_cookie
 from tandem.adapters.console.signin import form_bytes_max
 from tandem.adapters.http_api import SECURITY_HEADERS, Service
 from tandem.adapters.http_inputs import query_holds_token
+from tandem.adapters.tokens import decode_private_json, read_private_file
 
 stores_max = 64
 stores_file_bytes_max = 1 << 20
@@ -88,19 +91,15 @@ class StoreEntry:
 
 
 def load_stores(path: Path) -> list[StoreEntry]:
-    """Read and check the stores file: names, counts, no store twice."""
-    try:
-        data = path.read_bytes()[: stores_file_bytes_max + 1]
-    except OSError as error:
-        raise StoresRefused(f"stores file {path}: {error.strerror or error}") from None
-    if len(data) > stores_file_bytes_max:
-        raise StoresRefused(f"stores file {path}: over {stores_file_bytes_max:,} bytes")
-    try:
-        parsed = msgspec.json.decode(data, type=_File)
-    except (msgspec.DecodeError, msgspec.ValidationError) as error:
-        raise StoresRefused(
-            f'stores file {path}: {error} (expected {{"stores": [{{"name": "alpha", "store": "URL", "tokens": "FILE"}}]}})'
-        ) from None
+    """Read and check the stores file: its owner and mode (as the tokens
+    file's, but readable by others), no key repeated, names, counts, no
+    store twice."""
+    where = f"stores file {path}"
+    # It says which tokens files apply: owned and written by the server's user alone (readable: no token in it).
+    data = read_private_file(path, where, stores_file_bytes_max, StoresRefused, readable_by_others=True)
+    parsed = decode_private_json(
+        data, where, _File, '{"stores": [{"name": "alpha", "store": "URL", "tokens": "FILE"}]}', StoresRefused
+    )
     if not 1 <= len(parsed.stores) <= stores_max:
         raise StoresRefused(f"stores file {path}: {len(parsed.stores)} stores; name 1 to {stores_max}")
     folder = path.parent

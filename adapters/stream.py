@@ -1,10 +1,13 @@
 """Live changes: one Server-Sent Events message per commit (docs/api.md, "Live
 changes (SSE)").
 
-The hub keeps the last `resume_messages_max` commits (rebuilt from the log
-at start, replay/commits.py), so a client reconnecting with `Last-Event-ID:
-P` first gets a message for every commit after P it missed, or, when P is
-older than that (or not a position of this store), one `reset`. Publishing
+The hub keeps the last `resume_messages_max` commits, and at most
+`resume_inputs_max` inputs among them (rebuilt from the log at start,
+replay/commits.py), so a client reconnecting with `Last-Event-ID: P` first
+gets a message for every commit after P it missed, or, when P is older than
+that (or not a position of this store), one `reset`. A kept message holds
+what it says of each input (type, actor, at, accepted), never the input:
+the ring's memory is bounded whatever the inputs' sizes. Publishing
 never waits for a client: each has a bounded queue, and one that falls
 `client_queue_messages_max` (or `client_queue_bytes_max`) behind (a client
 that never reads) is cut off
@@ -32,12 +35,14 @@ from dataclasses import dataclass, field
 import msgspec
 
 from tandem.projections import Views
-from tandem.replay.commits import CommitSummary
+from tandem.replay.commits import CommitSummary, InputFacts, facts_json
 
 stream_clients_max_default = 100
 client_queue_messages_max = 1_000
 client_queue_bytes_max = 64 * 1_048_576  # a batch of 50k inputs makes a message of a few MiB
 resume_messages_max = 1_000
+resume_inputs_max = 50_000  # ~250 bytes each, message bytes included: ~12 MiB at most
+views_changed_cached_max = 4_096  # sets of event types a commit held (few in practice)
 keepalive_s_default = 15.0
 # A cut-off or stopped stream not waiting in a send is given this long to
 # send what it holds (and its reset) and end before its connection is aborted.
@@ -59,24 +64,25 @@ VIEW_ORDER = {name: number for number, name in enumerate(Views().by_name)}
 
 class Message:
     """One commit's message; its bytes are made when first sent (a commit
-    nobody is streaming costs a ring entry, no encoding)."""
+    nobody is streaming costs a ring entry and its inputs' facts, no encoding)."""
 
-    __slots__ = ("position", "after", "views", "_ordered", "_summary", "_wire")
+    __slots__ = ("position", "after", "views", "inputs", "_ordered", "_wire")
 
     def __init__(self, summary: CommitSummary, views: frozenset[str], ordered: list[str]) -> None:
         self.position, self.after, self.views = summary.position, summary.after, views
-        self._ordered, self._summary = ordered, summary
+        self.inputs: tuple[InputFacts, ...] = summary.input_facts()  # not the records: the inputs are not kept
+        self._ordered = ordered
         self._wire: bytes | None = None
 
     @property
     def wire(self) -> bytes:
         if self._wire is None:
-            data = msgspec.json.encode({"position": self.position, "views": self._ordered, "inputs": self._summary.inputs()})
+            data = msgspec.json.encode({"position": self.position, "views": self._ordered, "inputs": facts_json(self.inputs)})
             self._wire = b"id: %d\nevent: change\ndata: %s\n\n" % (self.position, data)
         return self._wire
 
 
-@functools.lru_cache(maxsize=4_096)
+@functools.lru_cache(maxsize=views_changed_cached_max)
 def views_changed(types: frozenset[type]) -> tuple[frozenset[str], list[str]]:
     """The views that fold any of `types` (as a set, and in document order)."""
     views = frozenset(name for event_type in types for name in VIEWS_BY_EVENT.get(event_type, ()))
@@ -135,9 +141,12 @@ class Hub:
     ) -> None:
         self.loop = loop
         self.loop_thread = threading.get_ident()  # a hub is made in its loop's thread
-        self.ring: deque[Message] = deque((message_of(summary) for summary in history), maxlen=resume_messages_max)
+        self.ring: deque[Message] = deque()
+        self.ring_inputs = 0  # the inputs of the ring's messages
         # Resumable from here on: every commit after `since` is in the ring.
-        self.since = self.ring[0].after if self.ring else head
+        self.since = head
+        for summary in history:
+            self._keep(message_of(summary))
         self.head = head
         self.clients: set[Client] = set()
         self.ending: set[Client] = set()  # cut off, their stream not over yet
@@ -157,15 +166,21 @@ class Hub:
 
     def publish(self, summary: CommitSummary) -> None:
         message = message_of(summary)
-        if len(self.ring) == self.ring.maxlen:
-            self.since = self.ring[1].after
-        self.ring.append(message)
+        self._keep(message)
         self.head = message.position
         for client in list(self.clients):
             if not client.offer(message):
                 self.clients.discard(client)  # cut off: it no longer holds a place
                 self.ending.add(client)
                 self._end(client)
+
+    def _keep(self, message: Message) -> None:
+        """Into the ring, the oldest out past its bounds (the newest stays, whatever its size)."""
+        self.ring.append(message)
+        self.ring_inputs += len(message.inputs)
+        while len(self.ring) > 1 and (len(self.ring) > resume_messages_max or self.ring_inputs > resume_inputs_max):
+            self.ring_inputs -= len(self.ring.popleft().inputs)
+        self.since = self.ring[0].after
 
     def close(self) -> None:
         """The server is stopping: every stream ends."""

@@ -4,12 +4,14 @@ The tokens file maps each token to the actor it speaks for:
 
     {"tokens": [{"actor": "human", "token": "…"}, {"actor": "background", "token": "…"}]}
 
-A file readable by group or others, a token shorter than `token_chars_min`,
-an unknown actor or one token given twice is refused with a message naming
-the file and the problem. A presented token is compared with every known one
-in constant time (`hmac.compare_digest` over SHA-256 digests, all of them,
-whatever matches), so the time a refusal takes says nothing about how close
-a guess was. Tokens are never logged: `TokenTable` keeps digests only.
+A file owned by another user than the server's, readable by group or others,
+with a key repeated in an object (JSON readers disagree on which value wins:
+the file's writer could mean one actor and the server read another), a token
+shorter than `token_chars_min`, an unknown actor or one token given twice is
+refused with a message naming the file and the problem. A presented token is
+compared with every known one in constant time (`hmac.compare_digest` over
+SHA-256 digests, all of them, whatever matches), so the time a refusal takes
+says nothing about how close a guess was. Tokens are never logged: `TokenTable` keeps digests only.
 """
 
 from __future__ import annotations
@@ -21,16 +23,21 @@ import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import Any, TypeVar, get_args
 
 import msgspec
 
 from tandem.domain.inputs import Actor
+from tandem.domain.nesting import repeated_key_error
 
 token_chars_min = 32
 tokens_file_bytes_max = 1_048_576
 tokens_max = 1_000
 ACTORS: tuple[str, ...] = get_args(Actor)
+_Schema = TypeVar("_Schema")
+# What each private file may allow others (the mode bits refused), and how to mend it.
+_SECRET = (stat.S_IRWXG | stat.S_IRWXO, "readable or writable by group or others", "chmod 600")
+_NOT_WRITABLE = (stat.S_IWGRP | stat.S_IWOTH, "writable by group or others", "chmod go-w")
 
 
 class TokensRefused(Exception):
@@ -71,19 +78,25 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
-def read_private_file(path: Path, where: str, bytes_max: int, refused: type[Exception]) -> bytes:
-    """The bytes of a file holding secrets (the tokens, a webhook's secret):
-    a regular file, read and written by its owner alone, at most `bytes_max`
-    bytes; else `refused`, its message naming `where` and why."""
+def read_private_file(
+    path: Path, where: str, bytes_max: int, refused: type[Exception], readable_by_others: bool = False
+) -> bytes:  # fmt: skip
+    """The bytes of a file that says whom to trust (the tokens, a webhook's
+    secret, the stores of --stores): a regular file owned by the server's
+    user (another user could rewrite it), written by it alone and, unless
+    `readable_by_others` (a file holding no secret), read by it alone; at
+    most `bytes_max` bytes; else `refused`, its message naming `where` and why."""
     try:
         status = path.stat()
     except OSError as error:
         raise refused(f"{where}: cannot read it: {error.strerror}") from None
     if not stat.S_ISREG(status.st_mode):
         raise refused(f"{where}: not a regular file")
-    if status.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        mode = stat.S_IMODE(status.st_mode)
-        raise refused(f"{where}: readable or writable by group or others (mode {mode:04o}); run: chmod 600 {path}")
+    if status.st_uid != os.geteuid():
+        raise refused(f"{where}: owned by uid {status.st_uid}, not this server's user ({os.geteuid()})")
+    bits, said, mend = _NOT_WRITABLE if readable_by_others else _SECRET
+    if status.st_mode & bits:
+        raise refused(f"{where}: {said} (mode {stat.S_IMODE(status.st_mode):04o}); run: {mend} {path}")
     if status.st_size > bytes_max:
         raise refused(f"{where}: {status.st_size} bytes, over the {bytes_max}-byte limit")
     try:
@@ -92,15 +105,25 @@ def read_private_file(path: Path, where: str, bytes_max: int, refused: type[Exce
         raise refused(f"{where}: cannot read it: {error.strerror}") from None
 
 
+def decode_private_json(data: bytes, where: str, schema: type[_Schema], example: str, refused: type[Exception]) -> _Schema:
+    """A private file's JSON as `schema`, with no key repeated in any object
+    (its writer's tool and Tandem could read different values: a parser
+    differential); else `refused`, naming `where`, the problem and its path."""
+    try:
+        parsed: Any = msgspec.json.decode(data, type=schema)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise refused(f"{where}: {error} (expected {example})") from None
+    repeated = repeated_key_error(data)  # the schema bounds the nesting: the walk is shallow
+    if repeated is not None:
+        raise refused(f"{where}: {repeated}")
+    return parsed
+
+
 def load_tokens(path: Path) -> TokenTable:
     """Read and check the tokens file (see the module's docstring)."""
-    data = read_private_file(path, f"tokens file {path}", tokens_file_bytes_max, TokensRefused)
-    try:
-        parsed = msgspec.json.decode(data, type=_File)
-    except (msgspec.DecodeError, msgspec.ValidationError) as error:
-        raise TokensRefused(
-            f'tokens file {path}: {error} (expected {{"tokens": [{{"actor": "human", "token": "..."}}]}})'
-        ) from None
+    where = f"tokens file {path}"
+    data = read_private_file(path, where, tokens_file_bytes_max, TokensRefused)
+    parsed = decode_private_json(data, where, _File, '{"tokens": [{"actor": "human", "token": "..."}]}', TokensRefused)
     return TokenTable(tuple(_checked(path, parsed.tokens)), str(path))
 
 

@@ -49,17 +49,21 @@ class CommitSummary:
     # None when read back from the log (then: the views that fold its events).
     views: tuple[str, ...] | None = None
 
-    def inputs(self) -> list[dict[str, Any]]:
-        """{type, actor, at, accepted} per input (made when a message is sent)."""
-        return [
-            {
-                "type": record.input.input_type,
-                "actor": record.input.sender,
-                "at": format_at(record.input.at),
-                "accepted": type(record) is ev.InputAccepted,
-            }
+    def input_facts(self) -> tuple[InputFacts, ...]:
+        """(type, actor, at, accepted) per input: what a stream message says
+        of each, kept without the input itself (its text, a batch's lines)."""
+        return tuple(
+            (record.input.input_type, record.input.sender, record.input.at, type(record) is ev.InputAccepted)
             for record in self.records
-        ]
+        )
+
+
+InputFacts = tuple[str, str, Any, bool]  # an input's type, actor, at (a datetime) and whether it was accepted
+
+
+def facts_json(facts: Iterable[InputFacts]) -> list[dict[str, Any]]:
+    """{type, actor, at, accepted} per input, as a stream message sends them."""
+    return [{"type": kind, "actor": actor, "at": format_at(at), "accepted": accepted} for kind, actor, at, accepted in facts]
 
 
 def summarize(after: int, events: list[ev.Event], views: Iterable[str] | None = None) -> CommitSummary:

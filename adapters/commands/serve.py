@@ -28,6 +28,11 @@ EPILOG = (
 )
 
 listen_default = "127.0.0.1:8765"
+# A slow client's deadlines (adapters/slow_clients.py): a request's head, from
+# the connection's start (or the next request's first byte), and its body,
+# from the end of its head. Past either the connection is closed.
+head_timeout_s_default = 10.0
+body_timeout_s_default = 30.0
 
 
 def listen_address(text: str) -> tuple[str, int]:
@@ -45,7 +50,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help='JSON {"tokens": [{"actor": "human", "token": "..."}, ...]}: each token is the actor it names; '
-        "the file must be readable by its owner only (chmod 600) and every token at least 32 characters",
+        "the file must be owned by the server's user and readable by it only (chmod 600), every token at least 32 "
+        "characters, no key repeated",
     )
     parser.add_argument(
         "--stores",
@@ -114,6 +120,23 @@ def _more_options(parser: argparse.ArgumentParser) -> None:
         default=keepalive_s_default,
         metavar="SECONDS",
         help=f"a comment line on an idle stream this often (default {keepalive_s_default:g})",
+    )
+    parser.add_argument(
+        "--head-timeout",
+        type=positive_seconds,
+        default=head_timeout_s_default,
+        metavar="SECONDS",
+        help=f"a request's head (its line and headers) must arrive within this (default {head_timeout_s_default:g}), "
+        "from the connection's start or the next request's first byte; else the connection is closed",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=positive_seconds,
+        default=body_timeout_s_default,
+        metavar="SECONDS",
+        help=f"a request's body must arrive within this after its head (default {body_timeout_s_default:g}); else "
+        "408 request_timeout, the connection closed, nothing recorded (a response, such as the live stream, lasts "
+        "as long as it needs)",
     )
 
 

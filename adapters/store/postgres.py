@@ -3,6 +3,7 @@ eventsourcing's PostgreSQL recorder (psycopg 3)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,19 @@ from tandem.adapters.store.url import (
     snapshot_table_suffix,
 )
 from tandem.replay.port import CommitUnknown, StoreError
+
+# Every creation of Tandem's tables in a database waits for this advisory
+# lock (transaction-level, one bigint key: "TAND-DDL", a key space apart from
+# the writer locks' two int4 keys, adapters/writer_lock.py).
+table_creation_lock_key = 0x54414E442D44444C
+
+
+def serialize_table_creation(cursor: Any) -> None:
+    """Wait, in the cursor's transaction, until no other session of the
+    database creates Tandem's tables: concurrent DDL on one catalog row (the
+    recorder's shared function, a new type) fails `tuple concurrently
+    updated` or a duplicate key. Held until the transaction ends."""
+    cursor.execute("SELECT pg_advisory_xact_lock(%s)", (table_creation_lock_key,))
 
 
 class _LogPostgresRecorder(PostgresApplicationRecorder):
@@ -56,6 +70,20 @@ class _LogPostgresRecorder(PostgresApplicationRecorder):
                 cursor.execute(statement, (generation, generation), prepare=True)
             self._insert_stored_events(cursor, stored_events)
             pipeline.sync()
+
+    def create_table(self) -> None:
+        """eventsourcing's creation (its row type, the events table, its
+        index and the `es_insert_events_*` function every recorder of the
+        database replaces), in one transaction that holds the table-creation
+        lock: two stores opened at once, on two tables, no longer collide."""
+        with self.datastore.transaction(commit=True) as cursor:
+            serialize_table_creation(cursor)
+            for statement in self.sql_create_statements:
+                if "CREATE TYPE" in statement.as_string():  # no IF NOT EXISTS: a savepoint for "it exists"
+                    with contextlib.suppress(psycopg.errors.DuplicateObject), cursor.connection.transaction():
+                        cursor.execute(statement, prepare=False)
+            self._create_table(cursor)
+        self.datastore.register_type_adapters()
 
 
 class PostgresStore(SqlStore):
