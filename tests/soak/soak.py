@@ -194,11 +194,15 @@ class Whole:
     event_s: float  # the rest of its time, an event
 
 
-def wait_for_head(process: subprocess.Popen[bytes], url: str, events: int) -> int:
-    """Until the store holds `events` events or the process ended: the head then."""
-    deadline = time.monotonic() + run_s_max
+def wait_for_head(process: subprocess.Popen[bytes], url: str, events: int, within_s: float | None = None) -> int:
+    """Until the store holds `events` events or the process ended (or,
+    with `within_s`, that many seconds passed): the head then."""
+    began = time.monotonic()
     while process.poll() is None and head_or_zero(url) < events:
-        assert time.monotonic() < deadline, f"no progress to {events} events in {run_s_max} s"
+        waited = time.monotonic() - began
+        if within_s is not None and waited >= within_s:
+            break
+        assert waited < run_s_max, f"no progress to {events} events in {run_s_max} s"
         time.sleep(poll_s)
     return head_or_zero(url)
 
@@ -235,7 +239,10 @@ def ingest_soak(trace: Path, url: str, kills: int, whole: Whole, seed: int, log:
         where, batch, share = _kill_plan(rng, before, threshold, len(ids) * (whole.events - before) // whole.events, kills - number + 1)
         process = spawn(ingest_command(trace, url, batch), log)
         if where == "kills in a start":
-            time.sleep(rng.uniform(0, whole.start_s))
+            # A moment of its start: the drawn delay, or its first commit if
+            # that comes first (a start with work is shorter than the run
+            # with nothing left that measured it).
+            wait_for_head(process, url, before + 1, within_s=rng.uniform(0, whole.start_s))
         else:
             head = wait_for_head(process, url, threshold if where == "kills after a threshold" else before + 1)
             batch_s = batch * whole.events / len(ids) * whole.event_s  # about one batch's work
@@ -254,18 +261,20 @@ def ingest_soak(trace: Path, url: str, kills: int, whole: Whole, seed: int, log:
 
 def _kill_plan(rng: random.Random, head: int, threshold: int, inputs_left: int, kills_left: int) -> tuple[str, int, float]:
     """Where the next kill lands, the run's --batch, and the share of the
-    rest of the work its jitter may take. After a threshold: any batch that
-    leaves three commits, a third of the rest (the thresholds keep the last
-    30 % free). After the first commit: a batch and a share small enough
-    that the kills left cannot use up what is left."""
+    rest of the work its jitter may take. Whatever the place, a batch small
+    enough that the kills left cannot use up what is left (a run may commit
+    a batch or more before its kill lands: a threshold is passed by a whole
+    batch, a start is shorter than the run measured). After a threshold: a
+    third of the rest (the thresholds keep the last 30 % free); after the
+    first commit, a share as small as the batch."""
+    sizes = [size for size in ingest_batches if size * (kills_left + 2) <= inputs_left] or list(ingest_batches[:1])
     if head < threshold:
-        sizes, where, share = [size for size in ingest_batches if 3 * size <= inputs_left], "kills after a threshold", 1 / 3
+        where, share = "kills after a threshold", 1 / 3
     elif rng.random() < 0.5:
-        sizes, where, share = list(ingest_batches), "kills in a start", 0.0
+        where, share = "kills in a start", 0.0
     else:
-        sizes = [size for size in ingest_batches if size * (kills_left + 2) <= inputs_left]
         where, share = "kills after a run's first commit", 1 / (kills_left + 2)
-    return where, rng.choice(sizes or ingest_batches[:1]), share
+    return where, rng.choice(sizes), share
 
 
 # ------------------------------------------------------------------ serve
