@@ -14,20 +14,28 @@ class RejectionsView(View):
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[dict[str, Any]] = []
-        self.files: set[str | None] = set()
+        # Whether the store holds inputs of several files: the first input's
+        # file, then a flag (not every file seen: over HTTP every request is
+        # a file of its own, `http@N`, and the set grew with every input).
+        self.first_file: tuple[str | None] | None = None  # a 1-tuple: None is a file too
+        self.several = False
 
-    def _file(self, event: ev.InputAccepted) -> None:
-        self.files.add(event.file)  # the fold's (`quiet`)
+    def _file(self, event: ev.InputAccepted | ev.InputRejected) -> None:
+        """The fold's (`quiet`): note the input's file."""
+        if self.several:
+            return
+        if self.first_file is None:
+            self.first_file = (event.file,)
+        elif self.first_file[0] != event.file:
+            self.several = True
 
     def _accepted(self, event: ev.InputAccepted) -> bool:
-        if event.file in self.files:
-            return False  # nearly every input: a file seen before
-        several = len(self.files) > 1
+        several = self.several
         self._file(event)
-        return several != (len(self.files) > 1)  # rows show `file` from the second file on
+        return several != self.several  # rows show `file` from the second file on
 
     def _rejected(self, event: ev.InputRejected) -> None:
-        self.files.add(event.file)
+        self._file(event)
         self.rows.append(
             {"line": event.line, "type": event.input.input_type, "reason": event.reason, "file": event.file}
         )
@@ -37,5 +45,4 @@ class RejectionsView(View):
 
     def render(self) -> list[dict[str, Any]]:
         # `file` only when the store holds several traces (contract section 1, 7).
-        several = len(self.files) > 1
-        return [row if several else {k: v for k, v in row.items() if k != "file"} for row in self.rows]
+        return [row if self.several else {k: v for k, v in row.items() if k != "file"} for row in self.rows]
