@@ -18,6 +18,9 @@ list_items_max = 4_096
 
 Identifier = Annotated[str, Meta(min_length=1, max_length=identifier_chars_max)]
 Text = Annotated[str, Meta(max_length=text_chars_max)]
+# A tool's name: checked by the engine (`tool_not_exact`, `tool_not_allowed`), so
+# an empty one is the input's rejection, not the trace's (contract v1.2 section 1).
+ToolName = Annotated[str, Meta(max_length=identifier_chars_max)]
 Count = Annotated[int, Meta(ge=0)]
 Positive = Annotated[int, Meta(ge=1)]
 Revision = Annotated[int, Meta(ge=0)]

@@ -36,6 +36,7 @@ from tandem.domain.input_base import (  # noqa: F401 (re-exported: `inp.Identifi
     list_items_max,
     Identifier,
     Text,
+    ToolName,
     Count,
     Positive,
     Revision,
@@ -546,7 +547,7 @@ ToolRole = Literal["background", "worker"]
 
 class SetToolPolicy(Input, tag="tool_policy.set"):
     role: ToolRole
-    allowed_tools: Annotated[list[Identifier], Meta(max_length=list_items_max)]
+    allowed_tools: Annotated[list[ToolName], Meta(max_length=list_items_max)]
     read_roots: Annotated[list[Text], Meta(max_length=list_items_max)]
 
 
@@ -555,11 +556,11 @@ class AdmitRuntime(Input, tag="runtime.admit"):
     role: ToolRole
     adapter: Identifier
     tool_policy_revision: Revision
-    tools: Annotated[list[Identifier], Meta(max_length=list_items_max)]
+    tools: Annotated[list[ToolName], Meta(max_length=list_items_max)]
     read_roots: Annotated[list[Text], Meta(max_length=list_items_max)]
     conversation_id: Identifier | UnsetType = UNSET
     generation: Revision | UnsetType = UNSET
-    inherited_tools: Annotated[list[Identifier], Meta(max_length=list_items_max)] = []
+    inherited_tools: Annotated[list[ToolName], Meta(max_length=list_items_max)] = []
     isolation_test_ref: Identifier | UnsetType = UNSET
 
     def __post_init__(self) -> None:
@@ -574,7 +575,7 @@ class AdmitRuntime(Input, tag="runtime.admit"):
 class RequestTool(Input, tag="tool.request"):
     runtime_id: Identifier
     call_id: Identifier
-    tool: Identifier
+    tool: ToolName
     read_paths: Annotated[list[Text], Meta(max_length=list_items_max)] = []
     write_paths: Annotated[list[Text], Meta(max_length=list_items_max)] = []
     operation_id: Identifier | UnsetType = UNSET

@@ -94,6 +94,18 @@ def test_tool_policy_set_refuses_a_non_exact_entry():
     assert engine.views.view("health")["tool_policy_revision"] == 0
 
 
+def test_an_empty_tool_name_is_the_inputs_rejection_not_the_traces():
+    """`[""]` is an entry that is not exact: the contract's check, not a schema error."""
+    engine = given(*world())
+    events = when(engine, tool_policy(tools=[""], at=at(1)))
+    assert rejection(events) == "tool_not_exact" and "''" in events[0].detail
+    assert engine.views.view("health")["tool_policy_revision"] == 0
+    when(engine, tool_policy(at=at(2)))
+    events = when(engine, admit(tools=["tandem:read_evidence", ""], at=at(3)))
+    assert rejection(events) == "tool_not_exact"
+    assert of_type(events, ev.RuntimeRefused)[0].facts.entry == ""
+
+
 def test_a_narrower_policy_revokes_an_admitted_runtime_and_restamps_the_others():
     engine = given(
         *admitted_world(),
@@ -287,6 +299,14 @@ def test_the_worked_example_allows_c1_and_denies_c2_before_execution():
     assert alert(engine, "tool_denied:bg-codex")["count"] == 1
     when(engine, tool_request("c3", "shell:exec", at=at(13)))
     assert alert(engine, "tool_denied:bg-codex")["count"] == 2  # a new occurrence each
+
+
+def test_a_call_for_an_empty_tool_name_is_denied_not_a_broken_trace():
+    engine = given(*admitted_world())
+    events = when(engine, tool_request("c1", "", at=at(3)))
+    assert rejection(events) == "tool_not_allowed"
+    assert of_type(events, ev.ToolCallDenied)[0].facts.entry == ""
+    assert runtime_row(engine)["calls_denied"] == 1
 
 
 def test_unknown_runtime_and_a_repeated_call_id_refuse_the_input_only():
