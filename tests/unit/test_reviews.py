@@ -17,6 +17,7 @@ from tests.unit.helpers import (
     decode,
     entry,
     given,
+    grant_request,
     inbox_row,
     kinds,
     line,
@@ -431,3 +432,14 @@ def test_explain_names_duplicate_batch_the_batch_and_the_surviving_fix() -> None
 
 def encode_steps(store, identifier: str) -> list[dict]:
     return msgspec.json.decode(encode_json(document(store, identifier)))["matches"][0]["steps"]
+
+
+def test_a_superseded_fix_backing_off_no_longer_degrades_health() -> None:
+    backoff = rule(grant=grant_request("g-rule", operations=("worker.start",), retry_backoff_s=60))
+    engine = given(world(), backoff, review(), review("ao:review:556", subject="556", fingerprint="h556"),
+                   fix("rv1", "555"), fix("rv2", "556"), receipt("rv2", result="refused"), joins("555"))
+    assert action_row(engine, "rv2")["blocked_by"] == ["retry_backoff"]
+    assert engine.views.view("health")["degraded"] == ["action_backoff"]
+    when(engine, joins("556"))
+    assert action_row(engine, "rv2")["state"] == "superseded"
+    assert engine.views.view("health")["degraded"] == []
