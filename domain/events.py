@@ -26,8 +26,8 @@ from msgspec import UNSET, UnsetType
 
 from tandem.domain.event_base import Decision, Event  # the bases, re-exported: `ev.Decision`
 from tandem.domain.facts import (  # the Structs events carry: `ev.BlockFact` is facts.BlockFact
-    AlertFacts, ApprovalRef, BlockFact, CandidateUpdate, ClaimFacts, DeadlineFacts, DeferralFacts, DeliveryBudget,
-    Envelope, PreemptFacts, PrerequisiteFact, PrerequisiteSpec, QuestionRef, RefusalFacts, Revisions, SourceFacts,
+    AlertFacts, ApprovalRef, BatchFixFacts, BlockFact, CandidateUpdate, ClaimFacts, DeadlineFacts, DeferralFacts,
+    DeliveryBudget, Envelope, PreemptFacts, PrerequisiteFact, PrerequisiteSpec, QuestionRef, RefusalFacts, Revisions, SourceFacts,
     TaskStateFact, ToolFacts,
 )
 from tandem.domain.event_base import Decision, Event, InputAccepted, InputRejected, SourceProgressed  # noqa: F401
@@ -43,7 +43,9 @@ from tandem.domain.continuity_events import (  # contract v1.2 section 5, re-exp
     BackgroundCheckpointed, InvestigationClosed, InvestigationExhausted, InvestigationOpened,
 )  # fmt: skip
 from tandem.domain.composition_events import DeliveryComposed  # contract v1.2 section 6, re-exported (file size)
-from tandem.domain.review_events import BatchJoined, BatchRevised, SourceAliased  # contract v1.2 section 7
+from tandem.domain.review_events import (  # contract v1.2 section 7
+    BatchFixSuperseded, BatchJoined, BatchRevised, SourceAliased,
+)  # fmt: skip
 from tandem.domain.obligation_events import ObligationDue, ObligationMet, ObligationOpened, QuestionResurfaced  # (file size)
 
 # ------------------------------------------------------ configuration, policy
@@ -227,8 +229,10 @@ class ActionCancelled(Decision, frozen=True, kw_only=True):
 
 class ActionCancelRequested(Decision, frozen=True, kw_only=True):
     operation_id: str
-    reason: str  # "human", "task_cancelled", "budget_exhausted" or "preempted" (v1.2 section 8.1)
+    # "human", "task_cancelled", "budget_exhausted", "preempted" (v1.2 section 8.1) or "duplicate_batch" (7.3)
+    reason: str
     preempted_by: PreemptFacts | UnsetType = UNSET  # "preempted": the human message
+    duplicate_batch: BatchFixFacts | UnsetType = UNSET  # "duplicate_batch": the batch and the fix that survives
 
 
 class ActionClaimed(Decision, frozen=True, kw_only=True):
@@ -650,7 +654,7 @@ AnyEvent = Union[
     ProviderReadinessRecorded, HostSuspended, HostResumed, TaskStalled,
     DeliveryComposed,
     InvestigationOpened, InvestigationExhausted, InvestigationClosed, BackgroundCheckpointed,
-    SourceAliased, BatchJoined, BatchRevised,
+    SourceAliased, BatchJoined, BatchRevised, BatchFixSuperseded,
 ]  # fmt: skip
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in AnyEvent.__args__}  # type: ignore[attr-defined]

@@ -204,6 +204,18 @@ class PreemptFacts(Struct, frozen=True, kw_only=True):
     message_id: str
 
 
+class BatchFixFacts(Struct, frozen=True, kw_only=True):
+    """Why a fix was superseded or asked to stop `duplicate_batch` (contract
+    v1.2 section 7.3): `joined` joined batch `batch_id` (at its `revision`),
+    whose earlier live fix `kept`, for `kept_cause`, survives."""
+
+    batch_id: str
+    revision: int
+    joined: str
+    kept: str
+    kept_cause: str
+
+
 class ToolFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Why a runtime was refused or revoked, or a tool call denied (contract
     v1.2 section 10): the failed `check` (its reason code), the first

@@ -116,6 +116,7 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.SourceAliased: ("source: source_id", "source: alias_of"),
     ev.BatchJoined: ("update: cause_key", "batch: batch_id"),
     ev.BatchRevised: ("update: cause_key", "batch: batch_id"),
+    ev.BatchFixSuperseded: ("action: operation_id",),
 }
 assert set(KEYS) == set(ev.EVENT_TYPES.values()), "every event type declares its keys (() for none)"
 

@@ -58,7 +58,8 @@ class ActionMachine(StateMachine):
     revalidate = fenced.to(pending)
     cancel = pending.to(cancelled) | fenced.to(cancelled)
     # Contract v1.2 section 2.2: its cause moved on and made it pointless before
-    # any attempt was out (a stale unaccepted command, rejected for good).
+    # any attempt was out (a stale unaccepted command, rejected for good); 7.3:
+    # its batch has an earlier live fix.
     supersede = pending.to(superseded) | fenced.to(superseded)
     request_cancel = (
         submitting.to(cancel_requested)
@@ -417,6 +418,8 @@ ACTION = Lifecycle(
         # The source rule (contract v1.2 section 2.2); its outcome "restamped" changes no state.
         (ev.SourceRuleApplied, "fenced"): "fence",
         (ev.SourceRuleApplied, "superseded"): "supersede",
+        # Contract v1.2 section 7.3: a batch's causes have an earlier live fix.
+        ev.BatchFixSuperseded: "supersede",
         # AttemptUpdated and ActionOutcomeReported record `action_state`.
     },
     # An attempt is out with the executor (the contract's "in flight").

@@ -7,6 +7,7 @@ own only so that domain/events.py stays under the file limit.
 from __future__ import annotations
 
 from tandem.domain.event_base import Decision
+from tandem.domain.facts import BatchFixFacts
 
 
 class SourceAliased(Decision, frozen=True, kw_only=True):  # section 7.2
@@ -33,3 +34,13 @@ class BatchRevised(Decision, frozen=True, kw_only=True):  # section 7.1
     cause_key: str
     revision: int
     joined: bool = False
+
+
+class BatchFixSuperseded(Decision, frozen=True, kw_only=True):  # section 7.3: one live fix per batch
+    """A pending or fenced fix superseded (`duplicate_batch`) when a cause
+    joined its batch and an earlier fix of the batch is live: `facts` names
+    the batch, the cause that joined and the fix that survives. (One out with
+    the executor is asked to stop instead: ActionCancelRequested.)"""
+
+    operation_id: str
+    facts: BatchFixFacts

@@ -11,7 +11,13 @@ A cause joins a batch at its first observation naming one (domain/inbox.py,
 `BatchRevised`); `duplicate_batch` keeps a batch to one fix: no proposal for
 a cause of a batch while an action for another of its causes is live, or
 succeeded and the batch has not moved past the revision it counted as
-proposed at.
+proposed at. And membership is tracked after the proposals (section 7.3,
+issue 23): when a cause joins a batch whose causes then have more than one
+live fix (one the action lifecycle can still supersede or ask to stop), the
+earliest proposed survives; a later pending or fenced one is superseded, a
+later one out with the executor asked to stop (`cancel_requested`, its
+attempt untouched), both `duplicate_batch` (a reaction to the join, in the
+same transaction: `stop_duplicate_fixes`).
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
+from tandem.domain.lifecycles import ACTION
 from tandem.domain.reasons import Rejected
-from tandem.domain.records import Batch
+from tandem.domain.records import Action, Batch
 from tandem.domain.state import State
 
 
@@ -99,6 +106,51 @@ def proposal_batch(state: State, cause_key: str) -> tuple[Any, Any]:
     return batch_id, state.batches[batch_id].revision
 
 
+def live_fixes(state: State, batch_id: str) -> list[Action]:
+    """Section 7.3: the actions for the causes in the batch now that the
+    lifecycle can still supersede or ask to stop, in proposal order."""
+    actions = (
+        state.actions[operation_id]
+        for cause_key in state.batches[batch_id].joined
+        for operation_id in state.actions_by_cause.get(cause_key, ())
+    )
+    live = [action for action in actions if any(ACTION.allows(action.state, stop) for stop in _STOPS)]
+    return sorted(live, key=lambda action: action.order)
+
+
+def stop_duplicate_fixes(state: State, batch_id: str, joined: str, cause: int) -> list[ev.Event]:
+    """Section 7.3: `joined` joined the batch; every live fix of it but the
+    earliest is superseded (pending, fenced) or asked to stop (out with the
+    executor), `duplicate_batch`."""
+    live = live_fixes(state, batch_id)
+    if len(live) < 2:
+        return []
+    kept = live[0]
+    facts = ev.BatchFixFacts(
+        batch_id=batch_id,
+        revision=state.batches[batch_id].revision,
+        joined=joined,
+        kept=kept.operation_id,
+        kept_cause=kept.cause_key,
+    )
+    return [
+        ev.BatchFixSuperseded(cause=cause, operation_id=action.operation_id, facts=facts)
+        if ACTION.allows(action.state, "supersede")
+        else ev.ActionCancelRequested(
+            cause=cause, operation_id=action.operation_id, reason="duplicate_batch", duplicate_batch=facts
+        )
+        for action in live[1:]
+    ]
+
+
+def _on_joined(state: State, event: ev.BatchRevised | ev.BatchJoined) -> list[ev.Event]:
+    """A cause joined a batch (its first observation naming one, or an alias's
+    join); a revision of a cause already in it changes no membership."""
+    if type(event) is ev.BatchRevised and not event.joined:
+        return []
+    return stop_duplicate_fixes(state, event.batch_id, event.cause_key, event.cause)
+
+
 # ----------------------------------------------------------------- evolvers
 
 
@@ -125,10 +177,18 @@ def _batch_revised(state: State, event: ev.BatchRevised) -> None:
     state.batches[event.batch_id].revision = event.revision
 
 
+def _fix_superseded(state: State, event: ev.BatchFixSuperseded) -> None:
+    state.move_action(state.actions[event.operation_id], _SUPERSEDED)
+
+
+_SUPERSEDED = ACTION.after[ev.BatchFixSuperseded]
+_STOPS = ("supersede", "request_cancel")  # what stops a fix that is live (section 7.3)
+
 DECIDERS = {inp.AliasSource: decide_alias}
 EVOLVERS = {
     ev.SourceAliased: _source_aliased,
     ev.BatchJoined: _batch_joined,
     ev.BatchRevised: _batch_revised,
+    ev.BatchFixSuperseded: _fix_superseded,
 }
-REACTIONS: dict[type, Any] = {}
+REACTIONS = {ev.BatchRevised: _on_joined, ev.BatchJoined: _on_joined}

@@ -100,6 +100,9 @@ class ActionsView(View):
             self._set_state(event.operation_id, moved, event.reason)
         self.rows[event.operation_id]["source_revision"] = event.source_revision
 
+    def _fix_superseded(self, event: ev.BatchFixSuperseded) -> None:  # contract v1.2 section 7.3
+        self._set_state(event.operation_id, ACTION.after[ev.BatchFixSuperseded], "duplicate_batch")
+
     def _evidence(self, event: ev.EvidenceAttached) -> None:
         row = self.rows[event.operation_id]
         if event.evidence_ref not in row["evidence_refs"]:
@@ -161,6 +164,7 @@ class ActionsView(View):
         ev.DeadlineExceeded: _deadline,
         ev.TaskCancelled: _task_cancelled,
         ev.SourceRuleApplied: _source_rule,
+        ev.BatchFixSuperseded: _fix_superseded,
         ev.EvidenceAttached: _evidence,
         ev.ToolCallAllowed: _call,
     }

@@ -168,7 +168,7 @@ class HealthView(View):
     def _blocked(self, event: ev.ActionBlocked) -> bool:
         return self._switch(self.backing_off, event.operation_id, "retry_backoff" in event.blocked_by)
 
-    def _left_pending(self, event: ev.ActionClaimed | ev.ActionCancelled | ev.DeadlineExceeded) -> bool:
+    def _left_pending(self, event: ev.ActionClaimed | ev.ActionCancelled | ev.DeadlineExceeded | ev.BatchFixSuperseded) -> bool:
         return self._switch(self.backing_off, event.operation_id, False)
 
     def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> bool:
@@ -222,6 +222,7 @@ class HealthView(View):
         ev.ActionClaimed: _left_pending,
         ev.ActionCancelled: _left_pending,
         ev.DeadlineExceeded: _left_pending,
+        ev.BatchFixSuperseded: _left_pending,  # contract v1.2 section 7.3
         ev.PolicySet: _fenced,
         ev.GrantRevised: _fenced,
         ev.TaskRevised: _fenced,

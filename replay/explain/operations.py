@@ -107,9 +107,48 @@ def deadline_exceeded(chain: Chain, entry: Entry, event: ev.DeadlineExceeded) ->
     return summary, [Fact(name="deadline", text=text, value=msgspec.to_builtins(facts))]
 
 
+def batch_fix_facts(chain: Chain, entry: Entry, facts: ev.BatchFixFacts) -> list[Fact]:
+    """Contract v1.2 section 7.3: the join that put a second live fix in the
+    batch (with its event), and the fix that survives (with its proposal and
+    where it is now)."""
+    resolver, position = chain.resolver, entry[0]
+    joined = Fact(
+        name="duplicate_batch",
+        text=(
+            f"{facts.joined} joined batch {facts.batch_id} (revision {facts.revision}), whose causes then had "
+            "more than one live fix: one fix per batch"
+        ),
+        value=msgspec.to_builtins(facts),
+        source=resolver.source(("batch", facts.batch_id), position, of_type(ev.BatchRevised, ev.BatchJoined)),
+    )
+    kept = Fact(
+        name="kept",
+        text=f"the batch's earlier live fix {facts.kept}, for {facts.kept_cause}, survives",
+        value=facts.kept,
+        source=resolver.source(("action", facts.kept), position, of_type(ev.ActionProposed)),
+        now=action_at(resolver, facts.kept),
+    )
+    return [joined, kept]
+
+
+def fix_superseded(chain: Chain, entry: Entry, event: ev.BatchFixSuperseded) -> Rendered:
+    """A pending or fenced fix superseded when its cause's batch had an earlier live fix (section 7.3)."""
+    facts = event.facts
+    summary = f"superseded (duplicate_batch): batch {facts.batch_id} keeps its earlier live fix {facts.kept}"
+    return summary, batch_fix_facts(chain, entry, facts)
+
+
 def cancel_requested(chain: Chain, entry: Entry, event: ev.ActionCancelRequested) -> Rendered:
-    """A stop asked; a preemption (contract v1.2 section 8.1) names the human message that made it."""
+    """A stop asked; a preemption (contract v1.2 section 8.1) names the human
+    message that made it, a duplicate fix (section 7.3) its batch and the fix that survives."""
     summary = f"cancel requested ({event.reason})"
+    if event.duplicate_batch is not UNSET:
+        facts = event.duplicate_batch
+        summary += (
+            f": batch {facts.batch_id} keeps its earlier live fix {facts.kept}; "
+            "its attempt stands, it ends on the executor's word"
+        )
+        return summary, batch_fix_facts(chain, entry, facts)
     preempted = event.preempted_by
     if preempted is UNSET:
         return summary, []
@@ -306,6 +345,7 @@ class Operation(Chain):
         ev.DeadlineExceeded: deadline_exceeded,
         ev.ActionRevalidated: revalidated,
         ev.SourceRuleApplied: source_rule_applied,
+        ev.BatchFixSuperseded: fix_superseded,
         ev.EvidenceAttached: evidence_attached,
         **dict.fromkeys(FENCES, fenced),
     }

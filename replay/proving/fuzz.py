@@ -276,7 +276,8 @@ class TandemMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def reviews(self, data: st.DataObject) -> None:
         """Observations in review batches, source aliases and the proposals
-        that batches keep to one fix (contract v1.2 section 7)."""
+        that batches keep to one fix (contract v1.2 section 7), and causes
+        that join a batch after their fixes started (section 7.3's late join)."""
         self.send(self.draw_line(data, _REVIEWS))
 
     @rule(data=st.data())
@@ -412,7 +413,7 @@ _SOURCE_RACE = (
 )  # fmt: skip
 _REVIEWS = (
     "review_observation", "review_observation", "observe", "log.batch", "source.alias", "action.propose",
-    "action.propose", "action.propose", "executor.outcome",
+    "action.propose", "action.propose", "executor.outcome", "late_join", "late_join",
 )  # fmt: skip
 _EXECUTOR = (
     "executor.receipt", "executor.receipt", "executor.receipt", "executor.reconcile", "executor.outcome",

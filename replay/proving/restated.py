@@ -29,6 +29,7 @@ CODE_ORDER = (
 ACTION_EVENTS = (
     ev.ActionProposed, ev.ActionRevalidated, ev.ActionCancelled, ev.ActionCancelRequested, ev.ActionClaimed,
     ev.AttemptUpdated, ev.ActionOutcomeReported, ev.ActionBlocked, ev.DeadlineExceeded, ev.SourceRuleApplied,
+    ev.BatchFixSuperseded,
 )  # fmt: skip
 # (EvidenceAttached is not one: evidence attaches to a succeeded action, contract v1.2 section 2.5.)
 # State fields that are the pass's scratch, not facts (a fold does not rebuild them).

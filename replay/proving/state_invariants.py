@@ -30,16 +30,23 @@ def one_live_action_per_cause(world: World) -> str | None:
 
 @state_invariant
 def one_fix_per_batch(world: World) -> str | None:
-    """At most one non-terminal action per batch (`duplicate_batch`, contract
-    v1.2 section 7.3): "track batch membership so the same review cannot start
-    two fixes". An action is of the batch its cause was in when it was proposed."""
+    """At most one live fix per batch (`duplicate_batch`, contract v1.2
+    section 7.3): "track batch membership so the same review cannot start two
+    fixes". Membership is the batch's now: an action counts for the batch its
+    cause is in, whatever batch (or none) it recorded when proposed, so two
+    fixes live before their causes joined one batch count together. Live: not
+    terminal and not `cancel_requested` (asked to stop, it never becomes live
+    again: a fix stopped `duplicate_batch` is not a second one)."""
+    state = world.state
+    batch_of = {cause_key: batch_id for batch_id, batch in state.batches.items() for cause_key in batch.joined}
     live: dict[str, list[str]] = {}
-    for action in world.state.actions.values():
-        if action.batch_id is not None and action.state not in TERMINAL:
-            live.setdefault(action.batch_id, []).append(action.operation_id)
+    for action in state.actions.values():
+        batch_id = batch_of.get(action.cause_key)
+        if batch_id is not None and action.state not in TERMINAL and action.state != "cancel_requested":
+            live.setdefault(batch_id, []).append(action.operation_id)
     for batch_id, operation_ids in live.items():
         if len(operation_ids) > 1:
-            return f"batch {batch_id!r} has {len(operation_ids)} live actions: {operation_ids}"
+            return f"batch {batch_id!r} has {len(operation_ids)} live fixes: {operation_ids}"
     return None
 
 

@@ -29,6 +29,9 @@ decision, passed as `Engine(step=...)`.
   (contract v1.2 section 3.3): an action claimed again after its deadline.
 - `ignore_retry_backoff`: a refused action's back-off never blocks it
   (contract v1.2 section 3.5): claimed again before its `retry_at`.
+- `keep_fixes_on_join`: a cause joining a batch stops no fix (contract v1.2
+  section 7.3, issue 23): two fixes live before their causes joined one
+  batch both go on.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from typing import Any, Optional
 
 from msgspec import UNSET
 
-from tandem.domain import actions, delivery, dispatch
+from tandem.domain import actions, delivery, dispatch, reviews
 from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
 from tandem.domain.inputs import Heartbeat, Input, ProviderReceipt
@@ -259,4 +262,11 @@ ignore_retry_backoff = _with_replaced(
     "ignore_retry_backoff", dispatch, "retry_blocked", lambda state, action: False,
     """Contract v1.2 section 3.5 broken: a refused action's `retry_at` never
     blocks it, so it is claimed again before its back-off ends.""",
+)  # fmt: skip
+
+keep_fixes_on_join = _with_replaced(
+    "keep_fixes_on_join", reviews, "stop_duplicate_fixes", lambda state, batch_id, joined, cause: [],
+    """Contract v1.2 section 7.3 broken (issue 23): batch membership checked
+    at `action.propose` only, as before issue 23, so a cause that joins a batch
+    whose causes then have two live fixes supersedes and stops nothing.""",
 )  # fmt: skip

@@ -33,7 +33,7 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
 DEPTH = {
     "receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4, "tools_admission": 3,
     "health_probes": 3, "call_limit": 4, "payload_required": 4, "owner_preempts_maintenance": 4,
-    "background_reseed": 4, "review_batch": 4,
+    "background_reseed": 4, "review_batch": 4, "review_batch_late_join": 4,
 }  # fmt: skip
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
@@ -147,6 +147,35 @@ def test_the_checker_finds_a_second_fix_for_a_batch(tmp_path: Path) -> None:
     again = check_trace(out, step=broken.skip_duplicate_batch)
     assert again is not None and again.invariant.name == "one_fix_per_batch"
     assert check_trace(out) is None
+
+
+def test_the_checker_finds_a_late_join_that_stops_no_fix(tmp_path: Path) -> None:
+    """Contract v1.2 section 7.3 (issue 23): when the late alias brings the
+    SCM copy's cause into a batch with 555, whose fix rv1 is live, the broken
+    engine leaves rv9 live too (one_fix_per_batch, counted by the batch's
+    causes now: neither fix recorded a batch when proposed)."""
+    scenario = SCENARIOS / "review_batch_late_join.json"
+    out = tmp_path / "counterexample.jsonl"
+    found = check(scenario, 3, step=broken.keep_fixes_on_join, out=out).counterexample
+    assert found is not None and found.invariant == "one_fix_per_batch", found
+    assert found.moves == ["fix-555", "fix-scm", "alias"]
+    assert "'rv1', 'rv9'" in found.message
+    again = check_trace(out, step=broken.keep_fixes_on_join)
+    assert again is not None and again.invariant.name == "one_fix_per_batch"
+    assert check_trace(out) is None
+
+
+def test_the_checker_finds_a_late_batch_observation_that_stops_no_fix(tmp_path: Path) -> None:
+    """The same through observations naming a batch (section 7.1): without the
+    alias, 555 and 556 join review-batch:77 after rv1 and rv2 started."""
+    data = json.loads((SCENARIOS / "review_batch_late_join.json").read_text())
+    data["moves"] = [move for move in data["moves"] if move["name"] != "alias"]
+    scenario = tmp_path / "review_batch_late_observations.json"
+    scenario.write_text(json.dumps(data))
+    found = check(scenario, 4, step=broken.keep_fixes_on_join, out=tmp_path / "ce.jsonl").counterexample
+    assert found is not None and found.invariant == "one_fix_per_batch", found
+    assert found.moves == ["fix-555", "fix-556", "join-555", "join-556"]
+    assert check(scenario, 4).counterexample is None
 
 
 def test_the_checker_finds_a_pass_without_the_source_rule(tmp_path: Path) -> None:

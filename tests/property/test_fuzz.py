@@ -126,12 +126,14 @@ HUNTS = [
     (broken.ignore_execution_deadline, ("deadlines", "time_passes"), "budgets_never_exceeded"),
     # A claim before its retry_at is a claim against its blockers (retry_backoff) first.
     (broken.ignore_retry_backoff, ("deadlines", "time_passes"), "claims_respect_blockers"),
+    # Contract v1.2 section 7.3 (issue 23): causes that join a batch after their fixes started.
+    (broken.keep_fixes_on_join, ("reviews", "heartbeat"), "one_fix_per_batch"),
 ]
 HUNT_IDS = [
     "unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "unlisted-tool-allowed", "source-rule-skipped",
     "call-limit-ignored", "unready-not-deferred", "payload-not-required", "preemption-forgotten",
     "claimed-while-owner-active", "acted-before-reseed", "batch-second-fix", "deadline-ignored",
-    "retry-backoff-ignored",
+    "retry-backoff-ignored", "batch-late-join-kept",
 ]  # fmt: skip
 
 

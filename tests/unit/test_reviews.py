@@ -11,13 +11,15 @@ import pytest
 from tandem.adapters.store import open_store
 from tandem.domain import events as ev
 from tandem.replay.engine import Engine, Located
-from tandem.replay.explain import ExplainError, document, render_text
+from tandem.replay.explain import ExplainError, document, encode_json, render_text
 from tests.unit.helpers import (
     action_row,
     decode,
     entry,
     given,
+    grant_request,
     inbox_row,
+    kinds,
     line,
     log_batch,
     log_pruned,
@@ -27,7 +29,9 @@ from tests.unit.helpers import (
     of_type,
     outcome,
     propose,
+    receipt,
     rejection,
+    revise_task,
     rule,
     when,
     world,
@@ -291,3 +295,151 @@ def test_explain_names_the_batch_the_alias_and_the_duplicate_batch_facts() -> No
     assert "batch b77 at revision 2" in render_text(document(store, "rv1"))
     with pytest.raises(ExplainError, match=r"rejected duplicate_batch \('rv1' is submitting for .* of batch 'b77'"):
         document(store, "rv2")
+
+
+# --------------------------------------- 7.3 one live fix per batch (issue 23)
+
+
+def joins(subject: str, batch_id: str = "b90", **kw):
+    """A new review state of `subject` naming `batch_id`: its cause joins it (if in none yet)."""
+    kw.setdefault("fingerprint", f"h{subject}-{batch_id}")
+    kw.setdefault("source_version", f"run-{batch_id}@1")
+    return review(f"ao:review:{subject}", subject=subject, batch_id=batch_id, **kw)
+
+
+def unbatched(*more):
+    """Reviews 555 and 556 observed in no batch yet."""
+    return setup(review(), review("ao:review:556", subject="556", fingerprint="h556"), *more)
+
+
+def test_a_pending_fix_whose_cause_joins_a_batch_with_an_earlier_live_fix_is_superseded() -> None:
+    waiting = {**fix("rv2", "556"), "resource": "wt-rv1"}  # the same worktree: resource_busy
+    engine = unbatched(fix("rv1", "555"), receipt("rv1"), waiting, joins("555"))
+    assert action_row(engine, "rv2")["blocked_by"] == ["resource_busy"]
+    events = when(engine, joins("556"))
+    assert kinds(events)[1:] == ["ObservationRecorded", "BatchRevised", "BatchFixSuperseded"]
+    superseded = of_type(events, ev.BatchFixSuperseded)[0]
+    assert superseded.operation_id == "rv2"
+    assert msgspec.to_builtins(superseded.facts) == {
+        "batch_id": "b90", "revision": 2, "joined": cause("556"), "kept": "rv1", "kept_cause": cause("555"),
+    }
+    row = action_row(engine, "rv2")
+    assert (row["state"], row["reason"], row["blocked_by"], row["attempts"]) == ("superseded", "duplicate_batch", [], [])
+    assert action_row(engine, "rv1")["state"] == "accepted"  # the survivor: untouched
+    when(engine, outcome("rv1"))  # the worktree is free: rv2 is terminal, never claimed
+    assert action_row(engine, "rv2")["state"] == "superseded" and not engine.state.actions["rv2"].attempts
+
+
+def test_an_accepted_fix_is_asked_to_stop_and_its_attempt_stays_until_the_executor_s_word() -> None:
+    engine = unbatched(fix("rv1", "555"), receipt("rv1"), fix("rv2", "556"), receipt("rv2"), joins("555"))
+    events = when(engine, joins("556"))
+    requested = of_type(events, ev.ActionCancelRequested)
+    assert [(e.operation_id, e.reason, e.duplicate_batch.kept) for e in requested] == [("rv2", "duplicate_batch", "rv1")]
+    assert not of_type(events, ev.BatchFixSuperseded)
+    row = action_row(engine, "rv2")
+    assert (row["state"], row["reason"], row["attempts"]) == (
+        "cancel_requested", "duplicate_batch", [{"attempt_id": "rv2/a1", "state": "accepted"}]
+    )
+    assert action_row(engine, "rv1")["state"] == "accepted"
+    when(engine, outcome("rv2", "cancelled"))
+    assert (action_row(engine, "rv2")["state"], action_row(engine, "rv2")["reason"]) == ("cancelled", "duplicate_batch")
+
+
+def test_a_v1_cancel_request_encodes_no_batch_facts() -> None:
+    engine = unbatched(fix("rv1", "555"), receipt("rv1"))
+    requested = of_type(when(engine, line("action.cancel", "human", operation_id="rv1")), ev.ActionCancelRequested)[0]
+    assert b"duplicate_batch" not in msgspec.json.encode(requested)
+
+
+def test_the_earliest_fix_survives_whichever_cause_joins_last() -> None:
+    engine = unbatched(fix("rv1", "555"), fix("rv2", "556"), joins("556"))
+    events = when(engine, joins("555"))  # the earlier fix's cause joins last
+    requested = of_type(events, ev.ActionCancelRequested)
+    assert [(e.operation_id, e.duplicate_batch.joined, e.duplicate_batch.kept) for e in requested] == [
+        ("rv2", cause("555"), "rv1")
+    ]
+    assert action_row(engine, "rv1")["state"] == "submitting"
+
+
+def test_a_fenced_fix_is_superseded_too() -> None:
+    waiting = propose("tk2", cause_key=cause("556"), resource="wt-rv1")  # task t1's, behind rv1
+    engine = unbatched(fix("rv1", "555"), waiting, revise_task("t1"), joins("555"))
+    assert action_row(engine, "tk2")["state"] == "fenced"
+    events = when(engine, joins("556"))
+    assert [e.operation_id for e in of_type(events, ev.BatchFixSuperseded)] == ["tk2"]
+    assert (action_row(engine, "tk2")["state"], action_row(engine, "tk2")["reason"]) == ("superseded", "duplicate_batch")
+
+
+def test_a_join_with_one_live_fix_stops_nothing_and_a_revision_in_the_batch_changes_no_membership() -> None:
+    engine = unbatched(fix("rv1", "555"), outcome("rv1", "failed"), fix("rv2", "556"), joins("555"))
+    assert not of_type(when(engine, joins("556")), ev.ActionCancelRequested)  # rv1 failed: rv2 is the only fix
+    engine = unbatched(fix("rv1", "555"), joins("555"), joins("556"))
+    events = when(engine, joins("555", fingerprint="h555-again", source_version="run-b90@2"))
+    assert [e.joined for e in of_type(events, ev.BatchRevised)] == [False]
+    assert not of_type(events, ev.ActionCancelRequested) and not of_type(events, ev.BatchFixSuperseded)
+
+
+def test_a_fix_already_asked_to_stop_is_not_live() -> None:
+    engine = unbatched(fix("rv1", "555"), receipt("rv1"), line("action.cancel", "human", operation_id="rv1"),
+                       fix("rv2", "556"), receipt("rv2"), joins("555"))
+    events = when(engine, joins("556"))  # rv1 cancel_requested (human): rv2 is the batch's one live fix
+    assert not of_type(events, ev.ActionCancelRequested) and not of_type(events, ev.BatchFixSuperseded)
+    assert action_row(engine, "rv2")["state"] == "accepted"
+    # At action.propose a fix asked to stop still counts (section 7.3): nothing new while it may finish.
+    when(engine, outcome("rv2", "failed"))
+    when(engine, joins("557"))
+    assert rejection(when(engine, fix("rv3", "557"))) == "duplicate_batch"
+
+
+def test_a_late_alias_join_stops_the_scm_cause_s_fix() -> None:
+    engine = setup(review(batch_id="b77"), fix("rv1", "555"), review(SCM, subject="r-9001", source_version="9001@1"),
+                   fix("rv9", "r-9001"), receipt("rv9"))
+    events = when(engine, alias())
+    assert kinds(events)[1:] == ["SourceAliased", "BatchJoined", "ActionCancelRequested"]
+    requested = of_type(events, ev.ActionCancelRequested)[0]
+    assert (requested.operation_id, requested.duplicate_batch.batch_id, requested.duplicate_batch.kept) == ("rv9", "b77", "rv1")
+    assert engine.state.actions["rv9"].attempts[-1].state == "accepted"
+
+
+def test_scm_first_with_no_batch_the_alias_batch_keeps_one_fix() -> None:
+    engine = setup(review(), fix("rv1", "555"), review(SCM, subject="r-9001", source_version="9001@1"), fix("rv9", "r-9001"))
+    events = when(engine, alias())
+    requested = of_type(events, ev.ActionCancelRequested)  # rv9 was claimed: submitting, in flight
+    assert [(e.operation_id, e.duplicate_batch.batch_id) for e in requested] == [("rv9", f"alias:{INTERNAL}")]
+
+
+def test_explain_names_duplicate_batch_the_batch_and_the_surviving_fix() -> None:
+    store = open_store("memory:")
+    engine = Engine(store)
+    waiting = {**fix("rv2", "556"), "resource": "wt-rv1"}
+    lines = [*world(), rule(), review(), review("ao:review:556", subject="556", fingerprint="h556"),
+             review("ao:review:557", subject="557", fingerprint="h557"),
+             fix("rv1", "555"), receipt("rv1"), waiting, fix("rv3", "557"), receipt("rv3"),
+             joins("555"), joins("556"), joins("557")]
+    for number, each in enumerate(lines, start=1):
+        engine.submit(Located(decode(each), line=number))
+    superseded = render_text(document(store, "rv2"))
+    assert "superseded (duplicate_batch): batch b90 keeps its earlier live fix rv1" in superseded
+    assert f"{cause('556')} joined batch b90 (revision 2)" in superseded
+    assert f"the batch's earlier live fix rv1, for {cause('555')}, survives" in superseded
+    stopped = render_text(document(store, "rv3"))
+    assert "cancel requested (duplicate_batch): batch b90 keeps its earlier live fix rv1" in stopped
+    assert "it ends on the executor's word" in stopped
+    facts = {fact["name"]: fact for link in encode_steps(store, "rv2") for fact in link["facts"]}
+    assert facts["duplicate_batch"]["value"]["kept"] == "rv1" and facts["duplicate_batch"]["source"]["event"] == "BatchRevised"
+    assert facts["kept"]["now"]["state"] == "accepted"
+
+
+def encode_steps(store, identifier: str) -> list[dict]:
+    return msgspec.json.decode(encode_json(document(store, identifier)))["matches"][0]["steps"]
+
+
+def test_a_superseded_fix_backing_off_no_longer_degrades_health() -> None:
+    backoff = rule(grant=grant_request("g-rule", operations=("worker.start",), retry_backoff_s=60))
+    engine = given(world(), backoff, review(), review("ao:review:556", subject="556", fingerprint="h556"),
+                   fix("rv1", "555"), fix("rv2", "556"), receipt("rv2", result="refused"), joins("555"))
+    assert action_row(engine, "rv2")["blocked_by"] == ["retry_backoff"]
+    assert engine.views.view("health")["degraded"] == ["action_backoff"]
+    when(engine, joins("556"))
+    assert action_row(engine, "rv2")["state"] == "superseded"
+    assert engine.views.view("health")["degraded"] == []

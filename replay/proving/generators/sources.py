@@ -65,6 +65,30 @@ def review_observation(draw: Draw, b: Builder) -> dict[str, Any]:
     return line
 
 
+def late_join(draw: Draw, b: Builder) -> dict[str, Any]:
+    """Contract v1.2 section 7.3: a new observation naming a batch of a cause
+    that has a live fix and is in no batch yet, mostly of a batch whose causes
+    already have one (the machine's `reviews` rule: fixes that started before
+    their causes were known to be one batch). A review observation while no
+    such cause exists."""
+    state = b.state
+    live = {a.cause_key for a in state.actions.values() if not a.terminal and a.state != "cancel_requested"}
+    loose = sorted(cause for cause in live if cause not in state.batch_of)
+    if not loose:
+        return review_observation(draw, b)
+    held = sorted({state.batch_of[cause] for cause in live if cause in state.batch_of})
+    line = b.line("observe", "source")
+    line.update(observation_fields(draw, CAUSES))
+    for field in ("origin_conversation", "source_version", "deleted"):
+        line.pop(field, None)  # a revision of its own, in order: it joins
+    line.update(
+        cause_key=draw(st.sampled_from(loose)),
+        fingerprint=f"j{len(b.lines) + 1}",  # never the one before: a new revision
+        batch_id=draw(st.sampled_from(held)) if held and often(draw, 8) else draw(st.sampled_from(BATCHES)),
+    )
+    return line
+
+
 def source_alias(draw: Draw, b: Builder) -> dict[str, Any]:
     """Contract v1.2 section 7.2: mostly of an observed source (an alias of
     an alias, of itself, or of another's alias sometimes), from the source or the daemon."""
