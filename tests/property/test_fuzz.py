@@ -126,12 +126,13 @@ HUNTS = [
     (broken.ignore_execution_deadline, ("deadlines", "time_passes"), "budgets_never_exceeded"),
     # A claim before its retry_at is a claim against its blockers (retry_backoff) first.
     (broken.ignore_retry_backoff, ("deadlines", "time_passes"), "claims_respect_blockers"),
+    (broken.interval_defers_urgent_wakes, ("urgent_wakes",), "urgent_idle_not_held_by_interval"),
 ]
 HUNT_IDS = [
     "unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "unlisted-tool-allowed", "source-rule-skipped",
     "call-limit-ignored", "unready-not-deferred", "payload-not-required", "preemption-forgotten",
     "claimed-while-owner-active", "acted-before-reseed", "batch-second-fix", "deadline-ignored",
-    "retry-backoff-ignored",
+    "retry-backoff-ignored", "urgent-wake-deferred",
 ]  # fmt: skip
 
 
