@@ -18,6 +18,8 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from tandem.domain import events as ev
 from tandem.domain.alerts import raise_alert
 from tandem.domain.lifecycles import ACTION
@@ -140,17 +142,20 @@ def delivery_deferral(state: State, conversation: Conversation, at: datetime.dat
 
 
 def wake_deferral(state: State, conversation: Conversation, at: datetime.datetime, urgent: bool) -> Deferral | None:
-    """3.7: a coalesced wake waits for the interval since the previous wake,
-    then (unless it carries an urgent update or a full batch waits) for the
-    oldest deliverable update's batch wait."""
+    """3.7: a coalesced wake that carries an urgent update waits for nothing
+    (urgent + idle: notify now); any other waits for the interval since the
+    previous wake, then (unless a full batch waits) for the oldest
+    deliverable update's batch wait."""
     config = state.config
+    if urgent:
+        return None
     if config.wake_min_interval_s and conversation.last_wake_at is not None:
         until = conversation.last_wake_at + _seconds(config.wake_min_interval_s)
         if at < until:
             facts = ev.DeferralFacts(last_wake_at=conversation.last_wake_at, wake_min_interval_s=config.wake_min_interval_s)
             return "wake_interval", until, facts
     waiting = len(conversation.deliverable)
-    if not config.wake_batch_wait_s or urgent or waiting >= config.wake_batch_max:
+    if not config.wake_batch_wait_s or waiting >= config.wake_batch_max:
         return None
     oldest = min(
         (state.updates[cause_key] for cause_key in conversation.deliverable),
@@ -166,9 +171,67 @@ def wake_deferral(state: State, conversation: Conversation, at: datetime.datetim
     return "batch_wait", until, facts
 
 
+# --------------------------------------- 3.7 what holds an urgent update back
+
+
+def _approval(state: State, conversation: Conversation, tokens: int, room: int) -> ev.DeferralFacts | None:
+    return ev.DeferralFacts(approvals=sorted(conversation.approvals)) if conversation.approvals else None
+
+
+def _failure_hold(state: State, conversation: Conversation, tokens: int, room: int) -> ev.DeferralFacts | None:
+    """The engine's hold after its retries (the retry cap, 3.6), or the human's."""
+    if not conversation.failure_held:
+        return None
+    if not conversation.engine_held:
+        return ev.DeferralFacts(held_by="human")
+    retries_max = state.config.delivery_retries_max
+    return ev.DeferralFacts(held_by="engine", refusals=conversation.refusals, delivery_retries_max=retries_max)
+
+
+def _context_recovery(state: State, conversation: Conversation, tokens: int, room: int) -> ev.DeferralFacts | None:
+    return ev.DeferralFacts(recovery=conversation.recovery) if conversation.recovery is not None else None
+
+
+def _reseed(state: State, conversation: Conversation, tokens: int, room: int) -> ev.DeferralFacts | None:
+    """This epoch's reseed, due or not yet accepted."""
+    reseed_id = conversation.reseed_id
+    if not conversation.reseed_due and (reseed_id is None or conversation.deliveries[reseed_id].attempt_state == "accepted"):
+        return None
+    return ev.DeferralFacts(delivery_id=reseed_id)
+
+
+def _paused(state: State, conversation: Conversation, tokens: int, room: int) -> ev.DeferralFacts | None:
+    return ev.DeferralFacts() if "*" in state.paused else None
+
+
+def _context_limit(state: State, conversation: Conversation, tokens: int, room: int) -> ev.DeferralFacts | None:
+    return ev.DeferralFacts(tokens=tokens, room=room) if tokens > room else None
+
+
+def urgent_deferral(
+    state: State, conversation: Conversation, deferral: Deferral | None, urgent: str, tokens: int, room: int
+) -> Deferral | None:
+    """3.7: the deferral of an idle foreground whose urgent update (`urgent`,
+    the first by rank; `tokens`: the fewest any urgent update needs) the pass
+    left undelivered names what holds it back: a deferral of every delivery
+    (4.3, 3.6) as it is, else the first of URGENT_HOLDS that applies; its
+    facts name the update."""
+    if deferral is None or deferral[0] not in HOLDS_EVERY_DELIVERY:
+        for reason, holds in URGENT_HOLDS.items():
+            facts = holds(state, conversation, tokens, room)
+            if facts is not None:
+                deferral = reason, None, facts
+                break
+    if deferral is None:
+        return None  # nothing holds it: a wake carried it (or a rule is broken)
+    reason, until, facts = deferral
+    return reason, until, msgspec.structs.replace(facts, urgent=urgent)
+
+
 def record_deferral(state: State, conversation: Conversation, cause: int, deferral: Deferral | None, emit: Emit) -> None:
-    """Record why the conversation's next delivery waits, when that changed."""
-    now = (deferral[0], deferral[1]) if deferral is not None else None
+    """Record why the conversation's next delivery waits, when that changed
+    (3.7: also when the urgent update it holds back changed)."""
+    now = (deferral[0], deferral[1], deferral[2].urgent) if deferral is not None else None
     if now == conversation.deferred:
         return
     emit(
@@ -269,8 +332,22 @@ def _deadline_exceeded(state: State, event: ev.DeadlineExceeded) -> None:
 
 def _delivery_deferred(state: State, event: ev.DeliveryDeferred) -> None:
     conversation = state.conversations[event.conversation_id]
-    conversation.deferred = (event.reason, event.until) if event.reason is not None else None
+    urgent = event.facts.urgent if event.facts is not None else None
+    conversation.deferred = (event.reason, event.until, urgent) if event.reason is not None else None
 
+
+# 3.7: the deferrals of every delivery, named first (3.10's order).
+HOLDS_EVERY_DELIVERY = frozenset({"provider_unready", "backoff"})
+# 3.7: then what else can keep an urgent update out of an idle foreground, in
+# this order (contract section 5.3's rule 1, then rule 4's pause and room).
+URGENT_HOLDS: dict[str, Callable[[State, Conversation, int, int], ev.DeferralFacts | None]] = {
+    "approval": _approval,
+    "failure_hold": _failure_hold,
+    "context_recovery": _context_recovery,
+    "reseed": _reseed,
+    "paused": _paused,
+    "context_limit": _context_limit,
+}
 
 DECIDERS: dict[type, Any] = {}
 EVOLVERS = {

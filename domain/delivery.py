@@ -26,7 +26,9 @@ from msgspec import UNSET
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.alerts import raise_alert, resolve_alert
-from tandem.domain.budgets import Deferral, delivery_deferral, engine_hold, record_deferral, unready_deferral, wake_deferral
+from tandem.domain.budgets import (
+    Deferral, delivery_deferral, engine_hold, record_deferral, unready_deferral, urgent_deferral, wake_deferral,
+)  # fmt: skip
 from tandem.domain.lifecycles import DELIVERY, MESSAGE, TURN
 from tandem.domain.composition import require_payload
 from tandem.domain.lookups import known_delivery, numbered_owner
@@ -328,10 +330,15 @@ def _conversation_pass(state: State, conversation: Conversation, cause: int, at:
     """One foreground: no delivery of any kind while its provider is not
     ready (contract v1.2 section 4.3, messages stay queued) or a refusal's
     back-off lasts (section 3.6), else the first rule that applies; then why
-    its next delivery waits, if that changed (section 3.10's order)."""
+    its next delivery waits, if that changed (section 3.10's order), naming
+    what holds back an urgent update it left idle (section 3.7)."""
     deferral = unready_deferral(state, conversation) or delivery_deferral(state, conversation, at)
     if deferral is None:
         deferral = _first_rule(state, conversation, cause, at, emit)
+    if conversation.urgent and conversation.running_turn is None:
+        urgent = _ranked(state, conversation.urgent)
+        tokens = min(update_tokens(update) for update in urgent)
+        deferral = urgent_deferral(state, conversation, deferral, urgent[0].cause_key, tokens, context_room(conversation))
     record_deferral(state, conversation, cause, deferral, emit)
 
 

@@ -350,7 +350,14 @@ class DeferralFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     (`cause_key`, `deliverable_since`), the `waiting` updates and
     `wake_batch_wait_s`; `provider_unready` (v1.2 section 4.3): the
     conversation's `provider`, its open `incident_id` and the incident's
-    `observed_at`."""
+    `observed_at`. Section 3.7, what holds an urgent update back from an idle
+    foreground: `urgent`, that update (the first deliverable urgent one by
+    rank), with `approval`: the open request ids (`approvals`);
+    `failure_hold`: `held_by` (`engine`, after its retries, or `human`) and
+    the engine's `refusals` and `delivery_retries_max`; `context_recovery`:
+    `recovery`; `reseed`: the reseed's `delivery_id`; `paused`: nothing more;
+    `context_limit`: the fewest `tokens` an urgent update needs and the
+    `room` left."""
 
     refusals: int | None = None
     delivery_id: str | None = None
@@ -365,3 +372,10 @@ class DeferralFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     provider: str | None = None
     incident_id: str | None = None
     observed_at: datetime.datetime | None = None
+    urgent: str | None = None
+    approvals: list[str] | None = None
+    held_by: str | None = None
+    delivery_retries_max: int | None = None
+    recovery: str | None = None
+    tokens: int | None = None
+    room: int | None = None

@@ -85,6 +85,7 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.DeadlineExceeded: ("action: operation_id",),
     ev.DeliveryDeferred: (
         "conversation: conversation_id", "delivery: facts.delivery_id", "update: facts.cause_key", "incident: facts.incident_id",
+        "update: facts.urgent",
     ),  # fmt: skip
     ev.AlertRaised: (
         "alert: alert_id", "delivery: facts.delivery_id", "update: cause_key", "investigation: facts.investigation_id",

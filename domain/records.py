@@ -269,7 +269,8 @@ class Conversation:
     refused_id: str | None = None  # and its delivery
     engine_held: bool = False  # its failure hold is the engine's, after its retries
     last_wake_at: datetime.datetime | None = None  # the previous wake turn's start
-    deferred: tuple[str, datetime.datetime | None] | None = None  # (reason, until), as the last pass left it
+    # (reason, until, the urgent update it holds back: v1.2 section 3.7), as the last pass left it
+    deferred: tuple[str, datetime.datetime | None, str | None] | None = None
     # Contract v1.2 section 5.2 (a background): its latest checkpoint, and how many it wrote.
     checkpoint: Checkpoint | None = None
     checkpoints: int = 0

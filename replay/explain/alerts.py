@@ -158,6 +158,8 @@ class Alert(Chain):
         if facts is None or event.reason != "provider_unready":
             return None
         summary = f"nothing is delivered to {event.conversation_id} while {facts.provider} is not ready: deferred provider_unready"
+        if facts.urgent is not None:
+            summary += f"; it holds back urgent {facts.urgent} (contract v1.2 section 3.7)"
         text = f"incident {facts.incident_id} open, observed at {rfc3339(facts.observed_at)}; its recovery ends it"
         return summary, [Fact(name="provider_unready", text=text, value=msgspec.to_builtins(facts))]
 

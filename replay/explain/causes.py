@@ -11,6 +11,7 @@ from msgspec import UNSET
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import UPDATE
 from tandem.replay.explain.chain import Chain, Rendered, said
+from tandem.replay.explain.deferrals import urgent_held
 from tandem.replay.explain.log import Entry, of_type
 from tandem.projections.base import rfc3339
 from tandem.replay.explain.model import Fact, Source, Waiting
@@ -153,8 +154,12 @@ class Cause(Chain):
         return f"action {event.operation_id} proposed for this cause (at update revision {event.cause_revision})", []
 
     def deferred(self, entry: Entry, event: ev.DeliveryDeferred) -> Rendered:
-        """A wake deferred by its batch wait, this cause being the oldest deliverable (contract v1.2 section 3.7)."""
+        """A wake deferred by its batch wait, this cause being the oldest
+        deliverable; or this urgent cause held back from an idle foreground,
+        by what (contract v1.2 section 3.7)."""
         facts = event.facts
+        if facts is not None and facts.urgent == self.identifier:
+            return urgent_held(event, self.revision)
         if facts is None or event.reason != "batch_wait":
             return None
         summary = f"the wake of {event.conversation_id} waits for its batch until {rfc3339(event.until)}"

@@ -183,10 +183,12 @@ class Delivery(Chain):
     def deferred(self, entry: Entry, event: ev.DeliveryDeferred) -> Rendered:
         """The back-off this refusal started (contract v1.2 section 3.6): only on the refused delivery's chain."""
         facts = event.facts
-        if facts is None or facts.delivery_id != self.identifier or event.until is None:
+        if facts is None or facts.delivery_id != self.identifier or event.reason != "backoff" or event.until is None:
             return None
         until = event.until.isoformat().replace("+00:00", "Z")
         summary = f"{event.conversation_id} backs off: no delivery before {until}"
+        if facts.urgent is not None:
+            summary += f"; it holds back urgent {facts.urgent} (contract v1.2 section 3.7)"
         text = (
             f"{facts.refusals} refused or not received deliveries since the last accepted one: "
             f"{facts.delivery_backoff_s} s x 2^{(facts.refusals or 1) - 1}"

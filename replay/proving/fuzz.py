@@ -312,6 +312,14 @@ class TandemMachine(RuleBasedStateMachine):
         self.send(self.draw_line(data, _HEALTH))
 
     @rule(data=st.data())
+    def urgent_wakes(self, data: st.DataObject) -> None:
+        """Urgent updates reaching an idle foreground (contract v1.2 section
+        3.7, with the budgets preamble's wake_min_interval_s): observations,
+        urgent and other triage, provider receipts (some refused) and turn
+        ends, so wakes follow each other inside the interval."""
+        self.send(self.draw_line(data, _URGENT_WAKES))
+
+    @rule(data=st.data())
     def heartbeat(self, data: st.DataObject) -> None:
         self.send(self.draw_line(data, ["watchdog.heartbeat"]))
 
@@ -449,6 +457,10 @@ _REFUSALS = (
 _HEALTH = (
     "provider.readiness", "provider.readiness", "host.suspend", "host.resume", "health.incident", "health.recovered",
     "watchdog.heartbeat",
+)  # fmt: skip
+_URGENT_WAKES = (
+    "observe", "observe", "urgent_triage", "urgent_triage", "triage.classify", "provider.receipt", "provider.receipt",
+    "turn.ended", "turn.ended", "tick",
 )  # fmt: skip
 _LATE_KINDS = frozenset({"executor.receipt", "executor.reconcile", "executor.outcome", "provider.receipt", "provider.reconcile", "turn.ended"})
 

@@ -66,6 +66,7 @@ from tandem.replay.proving.state_invariants import (
     restart_is_replay,
     unready_provider_is_the_deferral,
 )
+from tandem.replay.proving.wake_invariants import urgent_idle_not_held_by_interval
 
 BUILTIN: tuple[Invariant, ...] = (
     terminal_actions_never_change,
@@ -97,6 +98,7 @@ BUILTIN: tuple[Invariant, ...] = (
     human_messages_kept,
     unready_provider_is_the_deferral,
     maintenance_yields_to_the_owner,
+    urgent_idle_not_held_by_interval,
     reading_changes_nothing,
     restart_is_replay,
 )

@@ -32,16 +32,21 @@ decision, passed as `Engine(step=...)`.
 - `keep_fixes_on_join`: a cause joining a batch stops no fix (contract v1.2
   section 7.3, issue 23): two fixes live before their causes joined one
   batch both go on.
+- `interval_defers_urgent_wakes`: the rule before issue 23 (contract v1.2
+  section 3.7): the wake interval defers a wake that carries an urgent
+  update too, so an idle foreground is left with it and nothing but the
+  interval holding it.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any, Optional
 
 from msgspec import UNSET
 
-from tandem.domain import actions, delivery, dispatch, reviews
+from tandem.domain import actions, budgets, delivery, dispatch, reviews
 from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
 from tandem.domain.inputs import Heartbeat, Input, ProviderReceipt
@@ -269,4 +274,23 @@ keep_fixes_on_join = _with_replaced(
     """Contract v1.2 section 7.3 broken (issue 23): batch membership checked
     at `action.propose` only, as before issue 23, so a cause that joins a batch
     whose causes then have two live fixes supersedes and stops nothing.""",
+)  # fmt: skip
+
+
+def _interval_first(state: State, conversation: Any, at: datetime.datetime, urgent: bool) -> Any:
+    """Contract v1.2 section 3.7 as it was: the interval first, whatever the wake carries."""
+    last = conversation.last_wake_at
+    if state.config.wake_min_interval_s and last is not None:
+        until = last + datetime.timedelta(seconds=state.config.wake_min_interval_s)
+        if at < until:
+            facts = ev.DeferralFacts(last_wake_at=last, wake_min_interval_s=state.config.wake_min_interval_s)
+            return "wake_interval", until, facts
+    return budgets.wake_deferral(state, conversation, at, urgent)
+
+
+interval_defers_urgent_wakes = _with_replaced(
+    "interval_defers_urgent_wakes", delivery, "wake_deferral", _interval_first,
+    """Contract v1.2 section 3.7 broken (the rule before issue 23): the wake
+    interval defers an urgent wake too ("urgent + idle -> notify now" met only
+    by the `urgent:` alert).""",
 )  # fmt: skip

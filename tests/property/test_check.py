@@ -33,7 +33,7 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
 DEPTH = {
     "receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4, "tools_admission": 3,
     "health_probes": 3, "call_limit": 4, "payload_required": 4, "owner_preempts_maintenance": 4,
-    "background_reseed": 4, "review_batch": 4, "review_batch_late_join": 4,
+    "background_reseed": 4, "review_batch": 4, "review_batch_late_join": 4, "urgent_idle_wake": 4,
 }  # fmt: skip
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
@@ -219,6 +219,23 @@ def test_the_checker_finds_maintenance_that_does_not_yield_to_the_owner(
     if rules is broken.claim_while_owner_active:
         own = check(scenario, 3, step=rules, invariants=by_name(["maintenance_yields_to_the_owner"])).counterexample
         assert own is not None and own.invariant == "maintenance_yields_to_the_owner" and own.moves == moves
+
+
+def test_the_checker_finds_an_urgent_wake_deferred_by_the_interval(tmp_path: Path) -> None:
+    """Contract v1.2 section 3.7 (issue 23): with the rule before it, the wake
+    interval defers the urgent ci:u's wake, and idle fg is left with it and
+    nothing else holding it; the real engine wakes it at once, in every
+    order of the hold, the approval, the refusal and the other update."""
+    scenario = SCENARIOS / "urgent_idle_wake.json"
+    out = tmp_path / "counterexample.jsonl"
+    found = check(scenario, 3, step=broken.interval_defers_urgent_wakes, out=out).counterexample
+    assert found is not None and found.invariant == "urgent_idle_not_held_by_interval", found
+    assert found.moves == ["observe-u", "urgent"]
+    assert "nothing holds them (deferred wake_interval until 2026-03-01T09:01:07Z (urgent ci:u))" in found.detail
+    assert check(scenario, 1, step=broken.interval_defers_urgent_wakes).counterexample is None
+    again = check_trace(out, step=broken.interval_defers_urgent_wakes)
+    assert again is not None and again.invariant.name == "urgent_idle_not_held_by_interval"
+    assert check_trace(out) is None
 
 
 # ------------------------------------------------------------ exploration

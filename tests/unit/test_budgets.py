@@ -295,15 +295,6 @@ def test_batch_wait_gathers_updates_unless_urgent_or_a_full_batch_waits():
     assert deliveries(engine)[-1]["included"] == [["ci:a", 1], ["ci:b", 1]]  # a full batch waits
 
 
-def test_an_urgent_update_kept_out_by_the_wake_interval_raises_urgent():
-    engine = given(fg_world(wake_min_interval_s=60), *update_for("ci:a", n=1))
-    when(engine, provider_receipt("fg/d1", at=at(2)))
-    when(engine, turn_ended("fg/t1", at=at(3)))
-    for line in update_for("ci:u", "urgent", n=10):
-        when(engine, line)
-    assert alert(engine, "urgent:ci:u") is not None
-
-
 # ------------------------------------------------------ 3.9 visible degradation
 
 

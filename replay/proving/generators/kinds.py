@@ -46,7 +46,7 @@ from tandem.replay.proving.generators.continuity import (
 )
 from tandem.replay.proving.generators.sources import (
     cause_revised, late_join, log_batch, log_pruned, log_reconcile, observe, review_observation, source_alias,
-    triage_classify,
+    triage_classify, urgent_triage,
 )  # fmt: skip
 from tandem.replay.proving.generators.tools import runtime_admit, tool_policy_set, tool_request, worker_admit, worker_call
 from tandem.replay.proving.generators.universe import IN_FLIGHT, INPUT_IDS, Builder, Draw, often, preamble
@@ -157,6 +157,7 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "timing_revise": (timing_revise, 0),
     "refused_attempt": (refused_attempt, 0),
     "late_join": (late_join, 0),
+    "urgent_triage": (urgent_triage, 0),
 }
 WEIGHTED = [name for name, (_, weight) in KINDS.items() for _ in range(weight)]
 

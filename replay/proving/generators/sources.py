@@ -125,6 +125,32 @@ def triage_classify(draw: Draw, b: Builder, conversation: str = "bg") -> dict[st
     )
 
 
+def urgent_triage(draw: Draw, b: Builder) -> dict[str, Any]:
+    """An update triaged urgent by the bound background, mostly one still
+    untriaged at its current revision (contract v1.2 section 3.7: an urgent
+    update reaching its foreground, inside the wake interval or not)."""
+    updates = b.state.updates
+    untriaged = sorted(key for key, update in updates.items() if update.triage_state == "untriaged")
+    if untriaged and often(draw, 8):
+        cause_key = draw(st.sampled_from(untriaged))
+    elif updates:
+        cause_key = draw(st.sampled_from(sorted(updates)))
+    else:
+        cause_key = draw(st.sampled_from(CAUSES))
+    update = updates.get(cause_key)
+    return b.line(
+        "triage.classify",
+        "background",
+        conversation_id="bg",
+        generation=b.generation(),
+        cause_key=cause_key,
+        update_revision=update.revision if update is not None else 1,
+        disposition="urgent",
+        action_priority=1,
+        notification_priority=draw(st.integers(0, 3)),
+    )
+
+
 def _consumer(b: Builder, consumer_id: str):
     return b.state.consumers.get(consumer_id)
 
