@@ -228,7 +228,7 @@ class ActionCancelled(Decision, frozen=True, kw_only=True):
 class ActionCancelRequested(Decision, frozen=True, kw_only=True):
     operation_id: str
     reason: str  # "human", "task_cancelled", "budget_exhausted" or "preempted" (v1.2 section 8.1)
-    preempted_by: PreemptFacts | UnsetType = UNSET  # "preempted": the human message
+    preempted_by: PreemptFacts | UnsetType = UNSET  # "preempted": the foreground, and its message or proposal
 
 
 class ActionClaimed(Decision, frozen=True, kw_only=True):
