@@ -52,7 +52,7 @@ from tandem.replay.proving.event_invariants import (
     terminal_actions_never_change,
     unknown_is_never_retried,
 )
-from tandem.replay.proving.foreman_invariants import maintenance_yields_to_the_owner
+from tandem.replay.proving.foreman_invariants import maintenance_yields_to_the_owner, preemption_is_scoped
 from tandem.replay.proving.continuity_invariants import background_acts_only_reseeded
 from tandem.replay.proving.model import Invariant
 from tandem.replay.proving.tool_invariants import tools_within_admitted_allowlist
@@ -99,6 +99,7 @@ BUILTIN: tuple[Invariant, ...] = (
     maintenance_yields_to_the_owner,
     reading_changes_nothing,
     restart_is_replay,
+    preemption_is_scoped,
 )
 _registered: list[Invariant] = []
 

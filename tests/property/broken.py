@@ -29,6 +29,10 @@ decision, passed as `Engine(step=...)`.
   (contract v1.2 section 3.3): an action claimed again after its deadline.
 - `ignore_retry_backoff`: a refused action's back-off never blocks it
   (contract v1.2 section 3.5): claimed again before its `retry_at`.
+- `engine_wide_preemption`: contract v1.2 section 8.1's first, engine-wide
+  rule: every foreground affects every maintenance action, so one owner's
+  message preempts maintenance of other sessions and of none, and one active
+  owner blocks all pending maintenance (the scoped rule replaced it).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from typing import Any, Optional
 
 from msgspec import UNSET
 
-from tandem.domain import actions, delivery, dispatch
+from tandem.domain import actions, delivery, dispatch, foreman
 from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
 from tandem.domain.inputs import Heartbeat, Input, ProviderReceipt
@@ -259,4 +263,13 @@ ignore_retry_backoff = _with_replaced(
     "ignore_retry_backoff", dispatch, "retry_blocked", lambda state, action: False,
     """Contract v1.2 section 3.5 broken: a refused action's `retry_at` never
     blocks it, so it is claimed again before its back-off ends.""",
+)  # fmt: skip
+
+engine_wide_preemption = _with_replaced(
+    "engine_wide_preemption", foreman, "affected_via", lambda state, action, conversation_id: "engine",
+    """Contract v1.2 section 8.1 broken: the first, engine-wide rule ("the
+    host is one machine and a rule's maintenance belongs to no
+    conversation"): every foreground affects every maintenance action, so a
+    message on one foreground preempts the maintenance of every session and
+    of none, and one active owner blocks every pending maintenance action.""",
 )  # fmt: skip
