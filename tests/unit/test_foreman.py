@@ -275,6 +275,31 @@ def test_worked_example_8_5_step_by_step():
     assert seen["turn.ended:fg/t2"][0]["dream-2"] == ("submitting", None, [])
 
 
+def test_fixture_62_step_by_step():
+    """Two owners: each preempts its session's maintenance and the maintenance
+    on a resource its work names, and nothing else."""
+    trace = read_trace(str(GATES / "62_human_commands_supersede_affected_intents.jsonl"))
+    engine = Engine()
+    seen: dict[str, dict[str, tuple]] = {}
+    for traced in trace.lines:
+        engine.submit(traced.item)
+        value = traced.item.input
+        name = f"{value.input_type}:{getattr(value, 'message_id', '') or getattr(value, 'operation_id', '')}"
+        seen[name] = {row["operation_id"]: (row["state"], row["reason"], row["blocked_by"]) for row in engine.views.view("actions")}
+    running = ("accepted", None, [])
+    preempted = ("cancel_requested", "preempted", [])
+    assert seen["human.message:m1"]["dream-fg"] == preempted
+    assert [seen["human.message:m1"][op] for op in ("dream-fg2", "index-1", "vacuum-1")] == [running] * 3
+    assert seen["action.propose:dream-fg-2"]["dream-fg-2"] == ("pending", None, ["resource_busy", "owner_active"])
+    assert [seen["human.message:m2"][op] for op in ("dream-fg2", "index-1", "vacuum-1")] == [preempted, preempted, running]
+    assert seen["action.propose:op-notes"]["vacuum-1"] == preempted
+    assert seen["action.propose:op-notes"]["op-notes"] == ("pending", None, ["resource_busy"])
+    assert seen["action.propose:vacuum-2"]["vacuum-2"] == ("submitting", None, [])  # both owners speak
+    assert seen["executor.outcome:index-1"]["op-docs"] == ("submitting", None, [])
+    assert seen["executor.outcome:dream-fg"]["dream-fg-2"] == ("pending", None, ["owner_active"])
+    assert seen["turn.ended:"]["dream-fg-2"] == ("submitting", None, [])
+
+
 # ------------------------------------------------------ 8.2 a hold closes the busy host entry
 
 
