@@ -93,13 +93,15 @@ BUILTIN: tuple[Invariant, ...] = (
     payload_frozen_before_acceptance,
     one_live_action_per_cause,
     one_fix_per_batch,
+    # Before blocked_by_is_section_4: an owner_active block the scope does not allow is
+    # reported by its own name (it also breaks the restated section 4 codes).
+    preemption_is_scoped,
     blocked_by_is_section_4,
     human_messages_kept,
     unready_provider_is_the_deferral,
     maintenance_yields_to_the_owner,
     reading_changes_nothing,
     restart_is_replay,
-    preemption_is_scoped,
 )
 _registered: list[Invariant] = []
 

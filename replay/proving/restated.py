@@ -126,12 +126,13 @@ def active_owners(state: State) -> list[str]:
     )
 
 
-def affected_via(state: State, action: Action, foreground: str) -> str | None:
+def affected_via(state: State, action: Action, foreground: str, live: frozenset[str] = frozenset()) -> str | None:
     """Contract v1.2 section 8.1, restated: how the foreground affects the
     action, the first that applies: "task" (its task, or its grant's task,
     was delegated from it), "session" (it serialises on the foreground
     itself), "resource" (a non-terminal action of one of the foreground's
-    tasks names its resource: a scan, not the state's index); None: it does not."""
+    tasks, or one in `live`, names its resource: a scan, not the state's
+    index); None: it does not."""
     tasks = state.tasks
     owning = {action.task_id, state.grants[action.grant_id].task_id} - {None}
     if any(tasks[task_id].conversation_id == foreground for task_id in owning):  # type: ignore[index]
@@ -140,7 +141,7 @@ def affected_via(state: State, action: Action, foreground: str) -> str | None:
         return "session"
     if any(
         other.resource == action.resource
-        and other.state not in TERMINAL
+        and (other.state not in TERMINAL or other.operation_id in live)
         and other.task_id is not None
         and tasks[other.task_id].conversation_id == foreground
         for other in state.actions.values()

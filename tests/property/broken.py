@@ -265,11 +265,15 @@ ignore_retry_backoff = _with_replaced(
     blocks it, so it is claimed again before its back-off ends.""",
 )  # fmt: skip
 
+_scoped_via = foreman.affected_via
+
 engine_wide_preemption = _with_replaced(
-    "engine_wide_preemption", foreman, "affected_via", lambda state, action, conversation_id: "engine",
+    "engine_wide_preemption", foreman, "affected_via",
+    lambda state, action, conversation_id: _scoped_via(state, action, conversation_id) or "engine",
     """Contract v1.2 section 8.1 broken: the first, engine-wide rule ("the
     host is one machine and a rule's maintenance belongs to no
-    conversation"): every foreground affects every maintenance action, so a
-    message on one foreground preempts the maintenance of every session and
-    of none, and one active owner blocks every pending maintenance action.""",
+    conversation"): every foreground affects every maintenance action (as
+    the scoped rule says where it does, else "engine"), so a message on one
+    foreground preempts the maintenance of every session and of none, and
+    one active owner blocks every pending maintenance action.""",
 )  # fmt: skip

@@ -126,12 +126,14 @@ HUNTS = [
     (broken.ignore_execution_deadline, ("deadlines", "time_passes"), "budgets_never_exceeded"),
     # A claim before its retry_at is a claim against its blockers (retry_backoff) first.
     (broken.ignore_retry_backoff, ("deadlines", "time_passes"), "claims_respect_blockers"),
+    # Two owners: one's message preempting (or its activity blocking) what it does not affect.
+    (broken.engine_wide_preemption, ("owners", "heartbeat"), "preemption_is_scoped"),
 ]
 HUNT_IDS = [
     "unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "unlisted-tool-allowed", "source-rule-skipped",
     "call-limit-ignored", "unready-not-deferred", "payload-not-required", "preemption-forgotten",
     "claimed-while-owner-active", "acted-before-reseed", "batch-second-fix", "deadline-ignored",
-    "retry-backoff-ignored",
+    "retry-backoff-ignored", "engine-wide-preemption",
 ]  # fmt: skip
 
 
