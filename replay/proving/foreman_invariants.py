@@ -37,7 +37,10 @@ def maintenance_yields_to_the_owner(world: World) -> str | None:
             owners = owners_affecting(state, action)
             if owners:
                 via = affected_via(state, action, owners[0])
-                return f"maintenance action {action.operation_id} is {action.state} while {owners[0]}'s owner, which affects it ({via}), is active"
+                return (
+                    f"maintenance action {action.operation_id} is {action.state} while {owners[0]}'s owner, "
+                    f"which affects it ({via}), is active"
+                )
     return None
 
 
@@ -66,7 +69,8 @@ def preemption_is_scoped(world: World) -> str | None:
         owners = owners_affecting(state, action)
         if not owners:
             return f"{operation_id} is blocked owner_active, but no active owner affects it"
-        fact = next((f for f in recorded[operation_id].facts if f.code == "owner_active"), None) if operation_id in recorded else None
+        facts = recorded[operation_id].facts if operation_id in recorded else []
+        fact = next((f for f in facts if f.code == "owner_active"), None)
         via = affected_via(state, action, owners[0])
         if fact is not None and (fact.conversation_id, fact.via) != (owners[0], via):
             return f"{operation_id} blocked owner_active naming {fact.conversation_id} ({fact.via}), not {owners[0]} ({via})"
