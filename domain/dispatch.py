@@ -28,6 +28,7 @@ from tandem.domain.alerts import resolve_progressed, run_time_rules
 from tandem.domain.background_pass import run_background_pass
 from tandem.domain.budgets import deadline_for, deadline_rule, retry_blocked, touch_backed_off
 from tandem.domain.delivery import run_foreground_pass
+from tandem.domain.foreman import affecting_owner
 from tandem.domain.inputs import Input
 from tandem.domain.investigations import exhaustion_rule
 from tandem.domain.provenance import block_facts, hold_facts, prerequisite_facts
@@ -193,8 +194,8 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
         codes.append("runtime_not_admitted")
     if action.retry_at is not None and retry_blocked(state, action):
         codes.append("retry_backoff")
-    if action.priority == "maintenance" and state.owner_active() is not None:
-        codes.append("owner_active")  # contract v1.2 section 8.1
+    if action.priority == "maintenance" and affecting_owner(state, action) is not None:
+        codes.append("owner_active")  # contract v1.2 section 8.1: an active owner it concerns
     return tuple(codes)
 
 

@@ -231,7 +231,7 @@ class ActionCancelRequested(Decision, frozen=True, kw_only=True):
     operation_id: str
     # "human", "task_cancelled", "budget_exhausted", "preempted" (v1.2 section 8.1) or "duplicate_batch" (7.3)
     reason: str
-    preempted_by: PreemptFacts | UnsetType = UNSET  # "preempted": the human message
+    preempted_by: PreemptFacts | UnsetType = UNSET  # "preempted": the foreground, and its message or proposal
     duplicate_batch: BatchFixFacts | UnsetType = UNSET  # "duplicate_batch": the batch and the fix that survives
 
 

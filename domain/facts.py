@@ -159,9 +159,12 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
       `scope`, the scope of the cause's latest observation (None: none yet).
     - retry_backoff: `retry_at` and the refused or not received `attempts` so far.
     - runtime_not_admitted: `runtime_id`, `runtime_state` (None: never admitted).
-    - owner_active (contract v1.2 section 8.1): what makes the owner active, the
-      first foreground in id order that does: `conversation_id` and its queued
-      `messages`, or its running human turn (`turn_id`).
+    - owner_active (contract v1.2 section 8.1): the first foreground in id
+      order whose owner is active and that affects the action:
+      `conversation_id`, its queued `messages` and its running human turn
+      (`turn_id`); how it affects the action (`via`: "task", "session",
+      "resource"); for "session" and "resource" the `resource`, for
+      "resource" the foreground's non-terminal actions naming it (`operations`).
     """
 
     code: str
@@ -194,14 +197,24 @@ class BlockFact(Struct, frozen=True, kw_only=True, omit_defaults=True):
     runtime_state: str | None = None
     messages: list[str] | None = None
     turn_id: str | None = None
+    via: str | None = None  # owner_active: how the foreground affects the action
 
 
-class PreemptFacts(Struct, frozen=True, kw_only=True):
+class PreemptFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     """What preempted a maintenance action (contract v1.2 section 8.1): the
-    human message queued, and its conversation."""
+    foreground (`conversation_id`) and the human message queued on it, or
+    (`operation_id`, no message) the proposal of its work made while its
+    owner was active; how the foreground affects the action (`via`: "task",
+    "session", "resource"; None in a log written before the rule was
+    scoped), for "session" and "resource" the `resource`, for "resource" the
+    foreground's non-terminal actions naming it (`operations`)."""
 
     conversation_id: str
-    message_id: str
+    message_id: str | None = None
+    operation_id: str | None = None
+    via: str | None = None
+    resource: str | None = None
+    operations: list[str] | None = None
 
 
 class BatchFixFacts(Struct, frozen=True, kw_only=True):

@@ -253,7 +253,7 @@ _ACTION_FACTS = {
     "rule_opted_out": _opted_out,
     "runtime_not_admitted": _runtime,
     "retry_backoff": _retry_backoff,
-    "owner_active": lambda state, action: owner_fact(state),
+    "owner_active": owner_fact,
 }
 
 _TASK_FACTS = {

@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tandem.domain import (
-    actions, alerts, authority, budgets, composition, consumer, conversation, delivery, health, inbox, investigations,
-    reviews, source_rule, tasks, tools,
+    actions, alerts, authority, budgets, composition, consumer, conversation, delivery, foreman, health, inbox,
+    investigations, reviews, source_rule, tasks, tools,
 )  # fmt: skip
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
@@ -37,7 +37,7 @@ Emit = Callable[[ev.Event], None]
 
 AREAS = (
     authority, tasks, actions, source_rule, inbox, reviews, consumer, conversation, delivery, alerts, budgets, tools, health,
-    composition, investigations,
+    composition, investigations, foreman,
 )  # fmt: skip
 
 

@@ -153,6 +153,9 @@ class State:
     unknown_questions: set[tuple[str, str]] = field(default_factory=set)  # open "unknown" questions
     actions_by_runtime: dict[str, set[str]] = field(default_factory=dict)  # runtime -> actions naming it
     maintenance: set[str] = field(default_factory=set)  # live maintenance actions (contract v1.2 section 8.1)
+    # Contract v1.2 section 8.1: conversation -> resource -> the non-terminal actions of its
+    # tasks naming it (what a foreground's work names: the maintenance there is affected by it).
+    work_resources: dict[str, dict[str, set[str]]] = field(default_factory=dict)
     # ---- what the pass must look at again (filled by evolve, emptied by the pass)
     dirty_actions: set[str] = field(default_factory=set)
     dirty_tasks: set[str] = field(default_factory=set)
@@ -179,16 +182,6 @@ class State:
         """Contract v1.2 section 4.3: its provider's incident is open."""
         return conversation.provider is not None and bool(self.incidents.get(f"provider/{conversation.provider}"))
 
-    def owner_active(self) -> Conversation | None:
-        """Contract v1.2 section 8.1: the first foreground (in id order) with a
-        queued human message or a running human turn; None: the owner is idle."""
-        for conversation_id in self.foregrounds:
-            conversation = self.conversations[conversation_id]
-            turn = conversation.running_turn
-            if conversation.queue or (turn is not None and turn.kind == "human"):
-                return conversation
-        return None
-
     def question_active(self, key: tuple[str, str]) -> bool:
         question = self.questions[key]
         return question.state == "open" and self.tasks[question.task_id].state == "active"
@@ -205,8 +198,23 @@ class State:
         self.dirty_actions.update(self.pending)
 
     def touch_maintenance(self) -> None:
-        """Whether the owner is active may have changed: the pending maintenance actions (owner_active)."""
+        """Whether an owner is active may have changed: the pending maintenance actions (owner_active)."""
         self.dirty_actions.update(op for op in self.maintenance if op in self.pending)
+
+    def _work_named(self, action: Action, live: bool) -> None:
+        """A task's action became live or ended: what its foreground's work names
+        changed, so the pending maintenance on its resource (owner_active, v1.2 section 8.1)."""
+        conversation_id = self.tasks[action.task_id].conversation_id  # type: ignore[index]
+        if live:
+            _index_add(self.work_resources.setdefault(conversation_id, {}), action.resource, action.operation_id)
+        else:
+            named = self.work_resources[conversation_id]
+            _index_remove(named, action.resource, action.operation_id)
+            if not named:
+                del self.work_resources[conversation_id]
+        if self.maintenance:
+            waiting = self.pending_by_resource.get(action.resource, ())
+            self.dirty_actions.update(op for op in waiting if op in self.maintenance)
 
     def touch_dependents(self, operation_id: str) -> None:
         """An action and, transitively, every action listing it as a prerequisite."""
@@ -332,6 +340,8 @@ class State:
             self.dirty_sources.add(operation_id)
         if action.priority == "maintenance":
             self.maintenance.add(operation_id)
+        if action.task_id is not None:
+            self._work_named(action, live=True)
 
     def move_action(self, action: Action, new_state: str) -> None:
         """Move an action and keep the pending/fenced/resource indexes in step."""
@@ -366,6 +376,8 @@ class State:
             if action.deadline_at is not None:
                 self.deadline_timers.discard((action.deadline_at, operation_id))
             self.maintenance.discard(operation_id)
+            if action.task_id is not None:
+                self._work_named(action, live=False)
             if action.dependents:
                 # The outcome its dependents wait for is known now (prerequisite_*).
                 self.dirty_actions.update(action.dependents)

@@ -40,7 +40,7 @@ BLOCK_WORDS = {
     "rule_opted_out": "its rule is not opted in for its cause's scope",
     "runtime_not_admitted": "the worker runtime it names is not admitted",
     "retry_backoff": "refused: it waits for its retry back-off",
-    "owner_active": "maintenance: it waits while the owner is active",
+    "owner_active": "maintenance: it waits while the owner of its session, or of work on its resource, is active",
 }
 HOLD_WORDS = {
     "question_hold": "held by an open question",

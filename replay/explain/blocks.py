@@ -12,7 +12,7 @@ from tandem.domain import events as ev
 from tandem.projections.base import rfc3339
 from tandem.replay.explain.log import Entry, Resolver, at_of, of_type, source
 from tandem.replay.explain.model import Fact, Waiting
-from tandem.replay.explain.facts import heartbeat_fact, intent_facts, prerequisite_fact, question_fact
+from tandem.replay.explain.facts import affected_fact, heartbeat_fact, intent_facts, prerequisite_fact, question_fact
 from tandem.replay.explain.now import action_at, switch_now, task_now
 
 WAITING_TEXT = {
@@ -30,7 +30,10 @@ WAITING_TEXT = {
     "rule_opted_out": "its rule is not opted in for the scope of its cause's latest observation",
     "runtime_not_admitted": "the worker runtime it names is not admitted (contract v1.2 section 1.4)",
     "retry_backoff": "refused, it waits for its grant's retry back-off",
-    "owner_active": "maintenance work waits while the owner is active (contract v1.2 section 8.1)",
+    "owner_active": (
+        "maintenance work waits while the owner of a session it concerns is active: its own session's, or one "
+        "whose work names its resource (contract v1.2 section 8.1)"
+    ),
 }
 
 # A budget_exhausted block by its call limit (contract v1.2 section 3.4): without, with the token limit reached too.
@@ -193,7 +196,9 @@ def _runtime(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: 
 
 
 def _owner(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: str | None) -> list[Fact]:
-    """Contract v1.2 section 8.1: the queued messages or the running human turn that make the owner active."""
+    """Contract v1.2 section 8.1: the queued messages or the running human turn that make the
+    foreground's owner active, and why that owner concerns the action (its session, or the resource
+    it shares with the foreground's work)."""
     conversation_id = fact.conversation_id or ""
     if fact.messages:
         what = f"human message(s) {', '.join(fact.messages)} queued on {conversation_id}"
@@ -206,7 +211,10 @@ def _owner(resolver: Resolver, fact: ev.BlockFact, position: int, decided_at: st
     if fact.messages and fact.turn_id:
         what += f", human turn {fact.turn_id} running"
     value = {"conversation_id": fact.conversation_id, "messages": fact.messages, "turn_id": fact.turn_id}
-    return [Fact(name="owner_active", text=f"the owner is active: {what}", value=value, source=where)]
+    owner = f"{conversation_id}'s owner is active" if fact.via is not None else "the owner is active"
+    facts = [Fact(name="owner_active", text=f"{owner}: {what}", value=value, source=where)]
+    affected = affected_fact(resolver, conversation_id, fact.via, fact.resource, fact.operations, position)
+    return facts if affected is None else [*facts, affected]
 
 
 # Per blocking code, the facts its BlockFact names (any other code: the BlockFact itself).

@@ -193,3 +193,27 @@ def operation_fact(resolver: Resolver, operation_id: str, position: int) -> Fact
         source=source(resolver.find(("action", operation_id), position)),
         now=action_at(resolver, operation_id),
     )
+
+
+# Contract v1.2 section 8.1: how a foreground affects a maintenance action (a preemption's or an
+# owner_active block's `via`), formatted with the foreground `f`, the resource `r` and its work `w`.
+_AFFECTED_TEXT = {
+    "task": "it is {f}'s work: its task was delegated from {f}",
+    "session": "it serialises on {f}'s session (resource {r})",
+    "resource": "it shares resource {r} with {f}'s work ({w}): the owner's work waits for it, or holds it",
+}
+
+
+def affected_fact(resolver: Resolver, conversation_id: str, via: str | None, resource: str | None,
+                  operations: list[str] | None, position: int) -> Fact | None:  # fmt: skip
+    """Why the foreground's owner concerns the maintenance action: its session, or the resource it shares
+    with the foreground's work (with the proposal of the first action of that work); None in a log
+    written before the rule was scoped (no `via`)."""
+    if via is None:
+        return None
+    named = list(operations or ())
+    template = _AFFECTED_TEXT.get(via, "{f} affects it (" + via + ")")
+    text = template.format(f=conversation_id, r=resource, w=", ".join(named))
+    value = {"conversation_id": conversation_id, "via": via, "resource": resource, "operations": operations}
+    where = resolver.source(("action", named[0]), position, of_type(ev.ActionProposed)) if named else None
+    return Fact(name="affected_by", text=text, value=value, source=where)

@@ -12,6 +12,7 @@ from tandem.domain.lifecycles import ACTION, ATTEMPT
 from tandem.replay.explain.blocks import Runs, block_summary, coded_facts, track_runs, waiting_from_blocks
 from tandem.replay.explain.chain import Chain, Rendered, said
 from tandem.replay.explain.facts import (
+    affected_fact,
     binding_fact,
     heartbeat_fact,
     intent_facts,
@@ -139,8 +140,10 @@ def fix_superseded(chain: Chain, entry: Entry, event: ev.BatchFixSuperseded) -> 
 
 
 def cancel_requested(chain: Chain, entry: Entry, event: ev.ActionCancelRequested) -> Rendered:
-    """A stop asked; a preemption (contract v1.2 section 8.1) names the human
-    message that made it, a duplicate fix (section 7.3) its batch and the fix that survives."""
+    """A stop asked; a preemption (contract v1.2 section 8.1) names the foreground whose owner made
+    it, the human message (or the proposal of its work made while its owner was active), and why
+    that owner concerns the action: its session, or the resource it shares with the owner's work;
+    a duplicate fix (section 7.3) its batch and the fix that survives."""
     summary = f"cancel requested ({event.reason})"
     if event.duplicate_batch is not UNSET:
         facts = event.duplicate_batch
@@ -152,11 +155,19 @@ def cancel_requested(chain: Chain, entry: Entry, event: ev.ActionCancelRequested
     preempted = event.preempted_by
     if preempted is UNSET:
         return summary, []
-    summary += ": maintenance work yields to the owner; it ends on the executor's word"
-    queued = lambda e: isinstance(e, ev.MessageQueued) and e.message_id == preempted.message_id  # noqa: E731
-    where = chain.resolver.source(("intent", preempted.conversation_id), entry[0], queued)
-    text = f"human message {preempted.message_id} on {preempted.conversation_id}: the owner is active"
-    return summary, [Fact(name="preempted_by", text=text, value=msgspec.to_builtins(preempted), source=where)]
+    summary += ": maintenance work yields to the owner it concerns; it ends on the executor's word"
+    conversation_id, position = preempted.conversation_id, entry[0]
+    owner = f"{conversation_id}'s owner is active" if preempted.via is not None else "the owner is active"
+    if preempted.message_id is not None:
+        queued = lambda e: isinstance(e, ev.MessageQueued) and e.message_id == preempted.message_id  # noqa: E731
+        where = chain.resolver.source(("intent", conversation_id), position, queued)
+        text = f"human message {preempted.message_id} on {conversation_id}: {owner}"
+    else:
+        where = chain.resolver.source(("action", preempted.operation_id or ""), position, of_type(ev.ActionProposed))
+        text = f"{preempted.operation_id} proposed for {conversation_id}'s work while {owner}"
+    facts = [Fact(name="preempted_by", text=text, value=msgspec.to_builtins(preempted), source=where)]
+    affected = affected_fact(chain.resolver, conversation_id, preempted.via, preempted.resource, preempted.operations, position)
+    return summary, facts if affected is None else [*facts, affected]
 
 
 def attempt_updated(chain: Chain, entry: Entry, event: ev.AttemptUpdated) -> Rendered:

@@ -268,6 +268,14 @@ class TandemMachine(RuleBasedStateMachine):
         self.send(self.draw_line(data, _OWNER))
 
     @rule(data=st.data())
+    def owners(self, data: st.DataObject) -> None:
+        """Two owners (contract v1.2 section 8.1's scope): a second foreground
+        and its tasks, the rule, maintenance proposals of either's tasks or of
+        the rule (some on a session itself), both owners' messages, their
+        turns' receipts and ends, executor receipts and outcomes."""
+        self.send(self.draw_line(data, _OWNERS))
+
+    @rule(data=st.data())
     def continuity(self, data: st.DataObject) -> None:
         """Investigations, checkpoints, the background's resets and its reseed's
         receipts, and background inputs around them (contract v1.2 section 5)."""
@@ -435,6 +443,10 @@ _CONVERSATION = (
 _OWNER = (
     "action.propose", "action.propose", "human.message", "turn.ended", "provider.receipt", "executor.receipt",
     "executor.outcome",
+)  # fmt: skip
+_OWNERS = (
+    "second_foreground", "rule.set", "maintenance_proposal", "maintenance_proposal", "maintenance_proposal",
+    "owner_message", "owner_receipt", "owner_turn_ended", "executor.receipt", "executor.outcome",
 )  # fmt: skip
 
 # Seconds before each input the machine sends: mostly short (the watchdog, at

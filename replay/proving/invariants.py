@@ -52,7 +52,7 @@ from tandem.replay.proving.event_invariants import (
     terminal_actions_never_change,
     unknown_is_never_retried,
 )
-from tandem.replay.proving.foreman_invariants import maintenance_yields_to_the_owner
+from tandem.replay.proving.foreman_invariants import maintenance_yields_to_the_owner, preemption_is_scoped
 from tandem.replay.proving.continuity_invariants import background_acts_only_reseeded
 from tandem.replay.proving.model import Invariant
 from tandem.replay.proving.tool_invariants import tools_within_admitted_allowlist
@@ -94,6 +94,9 @@ BUILTIN: tuple[Invariant, ...] = (
     payload_frozen_before_acceptance,
     one_live_action_per_cause,
     one_fix_per_batch,
+    # Before blocked_by_is_section_4: an owner_active block the scope does not allow is
+    # reported by its own name (it also breaks the restated section 4 codes).
+    preemption_is_scoped,
     blocked_by_is_section_4,
     human_messages_kept,
     unready_provider_is_the_deferral,

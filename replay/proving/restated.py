@@ -112,18 +112,48 @@ def _v12_codes(state: State, action: Action, at: datetime.datetime | None) -> It
     runtime = state.runtimes.get(action.runtime_id) if action.runtime_id is not None else None
     if action.runtime_id is not None and (runtime is None or runtime.state != "admitted"):
         yield "runtime_not_admitted"
-    if action.priority == "maintenance" and owner_active(state):
+    if action.priority == "maintenance" and owners_affecting(state, action):
         yield "owner_active"
 
 
-def owner_active(state: State) -> bool:
-    """Contract v1.2 section 8.1, restated: some foreground has a queued human
-    message or a running human turn."""
-    return any(
-        conversation.role == "foreground"
-        and (bool(conversation.queue) or (conversation.running_turn is not None and conversation.running_turn.kind == "human"))
+def active_owners(state: State) -> list[str]:
+    """Contract v1.2 section 8.1, restated: the foregrounds (in id order) with
+    a queued human message or a running human turn."""
+    return sorted(
+        conversation.conversation_id
         for conversation in state.conversations.values()
+        if conversation.role == "foreground"
+        and (bool(conversation.queue) or (conversation.running_turn is not None and conversation.running_turn.kind == "human"))
     )
+
+
+def affected_via(state: State, action: Action, foreground: str, live: frozenset[str] = frozenset()) -> str | None:
+    """Contract v1.2 section 8.1, restated: how the foreground affects the
+    action, the first that applies: "task" (its task, or its grant's task,
+    was delegated from it), "session" (it serialises on the foreground
+    itself), "resource" (a non-terminal action of one of the foreground's
+    tasks, or one in `live`, names its resource: a scan, not the state's
+    index); None: it does not."""
+    tasks = state.tasks
+    owning = {action.task_id, state.grants[action.grant_id].task_id} - {None}
+    if any(tasks[task_id].conversation_id == foreground for task_id in owning):  # type: ignore[index]
+        return "task"
+    if action.resource == foreground:
+        return "session"
+    if any(
+        other.resource == action.resource
+        and (other.state not in TERMINAL or other.operation_id in live)
+        and other.task_id is not None
+        and tasks[other.task_id].conversation_id == foreground
+        for other in state.actions.values()
+    ):
+        return "resource"
+    return None
+
+
+def owners_affecting(state: State, action: Action) -> list[str]:
+    """The foregrounds (in id order) whose owner is active and that affect the action."""
+    return [foreground for foreground in active_owners(state) if affected_via(state, action, foreground) is not None]
 
 
 def _prerequisite_code(other: Action, prerequisite: ev.PrerequisiteSpec) -> str | None:

@@ -36,6 +36,10 @@ decision, passed as `Engine(step=...)`.
   section 3.7): the wake interval defers a wake that carries an urgent
   update too, so an idle foreground is left with it and nothing but the
   interval holding it.
+- `engine_wide_preemption`: contract v1.2 section 8.1's first, engine-wide
+  rule: every foreground affects every maintenance action, so one owner's
+  message preempts maintenance of other sessions and of none, and one active
+  owner blocks all pending maintenance (the scoped rule replaced it).
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from typing import Any, Optional
 
 from msgspec import UNSET
 
-from tandem.domain import actions, budgets, delivery, dispatch, reviews
+from tandem.domain import actions, budgets, delivery, dispatch, foreman, reviews
 from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
 from tandem.domain.inputs import Heartbeat, Input, ProviderReceipt
@@ -293,4 +297,18 @@ interval_defers_urgent_wakes = _with_replaced(
     """Contract v1.2 section 3.7 broken (the rule before issue 23): the wake
     interval defers an urgent wake too ("urgent + idle -> notify now" met only
     by the `urgent:` alert).""",
+)  # fmt: skip
+
+
+_scoped_via = foreman.affected_via
+
+engine_wide_preemption = _with_replaced(
+    "engine_wide_preemption", foreman, "affected_via",
+    lambda state, action, conversation_id: _scoped_via(state, action, conversation_id) or "engine",
+    """Contract v1.2 section 8.1 broken: the first, engine-wide rule ("the
+    host is one machine and a rule's maintenance belongs to no
+    conversation"): every foreground affects every maintenance action (as
+    the scoped rule says where it does, else "engine"), so a message on one
+    foreground preempts the maintenance of every session and of none, and
+    one active owner blocks every pending maintenance action.""",
 )  # fmt: skip

@@ -34,6 +34,7 @@ DEPTH = {
     "receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4, "tools_admission": 3,
     "health_probes": 3, "call_limit": 4, "payload_required": 4, "owner_preempts_maintenance": 4,
     "background_reseed": 4, "review_batch": 4, "review_batch_late_join": 4, "urgent_idle_wake": 4,
+    "human_commands_supersede_affected_intents": 3,
 }  # fmt: skip
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
@@ -236,6 +237,28 @@ def test_the_checker_finds_an_urgent_wake_deferred_by_the_interval(tmp_path: Pat
     again = check_trace(out, step=broken.interval_defers_urgent_wakes)
     assert again is not None and again.invariant.name == "urgent_idle_not_held_by_interval"
     assert check_trace(out) is None
+
+
+def test_the_checker_finds_an_engine_wide_preemption(tmp_path: Path) -> None:
+    """Contract v1.2 section 8.1's scope: the first, engine-wide rule (one
+    owner preempts and blocks every maintenance action) is found at once: fg's
+    message preempts vacuum-1, which runs on a resource no work of fg names
+    (preemption_is_scoped); and the old rule's block of vacuum-2 while fg's
+    owner speaks is found by the restated blockers as well."""
+    scenario = SCENARIOS / "human_commands_supersede_affected_intents.json"
+    out = tmp_path / "counterexample.jsonl"
+    found = check(scenario, 3, step=broken.engine_wide_preemption, out=out).counterexample
+    assert found is not None and found.invariant == "preemption_is_scoped", found
+    assert found.moves == ["fg-message"]
+    assert check(scenario, 0, step=broken.engine_wide_preemption).counterexample is None
+    again = check_trace(out, step=broken.engine_wide_preemption)
+    assert again is not None and again.invariant.name == "preemption_is_scoped"
+    assert check_trace(out) is None
+    # The over-broad block alone: blocked_by_is_section_4 restates owner_active with its scope.
+    blocks = check(scenario, 3, step=broken.engine_wide_preemption, invariants=by_name(["blocked_by_is_section_4"]))
+    assert blocks.counterexample is not None and blocks.counterexample.moves == ["fg-message", "vacuum-2"]
+    # The real engine: fg2's owner preempts vacuum-1 once its work names store, in either order.
+    assert check(scenario, 3).counterexample is None
 
 
 # ------------------------------------------------------------ exploration

@@ -129,12 +129,14 @@ HUNTS = [
     # Contract v1.2 section 7.3 (issue 23): causes that join a batch after their fixes started.
     (broken.keep_fixes_on_join, ("reviews", "heartbeat"), "one_fix_per_batch"),
     (broken.interval_defers_urgent_wakes, ("urgent_wakes",), "urgent_idle_not_held_by_interval"),
+    # Two owners: one's message preempting (or its activity blocking) what it does not affect.
+    (broken.engine_wide_preemption, ("owners", "heartbeat"), "preemption_is_scoped"),
 ]
 HUNT_IDS = [
     "unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "unlisted-tool-allowed", "source-rule-skipped",
     "call-limit-ignored", "unready-not-deferred", "payload-not-required", "preemption-forgotten",
     "claimed-while-owner-active", "acted-before-reseed", "batch-second-fix", "deadline-ignored",
-    "retry-backoff-ignored", "batch-late-join-kept", "urgent-wake-deferred",
+    "retry-backoff-ignored", "batch-late-join-kept", "urgent-wake-deferred", "engine-wide-preemption",
 ]  # fmt: skip
 
 

@@ -23,8 +23,9 @@ from tests.unit.helpers import (
 GATES = Path(__file__).resolve().parents[2] / "fixtures" / "gates"
 
 
-def dream(operation_id: str = "dream-1", resource: str = "host", **kw) -> dict:
-    """A maintenance proposal of rule nightly (grant g-night)."""
+def dream(operation_id: str = "dream-1", resource: str = "fg", **kw) -> dict:
+    """A maintenance proposal of rule nightly (grant g-night), by default on
+    fg's session (resource "fg": fg's owner affects it, via "session")."""
     return propose(
         operation_id, task_id=None, rule_id="nightly", grant_id="g-night", actor="daemon", operation="worker.start",
         resource=resource, revisions={"grant": 1}, priority="maintenance", unattended=False, **kw,
@@ -66,19 +67,22 @@ def test_owner_active_is_the_last_blocking_code():
 
 
 def test_a_human_message_preempts_running_maintenance_in_the_same_transaction():
-    engine = given(nightly(), dream("dream-1"), receipt("dream-1", result="accepted"), dream("dream-2", resource="host-2"),
+    # dream-1 serialises on fg's session; dream-2 is maintenance of fg's own task t1.
+    engine = given(nightly(), dream("dream-1"), receipt("dream-1", result="accepted"),
+                   propose("dream-2", resource="host-2", actor="human", priority="maintenance"),
                    receipt("dream-2", result="queued"), propose("op-1"))  # fmt: skip
     assert action_state(engine, "op-1") == "submitting"
     events = when(engine, message("m9"))
     assert kinds(events)[:4] == ["InputAccepted", "MessageQueued", "ActionCancelRequested", "ActionCancelRequested"]
     requests = of_type(events, ev.ActionCancelRequested)
     assert [(r.operation_id, r.reason) for r in requests] == [("dream-1", "preempted"), ("dream-2", "preempted")]
-    assert requests[0].preempted_by == ev.PreemptFacts(conversation_id="fg", message_id="m9")
+    assert requests[0].preempted_by == ev.PreemptFacts(conversation_id="fg", message_id="m9", via="session", resource="fg")
+    assert requests[1].preempted_by == ev.PreemptFacts(conversation_id="fg", message_id="m9", via="task")
     assert action_row(engine, "dream-1")["state"] == "cancel_requested"
     assert action_row(engine, "dream-1")["reason"] == "preempted"
     assert action_state(engine, "op-1") == "submitting"  # normal work is not preempted
     # It ends only on the executor's word; meanwhile its resource stays busy.
-    when(engine, propose("op-2", resource="host", actor="human"))
+    when(engine, propose("op-2", resource="fg", actor="human"))
     assert blocked_by(engine, "op-2") == ["resource_busy"]
     when(engine, outcome("dream-1", "cancelled"))
     assert action_row(engine, "dream-1")["state"] == "cancelled"
@@ -111,6 +115,79 @@ def test_a_rejected_message_preempts_nothing():
     assert action_state(engine, "dream-1") == "submitting"
 
 
+# ------------------------------------------------------ 8.1 the scope: what a foreground affects
+
+
+def two_owners() -> list[dict]:
+    """fg (task t1) and fg2, no work of fg2's, rule nightly."""
+    return [*nightly(), open_foreground("fg2")]
+
+
+def test_a_message_preempts_only_the_maintenance_its_foreground_affects():
+    """Its session's, and the maintenance on a resource its work names; not
+    another session's, nor maintenance of no session on a resource no work of it names."""
+    engine = given(two_owners(), dream("on-wt", resource="wt"), propose("op-a", resource="wt", actor="human"),
+                   dream("on-store", resource="store"), dream("on-fg2", resource="fg2"))  # fmt: skip
+    assert blocked_by(engine, "op-a") == ["resource_busy"]  # fg's work waits for wt
+    requests = of_type(when(engine, message("m1")), ev.ActionCancelRequested)
+    assert [r.operation_id for r in requests] == ["on-wt"]
+    assert requests[0].preempted_by == ev.PreemptFacts(
+        conversation_id="fg", message_id="m1", via="resource", resource="wt", operations=["op-a"]
+    )
+    assert [action_state(engine, op) for op in ("on-store", "on-fg2")] == ["submitting", "submitting"]
+    requests = of_type(when(engine, message("m2", conversation_id="fg2")), ev.ActionCancelRequested)
+    assert [(r.operation_id, r.preempted_by.via) for r in requests] == [("on-fg2", "session")]
+    assert action_state(engine, "on-store") == "submitting"  # no session's, named by no work: never preempted
+
+
+def test_maintenance_no_active_owner_affects_is_claimed_while_owners_speak():
+    engine = given(two_owners(), message("m2", conversation_id="fg2"))  # fg2's owner is active, fg's idle
+    when(engine, dream("on-store", resource="store"))
+    when(engine, dream("on-fg", resource="fg"))
+    assert [action_state(engine, op) for op in ("on-store", "on-fg")] == ["submitting", "submitting"]
+    (blocked,) = of_type(when(engine, dream("on-fg2", resource="fg2")), ev.ActionBlocked)
+    assert blocked.facts == [
+        ev.BlockFact(code="owner_active", conversation_id="fg2", turn_id="fg2/t1", via="session", resource="fg2")
+    ]
+
+
+def test_a_proposal_of_the_owners_work_preempts_the_maintenance_on_its_resource():
+    engine = given(two_owners(), dream("on-store", resource="store"), message("m1"))
+    assert action_state(engine, "on-store") == "submitting"  # fg's work names no store yet
+    events = when(engine, propose("op-s", resource="store", actor="human"))
+    assert kinds(events)[1:3] == ["ActionProposed", "ActionCancelRequested"]
+    (request,) = of_type(events, ev.ActionCancelRequested)
+    assert request.operation_id == "on-store" and request.reason == "preempted"
+    assert request.preempted_by == ev.PreemptFacts(
+        conversation_id="fg", operation_id="op-s", via="resource", resource="store", operations=["op-s"]
+    )
+    assert blocked_by(engine, "op-s") == ["resource_busy"]  # until the executor confirms the stop
+    # While fg's owner is idle, its work waits for the resource as any other.
+    engine = given(two_owners(), dream("on-store", resource="store"))
+    assert not of_type(when(engine, propose("op-s", resource="store", actor="human")), ev.ActionCancelRequested)
+    assert action_state(engine, "on-store") == "submitting"
+
+
+def test_the_owner_active_block_follows_the_work_that_names_the_resource():
+    engine = given(two_owners(), propose("op-w", resource="wt", actor="human"), message("m1"))
+    assert action_state(engine, "op-w") == "submitting"  # fg's work holds wt
+    (blocked,) = of_type(when(engine, dream("on-wt", resource="wt")), ev.ActionBlocked)
+    assert blocked.blocked_by == ["resource_busy", "owner_active"]
+    assert blocked.facts[1] == ev.BlockFact(
+        code="owner_active", conversation_id="fg", turn_id="fg/t1", via="resource", resource="wt", operations=["op-w"]
+    )
+    # fg's work on wt ends: wt is free and no work of fg names it, though fg's owner is still active.
+    events = when(engine, outcome("op-w", "succeeded"))
+    assert "ActionClaimed" in kinds(events) and action_state(engine, "on-wt") == "submitting"
+
+
+def test_maintenance_of_the_owners_own_task_waits_on_any_resource():
+    engine = given(two_owners(), message("m1"))
+    (blocked,) = of_type(when(engine, propose("tidy", resource="anywhere", actor="human", priority="maintenance")),
+                         ev.ActionBlocked)  # fmt: skip
+    assert blocked.facts == [ev.BlockFact(code="owner_active", conversation_id="fg", turn_id="fg/t1", via="task")]
+
+
 # ------------------------------------------------------ 8.1 owner_active
 
 
@@ -128,10 +205,14 @@ def test_pending_maintenance_waits_while_the_owner_is_active():
 def test_the_owner_active_fact_names_the_queue_or_the_running_human_turn():
     engine = given(nightly(), hold_failure(), message("m1"))  # held: m1 stays queued
     (blocked,) = of_type(when(engine, dream()), ev.ActionBlocked)
-    assert blocked.facts == [ev.BlockFact(code="owner_active", conversation_id="fg", messages=["m1"])]
+    assert blocked.facts == [
+        ev.BlockFact(code="owner_active", conversation_id="fg", messages=["m1"], via="session", resource="fg")
+    ]
     engine = given(nightly(), message("m1"))
     (blocked,) = of_type(when(engine, dream()), ev.ActionBlocked)
-    assert blocked.facts == [ev.BlockFact(code="owner_active", conversation_id="fg", turn_id="fg/t1")]
+    assert blocked.facts == [
+        ev.BlockFact(code="owner_active", conversation_id="fg", turn_id="fg/t1", via="session", resource="fg")
+    ]
 
 
 def test_a_withdrawn_message_leaves_the_owner_idle():
@@ -192,6 +273,31 @@ def test_worked_example_8_5_step_by_step():
     assert seen["turn.ended:fg/t1"][1:] == ("failure_held", None)
     assert seen["hold.release:"][0]["dream-2"] == ("pending", None, ["owner_active"])
     assert seen["turn.ended:fg/t2"][0]["dream-2"] == ("submitting", None, [])
+
+
+def test_fixture_62_step_by_step():
+    """Two owners: each preempts its session's maintenance and the maintenance
+    on a resource its work names, and nothing else."""
+    trace = read_trace(str(GATES / "62_human_commands_supersede_affected_intents.jsonl"))
+    engine = Engine()
+    seen: dict[str, dict[str, tuple]] = {}
+    for traced in trace.lines:
+        engine.submit(traced.item)
+        value = traced.item.input
+        name = f"{value.input_type}:{getattr(value, 'message_id', '') or getattr(value, 'operation_id', '')}"
+        seen[name] = {row["operation_id"]: (row["state"], row["reason"], row["blocked_by"]) for row in engine.views.view("actions")}
+    running = ("accepted", None, [])
+    preempted = ("cancel_requested", "preempted", [])
+    assert seen["human.message:m1"]["dream-fg"] == preempted
+    assert [seen["human.message:m1"][op] for op in ("dream-fg2", "index-1", "vacuum-1")] == [running] * 3
+    assert seen["action.propose:dream-fg-2"]["dream-fg-2"] == ("pending", None, ["resource_busy", "owner_active"])
+    assert [seen["human.message:m2"][op] for op in ("dream-fg2", "index-1", "vacuum-1")] == [preempted, preempted, running]
+    assert seen["action.propose:op-notes"]["vacuum-1"] == preempted
+    assert seen["action.propose:op-notes"]["op-notes"] == ("pending", None, ["resource_busy"])
+    assert seen["action.propose:vacuum-2"]["vacuum-2"] == ("submitting", None, [])  # both owners speak
+    assert seen["executor.outcome:index-1"]["op-docs"] == ("submitting", None, [])
+    assert seen["executor.outcome:dream-fg"]["dream-fg-2"] == ("pending", None, ["owner_active"])
+    assert seen["turn.ended:"]["dream-fg-2"] == ("submitting", None, [])
 
 
 # ------------------------------------------------------ 8.2 a hold closes the busy host entry

@@ -10,5 +10,7 @@ interesting ones. `kinds.KINDS` maps every kind to its generator and weight;
 - sources.py: observations, triage, the change log (contract section 3.4);
 - conversations.py: conversations, deliveries, turns, approvals, holds,
   health, alerts (contract section 5 and 6);
-- kinds.py: the weighted table and `traces()`.
+- kinds.py: the weighted table and `traces()`;
+- owners.py: a second foreground, its tasks, and both owners' messages and
+  turns around maintenance work (contract v1.2 section 8.1's scope).
 """

@@ -44,6 +44,9 @@ from tandem.replay.proving.generators.continuity import (
     investigation_open,
     reseed_receipt,
 )
+from tandem.replay.proving.generators.owners import (
+    maintenance_proposal, owner_message, owner_receipt, owner_turn_ended, second_foreground,
+)  # fmt: skip
 from tandem.replay.proving.generators.sources import (
     cause_revised, late_join, log_batch, log_pruned, log_reconcile, observe, review_observation, source_alias,
     triage_classify, urgent_triage,
@@ -158,6 +161,11 @@ KINDS: dict[str, tuple[Callable[[Draw, Builder], dict[str, Any]], int]] = {
     "refused_attempt": (refused_attempt, 0),
     "late_join": (late_join, 0),
     "urgent_triage": (urgent_triage, 0),
+    "second_foreground": (second_foreground, 0),  # contract v1.2 section 8.1's scope: two owners
+    "owner_message": (owner_message, 0),
+    "maintenance_proposal": (maintenance_proposal, 0),
+    "owner_receipt": (owner_receipt, 0),
+    "owner_turn_ended": (owner_turn_ended, 0),
 }
 WEIGHTED = [name for name, (_, weight) in KINDS.items() for _ in range(weight)]
 
