@@ -29,6 +29,11 @@ decision, passed as `Engine(step=...)`.
   (contract v1.2 section 3.3): an action claimed again after its deadline.
 - `ignore_retry_backoff`: a refused action's back-off never blocks it
   (contract v1.2 section 3.5): claimed again before its `retry_at`.
+- `count_claimed_tokens`, `stay_in_recovery`: contract v1.2 sections 5.2
+  and 5.3 broken (issue 23): a checkpoint counted at the model's figure,
+  however far past its summary's bytes, so an inflated claim puts its
+  background in context recovery; a background in recovery never costed
+  again, so it stays there after what its reseed carries shrank.
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ from typing import Any, Optional
 
 from msgspec import UNSET
 
-from tandem.domain import actions, delivery, dispatch
+import math
+
+from tandem.domain import actions, background_pass, delivery, dispatch, investigations
 from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
 from tandem.domain.inputs import Heartbeat, Input, ProviderReceipt
@@ -259,4 +266,25 @@ ignore_retry_backoff = _with_replaced(
     "ignore_retry_backoff", dispatch, "retry_blocked", lambda state, action: False,
     """Contract v1.2 section 3.5 broken: a refused action's `retry_at` never
     blocks it, so it is claimed again before its back-off ends.""",
+)  # fmt: skip
+
+
+def _claimed_tokens(value: Any, evidence_refs: list[str]) -> int:
+    """A checkpoint's tokens before issue 23: the model's figure, uncapped."""
+    tokens = value.tokens if value.tokens is not UNSET else math.ceil(len(value.summary.encode("utf-8")) / 4)
+    return tokens + investigations.checkpoint_ref_tokens * len(evidence_refs)
+
+
+count_claimed_tokens = _with_replaced(
+    "count_claimed_tokens", investigations, "checkpoint_tokens", _claimed_tokens,
+    """Contract v1.2 section 5.2 broken: a checkpoint counts the `tokens` the
+    model reports, past its summary's bytes, so an inflated figure puts its
+    background in context recovery that its durable state would not.""",
+)  # fmt: skip
+
+stay_in_recovery = _with_replaced(
+    "stay_in_recovery", background_pass, "cost_again", lambda state, background, cause, emit: None,
+    """Contract v1.2 section 5.3 broken: a background in context recovery is
+    never costed again, so it stays there (until its next reset) after a
+    smaller checkpoint, a closed investigation or a shrunk control state.""",
 )  # fmt: skip

@@ -126,12 +126,15 @@ HUNTS = [
     (broken.ignore_execution_deadline, ("deadlines", "time_passes"), "budgets_never_exceeded"),
     # A claim before its retry_at is a claim against its blockers (retry_backoff) first.
     (broken.ignore_retry_backoff, ("deadlines", "time_passes"), "claims_respect_blockers"),
+    # Issue 23: an inflated checkpoint counted whole; a background in recovery never costed again.
+    (broken.count_claimed_tokens, ("continuity",), "recovery_has_a_way_out"),
+    (broken.stay_in_recovery, ("continuity",), "recovery_has_a_way_out"),
 ]
 HUNT_IDS = [
     "unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "unlisted-tool-allowed", "source-rule-skipped",
     "call-limit-ignored", "unready-not-deferred", "payload-not-required", "preemption-forgotten",
     "claimed-while-owner-active", "acted-before-reseed", "batch-second-fix", "deadline-ignored",
-    "retry-backoff-ignored",
+    "retry-backoff-ignored", "checkpoint-claim-counted", "recovery-never-left",
 ]  # fmt: skip
 
 
