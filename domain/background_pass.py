@@ -10,12 +10,20 @@ foreground's control state costed as a foreground's (contract section 5.2),
 checkpoint's tokens; its **optional part** the untriaged updates, oldest
 `first_seen_at` first (then `cause_key`), that fit. If the required part
 does not fit in `context_limit - reserve`, no reseed is made and the
-background is `context_recovery_required` until its next reset. A
-background's deliveries hold nothing and count as delivered for nothing. A
+background is `context_recovery_required` until it fits (below) or its
+next reset. A background's deliveries hold nothing and count as delivered for nothing. A
 refused reseed is due again (domain/delivery.py's receipt), and replaced
 once the back-off allows. Until the reseed of its epoch is accepted, the
 background's gated inputs are refused `context_not_reseeded`
 (domain/tools.py's `check_background_gates`, section 5.4).
+
+Context recovery is a hold the background can leave (section 5.3's
+Decision): every pass costs the required part of a background in recovery
+again, from the state; once it fits, the background leaves recovery and its
+reseed is due again (made in the same pass if it is dispatchable); while it
+does not, a changed figure is recorded. What shrinks it: a smaller
+checkpoint or a closed investigation (the two inputs section 5.4 admits in
+recovery), or the foreground's control state.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from collections.abc import Callable
 
 from tandem.domain import events as ev
 from tandem.domain.budgets import Deferral, delivery_deferral, record_deferral, unready_deferral
-from tandem.domain.delivery import control_state_tokens, deliver, fit, reseed_room
+from tandem.domain.delivery import context_room, control_state_tokens, deliver, fit, reseed_room
 from tandem.domain.investigations import unresolved_investigations
 from tandem.domain.lifecycles import UPDATE
 from tandem.domain.records import Conversation, Update
@@ -42,6 +50,8 @@ def run_background_pass(state: State, cause: int, at: datetime.datetime, emit: E
     due one waits, when that changed (only then: a v1 background records nothing)."""
     for conversation_id in state.backgrounds:
         conversation = state.conversations[conversation_id]
+        if conversation.recovery == "reseed":
+            cost_again(state, conversation, cause, emit)
         if not conversation.reseed_due and conversation.deferred is None:
             continue
         deferral: Deferral | None = None
@@ -60,6 +70,17 @@ def required_tokens(state: State, background: Conversation) -> int:
     investigations = reseed_investigation_tokens * len(unresolved_investigations(state, background.conversation_id))
     checkpoint = background.checkpoint.tokens if background.checkpoint is not None else 0
     return control + investigations + checkpoint
+
+
+def cost_again(state: State, background: Conversation, cause: int, emit: Emit) -> None:
+    """A background in context recovery, costed again from the state: out of
+    recovery once its required part fits (its reseed due again), else the
+    new figure recorded if it changed (section 5.3's Decision)."""
+    required, room = required_tokens(state, background), context_room(background)
+    if required <= room:
+        emit(ev.RecoveryChanged(cause=cause, conversation_id=background.conversation_id, recovery=None, needed=required, room=room))
+    elif (required, room) != (background.recovery_needed, background.recovery_room):
+        emit(ev.RecoveryChanged(cause=cause, conversation_id=background.conversation_id, recovery="reseed", needed=required, room=room))
 
 
 def _untriaged_key(update: Update) -> tuple[datetime.datetime, str]:

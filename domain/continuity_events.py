@@ -50,7 +50,8 @@ class InvestigationClosed(Decision, frozen=True, kw_only=True):
 class BackgroundCheckpointed(Decision, frozen=True, kw_only=True):
     """`background.checkpoint`: the background's latest checkpoint, with the
     investigations the engine added (its open and exhausted ones, by id) and
-    its tokens (given, else ceil(summary bytes / 4); + 10 per evidence ref)."""
+    its tokens (given but at most the summary's bytes, else ceil(summary
+    bytes / 4); + 10 per evidence ref)."""
 
     conversation_id: str
     checkpoint_id: str

@@ -234,9 +234,12 @@ def _context_reset(state: State, event: ev.ContextReset) -> None:
 
 def _recovery_changed(state: State, event: ev.RecoveryChanged) -> None:
     conversation = state.conversations[event.conversation_id]
+    if event.recovery is None and conversation.recovery == "reseed":
+        conversation.reseed_due = True  # it fits now (or a reset made room): the reseed is due again
     conversation.recovery = event.recovery
+    conversation.recovery_needed, conversation.recovery_room = (event.needed, event.room) if event.recovery else (None, None)
     if event.recovery == "reseed":
-        conversation.reseed_due = False  # no reseed this epoch: wait for the next reset
+        conversation.reseed_due = False  # no reseed while it does not fit (contract v1.2 section 5.3)
 
 
 def _approval_opened(state: State, event: ev.ApprovalOpened) -> None:

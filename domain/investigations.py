@@ -15,10 +15,12 @@ thought, only its tools.
 A checkpoint (`background.checkpoint`) is what a background writes of its
 own position: the sync cursor, the intent revision it holds, the evidence it
 relies on and a bounded summary (a claim, not evidence); the engine adds its
-open and exhausted investigations and counts its tokens. A context reset of
-a background with a checkpoint makes a reseed due (domain/background_pass.py).
+open and exhausted investigations and counts its tokens (the model's figure
+capped at the summary's bytes: `checkpoint_tokens`). A context reset of a
+background with a checkpoint makes a reseed due (domain/background_pass.py).
 Every input of this module is gated by section 1.3 and 5.4
-(`check_background_gates`).
+(`check_background_gates`); in context recovery, a checkpoint and a close
+are admitted (they can only shrink what the reseed must carry).
 """
 
 from __future__ import annotations
@@ -114,11 +116,14 @@ def decide_close(state: State, value: inp.CloseInvestigation, seq: int) -> list[
 
 
 def checkpoint_tokens(value: inp.CheckpointBackground, evidence_refs: list[str]) -> int:
-    """`tokens`, else ceil(UTF-8 bytes of the summary / 4); + 10 per evidence ref."""
+    """What the reseed counts for a checkpoint (contract v1.2 section 5.2):
+    `tokens`, the model's figure, but never more than the summary's UTF-8
+    bytes (no tokenizer makes more tokens than bytes), else ceil(bytes / 4);
+    + 10 per evidence ref. An inflated figure cannot lock the background out."""
+    summary_bytes = len(value.summary.encode("utf-8"))
     tokens = given(value.tokens)
-    if tokens is None:
-        tokens = math.ceil(len(value.summary.encode("utf-8")) / 4)
-    return tokens + checkpoint_ref_tokens * len(evidence_refs)
+    counted = math.ceil(summary_bytes / 4) if tokens is None else min(tokens, summary_bytes)
+    return counted + checkpoint_ref_tokens * len(evidence_refs)
 
 
 def decide_checkpoint(state: State, value: inp.CheckpointBackground, seq: int) -> list[ev.Event]:
@@ -229,7 +234,7 @@ def _checkpointed(state: State, event: ev.BackgroundCheckpointed) -> None:
     conversation.checkpoints += 1
     conversation.checkpoint = Checkpoint(
         event.checkpoint_id, event.at, event.generation, event.epoch, event.intent_revision, event.sync_cursor,
-        tuple(event.investigations), tuple(event.evidence_refs), event.tokens,
+        tuple(event.investigations), tuple(event.evidence_refs), event.tokens, len(event.summary.encode("utf-8")),
     )  # fmt: skip
 
 

@@ -78,7 +78,7 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.DeliveryReceipted: ("delivery: delivery_id",),
     ev.TurnEnded: ("turn: turn_id", "delivery: released[]", "delivery: delivery_id"),
     ev.ContextReset: ("conversation: conversation_id",),
-    ev.RecoveryChanged: (),
+    ev.RecoveryChanged: ("conversation: conversation_id",),
     ev.ApprovalOpened: ("approval: conversation_id/request_id",),
     ev.ApprovalResolved: ("approval: conversation_id/request_id",),
     ev.FailureHoldChanged: (),

@@ -257,6 +257,9 @@ class Conversation:
     recovery: str | None = None  # "message" or "reseed": context_recovery_required
     reseed_id: str | None = None  # this epoch's reseed delivery, once made
     reseed_due: bool = False  # a reset asked for a reseed not yet made
+    # While in recovery: the tokens needed and the room there was, as last recorded (RecoveryChanged).
+    recovery_needed: int | None = None
+    recovery_room: int | None = None
     not_steered: set[tuple[str, int]] = field(default_factory=set)  # refused steers, this turn
     last_turn: Turn | None = None  # the turn that ended last (what its end settles)
     # Updates belonging to this foreground whose current revision is not held:
@@ -310,7 +313,8 @@ class Checkpoint:
     sync_cursor: str
     investigations: tuple[str, ...]
     evidence_refs: tuple[str, ...]
-    tokens: int
+    tokens: int  # as counted (section 5.2): at most summary_bytes + 10 per evidence ref
+    summary_bytes: int = 0  # its summary's UTF-8 bytes: what bounds the model's `tokens`
 
 
 @dataclass(slots=True)

@@ -16,7 +16,9 @@ Once a background tool policy is set, every input from actor `background`
 needs an admitted runtime of the background it acts for, at its current
 binding generation (`check_background_gates`, called by the deciders of
 those kinds where the contract puts the check, with section 5.4's
-`context_not_reseeded` right after); a rebind fences the old runtime (the
+`context_not_reseeded` right after, which admits a background's checkpoint
+and investigation close while it is in context recovery: its way out); a
+rebind fences the old runtime (the
 reaction to `BackgroundBound`). A background's call may name one of its
 investigations (contract v1.2 section 5.1): counted on it, denied once it is
 exhausted.
@@ -101,7 +103,7 @@ def check_background_gates(state: State, value: inp.Input, background_ids: Itera
                 "runtime_not_admitted",
                 f"{which}: no runtime admitted at the current binding generation (tool policy revision {state.tool_policy_revision})",
             )
-    if named and all(state.conversations[background_id].unreseeded for background_id in named):
+    if named and all(_gated(state.conversations[background_id], value) for background_id in named):
         background = state.conversations[named[0]]
         raise Rejected(
             "context_not_reseeded",
@@ -109,9 +111,21 @@ def check_background_gates(state: State, value: inp.Input, background_ids: Itera
         )
 
 
+def _gated(background: Conversation, value: inp.Input) -> bool:
+    """Not reseeded, and (section 5.4's Decision) not one of the inputs that
+    are its way out of context recovery."""
+    return background.unreseeded and not (background.recovery == "reseed" and isinstance(value, RECOVERY_WAY_OUT))
+
+
 def _reseed_state(background: Conversation) -> str:
     if background.recovery == "reseed":
-        return "context recovery required: the reseed does not fit"
+        checkpoint = background.checkpoint
+        counts = f"; its checkpoint {checkpoint.checkpoint_id} counts {checkpoint.tokens}" if checkpoint is not None else ""
+        return (
+            f"context recovery required: the reseed's required part {background.recovery_needed} tokens exceeds its room "
+            f"{background.recovery_room} (context_limit {background.context_limit} - reserve {background.reserve}){counts}; "
+            f"only {' and '.join(RECOVERY_WAY_OUT_KINDS)} are admitted, and the reseed is made once the required part fits"
+        )
     if background.reseed_id is None:
         return "none made yet"
     return f"{background.reseed_id} is {background.deliveries[background.reseed_id].attempt_state}"
@@ -578,3 +592,8 @@ REACTIONS = {
     ev.ToolCallAllowed: _on_tool_call_allowed,
     ev.BackgroundBound: _on_background_bound,
 }
+
+# The inputs of a background in context recovery that are admitted (contract v1.2 section 5.4's
+# Decision): a checkpoint and an investigation's close, through which the reseed's required part shrinks.
+RECOVERY_WAY_OUT = (inp.CheckpointBackground, inp.CloseInvestigation)
+RECOVERY_WAY_OUT_KINDS = tuple(kind.__struct_config__.tag for kind in RECOVERY_WAY_OUT)

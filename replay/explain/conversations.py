@@ -77,6 +77,33 @@ def _checkpoint_fact(resolver: Resolver, checkpoint_id: str, position: int) -> F
     return Fact(name="checkpoint", text=text, value=value, source=source(written))
 
 
+def _recovery_facts(resolver: Resolver, conversation_id: str, position: int) -> list[Fact]:
+    """A background reseed made once its background left context recovery
+    (contract v1.2 section 5.3): each figure the pass recorded since the
+    epoch's reset, and the one that fit (a reset's own exit records none)."""
+    episode: list[Entry] = []
+    for entry in reversed(resolver.entries(("conversation", conversation_id))):
+        if entry[0] > position:
+            continue
+        if type(entry[1]) is ev.ContextReset:
+            break
+        if type(entry[1]) is ev.RecoveryChanged and entry[1].needed is not None:
+            episode.append(entry)
+    facts: list[Fact] = []
+    for entry in reversed(episode):
+        changed: ev.RecoveryChanged = entry[1]
+        value = {"recovery": changed.recovery, "needed": changed.needed, "room": changed.room}
+        if changed.recovery is None:
+            text = f"left context recovery: the required part, costed again, is {changed.needed} tokens <= room {changed.room}"
+        else:
+            text = (
+                f"context recovery: the required part {changed.needed} tokens > room {changed.room}; "
+                f"only background.checkpoint and investigation.close admitted"
+            )
+        facts.append(Fact(name="recovery", text=text, value=value, source=source(entry)))
+    return facts
+
+
 def delivery_created(resolver: Resolver, entry: Entry, event: ev.DeliveryCreated) -> Rendered:
     """A delivery: the rule that made it, its budget, what it holds, the candidates it ranked."""
     facts: list[Fact] = []
@@ -94,6 +121,7 @@ def delivery_created(resolver: Resolver, entry: Entry, event: ev.DeliveryCreated
         facts.append(Fact(name="messages", text=f"messages {', '.join(event.messages)}", value=list(event.messages)))
     if event.checkpoint is not UNSET:
         facts.append(_checkpoint_fact(resolver, event.checkpoint, entry[0]))
+        facts.extend(_recovery_facts(resolver, event.conversation_id, entry[0]))
     facts.extend(_candidate_fact(resolver, candidate, entry[0]) for candidate in event.candidates)
     unrecorded = event.candidates_total - len(event.candidates)
     if unrecorded > 0:

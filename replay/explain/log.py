@@ -25,8 +25,9 @@ files_seen_max = 64
 # Refused inputs named when an id names nothing.
 rejected_listed_max = 5
 # The rejections whose detail holds the facts they relied on (contract v1.2 section 10:
-# duplicate_batch names the other action, the batch and its revisions): listed with it.
-REJECTION_FACTS = frozenset({"duplicate_batch"})
+# duplicate_batch names the other action, the batch and its revisions; context_not_reseeded
+# the reseed it waits for, or the context recovery, its figures and the inputs admitted): listed with it.
+REJECTION_FACTS = frozenset({"duplicate_batch", "context_not_reseeded"})
 
 Entry = tuple[int, Any, "InputRef | None"]  # (position, event, its input)
 Grow = Callable[[Any, set[Key]], None]  # adds the keys a kept event leads to

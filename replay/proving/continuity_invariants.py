@@ -1,17 +1,30 @@
-"""The catalog's invariant of contract v1.2 section 5 (background
+"""The catalog's invariants of contract v1.2 section 5 (background
 continuity): "missing narrative never authorizes action replay" — no gated
-background input is accepted while its background's reseed is not accepted
-(contract v1.2 section 14). Restated from the state (the checkpoint's epoch,
-the deliveries of the current epoch), not asked of domain/tools.py's gate,
-so the check does not share the code it checks."""
+background input is accepted while its background's reseed is not accepted,
+but its way out of context recovery (contract v1.2 sections 5.4, 14); and
+context recovery is a hold a background can leave (sections 5.2, 5.3, issue
+23). Restated from the state (the checkpoint's epoch, summary bytes and
+refs, the deliveries of the current epoch, the foreground's tasks, grants,
+questions and actions), not asked of domain/tools.py's gate or
+domain/background_pass.py's costs, so the checks do not share the code they
+check."""
 
 from __future__ import annotations
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.events import Event
+from tandem.domain.records import Conversation
 from tandem.domain.state import State
-from tandem.replay.proving.model import Applying, event_invariant
+from tandem.replay.proving.model import Applying, World, event_invariant, state_invariant
+from tandem.replay.proving.restated import TERMINAL
+
+# What a reseed's required part counts (contract section 5.2; v1.2 sections 5.2, 5.3), restated.
+TASK_TOKENS, GRANT_TOKENS, QUESTION_TOKENS, ACTION_TOKENS = 40, 20, 30, 30
+INVESTIGATION_TOKENS, REF_TOKENS = 30, 10
+UNRESOLVED = frozenset({"open", "exhausted"})
+# A background's way out of context recovery: admitted while it is in it (section 5.4).
+WAY_OUT = (inp.CheckpointBackground, inp.CloseInvestigation)
 
 
 def _bound_at(state: State, background_id: str) -> int | None:
@@ -55,16 +68,17 @@ def _admitted(state: State, background_id: str) -> bool:
 
 
 def not_reseeded(state: State, background_id: str) -> bool:
-    """Its checkpoint was written before its latest reset (an earlier epoch),
-    and no reseed of the current epoch was accepted."""
+    """It has a checkpoint, no reseed of the current epoch was accepted, and
+    one is owed: its checkpoint was written before its latest reset (an
+    earlier epoch), or it is in context recovery, or a reseed of this epoch
+    was made (a checkpoint written in recovery is of the current epoch)."""
     background = state.conversations[background_id]
-    checkpoint = background.checkpoint
-    if checkpoint is None or checkpoint.epoch >= background.epoch:
+    if background.checkpoint is None:
         return False
-    return not any(
-        delivery.kind == "reseed" and delivery.epoch == background.epoch and delivery.attempt_state == "accepted"
-        for delivery in background.deliveries.values()
-    )
+    reseeds = [d for d in background.deliveries.values() if d.kind == "reseed" and d.epoch == background.epoch]
+    if any(delivery.attempt_state == "accepted" for delivery in reseeds):
+        return False
+    return background.checkpoint.epoch < background.epoch or background.recovery == "reseed" or bool(reseeds)
 
 
 @event_invariant
@@ -73,13 +87,64 @@ def background_acts_only_reseeded(before: State, event: Event, applying: Applyin
     reset of a background that has a checkpoint, none of its gated inputs
     (triage, intent syncs, proposals, revalidations, questions, completions,
     cards, checkpoints, investigations) is accepted until that epoch's
-    reseed is accepted (contract v1.2 section 5.4)."""
+    reseed is accepted (contract v1.2 section 5.4) — but, while it is in
+    context recovery, its checkpoint and its investigation close: its way out."""
     if not isinstance(event, ev.InputAccepted) or event.input.sender != "background":
         return None
     value = event.input
     named = [b for b in acting_for(before, value) if b in before.conversations]
     if "background" in before.tool_policies:
         named = [b for b in named if _admitted(before, b)]
+    if isinstance(value, WAY_OUT):
+        named = [b for b in named if before.conversations[b].recovery != "reseed"]
     if named and all(not_reseeded(before, b) for b in named):
         return f"{value.input_type} accepted for {', '.join(named)} before its epoch's reseed was accepted"
+    return None
+
+
+def required_part(state: State, background: Conversation) -> int:
+    """The reseed's required part, restated: its foreground's active tasks (40
+    each, 20 for a live grant, 30 per open question, 30 per action not
+    terminal), 30 per unresolved investigation of the background, and its
+    latest checkpoint counted at most at its bound (its summary's UTF-8 bytes
+    + 10 per evidence ref), whatever it was counted at."""
+    total = 0
+    foreground = state.conversations.get(background.foreground_id or "")
+    for task_id in foreground.tasks if foreground is not None else ():
+        task = state.tasks[task_id]
+        if task.state != "active":
+            continue
+        questions = sum(1 for q in state.questions.values() if q.task_id == task_id and q.state == "open")
+        actions = sum(1 for op in task.actions if state.actions[op].state not in TERMINAL)
+        live = state.grants[task.grant_id].state == "live"
+        total += TASK_TOKENS + GRANT_TOKENS * live + QUESTION_TOKENS * questions + ACTION_TOKENS * actions
+    investigations = state.investigations.values()
+    total += INVESTIGATION_TOKENS * sum(
+        1 for i in investigations if i.conversation_id == background.conversation_id and i.state in UNRESOLVED
+    )
+    checkpoint = background.checkpoint
+    if checkpoint is not None:
+        total += min(checkpoint.tokens, checkpoint.summary_bytes + REF_TOKENS * len(checkpoint.evidence_refs))
+    return total
+
+
+@state_invariant
+def recovery_has_a_way_out(world: World) -> str | None:
+    """Context recovery is a hold a background can leave, never a trap: "If
+    required control state cannot fit, use the visible context-recovery hold;
+    do not mark the reseed complete", and "rebuild a bounded context from
+    durable state". After every input, a background in context recovery is
+    one whose reseed's required part, restated from durable state (its
+    checkpoint at most at its summary's bytes + 10 per ref, whatever the
+    model claimed), does not fit its room: once it fits, the pass has left
+    recovery (contract v1.2 sections 5.2, 5.3)."""
+    state = world.state
+    for background_id in sorted(state.conversations):
+        background = state.conversations[background_id]
+        if background.role != "background" or background.recovery != "reseed":
+            continue
+        required = required_part(state, background)
+        room = background.context_limit - background.reserve - background.context_tokens
+        if required <= room:
+            return f"{background_id} is in context recovery, but its reseed's required part {required} fits its room {room}"
     return None

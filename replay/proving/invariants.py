@@ -53,7 +53,7 @@ from tandem.replay.proving.event_invariants import (
     unknown_is_never_retried,
 )
 from tandem.replay.proving.foreman_invariants import maintenance_yields_to_the_owner, preemption_is_scoped
-from tandem.replay.proving.continuity_invariants import background_acts_only_reseeded
+from tandem.replay.proving.continuity_invariants import background_acts_only_reseeded, recovery_has_a_way_out
 from tandem.replay.proving.model import Invariant
 from tandem.replay.proving.tool_invariants import tools_within_admitted_allowlist
 from tandem.replay.proving.composition_invariants import payload_frozen_before_acceptance
@@ -104,6 +104,7 @@ BUILTIN: tuple[Invariant, ...] = (
     urgent_idle_not_held_by_interval,
     reading_changes_nothing,
     restart_is_replay,
+    recovery_has_a_way_out,
 )
 _registered: list[Invariant] = []
 

@@ -40,6 +40,11 @@ decision, passed as `Engine(step=...)`.
   rule: every foreground affects every maintenance action, so one owner's
   message preempts maintenance of other sessions and of none, and one active
   owner blocks all pending maintenance (the scoped rule replaced it).
+- `count_claimed_tokens`, `stay_in_recovery`: contract v1.2 sections 5.2
+  and 5.3 broken (issue 23): a checkpoint counted at the model's figure,
+  however far past its summary's bytes, so an inflated claim puts its
+  background in context recovery; a background in recovery never costed
+  again, so it stays there after what its reseed carries shrank.
 """
 
 from __future__ import annotations
@@ -50,7 +55,9 @@ from typing import Any, Optional
 
 from msgspec import UNSET
 
-from tandem.domain import actions, budgets, delivery, dispatch, foreman, reviews
+import math
+
+from tandem.domain import actions, background_pass, budgets, delivery, dispatch, foreman, investigations, reviews
 from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
 from tandem.domain.inputs import Heartbeat, Input, ProviderReceipt
@@ -311,4 +318,25 @@ engine_wide_preemption = _with_replaced(
     the scoped rule says where it does, else "engine"), so a message on one
     foreground preempts the maintenance of every session and of none, and
     one active owner blocks every pending maintenance action.""",
+)  # fmt: skip
+
+
+def _claimed_tokens(value: Any, evidence_refs: list[str]) -> int:
+    """A checkpoint's tokens before issue 23: the model's figure, uncapped."""
+    tokens = value.tokens if value.tokens is not UNSET else math.ceil(len(value.summary.encode("utf-8")) / 4)
+    return tokens + investigations.checkpoint_ref_tokens * len(evidence_refs)
+
+
+count_claimed_tokens = _with_replaced(
+    "count_claimed_tokens", investigations, "checkpoint_tokens", _claimed_tokens,
+    """Contract v1.2 section 5.2 broken: a checkpoint counts the `tokens` the
+    model reports, past its summary's bytes, so an inflated figure puts its
+    background in context recovery that its durable state would not.""",
+)  # fmt: skip
+
+stay_in_recovery = _with_replaced(
+    "stay_in_recovery", background_pass, "cost_again", lambda state, background, cause, emit: None,
+    """Contract v1.2 section 5.3 broken: a background in context recovery is
+    never costed again, so it stays there (until its next reset) after a
+    smaller checkpoint, a closed investigation or a shrunk control state.""",
 )  # fmt: skip

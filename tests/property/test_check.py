@@ -34,7 +34,7 @@ DEPTH = {
     "receipts_cancel_question": 4, "human_races_wake": 3, "holds_no_bypass": 3, "ci_repair_source_race": 4, "tools_admission": 3,
     "health_probes": 3, "call_limit": 4, "payload_required": 4, "owner_preempts_maintenance": 4,
     "background_reseed": 4, "review_batch": 4, "review_batch_late_join": 4, "urgent_idle_wake": 4,
-    "human_commands_supersede_affected_intents": 3,
+    "human_commands_supersede_affected_intents": 3, "background_recovery": 5,
 }  # fmt: skip
 LONG_DEPTH = int(os.environ.get("TANDEM_CHECK_DEPTH", "0"))
 
@@ -135,6 +135,21 @@ def test_the_worked_example_of_section_5_violates_the_reseed_gate_only_with_a_br
     found = check_trace(trace, step=broken.act_before_reseed)
     assert found is not None and found.invariant.name == "background_acts_only_reseeded"
     assert found.applying.input.input_type == "triage.classify"
+
+
+@pytest.mark.parametrize("rules", [broken.count_claimed_tokens, broken.stay_in_recovery], ids=lambda r: r.__name__)
+def test_the_checker_finds_a_background_kept_in_context_recovery(rules, tmp_path: Path) -> None:
+    """Contract v1.2 sections 5.2, 5.3 (issue 23): a checkpoint counted at the
+    model's 5000 tokens, or a background never costed again, stays in
+    context recovery once inv-1's close makes its reseed fit (390 of 400)."""
+    scenario = SCENARIOS / "background_recovery.json"
+    out = tmp_path / "counterexample.jsonl"
+    found = check(scenario, 3, step=rules, out=out).counterexample
+    assert found is not None and found.invariant == "recovery_has_a_way_out", found
+    assert found.moves == ["reset", "close"]
+    again = check_trace(out, step=rules)
+    assert again is not None and again.invariant.name == "recovery_has_a_way_out"
+    assert check_trace(out) is None
 
 
 def test_the_checker_finds_a_second_fix_for_a_batch(tmp_path: Path) -> None:

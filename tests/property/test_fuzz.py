@@ -131,12 +131,16 @@ HUNTS = [
     (broken.interval_defers_urgent_wakes, ("urgent_wakes",), "urgent_idle_not_held_by_interval"),
     # Two owners: one's message preempting (or its activity blocking) what it does not affect.
     (broken.engine_wide_preemption, ("owners", "heartbeat"), "preemption_is_scoped"),
+    # Issue 23: an inflated checkpoint counted whole; a background in recovery never costed again.
+    (broken.count_claimed_tokens, ("continuity",), "recovery_has_a_way_out"),
+    (broken.stay_in_recovery, ("continuity",), "recovery_has_a_way_out"),
 ]
 HUNT_IDS = [
     "unknown-retried", "question-hold-ignored", "delivery-backoff-ignored", "unlisted-tool-allowed", "source-rule-skipped",
     "call-limit-ignored", "unready-not-deferred", "payload-not-required", "preemption-forgotten",
     "claimed-while-owner-active", "acted-before-reseed", "batch-second-fix", "deadline-ignored",
     "retry-backoff-ignored", "batch-late-join-kept", "urgent-wake-deferred", "engine-wide-preemption",
+    "checkpoint-claim-counted", "recovery-never-left",
 ]  # fmt: skip
 
 

@@ -273,9 +273,27 @@ def test_a_checkpoint_adds_the_open_and_exhausted_investigations_and_counts_its_
         "evidence_refs": ["ev/1", "ev/2"],
         "tokens": 3 + 20,  # ceil(10 bytes / 4) + 10 per ref
     }
-    when(engine, checkpoint(at=at(31), tokens=7, summary="long"))
+    when(engine, checkpoint(at=at(31), tokens=3, summary="long"))
     latest = conversation_row(engine, "bg")["checkpoint"]
-    assert (latest["checkpoint_id"], latest["tokens"], latest["evidence_refs"]) == ("bg/c2", 7, [])
+    assert (latest["checkpoint_id"], latest["tokens"], latest["evidence_refs"]) == ("bg/c2", 3, [])
+
+
+@pytest.mark.parametrize(
+    "fields, counted",
+    [
+        ({"tokens": 7, "summary": "long"}, 4),  # capped at the summary's 4 bytes
+        ({"tokens": 5000, "summary": "é" * 5, "evidence_refs": ["ev/1"]}, 10 + 10),  # 10 UTF-8 bytes, + 10 per ref
+        ({"tokens": 89_950}, 0),  # no summary: nothing to count
+        ({"tokens": 2, "summary": "12345678"}, 2),  # below the bytes: the model's figure stands
+        ({"summary": "12345678", "evidence_refs": ["ev/1", "ev/2"]}, 2 + 20),  # no tokens: ceil(bytes / 4), as before
+    ],
+)
+def test_a_checkpoints_tokens_never_exceed_its_summarys_bytes(fields: dict, counted: int) -> None:
+    """Section 5.2's Decision: the model's figure is a hint, capped by durable state."""
+    engine = given(*world())
+    events = when(engine, checkpoint(at=at(1), **fields))
+    assert of_type(events, ev.BackgroundCheckpointed)[0].tokens == counted
+    assert engine.state.conversations["bg"].checkpoint.summary_bytes == len(fields.get("summary", "").encode())
 
 
 def test_a_checkpoint_of_another_epoch_or_an_unknown_intent_is_stale() -> None:
@@ -340,27 +358,83 @@ def test_a_backgrounds_delivery_holds_nothing() -> None:
     assert update.held_by is not None and update.held_by.startswith("fg/")  # delivered to fg, not held by bg/d1
 
 
-def test_a_reseed_too_big_is_context_recovery_until_the_next_reset() -> None:
-    engine = given(*reseeded_world(checkpoint(at=at(3), tokens=89_950)))
+def small_world(room: int, *extra) -> list:
+    """world() with bg's room `room` (context_limit, no reserve), inv-1 open:
+    a reseed's required part is 40 (t1) + 20 (g-t1) + 30 (inv-1) + the checkpoint."""
+    return [policy(), open_foreground(), open_background(context_limit=room, reserve=0), *world()[3:], open_investigation(at=at(1)), *extra]
+
+
+def in_recovery(checkpoint_bytes: int = 400, room: int = 200):
+    """bg in context recovery: its checkpoint (a summary of `checkpoint_bytes`,
+    claiming 5000 tokens: counted at its bytes) does not fit `room`."""
+    engine = given(*small_world(room, checkpoint(at=at(2), summary="x" * checkpoint_bytes, tokens=5000)))
+    when(engine, context_reset("bg", at=at(4)))
+    assert conversation_row(engine, "bg")["state"] == "context_recovery_required"
+    return engine
+
+
+def test_a_reseed_too_big_is_context_recovery_while_it_does_not_fit() -> None:
+    engine = given(*small_world(200, checkpoint(at=at(2), summary="x" * 400, tokens=5000)))
     events = when(engine, context_reset("bg", at=at(4)))
     recovery = of_type(events, ev.RecoveryChanged)[0]
-    # 40 (t1) + 20 (g-t1) + 30 (inv-1) + 89,950 (bg/c2) = 90,040 > 100,000 - 10,000
-    assert (recovery.recovery, recovery.needed, recovery.room) == ("reseed", 90_040, 90_000)
+    # 40 (t1) + 20 (g-t1) + 30 (inv-1) + 400 (bg/c1: 5000 claimed, 400 bytes) = 490 > 200 - 0
+    assert (recovery.recovery, recovery.needed, recovery.room) == ("reseed", 490, 200)
     assert conversation_row(engine, "bg")["state"] == "context_recovery_required"
     assert deliveries(engine, "bg") == []
     assert rejection(when(engine, triage(at=at(5)))) == "context_not_reseeded"
+    assert of_type(when(engine, tick(at=at(6))), ev.RecoveryChanged) == []  # the same figure: nothing recorded
     again = when(engine, context_reset("bg", at=at(8)))  # nothing changed: still too big
     assert [e.recovery for e in of_type(again, ev.RecoveryChanged)] == [None, "reseed"]
 
 
-def test_the_next_reset_reseeds_once_it_fits() -> None:  # the numbers of the test above
-    engine = given(*reseeded_world(checkpoint(at=at(3), tokens=89_950)))
-    when(engine, context_reset("bg", at=at(4)))
-    assert conversation_row(engine, "bg")["state"] == "context_recovery_required"
-    when(engine, cancel_task(at=at(5)))  # the control state shrinks (the task and its grant)
-    created = of_type(when(engine, context_reset("bg", at=at(6))), ev.DeliveryCreated)
-    assert [c.control_tokens for c in created] == [30 + 89_950]
+def test_a_smaller_checkpoint_leaves_recovery_without_a_reset() -> None:
+    """Section 5.3's Decision: the hold can be left by the background itself."""
+    engine = in_recovery()
+    events = when(engine, checkpoint(epoch=2, at=at(5), summary="short"))  # admitted in recovery (section 5.4)
+    assert rejection(events) is None
+    left = of_type(events, ev.RecoveryChanged)
+    assert [(e.recovery, e.needed, e.room) for e in left] == [(None, 40 + 20 + 30 + 2, 200)]
+    [created] = of_type(events, ev.DeliveryCreated)
+    assert (created.delivery_id, created.kind, created.epoch, created.checkpoint, created.tokens) == ("bg/d1", "reseed", 2, "bg/c2", 92)
     assert conversation_row(engine, "bg")["state"] == "idle"
+    assert engine.state.tasks["t1"].state == "active"  # no task cancelled
+    # Out of recovery, the reseed is made but not accepted: every gated input waits for it again.
+    assert rejection(when(engine, checkpoint(epoch=2, at=at(6)))) == "context_not_reseeded"
+    when(engine, provider_receipt("bg/d1", at=at(7)))
+    assert rejection(when(engine, checkpoint(epoch=2, at=at(8)))) is None
+
+
+def test_closing_an_investigation_leaves_recovery_when_that_is_enough() -> None:
+    engine = in_recovery(checkpoint_bytes=120)  # 40 + 20 + 30 + 120 = 210 > 200
+    events = when(engine, close_investigation(at=at(5)))
+    assert rejection(events) is None
+    assert [(e.recovery, e.needed) for e in of_type(events, ev.RecoveryChanged)] == [(None, 180)]
+    assert [d.delivery_id for d in of_type(events, ev.DeliveryCreated)] == ["bg/d1"]
+
+
+def test_a_checkpoint_still_too_big_records_the_new_figure() -> None:
+    engine = in_recovery()
+    events = when(engine, checkpoint(epoch=2, at=at(5), summary="y" * 300, tokens=300))
+    assert rejection(events) is None
+    assert [(e.recovery, e.needed, e.room) for e in of_type(events, ev.RecoveryChanged)] == [("reseed", 390, 200)]
+    assert conversation_row(engine, "bg")["state"] == "context_recovery_required"
+    assert deliveries(engine, "bg") == []
+
+
+def test_the_control_state_shrinking_lets_it_out_too() -> None:
+    engine = in_recovery(checkpoint_bytes=120)
+    when(engine, cancel_task(at=at(5)))  # t1 and g-t1: 60 tokens fewer
+    created = of_type(when(engine, tick(at=at(6))), ev.DeliveryCreated)  # already in cancel_task's pass
+    assert created == [] and [d["delivery_id"] for d in deliveries(engine, "bg")] == ["bg/d1"]
+    assert conversation_row(engine, "bg")["state"] == "idle"
+
+
+def test_a_background_in_recovery_that_is_not_dispatchable_waits_for_its_reseed() -> None:
+    engine = in_recovery()
+    when(engine, approval_required(conversation_id="bg", at=at(5)))
+    events = when(engine, checkpoint(epoch=2, at=at(6)))
+    assert [e.recovery for e in of_type(events, ev.RecoveryChanged)] == [None] and of_type(events, ev.DeliveryCreated) == []
+    assert [d.delivery_id for d in of_type(when(engine, approval_resolved(conversation_id="bg", at=at(7))), ev.DeliveryCreated)] == ["bg/d1"]
 
 
 def test_a_refused_reseed_is_replaced_after_the_back_off() -> None:
@@ -431,6 +505,37 @@ def test_every_gated_background_input_waits_for_the_reseed(kind: str) -> None:
     assert rejection(when(engine, GATED[kind](5))) == "context_not_reseeded"
     when(engine, provider_receipt("bg/d1", at=at(6)))
     assert rejection(when(engine, GATED[kind](7))) != "context_not_reseeded"
+
+
+@pytest.mark.parametrize("kind", sorted(GATED))
+def test_in_recovery_only_the_checkpoint_and_the_close_are_admitted(kind: str) -> None:
+    """Section 5.4's Decision: the way out of context recovery needs no task cancelled."""
+    engine = in_recovery(checkpoint_bytes=4000)  # too big even with inv-1 closed
+    events = when(engine, GATED[kind](5))
+    if kind in ("background.checkpoint", "investigation.close"):
+        assert rejection(events) != "context_not_reseeded"
+    else:
+        assert rejection(events) == "context_not_reseeded"
+        assert "admitted" in of_type(events, ev.InputRejected)[0].detail
+
+
+def test_a_rejection_in_recovery_names_the_way_out_and_the_figures() -> None:
+    engine = in_recovery()
+    [rejected] = of_type(when(engine, triage(at=at(5))), ev.InputRejected)
+    assert rejected.detail == (
+        "'bg': its epoch 2 reseed is not accepted (context recovery required: the reseed's required part 490 tokens "
+        "exceeds its room 200 (context_limit 200 - reserve 0); its checkpoint bg/c1 counts 400; only "
+        "background.checkpoint and investigation.close are admitted, and the reseed is made once the required part fits)"
+    )
+
+
+def test_in_recovery_the_admitted_inputs_still_need_an_admitted_runtime() -> None:
+    big = {"summary": "x" * 4000, "tokens": 5000}
+    engine = given(*small_world(200, tool_policy(at=at(2)), admit(at=at(3)), checkpoint(at=at(4), **big)))
+    when(engine, context_reset("bg", at=at(5)))
+    assert rejection(when(engine, checkpoint(epoch=2, at=at(6), **big))) is None  # still too big: still in recovery
+    when(engine, tool_policy(allowed_tools=[], at=at(7)))  # revokes bg-codex
+    assert rejection(when(engine, checkpoint(epoch=2, at=at(8)))) == "runtime_not_admitted"
 
 
 def test_it_comes_right_after_runtime_not_admitted() -> None:

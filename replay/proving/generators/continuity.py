@@ -3,7 +3,11 @@
 and the background's context resets that make its reseed due; mostly what
 would be accepted (its generation, its epoch, an intent its foreground has,
 a summary that fits its context), sometimes what must not (an earlier epoch,
-a closed or unknown investigation, a checkpoint too big to reseed)."""
+a closed or unknown investigation, a checkpoint too big to reseed). A
+checkpoint may claim far more tokens than its summary holds (counted at its
+bytes: contract v1.2 section 5.2), or have a summary long enough that,
+counted whole, its reseed does not fit: context recovery, which a smaller
+checkpoint or a close lets it leave (section 5.3)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ from tandem.replay.proving.generators.universe import CAUSES, TASKS, Builder, Dr
 
 INVESTIGATION_IDS = ("inv1", "inv2", "inv3")
 SYNC_CURSORS = ("scm:1", "scm:2", "scm:3")
+# A checkpoint's summary: none, short, or about 1,900 bytes (the machine's background room is 1,800).
+SUMMARIES = ("", "bounded summary of the background's position", "long notes of the background's inquiries. " * 45)
 
 
 def _generation(draw: Draw, b: Builder) -> int:
@@ -61,10 +67,12 @@ def background_checkpoint(draw: Draw, b: Builder) -> dict[str, Any]:
     }
     if often(draw, 5):
         fields["evidence_refs"] = ["ev/ck"]
-    if often(draw, 5):
-        fields["summary"] = "bounded summary of the background's position"
-    if not often(draw, 8):
-        fields["tokens"] = draw(st.sampled_from([5, 100, 5000]))  # 5000: too big to reseed in the machine's context
+    summary = draw(st.sampled_from(SUMMARIES))
+    if summary:
+        fields["summary"] = summary
+    if not often(draw, 6):
+        # 5000 (half the figures): a claim past any summary's bytes and the machine's context
+        fields["tokens"] = draw(st.sampled_from([5, 100, 5000, 5000]))
     return b.line("background.checkpoint", "background", **fields)
 
 
