@@ -12,7 +12,7 @@ from tandem.projections.base import rfc3339
 from tandem.replay.explain.chain import Chain, Rendered
 from tandem.replay.explain.log import Entry
 from tandem.replay.explain.model import Fact
-from tandem.replay.explain.runtimes import tool_facts
+from tandem.replay.explain.runtimes import tool_facts, tool_named
 
 
 class Investigation(Chain):
@@ -32,7 +32,7 @@ class Investigation(Chain):
         return f"call {event.call_id} {event.tool} by {event.runtime_id} allowed: counted ({self.calls})", []
 
     def denied(self, entry: Entry, event: ev.ToolCallDenied) -> Rendered:
-        summary = f"call {event.call_id} {event.tool} by {event.runtime_id} denied {event.reason} before execution"
+        summary = f"call {event.call_id} {tool_named(event.tool)} by {event.runtime_id} denied {event.reason} before execution"
         return summary, tool_facts(self.resolver, event.facts, entry[0], event.runtime_id)
 
     def exhausted(self, entry: Entry, event: ev.InvestigationExhausted) -> Rendered:

@@ -46,6 +46,11 @@ def tool_policy_fact(resolver: Resolver, revision: int, position: int) -> Fact:
     return Fact(name="tool_policy_revision", text=text, value=revision, source=made)
 
 
+def tool_named(tool: str) -> str:
+    """A call's tool as explain names it: an empty name said so (contract v1.2 section 1.1)."""
+    return tool if tool else "'' (an empty tool name)"
+
+
 def tool_facts(resolver: Resolver, facts: ev.ToolFacts, position: int, runtime_id: str) -> list[Fact]:
     """The failed check, the offending entry, the revision, the evidence or admission."""
     investigation = facts.investigation_calls_max is not None
@@ -125,7 +130,7 @@ class Runtime(Chain):
         return summary + (f" for {event.operation_id}" if event.operation_id else ""), []
 
     def denied(self, entry: Entry, event: ev.ToolCallDenied) -> Rendered:
-        summary = f"call {event.call_id} {event.tool} denied {event.reason} before execution"
+        summary = f"call {event.call_id} {tool_named(event.tool)} denied {event.reason} before execution"
         return summary, tool_facts(self.resolver, event.facts, entry[0], self.identifier)
 
     renderers = {
