@@ -1,6 +1,6 @@
 """`tandem daemon`: the runtime (adapters/runtime.py) without HTTP.
 
-A live daemon is a replay of inputs as they come (DESIGN.md): it opens the
+A live daemon is a replay of inputs as they come (docs/design.md): it opens the
 store (taking its writer lock), folds its log, and then applies inputs from
 the spool folder (adapters/spool.py), the watchdog's SQLite file, and itself
 (daemon.start, daemon.stop, idle ticks), one writer for the store. Every

@@ -414,7 +414,7 @@ def alerts_raised_once_per_occurrence(before: State, event: Event, applying: App
 
 @event_invariant
 def obligations_met_by_completed_turns(before: State, event: Event, applying: Applying) -> str | None:
-    """Obligations are met only by a completed turn (DESIGN.md's reference loop:
+    """Obligations are met only by a completed turn (the production loop the design studied:
     "marked handled only when a turn completes, background task delivery with
     a fallback"; the RFC: "compaction preserves outstanding obligations"): a
     delivery obligation is met when a turn whose accepted

@@ -1,4 +1,4 @@
-"""Faults against a real `tandem serve` process (../shared/spec/API.md).
+"""Faults against a real `tandem serve` process (docs/api.md).
 
 Bodies over the limits (also chunked, without Content-Length), bad bytes and
 JSON nested far too deep, a stream client that never reads, SIGKILL while a

@@ -1,8 +1,10 @@
 """The docs stand on their own: a clone of this repository is all a user has.
 
 README.md and docs/ never point outside the repository (the contract is
-docs/contract.md, the HTTP API docs/api.md; the RFC is cited by name and
-section), and the links of the contract and the API pages land on a heading.
+docs/contract.md, the HTTP API docs/api.md, the design docs/design.md; the RFC
+is cited by name and section), nor does any other file of it (code, tests,
+fixtures, scripts), and the links of the contract and the API pages land on a
+heading.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-OUTSIDE = ("../shared/", "shared/spec", "shared/seeds")
+OUTSIDE = ("../shared/", "shared/spec", "shared/seeds", "DESIGN.md")
+# Every other file of the repository that is text, wherever it is (not what
+# pip, git or a test run put there).
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".json", ".jsonl", ".html", ".js", ".css", ".txt", ".sh", ".cfg", ".ini", ".yml"}
+NOT_OURS = {".git", ".venv", "__pycache__", ".pytest_cache", ".hypothesis", "node_modules", "build", "dist"}
 
 
 @pytest.mark.parametrize("path", DOCS, ids=[str(p.relative_to(ROOT)) for p in DOCS])
@@ -22,6 +28,29 @@ def test_no_pointer_leaves_the_repository(path: Path) -> None:
     offenders = [
         f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if any(pointer in line for pointer in OUTSIDE)
+    ]
+    assert not offenders, "points outside the repository:\n" + "\n".join(offenders)
+
+
+def _repository_text_files() -> list[Path]:
+    found = []
+    for path in ROOT.rglob("*"):
+        relative = path.relative_to(ROOT)
+        if NOT_OURS.intersection(relative.parts) or any(part.endswith(".egg-info") for part in relative.parts):
+            continue
+        if path.is_file() and (path.suffix in TEXT_SUFFIXES or path.parent.name == ".ci") and path not in DOCS:
+            found.append(path)
+    return sorted(found)
+
+
+def test_no_file_of_the_repository_points_outside_it() -> None:
+    this = Path(__file__).resolve()
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}"
+        for path in _repository_text_files()
+        if path != this
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
         if any(pointer in line for pointer in OUTSIDE)
     ]
     assert not offenders, "points outside the repository:\n" + "\n".join(offenders)

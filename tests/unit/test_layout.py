@@ -1,5 +1,5 @@
 """The house rules, checked: sizes (no file over `file_lines_max`, no
-function over `function_lines_max`) and the layering of DESIGN.md (adapters
+function over `function_lines_max`) and the layering of docs/design.md (adapters
 -> replay -> projections -> domain; domain areas import no other area's
 private names; the proving tools are imported only by tests and the `check`
 command)."""
