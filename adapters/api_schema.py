@@ -79,8 +79,11 @@ def results_of(commit: Commit) -> list[InputResult]:
     return results
 
 
-class ViewsDocument(Struct, frozen=True):
-    """The document `tandem replay --json` prints (docs/contract.md section 7), plus the position."""
+class ViewsDocument(Struct, frozen=True, forbid_unknown_fields=True):
+    """The document `tandem replay --json` prints (docs/contract.md section 7,
+    contract v1.2 section 11), plus the position: every view, and no other key
+    (the schema's `additionalProperties: false`, so a view the document forgets
+    fails the service's own schema check)."""
 
     position: int
     tasks: list[dict[str, Any]]
@@ -94,6 +97,8 @@ class ViewsDocument(Struct, frozen=True):
     usage: dict[str, Any]
     cards: list[dict[str, Any]]
     rejections: list[dict[str, Any]]
+    runtimes: list[dict[str, Any]]  # contract v1.2 section 1.6
+    investigations: list[dict[str, Any]]  # contract v1.2 section 5.5
 
 
 class ViewBody(Struct, frozen=True, omit_defaults=True):
