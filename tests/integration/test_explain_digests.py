@@ -38,6 +38,7 @@ DIGESTS = ROOT / "fixtures" / "explain-digests.json"
 # The key kinds whose ids are things explain explains (domain/keys.py).
 EXPLAINED_KEYS = (
     "action", "attempt", "delivery", "turn", "alert", "question", "task", "obligation", "update", "reconciliation",
+    "runtime", "investigation",  # contract v1.2 sections 1 and 5
 )  # fmt: skip
 
 
