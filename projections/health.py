@@ -171,6 +171,11 @@ class HealthView(View):
     def _left_pending(self, event: ev.ActionClaimed | ev.ActionCancelled | ev.DeadlineExceeded | ev.BatchFixSuperseded) -> bool:
         return self._switch(self.backing_off, event.operation_id, False)
 
+    def _source_rule(self, event: ev.SourceRuleApplied) -> bool:
+        """Superseded or fenced by the source rule (contract v1.2 section 2.2):
+        no back-off holds it any more; re-stamped, it is still pending."""
+        return event.outcome != "restamped" and self._switch(self.backing_off, event.operation_id, False)
+
     def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> bool:
         fenced = self.backing_off.intersection(event.fenced)
         self.backing_off.difference_update(fenced)
@@ -223,6 +228,7 @@ class HealthView(View):
         ev.ActionCancelled: _left_pending,
         ev.DeadlineExceeded: _left_pending,
         ev.BatchFixSuperseded: _left_pending,  # contract v1.2 section 7.3
+        ev.SourceRuleApplied: _source_rule,  # contract v1.2 section 2.2
         ev.PolicySet: _fenced,
         ev.GrantRevised: _fenced,
         ev.TaskRevised: _fenced,

@@ -14,6 +14,7 @@ from tests.unit.helpers import (
     PR,
     action_row,
     action_state,
+    grant_request,
     attach_evidence,
     blocked_by,
     cancel_action,
@@ -355,3 +356,17 @@ def test_reason_by_state() -> None:
     assert (row["state"], row["reason"]) == ("cancelled", "human")  # from pending
     when(engine, outcome("op-1", result="cancelled"))
     assert action_row(engine, "op-1")["reason"] == "human"  # cancelled after a human's request
+
+
+def test_an_action_superseded_while_backing_off_no_longer_degrades_health() -> None:
+    """health.degraded's action_backoff lists actions a refusal's back-off holds
+    (contract v1.2 sections 3.5, 3.9); one the source rule then supersedes is
+    held by nothing and leaves the list."""
+    backoff = rule(grant=grant_request("g-rule", operations=("worker.start",), retry_backoff_s=60))
+    engine = given(world(), backoff, fail(), repair(), receipt("r1", result="refused"))
+    assert engine.views.view("actions")[0]["blocked_by"] == ["retry_backoff"]
+    assert engine.views.view("health")["degraded"] == ["action_backoff"]
+    events = when(engine, passed())
+    assert of_type(events, ev.SourceRuleApplied)[0].outcome == "superseded"
+    assert action_state(engine, "r1") == "superseded"
+    assert engine.views.view("health")["degraded"] == []
