@@ -4,22 +4,10 @@ made each, and, under `payload_required`, why its acceptance waits."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from tandem.adapters.ingest import ingest
-from tandem.adapters.store import open_store
-from tandem.adapters.trace import read_trace
-from tandem.replay.engine import Engine
 from tandem.replay.explain import explain
+from tests.integration.gate_stores import stored
 
-GATES = Path(__file__).resolve().parents[2] / "fixtures" / "gates"
 FIXTURE = "55_exact_payload_and_untrusted_labels"
-
-
-def stored(name: str):
-    engine = Engine(open_store("memory:"), with_views=False, snapshot_every=0)
-    ingest(engine, read_trace(str(GATES / f"{name}.jsonl")))
-    return engine.store
 
 
 def facts(link) -> dict[str, object]:

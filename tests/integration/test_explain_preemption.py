@@ -6,22 +6,14 @@ resource it shares with the foreground's work."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from tandem.adapters.ingest import ingest
-from tandem.adapters.store import open_store
-from tandem.adapters.trace import read_trace
-from tandem.replay.engine import Engine
 from tandem.replay.explain import document, explain, render_text
+from tests.integration.gate_stores import stored as gate_store
 
-GATES = Path(__file__).resolve().parents[2] / "fixtures" / "gates"
 FIXTURE = "62_human_commands_supersede_affected_intents"
 
 
-def stored(name: str = FIXTURE):
-    engine = Engine(open_store("memory:"), with_views=False, snapshot_every=0)
-    ingest(engine, read_trace(str(GATES / f"{name}.jsonl")))
-    return engine.store
+def stored(name: str = FIXTURE):  # type: ignore[no-untyped-def]
+    return gate_store(name)
 
 
 def step(explained, event: str):

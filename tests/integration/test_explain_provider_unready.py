@@ -4,21 +4,8 @@ the provider, its incident and the incident's observed_at."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from tandem.adapters.ingest import ingest
-from tandem.adapters.store import open_store
-from tandem.adapters.trace import read_trace
-from tandem.replay.engine import Engine
 from tandem.replay.explain import explain
-
-GATES = Path(__file__).resolve().parents[2] / "fixtures" / "gates"
-
-
-def stored(name: str):
-    engine = Engine(open_store("memory:"), with_views=False, snapshot_every=0)
-    ingest(engine, read_trace(str(GATES / f"{name}.jsonl")))
-    return engine.store
+from tests.integration.gate_stores import stored
 
 
 def test_the_incident_alert_explains_the_deferral_it_causes():

@@ -6,24 +6,12 @@ pass recorded and the one that fit."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tandem.adapters.ingest import ingest
-from tandem.adapters.store import open_store
-from tandem.adapters.trace import read_trace
-from tandem.replay.engine import Engine
 from tandem.replay.explain import ExplainError, document, explain, render_text
+from tests.integration.gate_stores import stored
 
-GATES = Path(__file__).resolve().parents[2] / "fixtures" / "gates"
 FIXTURE = "60_bounded_context_rebuilt_from_durable_state"
-
-
-def stored(name: str):
-    engine = Engine(open_store("memory:"), with_views=False, snapshot_every=0)
-    ingest(engine, read_trace(str(GATES / f"{name}.jsonl")))
-    return engine.store
 
 
 def test_a_rejection_in_recovery_names_it_the_figures_and_the_inputs_admitted():
