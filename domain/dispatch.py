@@ -24,17 +24,17 @@ from collections.abc import Callable
 from msgspec import UNSET
 
 from tandem.domain import events as ev
-from tandem.domain.alerts import resolve_progressed, run_time_rules
+from tandem.domain.alerts.rules import resolve_progressed, run_time_rules
 from tandem.domain.background_pass import run_background_pass
-from tandem.domain.budgets import deadline_for, deadline_rule, retry_blocked, touch_backed_off
-from tandem.domain.delivery import run_foreground_pass
-from tandem.domain.foreman import affecting_owner
+from tandem.domain.budgets.rules import deadline_for, deadline_rule, retry_blocked, touch_backed_off
+from tandem.domain.delivery.rules import run_foreground_pass
+from tandem.domain.actions.foreman import affecting_owner
 from tandem.domain.inputs import Input
-from tandem.domain.investigations import exhaustion_rule
+from tandem.domain.investigations.rules import exhaustion_rule
 from tandem.domain.provenance import block_facts, hold_facts, prerequisite_facts
 from tandem.domain.records import Action
 from tandem.domain.rules import reacting, record
-from tandem.domain.source_rule import run_source_rule
+from tandem.domain.actions.source_rule import run_source_rule
 from tandem.domain.state import State, reachable
 
 Emit = Callable[[ev.Event], None]

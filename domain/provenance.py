@@ -21,7 +21,7 @@ from __future__ import annotations
 from msgspec import UNSET
 
 from tandem.domain import events as ev
-from tandem.domain.foreman import owner_fact
+from tandem.domain.actions.foreman import owner_fact
 from tandem.domain.records import Action
 from tandem.domain.state import State, reachable
 

@@ -20,10 +20,7 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tandem.domain import (
-    actions, alerts, authority, budgets, composition, consumer, conversation, delivery, foreman, health, inbox,
-    investigations, reviews, source_rule, tasks, tools,
-)  # fmt: skip
+from tandem.domain.areas import area_modules
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.reasons import Rejected
@@ -35,10 +32,10 @@ Evolver = Callable[[State, Any], None]
 Reaction = Callable[[State, Any], list[ev.Event]]
 Emit = Callable[[ev.Event], None]
 
-AREAS = (
-    authority, tasks, actions, source_rule, inbox, reviews, consumer, conversation, delivery, alerts, budgets, tools, health,
-    composition, investigations, foreman,
-)  # fmt: skip
+# Each area's rules, and the modules an area keeps more of its rules in (its
+# rules.py names them in `MORE_RULES`): each has DECIDERS, EVOLVERS and
+# REACTIONS maps at its foot.
+AREAS = tuple(module for rules in area_modules("rules") for module in (rules, *getattr(rules, "MORE_RULES", ())))
 
 
 # ------------------------------------------------------------ the record

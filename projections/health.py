@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain.records import DELIVERABLE_DISPOSITIONS
-from tandem.domain.health import beat_time
+from tandem.domain.health.rules import beat_time
 from tandem.domain.lifecycles import HOST
 from tandem.projections.base import View, rfc3339
 

@@ -9,7 +9,7 @@ that reads it:
 - **Fingerprint.** Each snapshot is keyed by a fingerprint: SHA-256 of the
   snapshot format version, the Python version and pickle protocol (pickle
   layouts) and the source text of every module that defines what is folded
-  (`domain/*.py`, `projections/*.py`). Any change of that code gives a new
+  (`domain/**/*.py`, `projections/**/*.py`). Any change of that code gives a new
   fingerprint, so old snapshots are simply not found: a full replay, never a
   state folded by other rules.
 - **Bound to its log.** The body records the SHA-256 of the stored bytes of
@@ -73,15 +73,18 @@ class SnapshotUnusable(Exception):
 _fingerprint: list[str] = []
 
 
-def folded_sources() -> list[Path]:
-    """The modules whose code defines what a snapshot holds."""
+def folded_sources() -> list[tuple[str, Path]]:
+    """The modules whose code defines what a snapshot holds, each with its
+    name in the package (`domain/tasks/events.py`): every folder, not only
+    the top one, so a change in an area's module is a new fingerprint."""
     import tandem.domain as domain
     import tandem.projections as projections
 
-    files: list[Path] = []
+    files: list[tuple[str, Path]] = []
     for package in (domain, projections):
         folder = Path(package.__file__).resolve().parent  # type: ignore[arg-type]
-        files.extend(sorted(folder.glob("*.py")))
+        paths = sorted(path for path in folder.rglob("*.py") if "__pycache__" not in path.parts)
+        files.extend((path.relative_to(folder.parent).as_posix(), path) for path in paths)
     return files
 
 
@@ -93,8 +96,8 @@ def code_fingerprint() -> str:
             f"tandem-snapshot/{snapshot_format}/python {platform.python_version_tuple()[:2]}"
             f"/pickle {pickle_protocol}\n".encode()
         )
-        for path in folded_sources():
-            digest.update(f"{path.parent.name}/{path.name}\n".encode())
+        for name, path in folded_sources():
+            digest.update(f"{name}\n".encode())
             data = path.read_bytes()
             digest.update(len(data).to_bytes(8, "big"))
             digest.update(data)

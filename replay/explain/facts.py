@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from tandem.domain import events as ev
-from tandem.domain.health import beat_time
+from tandem.domain.health.rules import beat_time
 from tandem.domain.records import Config
 from tandem.projections.base import rfc3339
 from tandem.replay.explain.keys import Key

@@ -57,7 +57,13 @@ from msgspec import UNSET
 
 import math
 
-from tandem.domain import actions, background_pass, budgets, delivery, dispatch, foreman, investigations, reviews
+from tandem.domain import background_pass, dispatch
+from tandem.domain.actions import rules as actions
+from tandem.domain.budgets import rules as budgets
+from tandem.domain.delivery import rules as delivery
+from tandem.domain.actions import foreman
+from tandem.domain.investigations import rules as investigations
+from tandem.domain.reviews import rules as reviews
 from tandem.domain import events as ev
 from tandem.domain.dispatch import Emit, handle_input, run_pass
 from tandem.domain.inputs import Heartbeat, Input, ProviderReceipt

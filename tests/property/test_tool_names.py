@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tandem.domain.input_base import identifier_chars_max
-from tandem.domain.tools import is_exact
+from tandem.domain.tools.rules import is_exact
 from tests.unit.helpers import at, given as given_inputs, rejection, tool_policy, when, world
 
 NAMES = st.one_of(

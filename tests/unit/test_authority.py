@@ -5,7 +5,7 @@ longer allowed and re-stamp the rest."""
 from __future__ import annotations
 
 from tandem.domain import events as ev
-from tandem.domain.authority import normalise_path, path_allowed
+from tandem.domain.authority.rules import normalise_path, path_allowed
 from tests.unit.helpers import (
     action_state,
     at,

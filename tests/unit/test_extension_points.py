@@ -28,7 +28,7 @@ def test_every_input_kind_has_a_fuzz_generator() -> None:
 def test_every_rejection_the_domain_raises_is_a_reason() -> None:
     raised = {
         code
-        for path in sorted((ROOT / "domain").glob("*.py"))
+        for path in sorted((ROOT / "domain").rglob("*.py"))
         for code in re.findall(r"Rejected\(\s*\"([a-z_]+)\"", path.read_text(encoding="utf-8"))
     }
     assert len(raised) > 30, "the domain's rejections were not found"

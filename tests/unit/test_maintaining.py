@@ -119,7 +119,7 @@ def test_the_check_reports_what_is_not_there() -> None:
     text = "\n".join(
         [
             "`domain/rules.py` `domain/nope.py` `docs/nowhere.md` `README.md` `NOPE.md`",
-            "`domain/*_events.py` `domain/*_nothing.py`",
+            "`domain/*/events.py` `domain/*_nothing.py`",
             "`fixtures/gates/NN_name.jsonl` `nowhere/NAME.py` `domain/AREA.py`",
             "`tests/unit/test_layout.py::test_no_file_over_the_limit` `tests/unit/test_layout.py::test_nothing`",
             "`/v1/health` `GET /v1/views/{name}` `python -m x --write` `https://example.org/a.md` `ev.Decision`",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tandem.domain import events as ev
-from tandem.domain.tools import is_exact
+from tandem.domain.tools.rules import is_exact
 from tests.unit.helpers import (
     BG_TOOLS,
     action_row,

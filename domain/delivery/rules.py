@@ -25,12 +25,13 @@ from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
-from tandem.domain.alerts import raise_alert, resolve_alert
-from tandem.domain.budgets import (
+from tandem.domain.alerts.rules import raise_alert, resolve_alert
+from tandem.domain.budgets.rules import (
     Deferral, delivery_deferral, engine_hold, record_deferral, unready_deferral, urgent_deferral, wake_deferral,
 )  # fmt: skip
 from tandem.domain.lifecycles import DELIVERY, MESSAGE, TURN
-from tandem.domain.composition import require_payload
+from tandem.domain.delivery import composition
+from tandem.domain.delivery.composition import require_payload
 from tandem.domain.lookups import known_delivery, numbered_owner
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Conversation, Delivery, Turn, Update
@@ -599,3 +600,6 @@ EVOLVERS = {
     ev.TurnEnded: _turn_ended,
 }
 REACTIONS: dict[type, Any] = {}
+
+# Composition (contract v1.2 section 6), with maps of its own.
+MORE_RULES = (composition,)

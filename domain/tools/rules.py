@@ -33,8 +33,8 @@ from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
-from tandem.domain.alerts import raise_alert, resolve_alert
-from tandem.domain.authority import inside_any, normalise_path, path_allowed
+from tandem.domain.alerts.rules import raise_alert, resolve_alert
+from tandem.domain.authority.rules import inside_any, normalise_path, path_allowed
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import ACTION, IN_FLIGHT, INVESTIGATION, RUNTIME
 from tandem.domain.lookups import known_conversation

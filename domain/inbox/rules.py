@@ -34,7 +34,7 @@ from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Conversation, LatestObservation, Source, SourceCause, Update
 from tandem.domain.state import State
-from tandem.domain.tools import check_background_gates
+from tandem.domain.tools.rules import check_background_gates
 
 
 def default_cause_key(fields: inp.ObservationFields | inp.Observe) -> str:

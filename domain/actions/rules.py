@@ -20,18 +20,19 @@ from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
-from tandem.domain.authority import allows, check_authority
-from tandem.domain.budgets import retry_at
-from tandem.domain.health import note_progress
-from tandem.domain.inbox import outcome_update_events
+from tandem.domain.actions import foreman, source_rule
+from tandem.domain.authority.rules import allows, check_authority
+from tandem.domain.budgets.rules import retry_at
+from tandem.domain.health.rules import note_progress
+from tandem.domain.inbox.rules import outcome_update_events
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import ACTION, ATTEMPT, IN_FLIGHT
 from tandem.domain.lookups import known_action, known_conversation, known_grant, known_task
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Attempt, Grant
-from tandem.domain.reviews import check_duplicate_batch, proposal_batch
+from tandem.domain.reviews.rules import check_duplicate_batch, proposal_batch
 from tandem.domain.state import State
-from tandem.domain.tools import check_background_gates
+from tandem.domain.tools.rules import check_background_gates
 
 # ------------------------------------------------------------ proposal checks
 
@@ -618,3 +619,7 @@ EVOLVERS = {
     ev.BudgetExhausted: _budget_exhausted,
 }
 REACTIONS: dict[type, Any] = {}
+
+# The action area's other rules: the source rule (contract v1.2 section 2.2)
+# and the foreman (section 8), each with maps of its own.
+MORE_RULES = (source_rule, foreman)

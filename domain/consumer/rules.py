@@ -18,7 +18,7 @@ from typing import Any
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
-from tandem.domain.inbox import Draft, observation_events
+from tandem.domain.inbox.rules import Draft, observation_events
 from tandem.domain.lifecycles import CONSUMER
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Consumer

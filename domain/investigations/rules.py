@@ -31,14 +31,14 @@ from collections.abc import Callable
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
-from tandem.domain.alerts import raise_alert, resolve_alert
+from tandem.domain.alerts.rules import raise_alert, resolve_alert
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import INVESTIGATION
 from tandem.domain.lookups import known_action, known_conversation, known_task
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Checkpoint, Conversation, Investigation
 from tandem.domain.state import State
-from tandem.domain.tools import binding_generation, check_background_gates
+from tandem.domain.tools.rules import binding_generation, check_background_gates
 
 EXHAUSTED_ALERT = "investigation_exhausted"
 # Tokens a checkpoint costs per evidence ref it names (contract v1.2 section 5.2).

@@ -15,15 +15,15 @@ from typing import Any
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
-from tandem.domain.delivery import end_turn, release
-from tandem.domain.foreman import preempt_maintenance
+from tandem.domain.delivery.rules import end_turn, release
+from tandem.domain.actions.foreman import preempt_maintenance
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import MESSAGE
 from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Conversation, Message
 from tandem.domain.state import State
-from tandem.domain.tools import check_background_gates
+from tandem.domain.tools.rules import check_background_gates
 
 # ----------------------------------------------------------------- deciders
 

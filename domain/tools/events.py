@@ -1,13 +1,10 @@
-"""The events of contract v1.2 section 1 (tool policy and runtime
-admission), frozen msgspec Structs like every other; domain/events.py
-re-exports them (`ev.ToolPolicySet`) and lists them in its union. Kept in a
-module of their own only so that domain/events.py stays under the file limit.
-"""
+"""The events of the tools area: immutable facts, in the past tense, one frozen
+msgspec Struct each (domain/events.py assembles every area's into the one
+union the log is written in)."""
 
 from __future__ import annotations
 
 from msgspec import UNSET, UnsetType
-
 from tandem.domain.event_base import Decision
 from tandem.domain.facts import ToolFacts
 
@@ -82,3 +79,6 @@ class ToolCallDenied(Decision, frozen=True, kw_only=True):
     reason: str
     facts: ToolFacts
     investigation_id: str | UnsetType = UNSET  # a named, known investigation (v1.2 section 5.1)
+
+
+__all__ = ['ToolPolicySet', 'RuntimeAdmitted', 'RuntimeRefused', 'RuntimeFenced', 'ToolCallAllowed', 'ToolCallDenied']  # every name here is the registry's: `ev.Name`

@@ -20,15 +20,15 @@ from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
-from tandem.domain.authority import fence, issue_grant
-from tandem.domain.health import note_progress, reschedule_progress, task_ended
+from tandem.domain.authority.rules import fence, issue_grant
+from tandem.domain.health.rules import note_progress, reschedule_progress, task_ended
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import ACTION, QUESTION, TASK
 from tandem.domain.lookups import known_conversation, known_task
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Question, Task
 from tandem.domain.state import State
-from tandem.domain.tools import check_background_gates
+from tandem.domain.tools.rules import check_background_gates
 
 # ----------------------------------------------------------------- deciders
 

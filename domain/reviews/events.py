@@ -1,8 +1,6 @@
-"""The events of contract v1.2 section 7 (reviews: batches and aliases),
-frozen msgspec Structs like every other; domain/events.py re-exports them
-(`ev.SourceAliased`) and lists them in its union. Kept in a module of their
-own only so that domain/events.py stays under the file limit.
-"""
+"""The events of the reviews area: immutable facts, in the past tense, one frozen
+msgspec Struct each (domain/events.py assembles every area's into the one
+union the log is written in)."""
 
 from __future__ import annotations
 
@@ -44,3 +42,6 @@ class BatchFixSuperseded(Decision, frozen=True, kw_only=True):  # section 7.3: o
 
     operation_id: str
     facts: BatchFixFacts
+
+
+__all__ = ['SourceAliased', 'BatchJoined', 'BatchRevised', 'BatchFixSuperseded']  # every name here is the registry's: `ev.Name`

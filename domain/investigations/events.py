@@ -1,8 +1,6 @@
-"""The events of contract v1.2 section 5 (background continuity):
-investigations opened, exhausted and closed, and a background's checkpoint.
-Part of the one union of domain/events.py (which re-exports them:
-`ev.InvestigationOpened`); the fields section 5 adds to existing events
-(`DeliveryCreated.checkpoint`, a tool call's `investigation_id`) are there."""
+"""The events of the investigations area: immutable facts, in the past tense, one frozen
+msgspec Struct each (domain/events.py assembles every area's into the one
+union the log is written in)."""
 
 from __future__ import annotations
 
@@ -64,3 +62,6 @@ class BackgroundCheckpointed(Decision, frozen=True, kw_only=True):
     evidence_refs: list[str]
     summary: str
     tokens: int
+
+
+__all__ = ['InvestigationOpened', 'InvestigationExhausted', 'InvestigationClosed', 'BackgroundCheckpointed']  # every name here is the registry's: `ev.Name`

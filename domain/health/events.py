@@ -1,13 +1,21 @@
-"""The health probes' own events (contract v1.2 section 4): provider
-readiness, the host's suspend and resume, and a task passing its progress
-due time. Part of the one union of domain/events.py (which re-exports them:
-`ev.HostSuspended`); the fields the probes add to existing events are there."""
+"""The events of the health area: immutable facts, in the past tense, one frozen
+msgspec Struct each (domain/events.py assembles every area's into the one
+union the log is written in)."""
 
 from __future__ import annotations
 
 import datetime
 
-from tandem.domain.event_base import Decision
+from msgspec import UNSET, UnsetType
+from tandem.domain.event_base import (  # the bases, re-exported: `ev.Decision`
+    Decision,
+)
+
+
+class HeartbeatRecorded(Decision, frozen=True, kw_only=True):
+    generation: int
+    at: datetime.datetime
+    beat_at: datetime.datetime | UnsetType = UNSET  # v1.2: min(beat_at, at), only when given
 
 
 class ProviderReadinessRecorded(Decision, frozen=True, kw_only=True):
@@ -48,3 +56,6 @@ class TaskStalled(Decision, frozen=True, kw_only=True):
     last_progress_at: datetime.datetime
     last_progress_event: str
     progress_deadline_s: int
+
+
+__all__ = ['HeartbeatRecorded', 'ProviderReadinessRecorded', 'HostSuspended', 'HostResumed', 'TaskStalled']  # every name here is the registry's: `ev.Name`

@@ -1,8 +1,6 @@
-"""The events of contract v1.2 section 3 (budgets), frozen msgspec Structs
-like every other; domain/events.py re-exports them (`ev.DeadlineExceeded`)
-and lists them in its union. Kept in a module of their own only so that
-domain/events.py stays under the file limit.
-"""
+"""The events of the budgets area: immutable facts, in the past tense, one frozen
+msgspec Struct each (domain/events.py assembles every area's into the one
+union the log is written in)."""
 
 from __future__ import annotations
 
@@ -28,3 +26,6 @@ class DeliveryDeferred(Decision, frozen=True, kw_only=True):
     reason: str | None
     until: datetime.datetime | None
     facts: DeferralFacts | None = None
+
+
+__all__ = ['DeadlineExceeded', 'DeliveryDeferred']  # every name here is the registry's: `ev.Name`

@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from tandem.domain import events as ev
-from tandem.domain.alerts import raise_alert
+from tandem.domain.alerts.rules import raise_alert
 from tandem.domain.lifecycles import ACTION
 from tandem.domain.records import Action, Conversation
 from tandem.domain.state import State

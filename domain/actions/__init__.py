@@ -1,0 +1,1 @@
+"""The actions area (domain/areas.py)."""

@@ -1,0 +1,1 @@
+"""The alerts area (domain/areas.py)."""

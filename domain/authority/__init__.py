@@ -1,0 +1,1 @@
+"""The authority area (domain/areas.py)."""

@@ -1,0 +1,1 @@
+"""The budgets area (domain/areas.py)."""

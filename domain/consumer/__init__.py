@@ -1,0 +1,1 @@
+"""The consumer area (domain/areas.py)."""

@@ -1,0 +1,59 @@
+"""The events of the consumer area: immutable facts, in the past tense, one frozen
+msgspec Struct each (domain/events.py assembles every area's into the one
+union the log is written in)."""
+
+from __future__ import annotations
+
+from tandem.domain.event_base import (  # the bases, re-exported: `ev.Decision`
+    Decision,
+)
+
+
+class ConsumerCreated(Decision, frozen=True, kw_only=True):
+    consumer_id: str
+    epoch: int
+
+
+class CursorMoved(Decision, frozen=True, kw_only=True):
+    consumer_id: str
+    epoch: int
+    seq: int
+
+
+class EntriesSkipped(Decision, frozen=True, kw_only=True):
+    """A batch's entries at or below the cursor, skipped and counted (v1.1)."""
+    consumer_id: str
+    epoch: int
+    count: int
+    cursor_seq: int  # the cursor they were at or below
+
+
+class WatermarkRaised(Decision, frozen=True, kw_only=True):
+    consumer_id: str
+    epoch: int
+    max_deleted_seq: int
+
+
+class ReconciliationStarted(Decision, frozen=True, kw_only=True):
+    consumer_id: str
+    reconciliation_id: str
+    reason: str  # "epoch_changed" or "history_deleted"
+    epoch_seen: int
+    # The cursor it was at, and the epoch's deletion watermark (history_deleted: above the cursor's seq).
+    cursor_epoch: int | None = None
+    cursor_seq: int | None = None
+    max_deleted_seq: int | None = None
+
+
+class ReconciliationCommitted(Decision, frozen=True, kw_only=True):
+    consumer_id: str
+    reconciliation_id: str
+    epoch: int
+    seq: int
+    gaps: int
+    # What the cursor was committed from: max(retained_head, watermark, where it had reached).
+    retained_head: int | None = None
+    watermark: int | None = None
+
+
+__all__ = ['ConsumerCreated', 'CursorMoved', 'EntriesSkipped', 'WatermarkRaised', 'ReconciliationStarted', 'ReconciliationCommitted']  # every name here is the registry's: `ev.Name`

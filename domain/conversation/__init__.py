@@ -1,0 +1,1 @@
+"""The conversation area (domain/areas.py)."""

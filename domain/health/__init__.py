@@ -1,0 +1,1 @@
+"""The health area (domain/areas.py)."""

@@ -1,0 +1,1 @@
+"""The inbox area (domain/areas.py)."""

@@ -1,0 +1,1 @@
+"""The investigations area (domain/areas.py)."""

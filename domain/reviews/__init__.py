@@ -1,0 +1,1 @@
+"""The reviews area (domain/areas.py)."""

@@ -1,0 +1,1 @@
+"""The tasks area (domain/areas.py)."""

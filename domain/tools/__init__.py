@@ -1,0 +1,1 @@
+"""The tools area (domain/areas.py)."""
