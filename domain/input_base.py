@@ -25,6 +25,7 @@ Count = Annotated[int, Meta(ge=0)]
 Positive = Annotated[int, Meta(ge=1)]
 Revision = Annotated[int, Meta(ge=0)]
 Tokens = Annotated[int, Meta(ge=0)]
+Time = Annotated[datetime.datetime, Meta(tz=True)]  # a moment an input reports (a heartbeat's, an incident's)
 
 Actor = Literal["human", "foreground", "background", "daemon", "executor", "source", "watchdog"]
 

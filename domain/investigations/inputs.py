@@ -1,20 +1,19 @@
-"""The input kinds of contract v1.2 section 5 (background continuity):
-`investigation.open`, `investigation.close` and `background.checkpoint`,
-all from actor `background` (domain/input_base.py's ACTORS). A module of
-their own so that domain/inputs.py, which lists them in its union and
-re-exports them (`inp.OpenInvestigation`), stays under the file limit.
-"""
+"""The input kinds of the investigations area: one tagged msgspec Struct per kind, fields
+of bounded types (domain/input_base.py); domain/inputs.py assembles every
+area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
-
 from msgspec import UNSET, Meta, UnsetType
-
 from tandem.domain.input_base import Identifier, Input, Revision, Tokens
 
+
 evidence_refs_max = 256  # a checkpoint's (and a closed investigation's) evidence refs
+
+
 summary_chars_max = 16_384  # a checkpoint's bounded summary
+
 
 EvidenceRefs = Annotated[list[Identifier], Meta(max_length=evidence_refs_max)]
 
@@ -49,3 +48,6 @@ class CheckpointBackground(Input, tag="background.checkpoint"):
     evidence_refs: EvidenceRefs = []
     summary: Annotated[str, Meta(max_length=summary_chars_max)] = ""
     tokens: Tokens | UnsetType = UNSET
+
+
+__all__ = ['OpenInvestigation', 'CloseInvestigation', 'CheckpointBackground']  # every name here is the registry's: `inp.Name`

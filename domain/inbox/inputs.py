@@ -1,0 +1,84 @@
+"""The input kinds of the inbox area: one tagged msgspec Struct per kind, fields
+of bounded types (domain/input_base.py); domain/inputs.py assembles every
+area's into the one union a trace line is decoded into."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Annotated, Literal
+from msgspec import UNSET, Meta, Struct, UnsetType
+from tandem.domain.input_base import (
+    Identifier,
+    Text, Revision,
+    Tokens,
+    Input,
+)
+
+
+class ObservationFields(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    source_id: Identifier
+    kind: Identifier
+    scope: Text
+    fingerprint: Text
+    complete: bool
+    cause_key: Identifier | UnsetType = UNSET
+    source_version: Identifier | UnsetType = UNSET
+    status: Text | UnsetType = UNSET
+    commit_sha: Identifier | UnsetType = UNSET
+    text: Text | UnsetType = UNSET
+    evidence_ref: Identifier | UnsetType = UNSET
+    tokens: Tokens | UnsetType = UNSET
+    deleted: bool = False
+    origin_conversation: Identifier | UnsetType = UNSET
+    # Contract v1.1 (section 10): unset when left out, so a v1 input is stored as before.
+    subject: Identifier | UnsetType = UNSET
+    source_time: Annotated[datetime.datetime, Meta(tz=True)] | UnsetType = UNSET
+    truncated: bool | UnsetType = UNSET
+    batch_id: Identifier | UnsetType = UNSET  # contract v1.2 section 7.1
+
+
+class Observe(Input, tag="observe"):
+    # The fields of ObservationFields (msgspec Structs cannot inherit from two
+    # bases with fields); `observation()` gives the shared shape.
+    source_id: Identifier
+    kind: Identifier
+    scope: Text
+    fingerprint: Text
+    complete: bool
+    cause_key: Identifier | UnsetType = UNSET
+    source_version: Identifier | UnsetType = UNSET
+    status: Text | UnsetType = UNSET
+    commit_sha: Identifier | UnsetType = UNSET
+    text: Text | UnsetType = UNSET
+    evidence_ref: Identifier | UnsetType = UNSET
+    tokens: Tokens | UnsetType = UNSET
+    deleted: bool = False
+    origin_conversation: Identifier | UnsetType = UNSET
+    # Contract v1.1 (section 10): unset when left out, so a v1 input is stored as before.
+    subject: Identifier | UnsetType = UNSET
+    source_time: Annotated[datetime.datetime, Meta(tz=True)] | UnsetType = UNSET
+    truncated: bool | UnsetType = UNSET
+    batch_id: Identifier | UnsetType = UNSET  # contract v1.2 section 7.1
+
+    def observation(self) -> ObservationFields:
+        return ObservationFields(**{f: getattr(self, f) for f in ObservationFields.__struct_fields__})
+
+
+class ClassifyTriage(Input, tag="triage.classify"):
+    conversation_id: Identifier
+    generation: Revision
+    cause_key: Identifier
+    update_revision: Revision
+    disposition: Literal["routine", "actionable", "urgent", "needs_input"]
+    action_priority: int
+    notification_priority: int
+
+
+class ProposeCard(Input, tag="card.propose"):
+    card_id: Identifier
+    cause_key: Identifier
+    summary: Text
+    generation: Revision
+
+
+__all__ = ['ObservationFields', 'Observe', 'ClassifyTriage', 'ProposeCard']  # every name here is the registry's: `inp.Name`

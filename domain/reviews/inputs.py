@@ -1,0 +1,18 @@
+"""The input kinds of the reviews area: one tagged msgspec Struct per kind, fields
+of bounded types (domain/input_base.py); domain/inputs.py assembles every
+area's into the one union a trace line is decoded into."""
+
+from __future__ import annotations
+
+from tandem.domain.input_base import (
+    Identifier,
+    Input,
+)
+
+
+class AliasSource(Input, tag="source.alias"):  # contract v1.2 section 7.2
+    source_id: Identifier  # the alias
+    alias_of: Identifier  # the source it is the same object as
+
+
+__all__ = ['AliasSource']  # every name here is the registry's: `inp.Name`
