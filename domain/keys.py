@@ -1,6 +1,7 @@
-"""Which ids each event concerns, declared once: `KEYS`, one entry per event
-type (asserted complete at import), read by `tandem explain` to find the
-events of a thing and the events a fact names.
+"""Which ids each event concerns, declared once, by its area
+(`domain/<area>/keys.py`, for exactly that area's events) and merged here into
+`KEYS`, one entry per event type (asserted complete at import), read by
+`tandem explain` to find the events of a thing and the events a fact names.
 
 A key is `(kind, id)` (`("action", "op-1")`), or `(kind,)` for a singleton
 (`("policy",)`). Each entry lists its keys as `"kind: path"` strings, where
@@ -23,102 +24,17 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from tandem.domain import events as ev
+from tandem.domain.areas import area_modules, exported
 
 KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.InputAccepted: (),
     ev.InputRejected: (),
     ev.SourceProgressed: (),
-    ev.EngineConfigured: ("config",),
-    ev.PolicySet: ("policy", "action: fenced[]", "action: restamped[]"),
-    ev.GrantIssued: ("grant: grant_id", "task: task_id"),
-    ev.GrantRevised: ("grant: grant_id", "action: fenced[]", "action: restamped[]"),
-    ev.GrantRevoked: ("grant: grant_id",),
-    ev.RuleSet: (),
-    ev.TaskDelegated: ("task: task_id",),
-    ev.TaskRevised: ("task: task_id", "action: fenced[]"),
-    ev.TaskCompleted: ("task: task_id",),
-    ev.TaskCancelled: ("task: task_id",),
-    ev.QuestionRaised: ("question: task_id/question_key", "task: task_id"),
-    ev.QuestionAnswered: ("question: task_id/question_key", "task: task_id"),
-    ev.QuestionResurfaced: ("question: task_id/question_key",),
-    ev.TaskHoldsChanged: ("task: task_id", "holds: facts[].questions[].task_id/question_key"),
-    ev.ActionProposed: ("action: operation_id", "update: cause_key", "task_action: task_id"),
-    ev.ActionRevalidated: ("action: operation_id",),
-    ev.ActionCancelled: ("action: operation_id",),
-    ev.ActionCancelRequested: ("action: operation_id",),
-    ev.ActionClaimed: ("action: operation_id", "attempt: attempt_id"),
-    ev.AttemptUpdated: ("action: operation_id", "attempt: attempt_id"),
-    ev.ActionOutcomeReported: ("action: operation_id", "attempt: attempt_id"),
-    ev.ActionBlocked: ("action: operation_id", "holds: facts[].questions[].task_id/question_key"),
-    ev.SourceRuleApplied: ("action: operation_id",),
-    ev.EvidenceAttached: ("action: operation_id",),
-    ev.HeartbeatRecorded: ("heartbeat",),
-    ev.ScopePaused: ("scope: scope", "task: scope unless *"),
-    ev.ScopeResumed: ("scope: scope", "task: scope unless *"),
-    ev.UsageReported: (),
-    ev.BudgetExhausted: ("grant: grant_id",),
-    ev.ConversationOpened: (),
-    ev.BackgroundBound: ("binding: foreground_id",),
-    ev.MessageQueued: ("intent: conversation_id",),
-    ev.QueueEdited: ("intent: conversation_id",),
-    ev.IntentSynced: ("intent: conversation_id",),
-    ev.ObservationRecorded: ("update: cause_key",),
-    ev.ObservationRepeated: ("update: cause_key",),
-    ev.UpdateRevised: ("update: cause_key",),
-    ev.UpdateTriaged: ("update: cause_key",),
-    ev.ConsumerCreated: (),
-    ev.CursorMoved: (),
-    ev.EntriesSkipped: (),
-    ev.WatermarkRaised: (),
-    ev.ReconciliationStarted: ("reconciliation: reconciliation_id",),
-    ev.ReconciliationCommitted: ("reconciliation: reconciliation_id",),
-    ev.CardProposed: ("update: cause_key",),
-    ev.TurnStarted: ("turn: turn_id",),
-    ev.DeliveryCreated: ("delivery: delivery_id", "turn: turn_id", "update: included[].0", "checkpoint: checkpoint"),
-    ev.DeliveryReceipted: ("delivery: delivery_id",),
-    ev.TurnEnded: ("turn: turn_id", "delivery: released[]", "delivery: delivery_id"),
-    ev.ContextReset: ("conversation: conversation_id",),
-    ev.RecoveryChanged: ("conversation: conversation_id",),
-    ev.ApprovalOpened: ("approval: conversation_id/request_id",),
-    ev.ApprovalResolved: ("approval: conversation_id/request_id",),
-    ev.FailureHoldChanged: (),
-    ev.DeadlineExceeded: ("action: operation_id",),
-    ev.DeliveryDeferred: (
-        "conversation: conversation_id", "delivery: facts.delivery_id", "update: facts.cause_key", "incident: facts.incident_id",
-        "update: facts.urgent",
-    ),  # fmt: skip
-    ev.AlertRaised: (
-        "alert: alert_id", "delivery: facts.delivery_id", "update: cause_key", "investigation: facts.investigation_id",
-    ),  # fmt: skip
-    ev.AlertSeen: ("alert: alert_id",),
-    ev.AlertResolved: ("alert: alert_id", "delivery: facts.delivery_id"),
-    ev.IncidentOpened: ("incident: incident_id",),
-    ev.IncidentRecovered: ("incident: incident_id",),
-    ev.DaemonStopped: (),
-    ev.DaemonStarted: (),
-    ev.ObligationOpened: ("obligation: operation_id",),
-    ev.ObligationMet: ("obligation: operation_id", "turn: turn_id", "delivery: delivery_id"),
-    ev.ObligationDue: ("obligation: operation_id", "turn: turn_id", "delivery: delivery_id"),
-    ev.ToolPolicySet: ("tool_policy", "runtime: revoked[]", "runtime: restamped[]"),
-    ev.RuntimeAdmitted: ("runtime: runtime_id", "runtimes"),
-    ev.RuntimeRefused: ("runtime: runtime_id", "runtimes"),
-    ev.RuntimeFenced: ("runtime: runtime_id",),
-    ev.ToolCallAllowed: ("runtime: runtime_id", "action: operation_id", "investigation: investigation_id"),
-    ev.ToolCallDenied: ("runtime: runtime_id", "action: operation_id", "investigation: investigation_id"),
-    ev.ProviderReadinessRecorded: ("provider: provider",),
-    ev.HostSuspended: ("host",),
-    ev.HostResumed: ("host",),
-    ev.TaskStalled: ("task: task_id",),
-    ev.DeliveryComposed: ("delivery: delivery_id",),
-    ev.InvestigationOpened: ("investigation: investigation_id", "task: task_id", "investigations"),
-    ev.InvestigationExhausted: ("investigation: investigation_id",),
-    ev.InvestigationClosed: ("investigation: investigation_id", "action: operation_id"),
-    ev.BackgroundCheckpointed: ("checkpoint: checkpoint_id", "investigation: investigations[]"),
-    ev.SourceAliased: ("source: source_id", "source: alias_of"),
-    ev.BatchJoined: ("update: cause_key", "batch: batch_id"),
-    ev.BatchRevised: ("update: cause_key", "batch: batch_id"),
-    ev.BatchFixSuperseded: ("action: operation_id",),
 }
+for _area, _events in zip(area_modules("keys"), area_modules("events"), strict=True):
+    _own = set(exported((_events,), ev.Event))
+    assert set(_area.KEYS) == _own, f"{_area.__name__} declares the keys of its own events, each: {set(_area.KEYS) ^ _own}"
+    KEYS.update(_area.KEYS)
 assert set(KEYS) == set(ev.EVENT_TYPES.values()), "every event type declares its keys (() for none)"
 
 
