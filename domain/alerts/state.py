@@ -1,0 +1,47 @@
+"""The alerts area's part of the decision state: its records, one mutable
+dataclass per thing, filled by its evolvers (domain/records.py gathers every
+area's; domain/state.py holds them and the indexes over them). A record's
+`state` starts where its lifecycle starts and moves only as its events say.
+Records are pickled in snapshots: their module is part of the snapshot
+fingerprint."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from tandem.domain.lifecycles import (
+    ALERT,
+    OBLIGATION,
+)
+
+
+@dataclass(slots=True)
+class Alert:
+    """An alert (contract section 6): its view state, and whether its condition is still
+    on (`open`): a continuing condition is not raised again; the engine closes
+    it when it observes the end. `revision`: the update revision an `urgent`
+    alert is about."""
+
+    alert_id: str
+    kind: str
+    first_raised_at: datetime.datetime
+    last_raised_at: datetime.datetime
+    count: int = 1
+    state: str = ALERT.initial  # its view state; `open`: whether its condition is on
+    open: bool = True
+    cause_key: str | None = None
+    revision: int | None = None
+
+
+@dataclass(slots=True)
+class Obligation:
+    """A delivery obligation: tell the task's conversation about an outcome."""
+
+    operation_id: str
+    cause_key: str
+    conversation_id: str
+    due_at: datetime.datetime
+    state: str = OBLIGATION.initial  # due: its fallback alert is raised
+
+
+__all__ = ['Alert', 'Obligation']  # re-exported by domain/records.py

@@ -1,0 +1,74 @@
+"""The authority area's part of the decision state: its records, one mutable
+dataclass per thing, filled by its evolvers (domain/records.py gathers every
+area's; domain/state.py holds them and the indexes over them). A record's
+`state` starts where its lifecycle starts and moves only as its events say.
+Records are pickled in snapshots: their module is part of the snapshot
+fingerprint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from tandem.domain.lifecycles import (
+    GRANT,
+)
+
+
+Seconds = int
+
+
+@dataclass(slots=True)
+class Config:
+    watchdog_max_age_s: Seconds = 120
+    fallback_after_s: Seconds = 600
+    question_resurface_s: Seconds = 86_400
+    wake_batch_max: int = 20
+    # Contract v1.2 section 3.2: the defaults change nothing.
+    wake_min_interval_s: Seconds = 0
+    wake_batch_wait_s: Seconds = 0
+    delivery_backoff_s: Seconds = 0
+    delivery_retries_max: int | None = None  # unbounded
+    backlog_degraded_at: int | None = None
+    exhausted_alerts: bool = False
+    suspend_gap_s: Seconds = 0  # contract v1.2 section 4.5: 0, no unannounced suspend
+    payload_required: bool = False  # contract v1.2 section 6: acceptance needs the exact payload
+    # Contract v1.2 section 5.1: they bound only investigations, which v1 has none of.
+    investigation_max_s: Seconds = 3600
+    investigation_calls_max: int = 100
+
+
+@dataclass(slots=True)
+class Policy:
+    revision: int = 0
+    operations: frozenset[str] = frozenset()
+    roots: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Grant:
+    grant_id: str
+    revision: int
+    task_id: str | None
+    rule_id: str | None
+    operations: tuple[str, ...]  # its own authority, as narrowed (in request order)
+    roots: tuple[str, ...]
+    max_attempts: int
+    token_limit: int | None
+    state: str = GRANT.initial
+    usage: int = 0
+    execution_deadline_s: Seconds | None = None  # contract v1.2 section 3.3
+    retry_backoff_s: Seconds = 0  # contract v1.2 section 3.5
+    call_limit: int | None = None  # contract v1.2 section 3.4
+    calls: int = 0  # the allowed tool calls of its actions (section 3.4)
+    actions: list[str] = field(default_factory=list)
+
+    @property
+    def budget_exhausted(self) -> bool:
+        return (self.token_limit is not None and self.usage >= self.token_limit) or self.calls_reached
+
+    @property
+    def calls_reached(self) -> bool:
+        """Contract v1.2 section 3.4: its actions made `call_limit` calls."""
+        return self.call_limit is not None and self.calls >= self.call_limit
+
+
+__all__ = ['Config', 'Policy', 'Grant', 'Seconds']  # re-exported by domain/records.py

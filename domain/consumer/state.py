@@ -1,0 +1,35 @@
+"""The consumer area's part of the decision state: its records, one mutable
+dataclass per thing, filled by its evolvers (domain/records.py gathers every
+area's; domain/state.py holds them and the indexes over them). A record's
+`state` starts where its lifecycle starts and moves only as its events say.
+Records are pickled in snapshots: their module is part of the snapshot
+fingerprint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from tandem.domain.lifecycles import (
+    CONSUMER,
+)
+
+
+@dataclass(slots=True)
+class Consumer:
+    """A change-log consumer: its durable cursor, deletion watermarks and gaps."""
+
+    consumer_id: str
+    epoch: int
+    seq: int = 0
+    watermarks: dict[int, int] = field(default_factory=dict)  # epoch -> max_deleted_seq seen
+    reached: dict[int, int] = field(default_factory=dict)  # epoch -> highest seq the cursor reached in it
+    state: str = CONSUMER.initial
+    reconciliation_id: str | None = None  # the open one
+    reconciliations: int = 0  # ids issued: {consumer_id}/r{n}
+    gaps: int = 0
+    skipped: int = 0  # batch entries at or below the cursor
+
+    def watermark(self, epoch: int | None = None) -> int:
+        return self.watermarks.get(self.epoch if epoch is None else epoch, 0)
+
+
+__all__ = ['Consumer']  # re-exported by domain/records.py

@@ -1,0 +1,96 @@
+"""The conversation area's part of the decision state: its records, one mutable
+dataclass per thing, filled by its evolvers (domain/records.py gathers every
+area's; domain/state.py holds them and the indexes over them). A record's
+`state` starts where its lifecycle starts and moves only as its events say.
+Records are pickled in snapshots: their module is part of the snapshot
+fingerprint."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from tandem.domain.delivery.state import Delivery, Turn
+from tandem.domain.investigations.state import Checkpoint
+from tandem.domain.lifecycles import (
+    MESSAGE,
+)
+
+
+@dataclass(slots=True)
+class Message:
+    message_id: str
+    text: str
+    tokens: int | None
+    state: str = MESSAGE.initial
+
+
+@dataclass(slots=True)
+class Conversation:
+    conversation_id: str
+    role: str
+    context_limit: int
+    reserve: int
+    steer: bool
+    foreground_id: str | None
+    provider: str | None = None  # contract v1.2 section 4.3
+    epoch: int = 1
+    generation: int | None = None  # the bound background's generation (foreground only)
+    background_id: str | None = None
+    intent_revision: int = 0
+    synced_intent_revision: int = 0
+    queue: list[str] = field(default_factory=list)
+    messages: dict[str, Message] = field(default_factory=dict)
+    context_tokens: int = 0
+    tasks: list[str] = field(default_factory=list)
+    turns: int = 0  # turn ids issued: {conversation_id}/t{n}, never reused
+    deliveries: dict[str, Delivery] = field(default_factory=dict)  # by n: {conversation_id}/d{n}
+    running_turn: Turn | None = None
+    approvals: dict[str, str] = field(default_factory=dict)  # open request_id -> detail
+    failure_held: bool = False
+    recovery: str | None = None  # "message" or "reseed": context_recovery_required
+    reseed_id: str | None = None  # this epoch's reseed delivery, once made
+    reseed_due: bool = False  # a reset asked for a reseed not yet made
+    # While in recovery: the tokens needed and the room there was, as last recorded (RecoveryChanged).
+    recovery_needed: int | None = None
+    recovery_room: int | None = None
+    not_steered: set[tuple[str, int]] = field(default_factory=set)  # refused steers, this turn
+    last_turn: Turn | None = None  # the turn that ended last (what its end settles)
+    # Updates belonging to this foreground whose current revision is not held:
+    deliverable: set[str] = field(default_factory=set)  # actionable, urgent, needs_input
+    optional: set[str] = field(default_factory=set)  # routine: ride along in a human turn
+    urgent: set[str] = field(default_factory=set)  # the deliverable ones triaged urgent
+    # Budgets (contract v1.2 sections 3.6, 3.7):
+    refusals: int = 0  # refused or not received deliveries since the last accepted one
+    refused_at: datetime.datetime | None = None  # the latest of them
+    refused_id: str | None = None  # and its delivery
+    engine_held: bool = False  # its failure hold is the engine's, after its retries
+    last_wake_at: datetime.datetime | None = None  # the previous wake turn's start
+    # (reason, until, the urgent update it holds back: v1.2 section 3.7), as the last pass left it
+    deferred: tuple[str, datetime.datetime | None, str | None] | None = None
+    # Contract v1.2 section 5.2 (a background): its latest checkpoint, and how many it wrote.
+    checkpoint: Checkpoint | None = None
+    checkpoints: int = 0
+
+    @property
+    def intent_unsynced(self) -> bool:
+        return self.intent_revision > self.synced_intent_revision
+
+    @property
+    def unreseeded(self) -> bool:
+        """Contract v1.2 section 5.4 (a background): a reset made its reseed
+        due, and that epoch's reseed is not accepted (none made, not settled,
+        refused, or too big: context recovery)."""
+        if self.reseed_due or self.recovery == "reseed":
+            return True
+        return self.reseed_id is not None and self.deliveries[self.reseed_id].attempt_state != "accepted"
+
+    @property
+    def view_state(self) -> str:
+        if self.recovery is not None:
+            return "context_recovery_required"
+        if self.failure_held:
+            return "failure_held"
+        return "running" if self.running_turn is not None else "idle"
+
+
+__all__ = ['Message', 'Conversation']  # re-exported by domain/records.py

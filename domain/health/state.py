@@ -1,0 +1,30 @@
+"""The health area's part of the decision state: its records, one mutable
+dataclass per thing, filled by its evolvers (domain/records.py gathers every
+area's; domain/state.py holds them and the indexes over them). A record's
+`state` starts where its lifecycle starts and moves only as its events say.
+Records are pickled in snapshots: their module is part of the snapshot
+fingerprint."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class Provider:
+    """A provider account's readiness (contract v1.2 section 4.3): its latest
+    report, its known credential expiry, and whether that expiry still needs
+    checking (`expiry_due`: not yet passed, or passed and not yet checked)."""
+
+    provider: str
+    ready: bool
+    reason: str | None
+    observed_at: datetime.datetime
+    auth_expires_at: datetime.datetime | None = None
+    last_ready_at: datetime.datetime | None = None
+    expiry_due: bool = False
+    incident_observed_at: datetime.datetime | None = None  # its open incident's observed_at (section 4.3)
+
+
+__all__ = ['Provider']  # re-exported by domain/records.py

@@ -1,0 +1,24 @@
+"""The reviews area's part of the decision state: its records, one mutable
+dataclass per thing, filled by its evolvers (domain/records.py gathers every
+area's; domain/state.py holds them and the indexes over them). A record's
+`state` starts where its lifecycle starts and moves only as its events say.
+Records are pickled in snapshots: their module is part of the snapshot
+fingerprint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Batch:
+    """A review batch (contract v1.2 section 7.1): its causes, each with the
+    batch's revision when it joined, and its revision (+ 1 for each new
+    update revision of one of its causes)."""
+
+    batch_id: str
+    revision: int = 0
+    joined: dict[str, int] = field(default_factory=dict)  # cause_key -> the revision it joined at
+
+
+__all__ = ['Batch']  # re-exported by domain/records.py

@@ -1,0 +1,61 @@
+"""The tasks area's part of the decision state: its records, one mutable
+dataclass per thing, filled by its evolvers (domain/records.py gathers every
+area's; domain/state.py holds them and the indexes over them). A record's
+`state` starts where its lifecycle starts and moves only as its events say.
+Records are pickled in snapshots: their module is part of the snapshot
+fingerprint."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+from tandem.domain.authority.state import Seconds
+from tandem.domain.lifecycles import (
+    QUESTION,
+    TASK,
+)
+
+
+@dataclass(slots=True)
+class Task:
+    task_id: str
+    conversation_id: str
+    message_refs: list[str]
+    goal: str
+    done_when: list[str]
+    constraints: dict[str, Any]
+    fallback_decisions: dict[str, str]
+    depends_on: list[str]
+    grant_id: str
+    revision: int = 1
+    state: str = TASK.initial
+    holds: tuple[str, ...] = ()
+    actions: list[str] = field(default_factory=list)
+    dependents: list[str] = field(default_factory=list)  # tasks whose depends_on names this one
+    open_questions: int = 0
+    # Contract v1.2 section 4.4: the latest progress (its time and event), the
+    # deadline, and the due time the progress timer holds (None: no timer).
+    last_progress_at: datetime.datetime | None = None
+    last_progress_event: str = "TaskDelegated"
+    progress_deadline_s: Seconds | None = None
+    progress_due_at: datetime.datetime | None = None
+    stalled_at: datetime.datetime | None = None  # while no_progress is raised: when
+
+
+@dataclass(slots=True)
+class Question:
+    task_id: str
+    question_key: str
+    recipient: str
+    blocking_reason: str
+    affected: list[str] | str
+    evidence_revision: int
+    first_seen_at: datetime.datetime
+    times_raised: int = 1
+    state: str = QUESTION.initial
+    answer: str | None = None
+    resurfaced: int = 0  # the greatest k for which it resurfaced (question_stale)
+
+
+__all__ = ['Task', 'Question']  # re-exported by domain/records.py
