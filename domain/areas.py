@@ -17,7 +17,7 @@ AREAS: tuple[str, ...] = (
 )  # fmt: skip
 
 # The modules every area has (tests/unit/test_layout.py checks the folders).
-AREA_MODULES: tuple[str, ...] = ("inputs", "events", "rules", "lifecycle", "keys")
+AREA_MODULES: tuple[str, ...] = ("inputs", "events", "state", "rules", "lifecycle", "keys", "reasons")
 
 
 def area_modules(module: str) -> tuple[ModuleType, ...]:

@@ -20,36 +20,10 @@ import jinja2
 from markupsafe import Markup
 
 from tandem.adapters.terminal import printable
-from tandem.domain.reasons import BLOCKING_CODES, TASK_HOLD_CODES
+from tandem.domain.reasons import BLOCK_WORDS, HOLD_WORDS  # blocked_by codes and task holds in words, the domain's
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
-# blocked_by codes (docs/contract.md section 4) in words.
-BLOCK_WORDS = {
-    "prerequisite_pending": "waits for a prerequisite's outcome",
-    "prerequisite_failed": "a prerequisite failed, was cancelled or lacks its artifact",
-    "question_hold": "held by an open question",
-    "wider_hold": "held by a question whose scope is unknown",
-    "scope_paused": "its task (or everything) is paused",
-    "task_held": "a task it depends on is not completed",
-    "intent_unsynced": "the background has not synced the latest intent",
-    "watchdog_unavailable": "the watchdog is not fresh (unattended dispatch held)",
-    "resource_busy": "another action holds its resource",
-    "approval_pending": "an approval is open on its conversation",
-    "budget_exhausted": "its grant's budget is used up (token_limit or call_limit reached)",
-    "rule_opted_out": "its rule is not opted in for its cause's scope",
-    "runtime_not_admitted": "the worker runtime it names is not admitted",
-    "retry_backoff": "refused: it waits for its retry back-off",
-    "owner_active": "maintenance: it waits while the owner of its session, or of work on its resource, is active",
-}
-HOLD_WORDS = {
-    "question_hold": "held by an open question",
-    "wider_hold": "held by a question whose scope is unknown",
-    "scope_paused": "paused",
-    "task_held": "a task it depends on is not completed",
-}
-assert tuple(BLOCK_WORDS) == BLOCKING_CODES, "every blocked_by code in words, in the contract's order"
-assert tuple(HOLD_WORDS) == TASK_HOLD_CODES, "every task hold in words, in the contract's order"
 
 
 def _finalize(value: Any) -> Any:
