@@ -120,3 +120,52 @@ def test_the_readme_names_the_module_of_every_input_kind() -> None:
         tag = kind.__struct_config__.tag
         named = [module for pattern, module in table.items() if fnmatch.fnmatchcase(tag, pattern)]
         assert named == [inspect.getmodule(decider).__name__.split(".")[2]], (tag, named)  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------ the areas
+
+
+def _area_public_modules() -> dict[str, set[str]]:
+    """Each area's modules others may import: the same few every area has,
+    and the modules its rules.py names in MORE_RULES (its larger rules)."""
+    import importlib
+
+    from tandem.domain.areas import AREA_MODULES, AREAS
+
+    public: dict[str, set[str]] = {}
+    for area in AREAS:
+        rules = importlib.import_module(f"tandem.domain.{area}.rules")
+        more = {module.__name__.rsplit(".", 1)[1] for module in getattr(rules, "MORE_RULES", ())}
+        public[area] = set(AREA_MODULES) | more
+    return public
+
+
+def test_every_area_has_the_same_files() -> None:
+    from tandem.domain.areas import AREA_MODULES, AREAS
+
+    folders = {path.name for path in (ROOT / "domain").iterdir() if path.is_dir() and path.name != "__pycache__"}
+    assert folders == set(AREAS), f"folders that are no area, or areas without a folder: {folders ^ set(AREAS)}"
+    missing = [f"domain/{area}/{name}.py" for area in AREAS for name in ("__init__", *AREA_MODULES) if not (ROOT / "domain" / area / f"{name}.py").exists()]
+    assert not missing, missing
+
+
+def test_the_kernel_is_flat_and_reaches_areas_only_through_their_public_modules() -> None:
+    """Modules directly under domain/ are the kernel: no `*_events.py` or
+    other module kept apart for the file limit, and what they import of an
+    area is one of its public modules (its internals stay its own)."""
+    from tandem.domain.areas import AREAS
+
+    public = _area_public_modules()
+    kernel = sources("domain")
+    apart = [path.name for path in kernel if path.parent == ROOT / "domain" and path.stem.endswith(("_events", "_inputs"))]
+    assert not apart, f"modules kept apart from their area: {apart}"
+    wrong: list[str] = []
+    for path in kernel:
+        area_of_path = path.relative_to(ROOT / "domain").parts[0] if path.parent != ROOT / "domain" else None
+        for module, _ in imports(path):
+            parts = module.split(".")
+            if parts[:2] != ["tandem", "domain"] or len(parts) < 3 or parts[2] not in AREAS or parts[2] == area_of_path:
+                continue
+            if len(parts) < 4 or parts[3] not in public[parts[2]]:
+                wrong.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert not wrong, f"imports of another area's internals: {wrong}"
