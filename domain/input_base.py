@@ -7,7 +7,7 @@ the file limit.
 from __future__ import annotations
 
 import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from msgspec import UNSET, Meta, Struct
 
@@ -29,57 +29,8 @@ Time = Annotated[datetime.datetime, Meta(tz=True)]  # a moment an input reports 
 
 Actor = Literal["human", "foreground", "background", "daemon", "executor", "source", "watchdog"]
 
-# The actors each kind accepts; the first is the default. A kind not listed
-# accepts only `human` (contract section 1).
-ACTORS: dict[str, tuple[str, ...]] = {
-    "engine.configure": ("daemon",),
-    "policy.set": ("daemon", "human"),
-    "task.complete": ("background", "human"),
-    "question.raise": ("background", "foreground"),
-    "action.propose": ("background", "daemon", "human"),
-    "action.revalidate": ("background", "human"),
-    "executor.receipt": ("executor",),
-    "executor.reconcile": ("executor", "daemon"),
-    "executor.outcome": ("executor",),
-    "evidence.attach": ("executor", "source"),
-    "observe": ("source",),
-    "log.batch": ("source",),
-    "log.pruned": ("source",),
-    "log.reconcile": ("source",),
-    "source.alias": ("source", "daemon"),  # contract v1.2 section 7.2
-    "triage.classify": ("background",),
-    "conversation.open": ("daemon",),
-    "background.bind": ("daemon",),
-    "intent.synced": ("background",),
-    "provider.receipt": ("daemon",),
-    "provider.reconcile": ("daemon",),
-    "turn.ended": ("daemon",),
-    "context.reset": ("daemon",),
-    "usage.report": ("daemon", "executor"),
-    "approval.required": ("daemon",),
-    "hold.failure": ("daemon",),
-    "watchdog.heartbeat": ("watchdog",),
-    "health.incident": ("watchdog", "daemon"),
-    "health.recovered": ("watchdog", "daemon"),
-    "provider.readiness": ("watchdog", "daemon"),  # never a model's (contract v1.2 section 4.3)
-    "host.suspend": ("daemon", "watchdog"),
-    "host.resume": ("daemon", "watchdog"),
-    "daemon.stop": ("daemon",),
-    "daemon.start": ("daemon",),
-    "card.propose": ("background",),
-    "tick": ("daemon",),
-    # Contract v1.2 section 1
-    "tool_policy.set": ("daemon", "human"),
-    "runtime.admit": ("daemon",),
-    "tool.request": ("daemon",),
-    # Contract v1.2 section 6: the daemon's composer
-    "delivery.composed": ("daemon",),
-    # Contract v1.2 section 5
-    "investigation.open": ("background",),
-    "investigation.close": ("background",),
-    "background.checkpoint": ("background",),
-}
-HUMAN_ONLY: tuple[str, ...] = ("human",)
+# A kind accepts only `human` unless its class says otherwise (contract section 1).
+HUMAN_ONLY: tuple[Actor, ...] = ("human",)
 
 
 def given(value: Any) -> Any:
@@ -87,13 +38,11 @@ def given(value: Any) -> Any:
     return None if value is UNSET else value
 
 
-def accepted_actors(kind: str) -> tuple[str, ...]:
-    return ACTORS.get(kind, HUMAN_ONLY)
-
-
 class Input(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", kw_only=True):
-    """Fields every input carries (contract section 1)."""
+    """Fields every input carries (contract section 1). `actors`: the actors
+    a kind accepts, the first its default, declared on the kind's class."""
 
+    actors: ClassVar[tuple[Actor, ...]] = HUMAN_ONLY
     at: Annotated[datetime.datetime, Meta(tz=True)]
     actor: Actor | None = None
     id: Identifier | None = None
@@ -106,7 +55,7 @@ class Input(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", k
     @property
     def sender(self) -> str:
         """The actor, or the kind's default actor when none was given."""
-        return self.actor if self.actor is not None else accepted_actors(self.input_type)[0]
+        return self.actor if self.actor is not None else self.actors[0]
 
 
 def require_one_of(value: Input, *names: str) -> None:

@@ -47,10 +47,8 @@ from tandem.domain.input_base import (  # noqa: F401 (re-exported: `inp.Identifi
     Tokens,
     Time,
     Actor,
-    ACTORS,
     HUMAN_ONLY,
     given,
-    accepted_actors,
     Input,
     require_one_of,
     require_exactly_one,
@@ -77,6 +75,13 @@ assert all(getattr(_here, name, None) is getattr(module, name) for module in _AR
 
 _KINDS: tuple[type[Input], ...] = tuple(exported(_AREA_INPUTS, Input))
 AnyInput: Any = Union[_KINDS]  # type: ignore[valid-type]
+
+# The actors each kind accepts, the first its default, as each kind's class declares them.
+ACTORS: dict[str, tuple[str, ...]] = {cls.__struct_config__.tag: cls.actors for cls in _KINDS}  # type: ignore[misc]
+
+
+def accepted_actors(kind: str) -> tuple[str, ...]:
+    return ACTORS.get(kind, HUMAN_ONLY)
 
 INPUT_KINDS: tuple[str, ...] = tuple(cls.__struct_config__.tag for cls in AnyInput.__args__)  # type: ignore[attr-defined]
 INPUT_DECODER = msgspec.json.Decoder(AnyInput)

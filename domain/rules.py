@@ -67,7 +67,7 @@ def decide(state: State, value: inp.Input, seq: int) -> list[ev.Event]:
             if known == hashlib.sha256(inp.canonical_body(value)).digest():
                 raise Rejected("duplicate_input", f"input id {value.id!r} was already recorded")
             raise Rejected("idempotency_conflict", f"input id {value.id!r} was recorded with another body")
-    accepted = inp.accepted_actors(value.input_type)
+    accepted = value.actors
     if value.sender not in accepted:
         raise Rejected("not_authorized", f"{value.input_type} accepts {', '.join(accepted)}, not {value.sender}")
     return DECIDERS[type(value)](state, value, seq)

@@ -4,14 +4,17 @@ area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
+
 from msgspec import UNSET, Meta, Struct, UnsetType
 from tandem.domain.input_base import (
-    list_items_max,
+    Actor,
     Identifier,
-    Text, Revision,
-    Tokens,
     Input,
+    Revision,
+    Text,
+    Tokens,
+    list_items_max,
     require_exactly_one,
 )
 
@@ -31,6 +34,7 @@ class InputRevisions(Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class ProposeAction(Input, tag="action.propose"):
+    actors: ClassVar[tuple[Actor, ...]] = ("background", "daemon", "human")
     operation_id: Identifier
     cause_key: Identifier
     operation: Identifier
@@ -62,6 +66,7 @@ class ProposeAction(Input, tag="action.propose"):
 
 
 class RevalidateAction(Input, tag="action.revalidate"):
+    actors: ClassVar[tuple[Actor, ...]] = ("background", "human")
     operation_id: Identifier
     input_revisions: InputRevisions
     generation: Revision | UnsetType = UNSET
@@ -77,18 +82,21 @@ class CancelAction(Input, tag="action.cancel"):
 
 
 class ExecutorReceipt(Input, tag="executor.receipt"):
+    actors: ClassVar[tuple[Actor, ...]] = ("executor",)
     operation_id: Identifier
     attempt_id: Identifier
     result: Literal["queued", "accepted", "refused", "unknown"]
 
 
 class ExecutorReconcile(Input, tag="executor.reconcile"):
+    actors: ClassVar[tuple[Actor, ...]] = ("executor", "daemon")
     operation_id: Identifier
     attempt_id: Identifier
     observed: Literal["accepted", "not_received"]
 
 
 class ExecutorOutcome(Input, tag="executor.outcome"):
+    actors: ClassVar[tuple[Actor, ...]] = ("executor",)
     operation_id: Identifier
     outcome: Literal["succeeded", "failed", "cancelled"]
     artifact_revision: Identifier | UnsetType = UNSET
@@ -97,6 +105,7 @@ class ExecutorOutcome(Input, tag="executor.outcome"):
 
 class AttachEvidence(Input, tag="evidence.attach"):
     """Contract v1.2 section 2.5: evidence of a succeeded action, after its outcome."""
+    actors: ClassVar[tuple[Actor, ...]] = ("executor", "source")
 
     operation_id: Identifier
     evidence_ref: Identifier
@@ -104,6 +113,7 @@ class AttachEvidence(Input, tag="evidence.attach"):
 
 
 class ReportUsage(Input, tag="usage.report"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon", "executor")
     conversation_id: Identifier | UnsetType = UNSET
     operation_id: Identifier | UnsetType = UNSET
     input_tokens: Tokens | UnsetType = UNSET

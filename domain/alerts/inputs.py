@@ -4,15 +4,20 @@ area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from msgspec import UNSET, UnsetType
 from tandem.domain.input_base import (
-    Time,
+    Actor,
     Identifier,
-    Text, Input,
+    Input,
+    Text,
+    Time,
 )
 
 
 class RaiseIncident(Input, tag="health.incident"):
+    actors: ClassVar[tuple[Actor, ...]] = ("watchdog", "daemon")
     incident_id: Identifier
     kind: Identifier
     detail: Text
@@ -22,18 +27,22 @@ class RaiseIncident(Input, tag="health.incident"):
 
 
 class RecoverIncident(Input, tag="health.recovered"):
+    actors: ClassVar[tuple[Actor, ...]] = ("watchdog", "daemon")
     incident_id: Identifier
 
 
 class StopDaemon(Input, tag="daemon.stop"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     expected: bool
 
 
 class StartDaemon(Input, tag="daemon.start"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     pass
 
 
 class Tick(Input, tag="tick"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     pass
 
 

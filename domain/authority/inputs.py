@@ -4,15 +4,18 @@ area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
+
 from msgspec import UNSET, Meta, Struct, UnsetType
 from tandem.domain.input_base import (
-    list_items_max,
+    Actor,
+    Count,
     Identifier,
-    Text, Count,
+    Input,
     Positive,
     Revision,
-    Input,
+    Text,
+    list_items_max,
     require_one_of,
 )
 
@@ -30,6 +33,7 @@ class GrantRequest(Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class ConfigureEngine(Input, tag="engine.configure"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     watchdog_max_age_s: Count | UnsetType = UNSET
     fallback_after_s: Count | UnsetType = UNSET
     question_resurface_s: Positive | UnsetType = UNSET
@@ -49,6 +53,7 @@ class ConfigureEngine(Input, tag="engine.configure"):
 
 
 class SetPolicy(Input, tag="policy.set"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon", "human")
     allowed_operations: Annotated[list[Identifier], Meta(max_length=list_items_max)]
     write_roots: Annotated[list[Text], Meta(max_length=list_items_max)]
 

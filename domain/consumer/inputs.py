@@ -4,14 +4,16 @@ area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
+
 from msgspec import Meta, Struct
 from tandem.domain.inbox.inputs import ObservationFields
 from tandem.domain.input_base import (
-    list_items_max,
-    Identifier,
+    Actor,
     Count,
+    Identifier,
     Input,
+    list_items_max,
 )
 
 
@@ -21,18 +23,21 @@ class LogEntry(Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class LogBatch(Input, tag="log.batch"):
+    actors: ClassVar[tuple[Actor, ...]] = ("source",)
     consumer_id: Identifier
     epoch: Count
     entries: Annotated[list[LogEntry], Meta(max_length=list_items_max)]
 
 
 class LogPruned(Input, tag="log.pruned"):
+    actors: ClassVar[tuple[Actor, ...]] = ("source",)
     consumer_id: Identifier
     epoch: Count
     max_deleted_seq: Count
 
 
 class LogReconcile(Input, tag="log.reconcile"):
+    actors: ClassVar[tuple[Actor, ...]] = ("source",)
     consumer_id: Identifier
     reconciliation_id: Identifier
     epoch: Count

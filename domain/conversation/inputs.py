@@ -4,19 +4,23 @@ area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
+
 from msgspec import UNSET, UnsetType
 from tandem.domain.input_base import (
+    Actor,
+    Count,
     Identifier,
-    Text, Count,
+    Input,
     Positive,
     Revision,
+    Text,
     Tokens,
-    Input,
 )
 
 
 class OpenConversation(Input, tag="conversation.open"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     conversation_id: Identifier
     role: Literal["foreground", "background"]
     context_limit: Positive
@@ -33,6 +37,7 @@ class OpenConversation(Input, tag="conversation.open"):
 
 
 class BindBackground(Input, tag="background.bind"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     conversation_id: Identifier
     foreground_id: Identifier
     generation: Revision
@@ -59,17 +64,20 @@ class EditQueue(Input, tag="human.queue_edit"):
 
 
 class SyncIntent(Input, tag="intent.synced"):
+    actors: ClassVar[tuple[Actor, ...]] = ("background",)
     conversation_id: Identifier
     intent_revision: Revision
     generation: Revision
 
 
 class ResetContext(Input, tag="context.reset"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     conversation_id: Identifier
     reason: Literal["compaction", "rollover", "fork", "rollback", "handoff", "provider_loss"]
 
 
 class RequireApproval(Input, tag="approval.required"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     conversation_id: Identifier
     request_id: Identifier
     detail: Text
@@ -81,6 +89,7 @@ class ResolveApproval(Input, tag="approval.resolved"):
 
 
 class HoldFailure(Input, tag="hold.failure"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     conversation_id: Identifier
 
 

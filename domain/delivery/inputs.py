@@ -4,27 +4,32 @@ area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
+
 from msgspec import UNSET, Meta, UnsetType
 from tandem.domain.input_base import (
-    list_items_max,
+    Actor,
     Identifier,
-    Tokens,
     Input,
+    Tokens,
+    list_items_max,
 )
 
 
 class ProviderReceipt(Input, tag="provider.receipt"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     delivery_id: Identifier
     result: Literal["accepted", "unknown", "refused"]
 
 
 class ProviderReconcile(Input, tag="provider.reconcile"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     delivery_id: Identifier
     observed: Literal["accepted", "not_received"]
 
 
 class EndTurn(Input, tag="turn.ended"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     turn_id: Identifier
     outcome: Literal["completed", "failed", "interrupted"]
     delivered: Annotated[list[Identifier], Meta(max_length=list_items_max)] | UnsetType = UNSET
@@ -35,6 +40,7 @@ PayloadDigest = Annotated[str, Meta(pattern="^sha256:[0-9a-f]{64}$")]
 
 
 class ComposeDelivery(Input, tag="delivery.composed"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     delivery_id: Identifier
     payload_ref: Identifier
     payload_digest: PayloadDigest

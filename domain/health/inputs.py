@@ -4,22 +4,27 @@ area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from msgspec import UNSET, UnsetType
 from tandem.domain.input_base import (
-    Time,
+    Actor,
     Identifier,
-    Revision,
     Input,
+    Revision,
+    Time,
 )
 
 
 class Heartbeat(Input, tag="watchdog.heartbeat"):
+    actors: ClassVar[tuple[Actor, ...]] = ("watchdog",)
     generation: Revision
     beat_at: Time | UnsetType = UNSET  # contract v1.2 section 4.1: when the watchdog wrote it
 
 
 class ReportProviderReadiness(Input, tag="provider.readiness"):
     """Contract v1.2 section 4.3: a provider account is ready, or not and why."""
+    actors: ClassVar[tuple[Actor, ...]] = ("watchdog", "daemon")  # never a model's (contract v1.2 section 4.3)
 
     provider: Identifier
     ready: bool
@@ -33,10 +38,12 @@ class ReportProviderReadiness(Input, tag="provider.readiness"):
 
 
 class SuspendHost(Input, tag="host.suspend"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon", "watchdog")
     pass
 
 
 class ResumeHost(Input, tag="host.resume"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon", "watchdog")
     pass
 
 

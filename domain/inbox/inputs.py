@@ -5,13 +5,16 @@ area's into the one union a trace line is decoded into."""
 from __future__ import annotations
 
 import datetime
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
+
 from msgspec import UNSET, Meta, Struct, UnsetType
 from tandem.domain.input_base import (
+    Actor,
     Identifier,
-    Text, Revision,
-    Tokens,
     Input,
+    Revision,
+    Text,
+    Tokens,
 )
 
 
@@ -38,6 +41,7 @@ class ObservationFields(Struct, frozen=True, forbid_unknown_fields=True, kw_only
 
 
 class Observe(Input, tag="observe"):
+    actors: ClassVar[tuple[Actor, ...]] = ("source",)
     # The fields of ObservationFields (msgspec Structs cannot inherit from two
     # bases with fields); `observation()` gives the shared shape.
     source_id: Identifier
@@ -65,6 +69,7 @@ class Observe(Input, tag="observe"):
 
 
 class ClassifyTriage(Input, tag="triage.classify"):
+    actors: ClassVar[tuple[Actor, ...]] = ("background",)
     conversation_id: Identifier
     generation: Revision
     cause_key: Identifier
@@ -75,6 +80,7 @@ class ClassifyTriage(Input, tag="triage.classify"):
 
 
 class ProposeCard(Input, tag="card.propose"):
+    actors: ClassVar[tuple[Actor, ...]] = ("background",)
     card_id: Identifier
     cause_key: Identifier
     summary: Text

@@ -4,10 +4,10 @@ area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-from msgspec import UNSET, Meta, UnsetType
-from tandem.domain.input_base import Identifier, Input, Revision, Tokens
+from typing import Annotated, ClassVar, Literal
 
+from msgspec import UNSET, Meta, UnsetType
+from tandem.domain.input_base import Actor, Identifier, Input, Revision, Tokens
 
 evidence_refs_max = 256  # a checkpoint's (and a closed investigation's) evidence refs
 
@@ -19,6 +19,7 @@ EvidenceRefs = Annotated[list[Identifier], Meta(max_length=evidence_refs_max)]
 
 
 class OpenInvestigation(Input, tag="investigation.open"):
+    actors: ClassVar[tuple[Actor, ...]] = ("background",)
     conversation_id: Identifier
     generation: Revision
     investigation_id: Identifier
@@ -27,6 +28,7 @@ class OpenInvestigation(Input, tag="investigation.open"):
 
 
 class CloseInvestigation(Input, tag="investigation.close"):
+    actors: ClassVar[tuple[Actor, ...]] = ("background",)
     conversation_id: Identifier
     generation: Revision
     investigation_id: Identifier
@@ -40,6 +42,7 @@ class CloseInvestigation(Input, tag="investigation.close"):
 
 
 class CheckpointBackground(Input, tag="background.checkpoint"):
+    actors: ClassVar[tuple[Actor, ...]] = ("background",)
     conversation_id: Identifier
     generation: Revision
     epoch: Annotated[int, Meta(ge=1)]

@@ -4,15 +4,18 @@ area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
+
 from msgspec import UNSET, Meta, UnsetType
 from tandem.domain.authority.inputs import GrantRequest
 from tandem.domain.input_base import (
-    list_items_max,
+    Actor,
     Identifier,
-    Text, Positive,
-    Revision,
     Input,
+    Positive,
+    Revision,
+    Text,
+    list_items_max,
     require_one_of,
 )
 
@@ -48,11 +51,13 @@ class CancelTask(Input, tag="task.cancel"):
 
 
 class CompleteTask(Input, tag="task.complete"):
+    actors: ClassVar[tuple[Actor, ...]] = ("background", "human")
     task_id: Identifier
     evidence_refs: Annotated[list[Identifier], Meta(min_length=1, max_length=list_items_max)]
 
 
 class RaiseQuestion(Input, tag="question.raise"):
+    actors: ClassVar[tuple[Actor, ...]] = ("background", "foreground")
     task_id: Identifier
     question_key: Identifier
     recipient: Identifier

@@ -4,27 +4,31 @@ area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
+
 from msgspec import UNSET, Meta, UnsetType
 from tandem.domain.input_base import (
-    list_items_max,
+    Actor,
     Identifier,
-    Text, ToolName,
-    Revision,
     Input,
+    Revision,
+    Text,
+    ToolName,
+    list_items_max,
 )
-
 
 ToolRole = Literal["background", "worker"]
 
 
 class SetToolPolicy(Input, tag="tool_policy.set"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon", "human")
     role: ToolRole
     allowed_tools: Annotated[list[ToolName], Meta(max_length=list_items_max)]
     read_roots: Annotated[list[Text], Meta(max_length=list_items_max)]
 
 
 class AdmitRuntime(Input, tag="runtime.admit"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     runtime_id: Identifier
     role: ToolRole
     adapter: Identifier
@@ -46,6 +50,7 @@ class AdmitRuntime(Input, tag="runtime.admit"):
 
 
 class RequestTool(Input, tag="tool.request"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
     runtime_id: Identifier
     call_id: Identifier
     tool: ToolName

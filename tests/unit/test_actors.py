@@ -1,8 +1,8 @@
 """Who may send each input kind (contract section 1: "the first is the
-default"; a kind not listed accepts only `human`) is written twice, in the
-contract and in `ACTORS` (domain/input_base.py): here they are compared, kind
-by kind, so that neither a kind forgotten in the table (it would accept only
-`human`) nor a misspelt key goes unnoticed."""
+default"; a kind that says nothing accepts only `human`) is written twice,
+in the contract and on each kind's class (`actors`, gathered in `ACTORS` of
+domain/inputs.py): here they are compared, kind by kind, so that neither a
+kind left at the default by mistake nor a misspelt actor goes unnoticed."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 import typing
 from pathlib import Path
 
-from tandem.domain.input_base import ACTORS, accepted_actors
+from tandem.domain.inputs import ACTORS, accepted_actors
 from tandem.domain.inputs import AnyInput
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
