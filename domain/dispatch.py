@@ -139,8 +139,8 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
                 **_runtime_envelope(state, action),
             ),
             facts=ev.ClaimFacts(
-                heartbeat_generation=state.heartbeat_generation,
-                heartbeat_at=state.heartbeat_at,
+                heartbeat_generation=state.health.heartbeat_generation,
+                heartbeat_at=state.health.heartbeat_at,
                 binding_generation=conversation.generation if conversation is not None else None,
                 prerequisites=prerequisite_facts(state, action) if action.prerequisites else [],
             ),

@@ -176,11 +176,11 @@ def _intent_unsynced(state: State, action: Action) -> ev.BlockFact:
 def _watchdog(state: State, action: Action) -> ev.BlockFact:
     return ev.BlockFact(
         code="watchdog_unavailable",
-        heartbeat_generation=state.heartbeat_generation,
-        heartbeat_at=state.heartbeat_at,
+        heartbeat_generation=state.health.heartbeat_generation,
+        heartbeat_at=state.health.heartbeat_at,
         watchdog_max_age_s=state.config.watchdog_max_age_s,
-        host=state.host if state.host != "running" else None,
-        last_resume_at=state.last_resume_at if state.host == "resuming" else None,
+        host=state.health.host if state.health.host != "running" else None,
+        last_resume_at=state.health.last_resume_at if state.health.host == "resuming" else None,
     )
 
 

@@ -12,15 +12,14 @@ keeping an index in step with a record is this module's.
 
 from __future__ import annotations
 
-import bisect
 import datetime
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from tandem.domain.facts import PrerequisiteSpec
+from tandem.domain.indexes import Timers, index_add, index_remove, reachable  # noqa: F401 (re-exported)
 from tandem.domain.lifecycles import ACTION
+from tandem.domain.health.state import HealthState
 from tandem.domain.records import (
     DELIVERABLE_DISPOSITIONS,
     Action,
@@ -34,7 +33,6 @@ from tandem.domain.records import (
     LatestObservation,
     Obligation,
     Policy,
-    Provider,
     Question,
     Runtime,
     Source,
@@ -49,26 +47,6 @@ TERMINAL = ACTION.terminal
 # The terminal states that fail a prerequisite: every one but succeeded.
 PREREQUISITE_FAILED = TERMINAL - {"succeeded"}
 assert {"pending", "fenced"} <= set(ACTION.states) - TERMINAL  # the two live states indexed by name below
-
-
-@dataclass(slots=True)
-class Timers:
-    """Due times in time order: a sorted list (bisect in, bisect out; an
-    entry is in it at most once). Open questions are few: a list is enough."""
-
-    entries: list[tuple[Any, ...]] = field(default_factory=list)
-
-    def add(self, entry: tuple[Any, ...]) -> None:
-        entries = self.entries
-        index = bisect.bisect_left(entries, entry)
-        if index == len(entries) or entries[index] != entry:
-            entries.insert(index, entry)
-
-    def discard(self, entry: tuple[Any, ...]) -> None:
-        entries = self.entries
-        index = bisect.bisect_left(entries, entry)
-        if index < len(entries) and entries[index] == entry:
-            del entries[index]
 
 
 @dataclass(slots=True)
@@ -90,15 +68,7 @@ class State:
     conversations: dict[str, Conversation] = field(default_factory=dict)
     idempotency: dict[str, bytes] = field(default_factory=dict)  # input id -> body digest
     traces: dict[str, TraceProgress] = field(default_factory=dict)  # ingest progress by trace name
-    heartbeat_generation: int | None = None
-    heartbeat_at: datetime.datetime | None = None  # the greatest beat time (contract v1.2 section 4.1)
-    heartbeat_imported_at: datetime.datetime | None = None  # the `at` of the heartbeat that set it
-    # Contract v1.2 section 4.5: the host's announced (or inferred) sleep.
     previous_at: datetime.datetime | None = None  # the `at` of the input before the last one
-    host: str = "running"  # running, suspended, resuming
-    last_resume_at: datetime.datetime | None = None
-    host_announced_at: datetime.datetime | None = None  # the latest host.suspend/resume's `at`
-    providers: dict[str, Provider] = field(default_factory=dict)  # contract v1.2 section 4.3
     paused: set[str] = field(default_factory=set)
     sources: dict[str, Source] = field(default_factory=dict)
     # Contract v1.2 section 7: alias -> its canonical source; the batches; cause_key -> its batch.
@@ -131,13 +101,11 @@ class State:
     tool_policy_revision: int = 0
     tool_policies: dict[str, ToolPolicy] = field(default_factory=dict)
     runtimes: dict[str, Runtime] = field(default_factory=dict)
-    # Contract v1.2 section 4.4: (progress_due_at, task_id) of each active, unheld task with a
-    # deadline; and the stalled tasks that progressed or ended since (no_progress to resolve).
-    progress_timers: Timers = field(default_factory=Timers)
-    unstalled: set[str] = field(default_factory=set)
     # Contract v1.2 section 5.1: the investigations by id, and (due_at, investigation_id) of the open ones.
     investigations: dict[str, Investigation] = field(default_factory=dict)
     investigation_timers: Timers = field(default_factory=Timers)
+    # ---- the areas' parts
+    health: HealthState = field(default_factory=HealthState)
     # ---- indexes
     pending: set[str] = field(default_factory=set)
     fenced: set[str] = field(default_factory=set)
@@ -174,9 +142,9 @@ class State:
         """Spec 6: fresh iff a heartbeat exists and at - last <= max age (the
         last beat time, contract v1.2 section 4.1), and the host is running
         (not suspended, nor resuming before a heartbeat since: section 4.5)."""
-        if self.heartbeat_at is None or at is None or self.host != "running":
+        if self.health.heartbeat_at is None or at is None or self.health.host != "running":
             return False
-        return (at - self.heartbeat_at).total_seconds() <= self.config.watchdog_max_age_s
+        return (at - self.health.heartbeat_at).total_seconds() <= self.config.watchdog_max_age_s
 
     def provider_unready(self, conversation: Conversation) -> bool:
         """Contract v1.2 section 4.3: its provider's incident is open."""
@@ -206,10 +174,10 @@ class State:
         changed, so the pending maintenance on its resource (owner_active, v1.2 section 8.1)."""
         conversation_id = self.tasks[action.task_id].conversation_id  # type: ignore[index]
         if live:
-            _index_add(self.work_resources.setdefault(conversation_id, {}), action.resource, action.operation_id)
+            index_add(self.work_resources.setdefault(conversation_id, {}), action.resource, action.operation_id)
         else:
             named = self.work_resources[conversation_id]
-            _index_remove(named, action.resource, action.operation_id)
+            index_remove(named, action.resource, action.operation_id)
             if not named:
                 del self.work_resources[conversation_id]
         if self.maintenance:
@@ -332,9 +300,9 @@ class State:
         operation_id = action.operation_id
         self.actions[operation_id] = action
         self.pending.add(operation_id)
-        _index_add(self.pending_by_resource, action.resource, operation_id)
-        _index_add(self.pending_by_task, action.task_id, operation_id)
-        _index_add(self.pending_by_grant, action.grant_id, operation_id)
+        index_add(self.pending_by_resource, action.resource, operation_id)
+        index_add(self.pending_by_task, action.task_id, operation_id)
+        index_add(self.pending_by_grant, action.grant_id, operation_id)
         self.dirty_actions.add(operation_id)
         if action.source_revision is not None:
             self.dirty_sources.add(operation_id)
@@ -354,17 +322,17 @@ class State:
         if old == "pending":
             self.backing_off.pop(operation_id, None)
             self.pending.discard(operation_id)
-            _index_remove(self.pending_by_resource, resource, operation_id)
-            _index_remove(self.pending_by_task, action.task_id, operation_id)
-            _index_remove(self.pending_by_grant, action.grant_id, operation_id)
+            index_remove(self.pending_by_resource, resource, operation_id)
+            index_remove(self.pending_by_task, action.task_id, operation_id)
+            index_remove(self.pending_by_grant, action.grant_id, operation_id)
             action.blocked_by = ()
         elif old == "fenced":
             self.fenced.discard(operation_id)
         if new_state == "pending":
             self.pending.add(operation_id)
-            _index_add(self.pending_by_resource, resource, operation_id)
-            _index_add(self.pending_by_task, action.task_id, operation_id)
-            _index_add(self.pending_by_grant, action.grant_id, operation_id)
+            index_add(self.pending_by_resource, resource, operation_id)
+            index_add(self.pending_by_task, action.task_id, operation_id)
+            index_add(self.pending_by_grant, action.grant_id, operation_id)
             self.dirty_actions.add(operation_id)
         elif new_state == "fenced":
             self.fenced.add(operation_id)
@@ -391,9 +359,9 @@ class State:
         else:
             self.busy_by_resource.pop(resource, None)
         if busy:
-            _index_add(self.in_flight_by_resource, resource, operation_id)
+            index_add(self.in_flight_by_resource, resource, operation_id)
         else:
-            _index_remove(self.in_flight_by_resource, resource, operation_id)
+            index_remove(self.in_flight_by_resource, resource, operation_id)
         self.touch_resource(resource)
 
     # ----------------------------------------------- the question indexes
@@ -450,34 +418,3 @@ class State:
                 conversation.urgent.add(update.cause_key)
         elif update.disposition == "routine":
             conversation.optional.add(update.cause_key)
-
-
-def reachable(start: str, neighbours: Callable[[str], Iterable[str]]) -> Iterator[str]:
-    """`start` and every id reachable from it (depth first, each once)."""
-    stack = [start]
-    seen: set[str] = set()
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        yield current
-        stack.extend(neighbours(current))
-
-
-def _index_add(index: dict[str, set[str]], key: str | None, operation_id: str) -> None:
-    if key is not None:
-        members = index.get(key)
-        if members is None:
-            index[key] = {operation_id}
-        else:
-            members.add(operation_id)  # no set made to be thrown away, as setdefault's default would be
-
-
-def _index_remove(index: dict[str, set[str]], key: str | None, operation_id: str) -> None:
-    members = index.get(key) if key is not None else None
-    if members is not None:
-        members.discard(operation_id)
-        if not members:
-            del index[key]  # type: ignore[arg-type]
-

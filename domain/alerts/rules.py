@@ -200,7 +200,7 @@ def _on_grant_revised(state: State, event: ev.GrantRevised) -> list[ev.Event]:
 
 
 def _on_incident(state: State, event: ev.IncidentOpened) -> list[ev.Event]:
-    provider = state.providers.get(event.incident_id.removeprefix("provider/"))
+    provider = state.health.providers.get(event.incident_id.removeprefix("provider/"))
     if provider is not None and event.incident_id.startswith("provider/"):
         # Contract v1.2 section 10: the readiness report, or the recorded expiry.
         facts = ev.AlertFacts(
@@ -288,8 +288,8 @@ def _on_action_blocked(state: State, event: ev.ActionBlocked) -> list[ev.Event]:
         detail=f"{event.operation_id} waits for a fresh watchdog",
         facts=ev.AlertFacts(
             operation_id=event.operation_id,
-            heartbeat_generation=state.heartbeat_generation,
-            heartbeat_at=state.heartbeat_at,
+            heartbeat_generation=state.health.heartbeat_generation,
+            heartbeat_at=state.health.heartbeat_at,
             watchdog_max_age_s=state.config.watchdog_max_age_s,
         ),
     )
@@ -451,11 +451,11 @@ def run_time_rules(
         if fresh:
             facts = ev.AlertFacts(
                 reason="fresh_heartbeat",
-                heartbeat_generation=state.heartbeat_generation,
-                heartbeat_at=state.heartbeat_at,
+                heartbeat_generation=state.health.heartbeat_generation,
+                heartbeat_at=state.health.heartbeat_at,
                 watchdog_max_age_s=state.config.watchdog_max_age_s,
             )
-            detail = f"heartbeat generation {state.heartbeat_generation} is fresh"
+            detail = f"heartbeat generation {state.health.heartbeat_generation} is fresh"
             for event in resolve_alert(state, cause, WATCHDOG_ALERT, detail=detail, facts=facts):
                 emit(event)
     resolve_progressed(state, cause, emit)
@@ -502,9 +502,9 @@ def resolve_progressed(state: State, cause: int, emit: Emit) -> None:
     """Contract v1.2 section 4.4: a stalled task that progressed, or is no
     longer active, has its no_progress resolved (in every pass's time rules,
     and again after its actions: a claim is progress)."""
-    if not state.unstalled:
+    if not state.health.unstalled:
         return
-    for task_id in sorted(state.unstalled):
+    for task_id in sorted(state.health.unstalled):
         task = state.tasks[task_id]
         active = task.state == "active"
         reason = "progressed" if active else task.state
@@ -512,7 +512,7 @@ def resolve_progressed(state: State, cause: int, emit: Emit) -> None:
         facts = ev.AlertFacts(reason=reason, task_id=task_id, last_progress_event=task.last_progress_event)
         for event in resolve_alert(state, cause, f"no_progress:{task_id}", detail=detail, facts=facts):
             emit(event)
-    state.unstalled.clear()
+    state.health.unstalled.clear()
 
 
 

@@ -118,7 +118,7 @@ def unready_deferral(state: State, conversation: Conversation) -> Deferral | Non
     if not state.provider_unready(conversation):
         return None
     assert conversation.provider is not None
-    provider = state.providers.get(conversation.provider)
+    provider = state.health.providers.get(conversation.provider)
     facts = ev.DeferralFacts(
         provider=conversation.provider,
         incident_id=f"provider/{conversation.provider}",

@@ -53,8 +53,8 @@ def beat_time(event: ev.HeartbeatRecorded) -> datetime.datetime:
 
 
 def decide_heartbeat(state: State, value: inp.Heartbeat, seq: int) -> list[ev.Event]:
-    if state.heartbeat_generation is not None and value.generation < state.heartbeat_generation:
-        raise Rejected("stale_generation", f"generation {value.generation} is below {state.heartbeat_generation}")
+    if state.health.heartbeat_generation is not None and value.generation < state.health.heartbeat_generation:
+        raise Rejected("stale_generation", f"generation {value.generation} is below {state.health.heartbeat_generation}")
     beat_at = min(value.beat_at, value.at) if value.beat_at is not UNSET else UNSET  # a clock ahead earns nothing
     return [ev.HeartbeatRecorded(cause=seq, generation=value.generation, at=value.at, beat_at=beat_at)]
 
@@ -102,7 +102,7 @@ def decide_resume(state: State, value: inp.ResumeHost, seq: int) -> list[ev.Even
 
 
 def _beaten_since(state: State, at: datetime.datetime) -> bool:
-    return state.heartbeat_at is not None and state.heartbeat_at >= at
+    return state.health.heartbeat_at is not None and state.health.heartbeat_at >= at
 
 
 # --------------------------------------------------- the time rules' timers
@@ -115,14 +115,14 @@ def unannounced_resume(state: State, cause: int, at: datetime.datetime) -> ev.Ho
     `host.resume` at this `at` announced the host's state itself."""
     gap = state.config.suspend_gap_s
     previous = state.previous_at
-    if not gap or previous is None or (at - previous).total_seconds() <= gap or state.host_announced_at == at:
+    if not gap or previous is None or (at - previous).total_seconds() <= gap or state.health.host_announced_at == at:
         return None
     return ev.HostResumed(cause=cause, at=at, announced=False, running=_beaten_since(state, at), previous_at=previous)
 
 
 def progress_due(state: State, cause: int) -> tuple[datetime.datetime, ev.TaskStalled] | None:
     """The earliest progress due time (ties by task id) and its stall."""
-    entries = state.progress_timers.entries
+    entries = state.health.progress_timers.entries
     if not entries:
         return None
     due_at, task_id = entries[0]
@@ -143,7 +143,7 @@ def expiry_due(state: State, cause: int) -> tuple[datetime.datetime, ev.Incident
     (ties by provider) whose incident is not open, and the incident it opens."""
     due = [
         (provider.auth_expires_at, name)
-        for name, provider in state.providers.items()
+        for name, provider in state.health.providers.items()
         if provider.expiry_due
         and provider.auth_expires_at is not None
         and not state.incidents.get(provider_incident(name))
@@ -164,7 +164,7 @@ def expiry_due(state: State, cause: int) -> tuple[datetime.datetime, ev.Incident
 
 def _last_ready(state: State, name: str) -> datetime.datetime | UnsetType:
     """A provider incident's last success: the provider's last ready report."""
-    provider = state.providers.get(name)
+    provider = state.health.providers.get(name)
     return provider.last_ready_at if provider is not None and provider.last_ready_at is not None else UNSET
 
 
@@ -173,14 +173,14 @@ def _last_ready(state: State, name: str) -> datetime.datetime | UnsetType:
 
 def note_progress(state: State, task_id: str, event_name: str) -> None:
     """Section 4.4: the task progressed now (the input's `at`): its clock
-    restarts, and a raised no_progress is to be resolved (`state.unstalled`
+    restarts, and a raised no_progress is to be resolved (`state.health.unstalled`
     keeps it until the alerts area resolves it)."""
     task = state.tasks[task_id]
     task.last_progress_at = state.last_at
     task.last_progress_event = event_name
     if task.stalled_at is not None:
         task.stalled_at = None
-        state.unstalled.add(task_id)
+        state.health.unstalled.add(task_id)
     reschedule_progress(state, task)
 
 
@@ -188,19 +188,19 @@ def reschedule_progress(state: State, task: Task) -> None:
     """Keep the task's progress timer in step: due at last progress +
     deadline while it is active, unheld and not stalled; no timer otherwise."""
     if task.progress_due_at is not None:
-        state.progress_timers.discard((task.progress_due_at, task.task_id))
+        state.health.progress_timers.discard((task.progress_due_at, task.task_id))
         task.progress_due_at = None
     if task.state == "active" and task.progress_deadline_s is not None and not task.holds and task.stalled_at is None:
         assert task.last_progress_at is not None
         task.progress_due_at = task.last_progress_at + datetime.timedelta(seconds=task.progress_deadline_s)
-        state.progress_timers.add((task.progress_due_at, task.task_id))
+        state.health.progress_timers.add((task.progress_due_at, task.task_id))
 
 
 def task_ended(state: State, task: Task) -> None:
     """A task no longer active: no timer, and its no_progress is resolved."""
     if task.stalled_at is not None:
         task.stalled_at = None
-        state.unstalled.add(task.task_id)
+        state.health.unstalled.add(task.task_id)
     reschedule_progress(state, task)
 
 
@@ -208,19 +208,19 @@ def task_ended(state: State, task: Task) -> None:
 
 
 def _heartbeat_recorded(state: State, event: ev.HeartbeatRecorded) -> None:
-    state.heartbeat_generation = event.generation
+    state.health.heartbeat_generation = event.generation
     beat = beat_time(event)
-    if state.heartbeat_at is None or beat >= state.heartbeat_at:
-        state.heartbeat_at = beat
-        state.heartbeat_imported_at = event.at
-    if HOST.allows(state.host, "recheck") and state.last_resume_at is not None and state.heartbeat_at >= state.last_resume_at:
-        state.host = HOST.table[(state.host, "recheck")]  # "recheck health on resume": a heartbeat written since
+    if state.health.heartbeat_at is None or beat >= state.health.heartbeat_at:
+        state.health.heartbeat_at = beat
+        state.health.heartbeat_imported_at = event.at
+    if HOST.allows(state.health.host, "recheck") and state.health.last_resume_at is not None and state.health.heartbeat_at >= state.health.last_resume_at:
+        state.health.host = HOST.table[(state.health.host, "recheck")]  # "recheck health on resume": a heartbeat written since
 
 
 def _readiness_recorded(state: State, event: ev.ProviderReadinessRecorded) -> None:
-    provider = state.providers.get(event.provider)
+    provider = state.health.providers.get(event.provider)
     if provider is None:
-        provider = state.providers[event.provider] = Provider(event.provider, event.ready, event.reason, event.observed_at)
+        provider = state.health.providers[event.provider] = Provider(event.provider, event.ready, event.reason, event.observed_at)
     provider.ready, provider.reason, provider.observed_at = event.ready, event.reason, event.observed_at
     if event.auth_expires_at is not None:
         provider.auth_expires_at = event.auth_expires_at
@@ -232,15 +232,15 @@ def _readiness_recorded(state: State, event: ev.ProviderReadinessRecorded) -> No
 
 
 def _host_suspended(state: State, event: ev.HostSuspended) -> None:
-    state.host = HOST.after[ev.HostSuspended]
-    state.host_announced_at = state.last_at
+    state.health.host = HOST.after[ev.HostSuspended]
+    state.health.host_announced_at = state.last_at
 
 
 def _host_resumed(state: State, event: ev.HostResumed) -> None:
-    state.host = HOST.after[ev.HostResumed, event.running]
-    state.last_resume_at = event.at
+    state.health.host = HOST.after[ev.HostResumed, event.running]
+    state.health.last_resume_at = event.at
     if event.announced:
-        state.host_announced_at = event.at
+        state.health.host_announced_at = event.at
 
 
 def _task_stalled(state: State, event: ev.TaskStalled) -> None:
@@ -252,7 +252,7 @@ def _task_stalled(state: State, event: ev.TaskStalled) -> None:
 def provider_incident_opened(state: State, event: ev.IncidentOpened) -> None:
     """An open provider incident covers a known expiry that has passed; its
     observed_at is what a provider_unready deferral says (section 4.3)."""
-    provider = state.providers.get(event.incident_id.removeprefix("provider/"))
+    provider = state.health.providers.get(event.incident_id.removeprefix("provider/"))
     if provider is not None and event.incident_id.startswith("provider/"):
         provider.incident_observed_at = given(event.observed_at) or state.last_at
     if (

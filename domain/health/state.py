@@ -8,7 +8,9 @@ fingerprint."""
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from tandem.domain.indexes import Timers
 
 
 @dataclass(slots=True)
@@ -27,4 +29,22 @@ class Provider:
     incident_observed_at: datetime.datetime | None = None  # its open incident's observed_at (section 4.3)
 
 
-__all__ = ['Provider']  # re-exported by domain/records.py
+@dataclass(slots=True)
+class HealthState:
+    """The health area's part of the decision state (`state.health`): written
+    only by this area's evolvers, read by others through it."""
+
+    heartbeat_generation: int | None = None
+    heartbeat_at: datetime.datetime | None = None  # the greatest beat time (contract v1.2 section 4.1)
+    heartbeat_imported_at: datetime.datetime | None = None  # the `at` of the heartbeat that set it
+    host: str = "running"  # running, suspended, resuming
+    last_resume_at: datetime.datetime | None = None
+    host_announced_at: datetime.datetime | None = None  # the latest host.suspend/resume's `at`
+    providers: dict[str, Provider] = field(default_factory=dict)  # contract v1.2 section 4.3
+    # Contract v1.2 section 4.4: (progress_due_at, task_id) of each active, unheld task with a
+    # deadline; and the stalled tasks that progressed or ended since (no_progress to resolve).
+    progress_timers: Timers = field(default_factory=Timers)
+    unstalled: set[str] = field(default_factory=set)
+
+
+__all__ = ['HealthState', 'Provider']  # re-exported by domain/records.py

@@ -505,8 +505,8 @@ def heartbeat_never_fresher_than_its_beat(before: State, event: Event, applying:
             return f"heartbeat recorded at {inp.format_at(beat)}, written at {inp.format_at(written)}"
     elif isinstance(event, ev.ActionClaimed):
         action = before.actions.get(event.operation_id)
-        if action is not None and action.unattended and before.host != "running":
-            return f"unattended {event.operation_id} claimed while the host is {before.host}"
+        if action is not None and action.unattended and before.health.host != "running":
+            return f"unattended {event.operation_id} claimed while the host is {before.health.host}"
     return None
 
 

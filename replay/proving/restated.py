@@ -77,10 +77,10 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
         if action.proposed_by in ("background", "daemon") and conversation.intent_revision > conversation.synced_intent_revision:
             codes.add("intent_unsynced")
     fresh = (
-        state.heartbeat_at is not None
+        state.health.heartbeat_at is not None
         and at is not None
-        and (at - state.heartbeat_at).total_seconds() <= state.config.watchdog_max_age_s
-        and state.host == "running"  # contract v1.2 section 4.5
+        and (at - state.health.heartbeat_at).total_seconds() <= state.config.watchdog_max_age_s
+        and state.health.host == "running"  # contract v1.2 section 4.5
     )
     if action.unattended and not fresh:
         codes.add("watchdog_unavailable")

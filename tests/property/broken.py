@@ -156,7 +156,7 @@ def stamp_heartbeats_at_import(state: State, value: Input, seq: int, file: str |
     `beat_at` is recorded again at the import's `at` (v1's stamping), so an
     old row looks fresh."""
     handle_input(state, value, seq, file, line, emit)
-    if isinstance(value, Heartbeat) and value.beat_at is not UNSET and state.heartbeat_generation == value.generation:
+    if isinstance(value, Heartbeat) and value.beat_at is not UNSET and state.health.heartbeat_generation == value.generation:
         emit(ev.HeartbeatRecorded(cause=seq, generation=value.generation, at=value.at))
         dispatch.run_pass(state, seq, value.at, emit)
 

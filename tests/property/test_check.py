@@ -328,7 +328,7 @@ def test_a_registered_invariant_is_checked_by_default() -> None:
     @state_invariant
     def at_most_one_heartbeat_generation(world) -> str | None:
         """A test invariant: the watchdog never moves past generation 1."""
-        generation = world.state.heartbeat_generation
+        generation = world.state.health.heartbeat_generation
         return f"watchdog generation {generation}" if generation is not None and generation > 1 else None
 
     scenario = _scenario([_move("hb2", "watchdog.heartbeat", actor="watchdog", generation=2), _move("a")])

@@ -75,7 +75,7 @@ def test_a_heartbeat_imported_after_downtime_is_not_fresh():
     events = when(engine, heartbeat(3, at=at(5405), beat_at=at(0)))
     # Then its beat time is when it was written, and it is stale
     [recorded] = of_type(events, ev.HeartbeatRecorded)
-    assert recorded.beat_at == engine.state.heartbeat_at
+    assert recorded.beat_at == engine.state.health.heartbeat_at
     view = health(engine)
     assert view["last_heartbeat_at"] == at(0)
     assert view["last_heartbeat_imported_at"] == at(5405)
@@ -397,7 +397,7 @@ def test_the_v1_values_of_the_added_keys():
 def test_the_views_are_the_engine_state():
     engine = given(*progress_world(), readiness(n=1, auth_expires_at=at(50)), suspend(n=2), wake(n=3))
     state = engine.state
-    assert health(engine)["host"] == state.host
+    assert health(engine)["host"] == state.health.host
     assert task_row(engine, "t1")["progress_due_at"] == at(60) == state.tasks["t1"].progress_due_at.strftime(
         "%Y-%m-%dT%H:%M:%SZ"
     )
@@ -417,10 +417,10 @@ def test_no_progress_records_the_last_progress_and_the_deadline():
 def test_a_provider_incident_records_the_report_or_the_expiry():
     engine = given(*provider_world())
     [raised] = of_type(when(engine, readiness(n=5, observed_at=at(4))), ev.AlertRaised)
-    assert (raised.facts.provider, raised.facts.reason, raised.facts.observed_at) == ("anthropic", "auth_expired", engine.state.providers["anthropic"].observed_at)
+    assert (raised.facts.provider, raised.facts.reason, raised.facts.observed_at) == ("anthropic", "auth_expired", engine.state.health.providers["anthropic"].observed_at)
     engine = given(*provider_world(), readiness(ready=True, n=1, auth_expires_at=at(100)))
     [raised] = of_type(when(engine, tick(at=at(100))), ev.AlertRaised)
-    assert raised.facts.observed_at is None and raised.facts.auth_expires_at == engine.state.providers["anthropic"].auth_expires_at
+    assert raised.facts.observed_at is None and raised.facts.auth_expires_at == engine.state.health.providers["anthropic"].auth_expires_at
 
 
 def test_a_block_while_the_host_sleeps_says_so():
@@ -464,9 +464,9 @@ def test_the_unready_deferral_records_the_provider_and_its_incident():
     [deferred] = of_type(when(engine, readiness(n=6, observed_at=at(4))), ev.DeliveryDeferred)
     facts = deferred.facts
     assert (facts.provider, facts.incident_id) == ("anthropic", "provider/anthropic")
-    assert facts.observed_at == engine.state.providers["anthropic"].observed_at
+    assert facts.observed_at == engine.state.health.providers["anthropic"].observed_at
     # a known expiry's incident: observed at the expiry
     engine = given(*provider_world(), readiness(ready=True, n=1, auth_expires_at=at(100)))
     [deferred] = of_type(when(engine, tick(at=at(100))), ev.DeliveryDeferred)
-    assert deferred.facts.observed_at == engine.state.providers["anthropic"].auth_expires_at
+    assert deferred.facts.observed_at == engine.state.health.providers["anthropic"].auth_expires_at
 

@@ -409,7 +409,7 @@ def usage_report(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def heartbeat(draw: Draw, b: Builder) -> dict[str, Any]:
-    current = b.state.heartbeat_generation or 1
+    current = b.state.health.heartbeat_generation or 1
     generation = draw(st.sampled_from([current, current, current, current + 1, max(current - 1, 0)]))
     line = b.line("watchdog.heartbeat", "watchdog", generation=generation)
     if often(draw, 3):
