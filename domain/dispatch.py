@@ -153,7 +153,7 @@ def _runtime_envelope(state: State, action: Action) -> dict[str, object]:
     admitted at, for an action naming one (nothing, so a v1 envelope is unchanged)."""
     if action.runtime_id is None:
         return {}
-    runtime = state.runtimes[action.runtime_id]
+    runtime = state.tools.runtimes[action.runtime_id]
     return {"runtime_id": runtime.runtime_id, "tool_policy_revision": runtime.tool_policy_revision}
 
 
@@ -213,7 +213,7 @@ def awaiting_evidence(state: State, action: Action) -> tuple[str, ...]:
 
 
 def _runtime_state(state: State, runtime_id: str) -> str | None:
-    runtime = state.runtimes.get(runtime_id)
+    runtime = state.tools.runtimes.get(runtime_id)
     return runtime.state if runtime is not None else None
 
 

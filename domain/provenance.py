@@ -232,7 +232,7 @@ def _retry_backoff(state: State, action: Action) -> ev.BlockFact:
 
 
 def _runtime(state: State, action: Action) -> ev.BlockFact:
-    runtime = state.runtimes.get(action.runtime_id or "")
+    runtime = state.tools.runtimes.get(action.runtime_id or "")
     return ev.BlockFact(
         code="runtime_not_admitted", runtime_id=action.runtime_id, runtime_state=runtime.state if runtime else None
     )

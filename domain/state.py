@@ -20,6 +20,7 @@ from tandem.domain.facts import PrerequisiteSpec
 from tandem.domain.indexes import Timers, index_add, index_remove, reachable  # noqa: F401 (re-exported)
 from tandem.domain.lifecycles import ACTION
 from tandem.domain.health.state import HealthState
+from tandem.domain.tools.state import ToolsState
 from tandem.domain.records import (
     DELIVERABLE_DISPOSITIONS,
     Action,
@@ -34,10 +35,8 @@ from tandem.domain.records import (
     Obligation,
     Policy,
     Question,
-    Runtime,
     Source,
     Task,
-    ToolPolicy,
     TraceProgress,
     Update,
 )
@@ -96,15 +95,11 @@ class State:
     deadline_timers: Timers = field(default_factory=Timers)
     # Pending actions refused under a grant's retry back-off (v1.2 section 3.5): op -> retry_at.
     backing_off: dict[str, datetime.datetime] = field(default_factory=dict)
-    # Contract v1.2 section 1: the tool policy per role ("background", "worker"), its
-    # revision (one counter for both), and the runtimes by id.
-    tool_policy_revision: int = 0
-    tool_policies: dict[str, ToolPolicy] = field(default_factory=dict)
-    runtimes: dict[str, Runtime] = field(default_factory=dict)
     # Contract v1.2 section 5.1: the investigations by id, and (due_at, investigation_id) of the open ones.
     investigations: dict[str, Investigation] = field(default_factory=dict)
     investigation_timers: Timers = field(default_factory=Timers)
     # ---- the areas' parts
+    tools: ToolsState = field(default_factory=ToolsState)
     health: HealthState = field(default_factory=HealthState)
     # ---- indexes
     pending: set[str] = field(default_factory=set)

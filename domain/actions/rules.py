@@ -136,7 +136,7 @@ def decide_proposal(state: State, value: inp.ProposeAction, seq: int) -> list[ev
         known_action(state, prerequisite.operation_id)
     runtime_id = given(value.runtime_id)
     if runtime_id is not None:
-        runtime = state.runtimes.get(runtime_id)
+        runtime = state.tools.runtimes.get(runtime_id)
         if runtime is None or runtime.role != "worker":
             raise Rejected("unknown_runtime", f"no worker runtime {runtime_id!r}")
     if value.operation_id in state.actions:

@@ -80,8 +80,8 @@ def runtime_admitted(state: State, runtime: Runtime) -> bool:
 
 def admitted_background(state: State, background_id: str | None) -> Runtime | None:
     """The background's runtime admitted at its current binding generation, if any."""
-    for runtime_id in sorted(state.runtimes):
-        runtime = state.runtimes[runtime_id]
+    for runtime_id in sorted(state.tools.runtimes):
+        runtime = state.tools.runtimes[runtime_id]
         if runtime.conversation_id == background_id and runtime.role == "background" and runtime_admitted(state, runtime):
             return runtime
     return None
@@ -95,13 +95,13 @@ def check_background_gates(state: State, value: inp.Input, background_ids: Itera
     if value.sender != "background":
         return
     named = [background_id for background_id in background_ids if background_id is not None]
-    if "background" in state.tool_policies:
+    if "background" in state.tools.policies:
         named = [background_id for background_id in named if admitted_background(state, background_id) is not None]
         if not named:
             which = ", ".join(repr(name) for name in background_ids if name is not None) or "no bound background"
             raise Rejected(
                 "runtime_not_admitted",
-                f"{which}: no runtime admitted at the current binding generation (tool policy revision {state.tool_policy_revision})",
+                f"{which}: no runtime admitted at the current binding generation (tool policy revision {state.tools.policy_revision})",
             )
     if named and all(_gated(state.conversations[background_id], value) for background_id in named):
         background = state.conversations[named[0]]
@@ -133,7 +133,7 @@ def _reseed_state(background: Conversation) -> str:
 
 def _policy(state: State, role: str) -> ToolPolicy:
     """The role's tool policy; before any `tool_policy.set` for it, empty (fail closed)."""
-    return state.tool_policies.get(role) or ToolPolicy()
+    return state.tools.policies.get(role) or ToolPolicy()
 
 
 def _normalised_roots(roots: Iterable[str]) -> list[str]:
@@ -174,13 +174,13 @@ def decide_tool_policy(state: State, value: inp.SetToolPolicy, seq: int) -> list
     for tool in value.allowed_tools:
         if not is_exact(tool):
             raise Rejected("tool_not_exact", f"{tool!r} is not an exact tool name (no wildcard, server or prefix)")
-    revision = state.tool_policy_revision + 1
+    revision = state.tools.policy_revision + 1
     policy = ToolPolicy(frozenset(value.allowed_tools), tuple(_normalised_roots(value.read_roots)))
     revoked: list[str] = []
     restamped: list[str] = []
     because: dict[str, ev.ToolFacts] = {}
-    for runtime_id in sorted(state.runtimes):
-        runtime = state.runtimes[runtime_id]
+    for runtime_id in sorted(state.tools.runtimes):
+        runtime = state.tools.runtimes[runtime_id]
         if runtime.state != "admitted":
             continue
         why = _revoked_because(runtime, policy, revision) if runtime.role == value.role else None
@@ -208,7 +208,7 @@ def _check_admission_identity(state: State, value: inp.AdmitRuntime) -> None:
     conversation_id = given(value.conversation_id)
     if value.role == "background":
         known_conversation(state, conversation_id, "background")
-    known = state.runtimes.get(value.runtime_id)
+    known = state.tools.runtimes.get(value.runtime_id)
     if known is not None and (known.role != value.role or known.conversation_id != conversation_id):
         raise Rejected(
             "already_exists", f"runtime {value.runtime_id!r} is known as {known.role} of {known.conversation_id!r}"
@@ -217,16 +217,16 @@ def _check_admission_identity(state: State, value: inp.AdmitRuntime) -> None:
         bound = binding_generation(state, conversation_id)
         if bound is None or value.generation != bound:
             raise Rejected("generation_fenced", f"generation {value.generation} is not {conversation_id!r}'s binding ({bound})")
-    if value.tool_policy_revision != state.tool_policy_revision:
+    if value.tool_policy_revision != state.tools.policy_revision:
         raise Rejected(
             "stale_revision",
-            f"the tool policy is at revision {state.tool_policy_revision}, not {value.tool_policy_revision}",
+            f"the tool policy is at revision {state.tools.policy_revision}, not {value.tool_policy_revision}",
         )
 
 
 def admission_refusal(state: State, value: inp.AdmitRuntime) -> ev.ToolFacts | None:
     """Checks 5-9 of `runtime.admit`, in order: the first that fails, or None."""
-    revision = state.tool_policy_revision
+    revision = state.tools.policy_revision
     ref = given(value.isolation_test_ref)
     if ref is None:
         return ev.ToolFacts(check="isolation_unavailable", tool_policy_revision=revision)
@@ -266,7 +266,7 @@ def decide_admission(state: State, value: inp.AdmitRuntime, seq: int) -> list[ev
         "conversation_id": given(value.conversation_id),
         "generation": given(value.generation),
         "adapter": value.adapter,
-        "tool_policy_revision": state.tool_policy_revision,
+        "tool_policy_revision": state.tools.policy_revision,
         "tools": list(dict.fromkeys(value.tools)),
     }
     refusal = admission_refusal(state, value)
@@ -311,7 +311,7 @@ def _check_investigation(state: State, runtime: Runtime, value: inp.RequestTool)
 
 def call_denial(state: State, runtime: Runtime, value: inp.RequestTool) -> ev.ToolFacts | None:
     """Checks 3-8 of `tool.request`, in order: why the call is denied, or None (allowed)."""
-    revision = state.tool_policy_revision
+    revision = state.tools.policy_revision
     facts = {"tool_policy_revision": revision, "admitted_revision": runtime.tool_policy_revision}
     if not runtime_admitted(state, runtime):
         return ev.ToolFacts(check="runtime_not_admitted", entry=runtime.state, **facts)
@@ -398,7 +398,7 @@ def _stopped_by_budget(state: State, denied: ev.ToolCallDenied) -> list[ev.Event
 
 
 def decide_tool_request(state: State, value: inp.RequestTool, seq: int) -> list[ev.Event]:
-    runtime = state.runtimes.get(value.runtime_id)
+    runtime = state.tools.runtimes.get(value.runtime_id)
     if runtime is None:
         raise Rejected("unknown_runtime", f"no runtime {value.runtime_id!r}")
     if value.call_id in runtime.call_ids:
@@ -427,7 +427,7 @@ def decide_tool_request(state: State, value: inp.RequestTool, seq: int) -> list[
             call_id=value.call_id,
             tool=value.tool,
             operation_id=operation_id,
-            tool_policy_revision=state.tool_policy_revision,
+            tool_policy_revision=state.tools.policy_revision,
             investigation_id=investigation_id,
         ),
         *_exhausted_by_call(state, investigation_id, seq),
@@ -498,7 +498,7 @@ def _on_background_bound(state: State, event: ev.BackgroundBound) -> list[ev.Eve
             foreground_id=event.foreground_id,
             generation=event.generation,
         )
-        for runtime_id, runtime in sorted(state.runtimes.items())
+        for runtime_id, runtime in sorted(state.tools.runtimes.items())
         if runtime.role == "background" and runtime.state == "admitted" and not runtime_admitted(state, runtime)
     ]
 
@@ -507,25 +507,25 @@ def _on_background_bound(state: State, event: ev.BackgroundBound) -> list[ev.Eve
 
 
 def _tool_policy_set(state: State, event: ev.ToolPolicySet) -> None:
-    state.tool_policy_revision = event.revision
-    state.tool_policies[event.role] = ToolPolicy(frozenset(event.allowed_tools), tuple(event.read_roots))
+    state.tools.policy_revision = event.revision
+    state.tools.policies[event.role] = ToolPolicy(frozenset(event.allowed_tools), tuple(event.read_roots))
     revoked = RUNTIME.after[ev.ToolPolicySet]
     for runtime_id in event.revoked:
-        runtime = state.runtimes[runtime_id]
+        runtime = state.tools.runtimes[runtime_id]
         runtime.state, runtime.reason = revoked, event.revoked_because[runtime_id].check
         state.touch_runtime(runtime_id)
     for runtime_id in event.restamped:
-        state.runtimes[runtime_id].tool_policy_revision = event.revision
+        state.tools.runtimes[runtime_id].tool_policy_revision = event.revision
 
 
 def _profile(state: State, event: ev.RuntimeAdmitted | ev.RuntimeRefused) -> Runtime:
-    runtime = state.runtimes.get(event.runtime_id)
+    runtime = state.tools.runtimes.get(event.runtime_id)
     if runtime is None:
         runtime = Runtime(
             event.runtime_id, event.role, event.conversation_id, event.generation, event.adapter,
             event.tool_policy_revision, tuple(event.tools), (),
         )  # fmt: skip
-        state.runtimes[event.runtime_id] = runtime
+        state.tools.runtimes[event.runtime_id] = runtime
     runtime.generation, runtime.adapter = event.generation, event.adapter
     runtime.tool_policy_revision, runtime.tools = event.tool_policy_revision, tuple(event.tools)
     state.touch_runtime(event.runtime_id)
@@ -545,12 +545,12 @@ def _runtime_refused(state: State, event: ev.RuntimeRefused) -> None:
 
 
 def _runtime_fenced(state: State, event: ev.RuntimeFenced) -> None:
-    state.runtimes[event.runtime_id].state = RUNTIME.after[ev.RuntimeFenced]
+    state.tools.runtimes[event.runtime_id].state = RUNTIME.after[ev.RuntimeFenced]
     state.touch_runtime(event.runtime_id)
 
 
 def _tool_call_allowed(state: State, event: ev.ToolCallAllowed) -> None:
-    runtime = state.runtimes[event.runtime_id]
+    runtime = state.tools.runtimes[event.runtime_id]
     runtime.calls_allowed += 1
     runtime.call_ids.add(event.call_id)
     if event.investigation_id is not UNSET:
@@ -566,7 +566,7 @@ def _tool_call_allowed(state: State, event: ev.ToolCallAllowed) -> None:
 
 
 def _tool_call_denied(state: State, event: ev.ToolCallDenied) -> None:
-    runtime = state.runtimes[event.runtime_id]
+    runtime = state.tools.runtimes[event.runtime_id]
     runtime.calls_denied += 1
     runtime.call_ids.add(event.call_id)
 

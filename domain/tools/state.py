@@ -41,4 +41,16 @@ class Runtime:
     call_ids: set[str] = field(default_factory=set)  # every call asked (allowed or denied)
 
 
-__all__ = ['ToolPolicy', 'Runtime']  # re-exported by domain/records.py
+@dataclass(slots=True)
+class ToolsState:
+    """The tools area's part of the decision state (`state.tools`): written
+    only by this area's evolvers, read by others through it."""
+
+    # Contract v1.2 section 1: the tool policy per role ("background", "worker"), its
+    # revision (one counter for both), and the runtimes by id.
+    policy_revision: int = 0
+    policies: dict[str, ToolPolicy] = field(default_factory=dict)
+    runtimes: dict[str, Runtime] = field(default_factory=dict)
+
+
+__all__ = ['ToolsState', 'ToolPolicy', 'Runtime']  # re-exported by domain/records.py

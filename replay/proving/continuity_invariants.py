@@ -63,7 +63,7 @@ def _admitted(state: State, background_id: str) -> bool:
     return any(
         runtime.role == "background" and runtime.conversation_id == background_id and runtime.state == "admitted"
         and runtime.generation == _bound_at(state, background_id)
-        for runtime in state.runtimes.values()
+        for runtime in state.tools.runtimes.values()
     )  # fmt: skip
 
 
@@ -93,7 +93,7 @@ def background_acts_only_reseeded(before: State, event: Event, applying: Applyin
         return None
     value = event.input
     named = [b for b in acting_for(before, value) if b in before.conversations]
-    if "background" in before.tool_policies:
+    if "background" in before.tools.policies:
         named = [b for b in named if _admitted(before, b)]
     if isinstance(value, WAY_OUT):
         named = [b for b in named if before.conversations[b].recovery != "reseed"]

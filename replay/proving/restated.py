@@ -109,7 +109,7 @@ def _v12_codes(state: State, action: Action, at: datetime.datetime | None) -> It
         yield "rule_opted_out"
     if action.retry_at is not None and at is not None and at < action.retry_at:
         yield "retry_backoff"
-    runtime = state.runtimes.get(action.runtime_id) if action.runtime_id is not None else None
+    runtime = state.tools.runtimes.get(action.runtime_id) if action.runtime_id is not None else None
     if action.runtime_id is not None and (runtime is None or runtime.state != "admitted"):
         yield "runtime_not_admitted"
     if action.priority == "maintenance" and owners_affecting(state, action):

@@ -21,7 +21,7 @@ def _bound_generation(state: State, background_id: str | None) -> int | None:
 
 
 def _allowlist(state: State, role: str) -> frozenset[str]:
-    policy = state.tool_policies.get(role)
+    policy = state.tools.policies.get(role)
     return policy.tools if policy is not None else frozenset()
 
 
@@ -35,7 +35,7 @@ def tools_within_admitted_allowlist(before: State, event: Event, applying: Apply
     admitted only with isolation evidence, nothing inherited, and every tool
     in the allowlist."""
     if isinstance(event, ev.ToolCallAllowed):
-        runtime = before.runtimes.get(event.runtime_id)
+        runtime = before.tools.runtimes.get(event.runtime_id)
         if runtime is None or runtime.state != "admitted":
             return f"call {event.call_id} allowed for {event.runtime_id}, which is {runtime.state if runtime else 'unknown'}"
         if runtime.role == "background" and runtime.generation != _bound_generation(before, runtime.conversation_id):

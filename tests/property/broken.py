@@ -136,7 +136,7 @@ def _allowing_denied(reason: str) -> Step:
                     call_id=event.call_id,
                     tool=event.tool,
                     operation_id=event.operation_id,
-                    tool_policy_revision=state.tool_policy_revision,
+                    tool_policy_revision=state.tools.policy_revision,
                 )
             )
 

@@ -203,7 +203,7 @@ def applicable(kind: str, b: Builder) -> bool:
     if kind == "turn.ended":
         return any(c.running_turn is not None for c in b.state.conversations.values())
     if kind == "tool.request":
-        return bool(b.state.runtimes)
+        return bool(b.state.tools.runtimes)
     if kind in ("action.propose", "task.complete", "task.revise", "task.cancel", "question.raise"):
         return any(t.state == "active" for t in b.state.tasks.values())
     return True

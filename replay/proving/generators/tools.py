@@ -34,13 +34,13 @@ def runtime_admit(draw: Draw, b: Builder) -> dict[str, Any]:
     state = b.state
     runtime_id = draw(st.sampled_from(RUNTIME_IDS))
     role = _role(runtime_id) if often(draw) else draw(st.sampled_from(["background", "worker"]))
-    policy = state.tool_policies.get(role)
+    policy = state.tools.policies.get(role)
     allowed = sorted(policy.tools) if policy is not None and policy.tools else list(TOOLS)
     fields: dict[str, Any] = {
         "runtime_id": runtime_id,
         "role": role,
         "adapter": draw(st.sampled_from(["codex", "claude"])),
-        "tool_policy_revision": revision_near(draw, state.tool_policy_revision),
+        "tool_policy_revision": revision_near(draw, state.tools.policy_revision),
         "tools": subset(draw, allowed, 1) if often(draw, 8) else subset(draw, (*TOOLS, *NOT_EXACT), 1),
         "read_roots": list(policy.read_roots) if policy is not None and policy.read_roots and often(draw, 8)
         else subset(draw, POLICY_ROOTS, 1),
@@ -57,9 +57,9 @@ def runtime_admit(draw: Draw, b: Builder) -> dict[str, Any]:
 
 def tool_request(draw: Draw, b: Builder) -> dict[str, Any]:
     state = b.state
-    known = sorted(state.runtimes)
+    known = sorted(state.tools.runtimes)
     runtime_id = draw(st.sampled_from(known)) if known and often(draw) else draw(st.sampled_from(RUNTIME_IDS))
-    runtime = state.runtimes.get(runtime_id)
+    runtime = state.tools.runtimes.get(runtime_id)
     asked = sorted(runtime.call_ids) if runtime is not None else []
     call_id = draw(st.sampled_from(asked)) if asked and not often(draw) else f"c{len(b.lines) + 1}"
     tools = list(runtime.tools) if runtime is not None and runtime.tools else list(TOOLS)
@@ -86,7 +86,7 @@ def tool_request(draw: Draw, b: Builder) -> dict[str, Any]:
 
 def worker_runtime(draw: Draw, b: Builder) -> str | None:
     """For a proposal: a worker runtime to name, when there is one (no draw otherwise)."""
-    workers = sorted(r for r, runtime in b.state.runtimes.items() if runtime.role == "worker")
+    workers = sorted(r for r, runtime in b.state.tools.runtimes.items() if runtime.role == "worker")
     if not workers or not often(draw, 5):
         return None
     return draw(st.sampled_from([*workers, "w-unknown"])) if not often(draw) else draw(st.sampled_from(workers))
@@ -101,10 +101,10 @@ def worker_admit(draw: Draw, b: Builder) -> dict[str, Any]:
     revision, with the policy's tools and roots and isolation evidence),
     preferably of a worker not admitted yet."""
     state = b.state
-    policy = state.tool_policies.get("worker")
+    policy = state.tools.policies.get("worker")
     if policy is None or not policy.tools:
         return b.line("tool_policy.set", "daemon", role="worker", allowed_tools=subset(draw, TOOLS, 1), read_roots=["/repo", "/srv"])
-    unadmitted = [r for r in WORKER_RUNTIMES if r not in state.runtimes or state.runtimes[r].state != "admitted"]
+    unadmitted = [r for r in WORKER_RUNTIMES if r not in state.tools.runtimes or state.tools.runtimes[r].state != "admitted"]
     runtime_id = draw(st.sampled_from(unadmitted)) if unadmitted and often(draw, 8) else draw(st.sampled_from(WORKER_RUNTIMES))
     return b.line(
         "runtime.admit",
@@ -112,7 +112,7 @@ def worker_admit(draw: Draw, b: Builder) -> dict[str, Any]:
         runtime_id=runtime_id,
         role="worker",
         adapter=draw(st.sampled_from(["codex", "claude"])),
-        tool_policy_revision=state.tool_policy_revision,
+        tool_policy_revision=state.tools.policy_revision,
         tools=subset(draw, sorted(policy.tools), 1),
         read_roots=list(policy.read_roots),
         isolation_test_ref=f"ev/iso-{runtime_id}",
@@ -127,13 +127,13 @@ def worker_call(draw: Draw, b: Builder) -> dict[str, Any]:
     state = b.state
     calling = sorted(
         (op, a.runtime_id) for op, a in state.actions.items()
-        if a.runtime_id in state.runtimes and a.state in IN_FLIGHT_CALLING and state.runtimes[a.runtime_id].state == "admitted"
+        if a.runtime_id in state.tools.runtimes and a.state in IN_FLIGHT_CALLING and state.tools.runtimes[a.runtime_id].state == "admitted"
     )  # fmt: skip
     if not calling:
         return tool_request(draw, b)
     operation_id, runtime_id = draw(st.sampled_from(calling))
-    runtime = state.runtimes[runtime_id]
-    policy = state.tool_policies.get("worker")
+    runtime = state.tools.runtimes[runtime_id]
+    policy = state.tools.policies.get("worker")
     tools = sorted(t for t in runtime.tools if policy is not None and t in policy.tools) or sorted(runtime.tools) or list(TOOLS)
     return b.line(
         "tool.request", "daemon", runtime_id=runtime_id, call_id=f"c{len(b.lines) + 1}", tool=draw(st.sampled_from(tools)),
