@@ -21,13 +21,13 @@ from tandem.domain.indexes import Timers, index_add, index_remove, reachable  # 
 from tandem.domain.lifecycles import ACTION
 from tandem.domain.health.state import HealthState
 from tandem.domain.tools.state import ToolsState
+from tandem.domain.reviews.state import ReviewsState
+from tandem.domain.consumer.state import ConsumerState
 from tandem.domain.records import (
     DELIVERABLE_DISPOSITIONS,
     Action,
     Alert,
-    Batch,
     Config,
-    Consumer,
     Conversation,
     Grant,
     Investigation,
@@ -70,12 +70,7 @@ class State:
     previous_at: datetime.datetime | None = None  # the `at` of the input before the last one
     paused: set[str] = field(default_factory=set)
     sources: dict[str, Source] = field(default_factory=dict)
-    # Contract v1.2 section 7: alias -> its canonical source; the batches; cause_key -> its batch.
-    aliases: dict[str, str] = field(default_factory=dict)
-    batches: dict[str, Batch] = field(default_factory=dict)
-    batch_of: dict[str, str] = field(default_factory=dict)
     updates: dict[str, Update] = field(default_factory=dict)
-    consumers: dict[str, Consumer] = field(default_factory=dict)
     cards: dict[str, str] = field(default_factory=dict)  # card_id -> cause_key
     foregrounds: list[str] = field(default_factory=list)  # in id order: the foreground pass's order
     backgrounds: list[str] = field(default_factory=list)  # in id order: the background pass's (v1.2 section 5.3)
@@ -99,6 +94,8 @@ class State:
     investigations: dict[str, Investigation] = field(default_factory=dict)
     investigation_timers: Timers = field(default_factory=Timers)
     # ---- the areas' parts
+    consumer: ConsumerState = field(default_factory=ConsumerState)
+    reviews: ReviewsState = field(default_factory=ReviewsState)
     tools: ToolsState = field(default_factory=ToolsState)
     health: HealthState = field(default_factory=HealthState)
     # ---- indexes

@@ -41,7 +41,7 @@ def _start_reconciliation(
 
 
 def decide_batch(state: State, value: inp.LogBatch, seq: int) -> list[ev.Event]:
-    consumer = state.consumers.get(value.consumer_id)
+    consumer = state.consumer.by_id.get(value.consumer_id)
     events: list[ev.Event] = []
     if consumer is None:
         events.append(ev.ConsumerCreated(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch))
@@ -79,7 +79,7 @@ def _check_sequence(value: inp.LogBatch) -> None:
 
 
 def decide_pruned(state: State, value: inp.LogPruned, seq: int) -> list[ev.Event]:
-    consumer = state.consumers.get(value.consumer_id)
+    consumer = state.consumer.by_id.get(value.consumer_id)
     events: list[ev.Event] = []
     if consumer is None:
         events.append(ev.ConsumerCreated(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch))
@@ -98,7 +98,7 @@ def decide_pruned(state: State, value: inp.LogPruned, seq: int) -> list[ev.Event
 
 
 def decide_reconcile(state: State, value: inp.LogReconcile, seq: int) -> list[ev.Event]:
-    consumer = state.consumers.get(value.consumer_id)
+    consumer = state.consumer.by_id.get(value.consumer_id)
     if (
         consumer is None
         or not CONSUMER.allows(consumer.state, "reconcile")
@@ -134,33 +134,33 @@ def decide_reconcile(state: State, value: inp.LogReconcile, seq: int) -> list[ev
 
 
 def _consumer_created(state: State, event: ev.ConsumerCreated) -> None:
-    state.consumers[event.consumer_id] = Consumer(event.consumer_id, event.epoch, state=CONSUMER.after[ev.ConsumerCreated])
+    state.consumer.by_id[event.consumer_id] = Consumer(event.consumer_id, event.epoch, state=CONSUMER.after[ev.ConsumerCreated])
 
 
 def _cursor_moved(state: State, event: ev.CursorMoved) -> None:
-    consumer = state.consumers[event.consumer_id]
+    consumer = state.consumer.by_id[event.consumer_id]
     consumer.epoch = event.epoch
     consumer.seq = event.seq
     consumer.reached[event.epoch] = max(consumer.reached.get(event.epoch, 0), event.seq)
 
 
 def _entries_skipped(state: State, event: ev.EntriesSkipped) -> None:
-    state.consumers[event.consumer_id].skipped += event.count
+    state.consumer.by_id[event.consumer_id].skipped += event.count
 
 
 def _watermark_raised(state: State, event: ev.WatermarkRaised) -> None:
-    state.consumers[event.consumer_id].watermarks[event.epoch] = event.max_deleted_seq
+    state.consumer.by_id[event.consumer_id].watermarks[event.epoch] = event.max_deleted_seq
 
 
 def _reconciliation_started(state: State, event: ev.ReconciliationStarted) -> None:
-    consumer = state.consumers[event.consumer_id]
+    consumer = state.consumer.by_id[event.consumer_id]
     consumer.state = CONSUMER.after[ev.ReconciliationStarted]
     consumer.reconciliation_id = event.reconciliation_id
     consumer.reconciliations += 1
 
 
 def _reconciliation_committed(state: State, event: ev.ReconciliationCommitted) -> None:
-    consumer = state.consumers[event.consumer_id]
+    consumer = state.consumer.by_id[event.consumer_id]
     consumer.state = CONSUMER.after[ev.ReconciliationCommitted]
     consumer.reconciliation_id = None
     consumer.epoch = event.epoch

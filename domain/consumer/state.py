@@ -32,4 +32,12 @@ class Consumer:
         return self.watermarks.get(self.epoch if epoch is None else epoch, 0)
 
 
-__all__ = ['Consumer']  # re-exported by domain/records.py
+@dataclass(slots=True)
+class ConsumerState:
+    """The consumer area's part of the decision state (`state.consumer`): written
+    only by this area's evolvers, read by others through it."""
+
+    by_id: dict[str, Consumer] = field(default_factory=dict)
+
+
+__all__ = ['ConsumerState', 'Consumer']  # re-exported by domain/records.py

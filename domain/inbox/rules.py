@@ -76,12 +76,12 @@ class Draft:
         return source.latest_cause if source is not None else None
 
     def batch_of(self, cause_key: str) -> str | None:
-        return self.batches.get(cause_key, self.state.batch_of.get(cause_key))
+        return self.batches.get(cause_key, self.state.reviews.batch_of.get(cause_key))
 
     def batch_revision(self, batch_id: str) -> int:
         if batch_id in self.batch_revisions:
             return self.batch_revisions[batch_id]
-        batch = self.state.batches.get(batch_id)
+        batch = self.state.reviews.batches.get(batch_id)
         return batch.revision if batch is not None else 0
 
     def source_count(self, source_id: str) -> int:
@@ -135,7 +135,7 @@ def _judged(draft: Draft, fields: inp.ObservationFields | inp.Observe) -> tuple[
     """(the canonical source an alias is judged as, or None; the cause): an
     alias's observation without an explicit cause_key is of its canonical
     source's latest cause (contract v1.2 section 7.2)."""
-    canonical = draft.state.aliases.get(fields.source_id)
+    canonical = draft.state.reviews.aliases.get(fields.source_id)
     if canonical is None or fields.cause_key is not UNSET:
         return canonical, default_cause_key(fields)
     return canonical, draft.latest_cause(canonical) or default_cause_key(fields)

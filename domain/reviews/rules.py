@@ -36,7 +36,7 @@ from tandem.domain.state import State
 
 def canonical_source(state: State, source_id: str) -> str:
     """The source an observation naming `source_id` is judged as."""
-    return state.aliases.get(source_id, source_id)
+    return state.reviews.aliases.get(source_id, source_id)
 
 
 def decide_alias(state: State, value: inp.AliasSource, seq: int) -> list[ev.Event]:
@@ -44,13 +44,13 @@ def decide_alias(state: State, value: inp.AliasSource, seq: int) -> list[ev.Even
     if canonical not in state.sources:
         raise Rejected("unknown_source", f"{value.alias_of!r} was never observed")
     alias = value.source_id
-    if state.aliases.get(alias) == canonical:
+    if state.reviews.aliases.get(alias) == canonical:
         return []  # the same alias again: accepted, changes nothing
     if alias == canonical:
         raise Rejected("already_exists", f"{alias!r} is the source {value.alias_of!r} is (an alias of)")
-    if alias in state.aliases:
-        raise Rejected("already_exists", f"{alias!r} is already an alias of {state.aliases[alias]!r}")
-    if alias in state.aliases.values():
+    if alias in state.reviews.aliases:
+        raise Rejected("already_exists", f"{alias!r} is already an alias of {state.reviews.aliases[alias]!r}")
+    if alias in state.reviews.aliases.values():
         raise Rejected("already_exists", f"{alias!r} has aliases of its own")
     return [ev.SourceAliased(cause=seq, source_id=alias, alias_of=canonical), *_joins(state, alias, canonical, seq)]
 
@@ -63,16 +63,16 @@ def _joins(state: State, alias: str, canonical: str, seq: int) -> list[ev.Event]
     if not revised:
         return []
     latest = state.sources[canonical].latest_cause
-    batch_id = state.batch_of.get(latest) if latest is not None else None
+    batch_id = state.reviews.batch_of.get(latest) if latest is not None else None
     if batch_id is None:
         batch_id = f"alias:{canonical}"
         revised = [latest, *revised] if latest is not None else revised
-    batch = state.batches.get(batch_id)
+    batch = state.reviews.batches.get(batch_id)
     revision = batch.revision if batch is not None else 0
     return [
         ev.BatchJoined(cause=seq, batch_id=batch_id, cause_key=cause_key, revision=revision, source_id=alias)
         for cause_key in dict.fromkeys(revised)
-        if cause_key not in state.batch_of
+        if cause_key not in state.reviews.batch_of
     ]
 
 
@@ -80,10 +80,10 @@ def check_duplicate_batch(state: State, cause_key: str) -> None:
     """`duplicate_batch` (section 7.3): an action for another cause of the
     cause's batch is not terminal, or succeeded while the batch has not moved
     past the revision it was proposed at (before its cause joined: the joining one)."""
-    batch_id = state.batch_of.get(cause_key)
+    batch_id = state.reviews.batch_of.get(cause_key)
     if batch_id is None:
         return
-    batch = state.batches[batch_id]
+    batch = state.reviews.batches[batch_id]
     for other_cause, joined_at in batch.joined.items():
         if other_cause == cause_key:
             continue
@@ -100,10 +100,10 @@ def check_duplicate_batch(state: State, cause_key: str) -> None:
 def proposal_batch(state: State, cause_key: str) -> tuple[Any, Any]:
     """What an accepted proposal records (section 7.3): its cause's batch and
     that batch's revision, or UNSET twice (a v1 event is unchanged)."""
-    batch_id = state.batch_of.get(cause_key)
+    batch_id = state.reviews.batch_of.get(cause_key)
     if batch_id is None:
         return UNSET, UNSET
-    return batch_id, state.batches[batch_id].revision
+    return batch_id, state.reviews.batches[batch_id].revision
 
 
 def live_fixes(state: State, batch_id: str) -> list[Action]:
@@ -111,7 +111,7 @@ def live_fixes(state: State, batch_id: str) -> list[Action]:
     lifecycle can still supersede or ask to stop, in proposal order."""
     actions = (
         state.actions[operation_id]
-        for cause_key in state.batches[batch_id].joined
+        for cause_key in state.reviews.batches[batch_id].joined
         for operation_id in state.actions_by_cause.get(cause_key, ())
     )
     live = [action for action in actions if any(ACTION.allows(action.state, stop) for stop in _STOPS)]
@@ -128,7 +128,7 @@ def stop_duplicate_fixes(state: State, batch_id: str, joined: str, cause: int) -
     kept = live[0]
     facts = ev.BatchFixFacts(
         batch_id=batch_id,
-        revision=state.batches[batch_id].revision,
+        revision=state.reviews.batches[batch_id].revision,
         joined=joined,
         kept=kept.operation_id,
         kept_cause=kept.cause_key,
@@ -155,16 +155,16 @@ def _on_joined(state: State, event: ev.BatchRevised | ev.BatchJoined) -> list[ev
 
 
 def _join(state: State, batch_id: str, cause_key: str, revision: int) -> Batch:
-    batch = state.batches.get(batch_id)
+    batch = state.reviews.batches.get(batch_id)
     if batch is None:
-        batch = state.batches[batch_id] = Batch(batch_id)
+        batch = state.reviews.batches[batch_id] = Batch(batch_id)
     batch.joined[cause_key] = revision
-    state.batch_of[cause_key] = batch_id
+    state.reviews.batch_of[cause_key] = batch_id
     return batch
 
 
 def _source_aliased(state: State, event: ev.SourceAliased) -> None:
-    state.aliases[event.source_id] = event.alias_of
+    state.reviews.aliases[event.source_id] = event.alias_of
 
 
 def _batch_joined(state: State, event: ev.BatchJoined) -> None:
@@ -174,7 +174,7 @@ def _batch_joined(state: State, event: ev.BatchJoined) -> None:
 def _batch_revised(state: State, event: ev.BatchRevised) -> None:
     if event.joined:
         _join(state, event.batch_id, event.cause_key, event.revision)
-    state.batches[event.batch_id].revision = event.revision
+    state.reviews.batches[event.batch_id].revision = event.revision
 
 
 def _fix_superseded(state: State, event: ev.BatchFixSuperseded) -> None:

@@ -21,4 +21,15 @@ class Batch:
     joined: dict[str, int] = field(default_factory=dict)  # cause_key -> the revision it joined at
 
 
-__all__ = ['Batch']  # re-exported by domain/records.py
+@dataclass(slots=True)
+class ReviewsState:
+    """The reviews area's part of the decision state (`state.reviews`): written
+    only by this area's evolvers, read by others through it."""
+
+    # Contract v1.2 section 7: alias -> its canonical source; the batches; cause_key -> its batch.
+    aliases: dict[str, str] = field(default_factory=dict)
+    batches: dict[str, Batch] = field(default_factory=dict)
+    batch_of: dict[str, str] = field(default_factory=dict)
+
+
+__all__ = ['ReviewsState', 'Batch']  # re-exported by domain/records.py

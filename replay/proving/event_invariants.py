@@ -370,7 +370,7 @@ def cursor_never_moves_backwards(before: State, event: Event, applying: Applying
     remain"; a crash can neither lose nor double-apply an entry."""
     if not isinstance(event, (ev.CursorMoved, ev.ReconciliationCommitted)):
         return None
-    consumer = before.consumers.get(event.consumer_id)
+    consumer = before.consumer.by_id.get(event.consumer_id)
     reached = consumer.reached.get(event.epoch, 0) if consumer is not None else 0
     if event.seq < reached:
         return f"{event.consumer_id} cursor moves to ({event.epoch}, {event.seq}), below {reached} reached in that epoch"

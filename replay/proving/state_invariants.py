@@ -38,7 +38,7 @@ def one_fix_per_batch(world: World) -> str | None:
     terminal and not `cancel_requested` (asked to stop, it never becomes live
     again: a fix stopped `duplicate_batch` is not a second one)."""
     state = world.state
-    batch_of = {cause_key: batch_id for batch_id, batch in state.batches.items() for cause_key in batch.joined}
+    batch_of = {cause_key: batch_id for batch_id, batch in state.reviews.batches.items() for cause_key in batch.joined}
     live: dict[str, list[str]] = {}
     for action in state.actions.values():
         batch_id = batch_of.get(action.cause_key)

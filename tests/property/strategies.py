@@ -81,7 +81,7 @@ def _consumer_id(draw: Draw) -> str:
 
 
 def _cursor(b: Builder, consumer_id: str, epoch: int) -> int:
-    consumer = b.state.consumers.get(consumer_id)
+    consumer = b.state.consumer.by_id.get(consumer_id)
     return consumer.seq if consumer is not None and consumer.epoch == epoch else 0
 
 
@@ -123,7 +123,7 @@ def cl_pruned(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> dict[str, Any
 
 def cl_reconcile(draw: Draw, b: ConsumerBuilder, consumer_id: str) -> dict[str, Any]:
     log = b.logs[consumer_id]
-    consumer = b.state.consumers.get(consumer_id)
+    consumer = b.state.consumer.by_id.get(consumer_id)
     issued = consumer.reconciliations if consumer is not None else 0
     open_id = consumer.reconciliation_id if consumer is not None else None
     if open_id is not None and often(draw, 8):
@@ -200,7 +200,7 @@ def consumer_traces(draw: Draw, max_steps: int = 40, rollback: bool = False) -> 
         b.now += datetime.timedelta(seconds=draw(st.sampled_from([0, 1, 1, 5, 30])))
         kind = draw(st.sampled_from(_ROLLBACK_WEIGHTED if rollback else _CONSUMER_WEIGHTED))
         consumer_id = _consumer_id(draw)
-        consumer = b.state.consumers.get(consumer_id)
+        consumer = b.state.consumer.by_id.get(consumer_id)
         reconciling = consumer is not None and consumer.reconciliation_id is not None
         if kind == "log.reconcile" and not reconciling and often(draw, 7):
             kind = "log.batch"  # mostly reconcile what is open; a stale one now and then

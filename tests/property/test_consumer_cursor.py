@@ -432,7 +432,7 @@ class Checker:
     # ------------------------------------------------------------- 1.
 
     def check_cursor_history(self) -> None:
-        state_consumers = self.engine.state.consumers
+        state_consumers = self.engine.state.consumer.by_id
         for consumer_id, row in self.rows().items():
             key = (consumer_id, row["epoch"])
             if row["seq"] < self.high.get(key, 0):

@@ -213,7 +213,7 @@ def test_a_batch_in_another_epoch_is_rejected_and_enters_reconciliation():
     assert row(engine) == (1, 3, 0, "reconciliation_required", 0)
     assert engine.views.view("inbox") == before_inbox
     assert engine.state.sources == before_sources
-    assert engine.state.consumers["scm"].reconciliation_id == "scm/r1"
+    assert engine.state.consumer.by_id["scm"].reconciliation_id == "scm/r1"
 
 
 def test_a_batch_in_an_earlier_epoch_is_another_epoch_too():
@@ -243,8 +243,8 @@ def test_re_entering_reconciliation_issues_nothing():
     pruned_above = when(engine, log_pruned(50))
     pruned_elsewhere = when(engine, log_pruned(2, epoch=7))
     assert started(pruned_above) == [] and started(pruned_elsewhere) == []
-    assert engine.state.consumers["scm"].reconciliations == 1
-    assert engine.state.consumers["scm"].reconciliation_id == "scm/r1"
+    assert engine.state.consumer.by_id["scm"].reconciliations == 1
+    assert engine.state.consumer.by_id["scm"].reconciliation_id == "scm/r1"
 
 
 def test_every_batch_is_refused_during_reconciliation_even_in_the_cursors_epoch():
@@ -293,7 +293,7 @@ def test_the_watermark_is_the_maximum_seen_per_epoch_also_during_reconciliation(
     when(engine, log_pruned(15))  # raised during it
     when(engine, log_pruned(13))
     assert row(engine) == (1, 10, 15, "reconciliation_required", 0)
-    assert engine.state.consumers["scm"].watermarks == {1: 15}
+    assert engine.state.consumer.by_id["scm"].watermarks == {1: 15}
 
 
 def test_a_pruned_in_another_epoch_enters_reconciliation_and_keeps_that_epochs_watermark():
@@ -301,7 +301,7 @@ def test_a_pruned_in_another_epoch_enters_reconciliation_and_keeps_that_epochs_w
     events = when(engine, log_pruned(3, epoch=2))
     assert started(events) == ["scm/r1"]
     assert row(engine) == (1, 10, 0, "reconciliation_required", 0)  # the view shows the cursor epoch's watermark
-    assert engine.state.consumers["scm"].watermarks == {2: 3}
+    assert engine.state.consumer.by_id["scm"].watermarks == {2: 3}
 
 
 def test_a_pruned_in_another_epoch_with_nothing_deleted_still_enters_reconciliation():
@@ -341,7 +341,7 @@ def test_commit_to_the_epoch_and_the_retained_head_above_the_watermark():
     [committed] = of_type(events, ev.ReconciliationCommitted)
     assert (committed.epoch, committed.seq, committed.gaps, committed.reconciliation_id) == (2, 9, 1, "scm/r1")
     assert row(engine) == (2, 9, 5, "consuming", 1)
-    assert engine.state.consumers["scm"].reconciliation_id is None
+    assert engine.state.consumer.by_id["scm"].reconciliation_id is None
 
 
 def test_commit_to_the_epochs_watermark_above_the_retained_head():
@@ -409,8 +409,8 @@ def test_gaps_are_counted_and_ids_are_never_reused():
 
 def test_reconciliation_ids_are_per_consumer():
     engine = given(world(), log_pruned(3, consumer_id="a"), log_pruned(3, consumer_id="b"))
-    assert engine.state.consumers["a"].reconciliation_id == "a/r1"
-    assert engine.state.consumers["b"].reconciliation_id == "b/r1"
+    assert engine.state.consumer.by_id["a"].reconciliation_id == "a/r1"
+    assert engine.state.consumer.by_id["b"].reconciliation_id == "b/r1"
 
 
 def test_reconcile_facts_are_applied_as_observations_with_the_repeat_rules():

@@ -132,7 +132,7 @@ def test_a_source_version_first_seen_live_makes_a_change_log_entry_a_repeat_and_
     assert [e.via for e in repeated(events) + recorded(events)] == ["log", "log"]
     assert inbox_row(engine, CI)["revision"] == 2
     assert inbox_row(engine, CI)["repeats"] == 1
-    assert engine.state.consumers["scm"].seq == 2
+    assert engine.state.consumer.by_id["scm"].seq == 2
 
 
 def test_a_source_version_first_seen_in_a_reconciliation_makes_later_ones_repeats():
@@ -329,7 +329,7 @@ def test_a_background_origin_change_log_entry_revises_no_update_and_the_cursor_m
     engine = given(world())
     when(engine, log_batch([entry(1, origin_conversation="bg")]))
     assert inbox_row(engine, CI) is None
-    assert engine.state.consumers["scm"].seq == 1
+    assert engine.state.consumer.by_id["scm"].seq == 1
 
 
 # ------------------------------------------------------------ backlog

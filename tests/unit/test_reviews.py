@@ -62,7 +62,7 @@ def alias(source_id: str = SCM, alias_of: str = INTERNAL, actor: str = "source")
 
 
 def batch(engine, batch_id: str):
-    return engine.state.batches[batch_id]
+    return engine.state.reviews.batches[batch_id]
 
 
 def setup(*more):
@@ -84,20 +84,20 @@ def test_a_v1_observation_records_no_batch_and_no_judgement() -> None:
 
 def test_a_cause_joins_the_batch_its_first_observation_names_and_stays_in_it() -> None:
     engine = setup(review(batch_id="b77"), review(subject="556", fingerprint="h556", batch_id="b77"))
-    assert engine.state.batch_of == {cause("555"): "b77", cause("556"): "b77"}
+    assert engine.state.reviews.batch_of == {cause("555"): "b77", cause("556"): "b77"}
     assert (batch(engine, "b77").revision, batch(engine, "b77").joined) == (2, {cause("555"): 1, cause("556"): 2})
     events = when(engine, review(fingerprint="h555b", source_version="run-81@1", batch_id="b81"))
     assert of_type(events, ev.ObservationRecorded)[0].batch_id == "b81"  # recorded as given
     revised = of_type(events, ev.BatchRevised)
     assert [(e.batch_id, e.revision, e.joined) for e in revised] == [("b77", 3, False)]  # moves nothing
-    assert inbox_row(engine, cause("555"))["batch_id"] == "b77" and "b81" not in engine.state.batches
+    assert inbox_row(engine, cause("555"))["batch_id"] == "b77" and "b81" not in engine.state.reviews.batches
 
 
 def test_a_repeat_joins_no_batch_and_moves_none() -> None:
     engine = setup(review(batch_id="b77"))
     events = when(engine, review(batch_id="b78"))  # same version: a repeat
     assert of_type(events, ev.ObservationRepeated) and not of_type(events, ev.BatchRevised)
-    assert batch(engine, "b77").revision == 1 and "b78" not in engine.state.batches
+    assert batch(engine, "b77").revision == 1 and "b78" not in engine.state.reviews.batches
 
 
 def test_a_later_observation_naming_no_batch_still_moves_the_cause_s_batch() -> None:
@@ -110,7 +110,7 @@ def test_an_out_of_order_observation_joins_nothing() -> None:
     engine = setup(review(source_time="2026-03-01T09:00:10Z"))
     events = when(engine, review(fingerprint="old", source_version="v0", source_time="2026-03-01T09:00:05Z", batch_id="b77"))
     assert of_type(events, ev.ObservationRecorded)[0].out_of_order is True
-    assert not of_type(events, ev.BatchRevised) and not engine.state.batches
+    assert not of_type(events, ev.BatchRevised) and not engine.state.reviews.batches
 
 
 def test_change_log_entries_and_reconcile_facts_carry_batch_id() -> None:
@@ -156,13 +156,13 @@ def test_the_same_alias_again_is_accepted_and_changes_nothing() -> None:
     engine = setup(review(), alias())
     events = when(engine, alias())
     assert rejection(events) is None and len(events) == 1  # its record, nothing else
-    assert engine.state.aliases == {SCM: INTERNAL}
+    assert engine.state.reviews.aliases == {SCM: INTERNAL}
 
 
 def test_an_alias_of_an_alias_means_its_canonical_source() -> None:
     engine = setup(review(), alias())
     aliased = of_type(when(engine, alias("gitlab:555", SCM)), ev.SourceAliased)[0]
-    assert aliased.alias_of == INTERNAL and engine.state.aliases["gitlab:555"] == INTERNAL
+    assert aliased.alias_of == INTERNAL and engine.state.reviews.aliases["gitlab:555"] == INTERNAL
 
 
 def test_an_alias_s_copy_with_the_canonical_s_fingerprint_is_a_repeat_whatever_its_version() -> None:

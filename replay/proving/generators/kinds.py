@@ -195,7 +195,7 @@ def applicable(kind: str, b: Builder) -> bool:
     if kind == "triage.classify":
         return bool(b.state.updates)
     if kind == "log.reconcile":
-        return any(c.state == "reconciliation_required" for c in b.state.consumers.values())
+        return any(c.state == "reconciliation_required" for c in b.state.consumer.by_id.values())
     if kind in ("provider.receipt", "delivery.composed"):
         return any(d.attempt_state == "submitting" for c in b.state.conversations.values() for d in c.deliveries.values())
     if kind == "provider.reconcile":

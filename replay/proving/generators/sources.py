@@ -73,10 +73,10 @@ def late_join(draw: Draw, b: Builder) -> dict[str, Any]:
     such cause exists."""
     state = b.state
     live = {a.cause_key for a in state.actions.values() if not a.terminal and a.state != "cancel_requested"}
-    loose = sorted(cause for cause in live if cause not in state.batch_of)
+    loose = sorted(cause for cause in live if cause not in state.reviews.batch_of)
     if not loose:
         return review_observation(draw, b)
-    held = sorted({state.batch_of[cause] for cause in live if cause in state.batch_of})
+    held = sorted({state.reviews.batch_of[cause] for cause in live if cause in state.reviews.batch_of})
     line = b.line("observe", "source")
     line.update(observation_fields(draw, CAUSES))
     for field in ("origin_conversation", "source_version", "deleted"):
@@ -152,7 +152,7 @@ def urgent_triage(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def _consumer(b: Builder, consumer_id: str):
-    return b.state.consumers.get(consumer_id)
+    return b.state.consumer.by_id.get(consumer_id)
 
 
 def log_batch(draw: Draw, b: Builder) -> dict[str, Any]:
