@@ -409,7 +409,7 @@ class Runtime:
         an incident (`spool_file_late/{n}`), whose alert names the file."""
         assert self.engine is not None
         prefix = f"{late_file_incident_kind}/"
-        number = 1 + sum(1 for incident_id in self.engine.state.incidents if incident_id.startswith(prefix))
+        number = 1 + sum(1 for incident_id in self.engine.state.alerts.incidents if incident_id.startswith(prefix))
         fields = {
             "type": "health.incident", "actor": "daemon", "incident_id": f"{prefix}{number}",
             "kind": late_file_incident_kind, "detail": late.detail(),

@@ -58,7 +58,7 @@ def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> Non
     run_time_rules(
         state, cause, at, emit,
         deadline_rule(state, cause) if state.deadline_timers.entries else None,
-        exhaustion_rule(state, cause) if state.investigation_timers.entries else None,
+        exhaustion_rule(state, cause) if state.investigations.timers.entries else None,
     )  # fmt: skip
     if state.backing_off:
         touch_backed_off(state, at)

@@ -21,7 +21,7 @@ def known_task(state: State, task_id: str) -> Task:
 
 
 def known_alert(state: State, alert_id: str) -> Alert:
-    alert = state.alerts.get(alert_id)
+    alert = state.alerts.by_id.get(alert_id)
     if alert is None:
         raise Rejected("unknown_alert", f"no alert {alert_id!r}")
     return alert

@@ -13,7 +13,6 @@ keeping an index in step with a record is this module's.
 from __future__ import annotations
 
 import datetime
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from tandem.domain.facts import PrerequisiteSpec
@@ -23,16 +22,15 @@ from tandem.domain.health.state import HealthState
 from tandem.domain.tools.state import ToolsState
 from tandem.domain.reviews.state import ReviewsState
 from tandem.domain.consumer.state import ConsumerState
+from tandem.domain.investigations.state import InvestigationsState
+from tandem.domain.alerts.state import AlertsState
 from tandem.domain.records import (
     DELIVERABLE_DISPOSITIONS,
     Action,
-    Alert,
     Config,
     Conversation,
     Grant,
-    Investigation,
     LatestObservation,
-    Obligation,
     Policy,
     Question,
     Source,
@@ -74,26 +72,16 @@ class State:
     cards: dict[str, str] = field(default_factory=dict)  # card_id -> cause_key
     foregrounds: list[str] = field(default_factory=list)  # in id order: the foreground pass's order
     backgrounds: list[str] = field(default_factory=list)  # in id order: the background pass's (v1.2 section 5.3)
-    alerts: dict[str, Alert] = field(default_factory=dict)
-    incidents: dict[str, bool] = field(default_factory=dict)  # incident_id -> open
-    crashes: int = 0  # daemon_crash/{n} incidents issued
-    daemon_last: str | None = None  # the latest daemon.stop/start: start, expected_stop, unexpected_stop
-    obligations: dict[str, Obligation] = field(default_factory=dict)  # by operation_id
-    obligations_by_cause: dict[str, str] = field(default_factory=dict)  # cause_key -> operation_id
     # Time rules (contract section 6): (due_at, kind, key, key) in time order, checked on every
     # input's `at`. Only evolve adds and removes entries, so every entry applies.
     timers: Timers = field(default_factory=Timers)  # questions: (due_at, "question", task_id, key)
-    # Open obligations by due time. Due = outcome `at` + a fixed fallback_after_s and
-    # `at` never goes backwards, so insertion order is due order: O(1) in and out.
-    obligation_timers: OrderedDict[str, datetime.datetime] = field(default_factory=OrderedDict)
     # Execution deadlines (contract v1.2 section 3.3) of live actions: (deadline_at, operation_id).
     deadline_timers: Timers = field(default_factory=Timers)
     # Pending actions refused under a grant's retry back-off (v1.2 section 3.5): op -> retry_at.
     backing_off: dict[str, datetime.datetime] = field(default_factory=dict)
-    # Contract v1.2 section 5.1: the investigations by id, and (due_at, investigation_id) of the open ones.
-    investigations: dict[str, Investigation] = field(default_factory=dict)
-    investigation_timers: Timers = field(default_factory=Timers)
     # ---- the areas' parts
+    alerts: AlertsState = field(default_factory=AlertsState)
+    investigations: InvestigationsState = field(default_factory=InvestigationsState)
     consumer: ConsumerState = field(default_factory=ConsumerState)
     reviews: ReviewsState = field(default_factory=ReviewsState)
     tools: ToolsState = field(default_factory=ToolsState)
@@ -140,7 +128,7 @@ class State:
 
     def provider_unready(self, conversation: Conversation) -> bool:
         """Contract v1.2 section 4.3: its provider's incident is open."""
-        return conversation.provider is not None and bool(self.incidents.get(f"provider/{conversation.provider}"))
+        return conversation.provider is not None and bool(self.alerts.incidents.get(f"provider/{conversation.provider}"))
 
     def question_active(self, key: tuple[str, str]) -> bool:
         question = self.questions[key]

@@ -59,7 +59,7 @@ def raise_alert(
     """Raise `alert_id` unless its condition is already on (a continuing
     condition raises nothing); `new_occurrence` raises it regardless.
     `detail` is for a human, `facts` for tools (contract section 8)."""
-    alert = state.alerts.get(alert_id)
+    alert = state.alerts.by_id.get(alert_id)
     if alert is not None and alert.open and not new_occurrence:
         return []
     return [
@@ -81,7 +81,7 @@ def resolve_alert(
 ) -> list[ev.Event]:
     """The engine saw the condition end: resolve it, if it is on. `detail`
     and `facts` say what it observed."""
-    alert = state.alerts.get(alert_id)
+    alert = state.alerts.by_id.get(alert_id)
     if alert is None or not alert.open:
         return []
     return [ev.AlertResolved(cause=cause, alert_id=alert_id, by="engine", detail=detail, facts=facts)]
@@ -308,7 +308,7 @@ def _on_delivery_receipted(state: State, event: ev.DeliveryReceipted) -> list[ev
     )  # contract v1.2 section 3.6
     delivery = state.conversations[event.conversation_id].deliveries[event.delivery_id]
     for cause_key, revision in delivery.included:
-        alert = state.alerts.get(f"urgent:{cause_key}")
+        alert = state.alerts.by_id.get(f"urgent:{cause_key}")
         if alert is not None and alert.open and alert.revision is not None and revision >= alert.revision:
             events.extend(
                 resolve_alert(
@@ -354,7 +354,7 @@ def _on_turn_ended(state: State, event: ev.TurnEnded) -> list[ev.Event]:
     """A completed turn meets the obligations its accepted deliveries held
     (only those listed in `delivered`, when given); one it held but left out
     of `delivered` falls due at once."""
-    if event.outcome != "completed" or not state.obligations_by_cause:
+    if event.outcome != "completed" or not state.alerts.obligations_by_cause:
         return []
     conversation = state.conversations[event.conversation_id]
     turn = conversation.last_turn
@@ -367,7 +367,7 @@ def _on_turn_ended(state: State, event: ev.TurnEnded) -> list[ev.Event]:
         if delivery.attempt_state != "accepted":
             continue
         for cause_key, _ in delivery.included:
-            operation_id = state.obligations_by_cause.get(cause_key)
+            operation_id = state.alerts.obligations_by_cause.get(cause_key)
             if operation_id is None or operation_id in settled:
                 continue
             settled.add(operation_id)
@@ -381,7 +381,7 @@ def _on_turn_ended(state: State, event: ev.TurnEnded) -> list[ev.Event]:
                         delivery_id=delivery_id,
                     )
                 )
-            elif OBLIGATION.allows(state.obligations[operation_id].state, "fall_due"):
+            elif OBLIGATION.allows(state.alerts.obligations[operation_id].state, "fall_due"):
                 events.append(
                     ev.ObligationDue(
                         cause=event.cause,
@@ -395,7 +395,7 @@ def _on_turn_ended(state: State, event: ev.TurnEnded) -> list[ev.Event]:
 
 
 def _on_obligation_due(state: State, event: ev.ObligationDue) -> list[ev.Event]:
-    obligation = state.obligations[event.operation_id]
+    obligation = state.alerts.obligations[event.operation_id]
     why = f"{event.turn_id} completed without listing it in delivered" if event.reason == "left_out" else "fallback_after_s passed"
     return raise_alert(
         state,
@@ -474,15 +474,15 @@ def _next_timer(
     order: obligations, questions, execution deadlines, investigations, task
     progress, known auth expiry."""
     due: list[tuple[datetime.datetime, int, Step]] = []
-    obligation = next(iter(state.obligation_timers.items()), None)
+    obligation = next(iter(state.alerts.obligation_timers.items()), None)
     if obligation is not None:
         due.append((obligation[1], 0, lambda: ev.ObligationDue(cause=cause, operation_id=obligation[0], reason="overdue")))
     if state.timers.entries:
         due.append((state.timers.entries[0][0], 1, lambda: _resurfaced(state, cause, at)))
     if deadline is not None and state.deadline_timers.entries:
         due.append((state.deadline_timers.entries[0][0], 2, deadline))
-    if exhaust is not None and state.investigation_timers.entries:
-        due.append((state.investigation_timers.entries[0][0], 3, exhaust))
+    if exhaust is not None and state.investigations.timers.entries:
+        due.append((state.investigations.timers.entries[0][0], 3, exhaust))
     for rank, timer in ((4, progress_due(state, cause)), (5, expiry_due(state, cause))):
         if timer is not None:
             due.append((timer[0], rank, lambda event=timer[1]: event))  # type: ignore[misc]
@@ -520,7 +520,7 @@ def resolve_progressed(state: State, cause: int, emit: Emit) -> None:
 
 
 def decide_incident(state: State, value: inp.RaiseIncident, seq: int) -> list[ev.Event]:
-    if state.incidents.get(value.incident_id):
+    if state.alerts.incidents.get(value.incident_id):
         return []  # open already: accepted, no new occurrence
     return [
         ev.IncidentOpened(
@@ -531,8 +531,8 @@ def decide_incident(state: State, value: inp.RaiseIncident, seq: int) -> list[ev
 
 
 def decide_recovered(state: State, value: inp.RecoverIncident, seq: int) -> list[ev.Event]:
-    if not state.incidents.get(value.incident_id):
-        what = "recovered already" if value.incident_id in state.incidents else "not known"
+    if not state.alerts.incidents.get(value.incident_id):
+        what = "recovered already" if value.incident_id in state.alerts.incidents else "not known"
         raise Rejected("not_open", f"incident {value.incident_id!r} is {what}")
     return [ev.IncidentRecovered(cause=seq, incident_id=value.incident_id)]
 
@@ -544,13 +544,13 @@ def decide_daemon_stop(state: State, value: inp.StopDaemon, seq: int) -> list[ev
 def decide_daemon_start(state: State, value: inp.StartDaemon, seq: int) -> list[ev.Event]:
     """A start not preceded by an expected stop was a crash (the very first
     start excepted): incident `daemon_crash/{n}`."""
-    events: list[ev.Event] = [ev.DaemonStarted(cause=seq, after=state.daemon_last)]
-    if state.daemon_last is not None and state.daemon_last != "expected_stop":
-        before = "a start with no stop" if state.daemon_last == "start" else "an unexpected stop"
+    events: list[ev.Event] = [ev.DaemonStarted(cause=seq, after=state.alerts.daemon_last)]
+    if state.alerts.daemon_last is not None and state.alerts.daemon_last != "expected_stop":
+        before = "a start with no stop" if state.alerts.daemon_last == "start" else "an unexpected stop"
         events.append(
             ev.IncidentOpened(
                 cause=seq,
-                incident_id=f"daemon_crash/{state.crashes + 1}",
+                incident_id=f"daemon_crash/{state.alerts.crashes + 1}",
                 kind="daemon_crash",
                 detail=f"daemon started after {before}",
                 reported_by=value.sender,
@@ -580,9 +580,9 @@ def decide_tick(state: State, value: inp.Tick, seq: int) -> list[ev.Event]:
 
 def _alert_raised(state: State, event: ev.AlertRaised) -> None:
     raised = ALERT.after[ev.AlertRaised]
-    alert = state.alerts.get(event.alert_id)
+    alert = state.alerts.by_id.get(event.alert_id)
     if alert is None:
-        state.alerts[event.alert_id] = Alert(
+        state.alerts.by_id[event.alert_id] = Alert(
             event.alert_id, event.kind, event.at, event.at, state=raised, cause_key=event.cause_key, revision=event.revision
         )
         return
@@ -595,56 +595,56 @@ def _alert_raised(state: State, event: ev.AlertRaised) -> None:
 
 
 def _alert_seen(state: State, event: ev.AlertSeen) -> None:
-    state.alerts[event.alert_id].state = ALERT.after[ev.AlertSeen]
+    state.alerts.by_id[event.alert_id].state = ALERT.after[ev.AlertSeen]
 
 
 def _alert_resolved(state: State, event: ev.AlertResolved) -> None:
-    alert = state.alerts[event.alert_id]
+    alert = state.alerts.by_id[event.alert_id]
     alert.state = ALERT.after[ev.AlertResolved]
     if event.by == "engine":
         alert.open = False
 
 
 def _incident_opened(state: State, event: ev.IncidentOpened) -> None:
-    state.incidents[event.incident_id] = True
+    state.alerts.incidents[event.incident_id] = True
     provider_incident_opened(state, event)
     if event.kind == "daemon_crash":
-        state.crashes += 1
+        state.alerts.crashes += 1
 
 
 def _incident_recovered(state: State, event: ev.IncidentRecovered) -> None:
-    state.incidents[event.incident_id] = False
+    state.alerts.incidents[event.incident_id] = False
 
 
 def _daemon_stopped(state: State, event: ev.DaemonStopped) -> None:
-    state.daemon_last = "expected_stop" if event.expected else "unexpected_stop"
+    state.alerts.daemon_last = "expected_stop" if event.expected else "unexpected_stop"
 
 
 def _daemon_started(state: State, event: ev.DaemonStarted) -> None:
-    state.daemon_last = "start"
+    state.alerts.daemon_last = "start"
 
 
 def _obligation_opened(state: State, event: ev.ObligationOpened) -> None:
-    state.obligations[event.operation_id] = Obligation(
+    state.alerts.obligations[event.operation_id] = Obligation(
         event.operation_id, event.cause_key, event.conversation_id, event.due_at, state=OBLIGATION.after[ev.ObligationOpened]
     )
-    state.obligations_by_cause[event.cause_key] = event.operation_id
-    timers = state.obligation_timers
+    state.alerts.obligations_by_cause[event.cause_key] = event.operation_id
+    timers = state.alerts.obligation_timers
     assert not timers or event.due_at >= next(reversed(timers.values())), "obligations fall due in order"
     timers[event.operation_id] = event.due_at
 
 
 def _obligation_met(state: State, event: ev.ObligationMet) -> None:
-    obligation = state.obligations[event.operation_id]
+    obligation = state.alerts.obligations[event.operation_id]
     obligation.state = OBLIGATION.after[ev.ObligationMet]
-    state.obligation_timers.pop(event.operation_id, None)
-    del state.obligations_by_cause[obligation.cause_key]
+    state.alerts.obligation_timers.pop(event.operation_id, None)
+    del state.alerts.obligations_by_cause[obligation.cause_key]
 
 
 def _obligation_due(state: State, event: ev.ObligationDue) -> None:
-    obligation = state.obligations[event.operation_id]
+    obligation = state.alerts.obligations[event.operation_id]
     obligation.state = OBLIGATION.after[ev.ObligationDue]
-    state.obligation_timers.pop(event.operation_id, None)
+    state.alerts.obligation_timers.pop(event.operation_id, None)
 
 
 DECIDERS = {

@@ -8,7 +8,8 @@ fingerprint."""
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from tandem.domain.lifecycles import (
     ALERT,
     OBLIGATION,
@@ -44,4 +45,20 @@ class Obligation:
     state: str = OBLIGATION.initial  # due: its fallback alert is raised
 
 
-__all__ = ['Alert', 'Obligation']  # re-exported by domain/records.py
+@dataclass(slots=True)
+class AlertsState:
+    """The alerts area's part of the decision state (`state.alerts.by_id`): written
+    only by this area's evolvers, read by others through it."""
+
+    by_id: dict[str, Alert] = field(default_factory=dict)
+    incidents: dict[str, bool] = field(default_factory=dict)  # incident_id -> open
+    crashes: int = 0  # daemon_crash/{n} incidents issued
+    daemon_last: str | None = None  # the latest daemon.stop/start: start, expected_stop, unexpected_stop
+    obligations: dict[str, Obligation] = field(default_factory=dict)  # by operation_id
+    obligations_by_cause: dict[str, str] = field(default_factory=dict)  # cause_key -> operation_id
+    # Open obligations by due time. Due = outcome `at` + a fixed fallback_after_s and
+    # `at` never goes backwards, so insertion order is due order: O(1) in and out.
+    obligation_timers: OrderedDict[str, datetime.datetime] = field(default_factory=OrderedDict)
+
+
+__all__ = ['AlertsState', 'Alert', 'Obligation']  # re-exported by domain/records.py

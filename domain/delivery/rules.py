@@ -464,7 +464,7 @@ def urgent_rule(state: State, conversation_id: str, cause: int, at: datetime.dat
     conversation = state.conversations[conversation_id]
     for cause_key in sorted(conversation.urgent):
         update = state.updates[cause_key]
-        alert = state.alerts.get(f"urgent:{cause_key}")
+        alert = state.alerts.by_id.get(f"urgent:{cause_key}")
         if alert is not None and alert.open and alert.revision == update.revision:
             continue  # continuing: this revision was raised already
         reason = "not dispatchable" if conversation.running_turn is None else "running turn"

@@ -75,7 +75,7 @@ def decide_readiness(state: State, value: inp.ReportProviderReadiness, seq: int)
         )
     ]
     incident_id = provider_incident(value.provider)
-    is_open = bool(state.incidents.get(incident_id))
+    is_open = bool(state.alerts.incidents.get(incident_id))
     if not value.ready and not is_open:
         events.append(
             ev.IncidentOpened(
@@ -146,7 +146,7 @@ def expiry_due(state: State, cause: int) -> tuple[datetime.datetime, ev.Incident
         for name, provider in state.health.providers.items()
         if provider.expiry_due
         and provider.auth_expires_at is not None
-        and not state.incidents.get(provider_incident(name))
+        and not state.alerts.incidents.get(provider_incident(name))
     ]
     if not due:
         return None

@@ -49,7 +49,7 @@ def unresolved_investigations(state: State, conversation_id: str) -> list[str]:
     """The background's open and exhausted investigations, by id: its "unresolved investigations"."""
     return sorted(
         investigation_id
-        for investigation_id, investigation in state.investigations.items()
+        for investigation_id, investigation in state.investigations.by_id.items()
         if investigation.conversation_id == conversation_id and investigation.state not in INVESTIGATION.terminal
     )
 
@@ -77,7 +77,7 @@ def decide_open(state: State, value: inp.OpenInvestigation, seq: int) -> list[ev
         task = known_task(state, task_id)
         if task.state != "active":
             raise Rejected("task_not_active", f"task {task_id!r} is {task.state}")
-    if value.investigation_id in state.investigations:
+    if value.investigation_id in state.investigations.by_id:
         raise Rejected("already_exists", f"investigation {value.investigation_id!r} already exists")
     return [
         ev.InvestigationOpened(
@@ -94,7 +94,7 @@ def decide_open(state: State, value: inp.OpenInvestigation, seq: int) -> list[ev
 
 def decide_close(state: State, value: inp.CloseInvestigation, seq: int) -> list[ev.Event]:
     _acting_background(state, value)
-    investigation = state.investigations.get(value.investigation_id)
+    investigation = state.investigations.by_id.get(value.investigation_id)
     if investigation is None or investigation.conversation_id != value.conversation_id:
         raise Rejected("unknown_investigation", f"{value.conversation_id!r} has no investigation {value.investigation_id!r}")
     operation_id = given(value.operation_id)
@@ -162,8 +162,8 @@ def exhaustion_rule(state: State, cause: int) -> Callable[[], ev.InvestigationEx
     exhausts it (its evolver removes the timer)."""
 
     def exhaust_first() -> ev.InvestigationExhausted:
-        due_at, investigation_id = state.investigation_timers.entries[0]
-        investigation = state.investigations[investigation_id]
+        due_at, investigation_id = state.investigations.timers.entries[0]
+        investigation = state.investigations.by_id[investigation_id]
         return ev.InvestigationExhausted(
             cause=cause,
             investigation_id=investigation_id,
@@ -183,7 +183,7 @@ def exhaustion_rule(state: State, cause: int) -> Callable[[], ev.InvestigationEx
 def _on_exhausted(state: State, event: ev.InvestigationExhausted) -> list[ev.Event]:
     assert state.last_at is not None
     if event.by == "time":
-        detail = f"open since {_time(state.investigations[event.investigation_id].opened_at)}, due {_time(event.due_at)}"
+        detail = f"open since {_time(state.investigations.by_id[event.investigation_id].opened_at)}, due {_time(event.due_at)}"
     else:
         detail = f"calls {event.calls} reached investigation_calls_max {event.calls_max}"
     facts = ev.AlertFacts(
@@ -208,25 +208,25 @@ def _time(value: datetime.datetime) -> str:
 
 
 def _opened(state: State, event: ev.InvestigationOpened) -> None:
-    state.investigations[event.investigation_id] = Investigation(
+    state.investigations.by_id[event.investigation_id] = Investigation(
         event.investigation_id, event.conversation_id, event.cause_key, event.task_id, event.opened_at, event.due_at,
         state=INVESTIGATION.after[ev.InvestigationOpened],
     )  # fmt: skip
-    state.investigation_timers.add((event.due_at, event.investigation_id))
+    state.investigations.timers.add((event.due_at, event.investigation_id))
 
 
 def _exhausted(state: State, event: ev.InvestigationExhausted) -> None:
-    investigation = state.investigations[event.investigation_id]
+    investigation = state.investigations.by_id[event.investigation_id]
     investigation.state = INVESTIGATION.after[ev.InvestigationExhausted]
-    state.investigation_timers.discard((investigation.due_at, event.investigation_id))
+    state.investigations.timers.discard((investigation.due_at, event.investigation_id))
 
 
 def _closed(state: State, event: ev.InvestigationClosed) -> None:
-    investigation = state.investigations[event.investigation_id]
+    investigation = state.investigations.by_id[event.investigation_id]
     investigation.state = INVESTIGATION.state_after(event)  # type: ignore[assignment]
     investigation.evidence_refs = list(event.evidence_refs)
     investigation.operation_id = event.operation_id
-    state.investigation_timers.discard((investigation.due_at, event.investigation_id))
+    state.investigations.timers.discard((investigation.due_at, event.investigation_id))
 
 
 def _checkpointed(state: State, event: ev.BackgroundCheckpointed) -> None:

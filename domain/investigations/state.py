@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
+
+from tandem.domain.indexes import Timers
 from tandem.domain.lifecycles import (
     INVESTIGATION,
 )
@@ -47,4 +49,14 @@ class Investigation:
     operation_id: str | None = None  # the worker action it was delegated to
 
 
-__all__ = ['Checkpoint', 'Investigation']  # re-exported by domain/records.py
+@dataclass(slots=True)
+class InvestigationsState:
+    """The investigations area's part of the decision state (`state.investigations.by_id`): written
+    only by this area's evolvers, read by others through it."""
+
+    # Contract v1.2 section 5.1: the investigations by id, and (due_at, investigation_id) of the open ones.
+    by_id: dict[str, Investigation] = field(default_factory=dict)
+    timers: Timers = field(default_factory=Timers)
+
+
+__all__ = ['InvestigationsState', 'Checkpoint', 'Investigation']  # re-exported by domain/records.py

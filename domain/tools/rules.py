@@ -303,7 +303,7 @@ def _check_investigation(state: State, runtime: Runtime, value: inp.RequestTool)
     investigation_id = given(value.investigation_id)
     if investigation_id is None:
         return None
-    investigation = state.investigations.get(investigation_id)
+    investigation = state.investigations.by_id.get(investigation_id)
     if investigation is None or investigation.conversation_id != runtime.conversation_id:
         return "unknown_investigation"
     return "not_open" if investigation.state in INVESTIGATION.terminal else None
@@ -352,7 +352,7 @@ def _investigation_exhausted(state: State, value: inp.RequestTool, facts: dict[s
     """Check 8 for a background: the investigation it names is exhausted, or
     reaches its due time with this very input (section 5.1: its time rule
     runs in the pass after the input's own events)."""
-    investigation = state.investigations.get(given(value.investigation_id) or "")
+    investigation = state.investigations.by_id.get(given(value.investigation_id) or "")
     if investigation is None or not (investigation.state == EXHAUSTED or value.at >= investigation.due_at):
         return None
     return ev.ToolFacts(
@@ -365,7 +365,7 @@ def _named_investigation(state: State, runtime: Runtime, value: inp.RequestTool)
     """The investigation a background's call names, as its events record it
     (UNSET: none, or one that does not exist, or a worker's call)."""
     investigation_id = given(value.investigation_id)
-    if runtime.role != "background" or investigation_id not in state.investigations:
+    if runtime.role != "background" or investigation_id not in state.investigations.by_id:
         return UNSET
     return investigation_id
 
@@ -375,7 +375,7 @@ def _exhausted_by_call(state: State, investigation_id: Any, seq: int) -> list[ev
     investigation_calls_max exhausts it (section 5.1)."""
     if investigation_id is UNSET:
         return []
-    investigation = state.investigations[investigation_id]
+    investigation = state.investigations.by_id[investigation_id]
     calls, calls_max = investigation.calls + 1, state.config.investigation_calls_max
     if investigation.state != "open" or calls < calls_max:
         return []
@@ -554,7 +554,7 @@ def _tool_call_allowed(state: State, event: ev.ToolCallAllowed) -> None:
     runtime.calls_allowed += 1
     runtime.call_ids.add(event.call_id)
     if event.investigation_id is not UNSET:
-        state.investigations[event.investigation_id].calls += 1
+        state.investigations.by_id[event.investigation_id].calls += 1
     if event.operation_id is not None:
         action = state.actions[event.operation_id]
         action.calls += 1

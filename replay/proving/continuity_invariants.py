@@ -118,7 +118,7 @@ def required_part(state: State, background: Conversation) -> int:
         actions = sum(1 for op in task.actions if state.actions[op].state not in TERMINAL)
         live = state.grants[task.grant_id].state == "live"
         total += TASK_TOKENS + GRANT_TOKENS * live + QUESTION_TOKENS * questions + ACTION_TOKENS * actions
-    investigations = state.investigations.values()
+    investigations = state.investigations.by_id.values()
     total += INVESTIGATION_TOKENS * sum(
         1 for i in investigations if i.conversation_id == background.conversation_id and i.state in UNRESOLVED
     )

@@ -388,7 +388,7 @@ def alerts_raised_once_per_occurrence(before: State, event: Event, applying: App
         return None
     if any(isinstance(e, ev.AlertRaised) and e.alert_id == event.alert_id for e in applying.events):
         return f"{event.alert_id} raised twice by one input"
-    alert = before.alerts.get(event.alert_id)
+    alert = before.alerts.by_id.get(event.alert_id)
     if alert is None or not alert.open:
         return None
     kind = event.alert_id.partition(":")[0]
@@ -425,7 +425,7 @@ def obligations_met_by_completed_turns(before: State, event: Event, applying: Ap
     value = applying.input
     if not isinstance(value, inp.EndTurn) or value.outcome != "completed" or value.turn_id != event.turn_id:
         return f"obligation {event.operation_id} met by {value.input_type}, not by turn {event.turn_id} completing"
-    obligation = before.obligations.get(event.operation_id)
+    obligation = before.alerts.obligations.get(event.operation_id)
     if obligation is None or obligation.state == "met":
         return f"obligation {event.operation_id} met twice or never opened"
     delivery = before.conversations[obligation.conversation_id].deliveries.get(event.delivery_id)
@@ -475,7 +475,7 @@ def budgets_never_exceeded(before: State, event: Event, applying: Applying) -> s
 
 
 def _investigation_exceeded(before: State, event: ev.ToolCallAllowed, at: datetime.datetime) -> str | None:
-    investigation = before.investigations.get(event.investigation_id)  # type: ignore[arg-type]
+    investigation = before.investigations.by_id.get(event.investigation_id)  # type: ignore[arg-type]
     if investigation is None or investigation.state != "open":
         return f"call {event.call_id} allowed for investigation {event.investigation_id}, which is {investigation.state if investigation else 'unknown'}"
     if at >= investigation.due_at:
@@ -518,6 +518,6 @@ def no_delivery_while_provider_unready(before: State, event: Event, applying: Ap
     if not isinstance(event, ev.DeliveryCreated):
         return None
     conversation = before.conversations[event.conversation_id]
-    if conversation.provider is not None and before.incidents.get(f"provider/{conversation.provider}"):
+    if conversation.provider is not None and before.alerts.incidents.get(f"provider/{conversation.provider}"):
         return f"{event.delivery_id} delivered to {event.conversation_id} while provider/{conversation.provider} is open"
     return None

@@ -114,7 +114,7 @@ def human_messages_kept(world: World) -> str | None:
             or (reseed is not None and reseed.attempt_state != "accepted")
             or _backing_off(world.state, conversation)
             # contract v1.2 section 4.3: its provider is not ready (the incident, recomputed)
-            or (conversation.provider is not None and world.state.incidents.get(f"provider/{conversation.provider}"))
+            or (conversation.provider is not None and world.state.alerts.incidents.get(f"provider/{conversation.provider}"))
         )
         if not held:
             return f"{conversation.conversation_id} is idle and dispatchable with {queue} queued: no human turn started"
@@ -177,7 +177,7 @@ def unready_provider_is_the_deferral(world: World) -> str | None:
     for conversation_id in world.state.foregrounds:
         conversation = world.state.conversations[conversation_id]
         provider = conversation.provider
-        unready = provider is not None and bool(world.state.incidents.get(f"provider/{provider}"))
+        unready = provider is not None and bool(world.state.alerts.incidents.get(f"provider/{provider}"))
         deferred = conversation.deferred
         if unready != (deferred is not None and deferred[0] == "provider_unready"):
             return f"{conversation_id} on {provider} (incident open: {unready}) is deferred {deferred}"

@@ -51,7 +51,7 @@ def _none_fits(state: State, conversation: Conversation, urgent: list[Update]) -
 
 # Section 3.7's limits, in the order the first that applies is named.
 _LIMITS: dict[str, Callable[[State, Conversation, list[Update]], bool]] = {
-    "provider_unready": lambda s, c, u: c.provider is not None and bool(s.incidents.get(f"provider/{c.provider}")),
+    "provider_unready": lambda s, c, u: c.provider is not None and bool(s.alerts.incidents.get(f"provider/{c.provider}")),
     "backoff": _backing_off,
     "approval": lambda s, c, u: bool(c.approvals),
     "failure_hold": lambda s, c, u: c.failure_held,

@@ -423,7 +423,7 @@ def test_a_failed_turn_meets_nothing():
     engine = given(world(), finished(), provider_receipt("fg/d1", at=at(2)))
     events = when(engine, turn_ended("fg/t1", outcome="failed", at=at(3)))
     assert not of_type(events, ev.ObligationMet) and not of_type(events, ev.ObligationDue)
-    assert engine.state.obligations["op-1"].state == "open"
+    assert engine.state.alerts.obligations["op-1"].state == "open"
 
 
 def test_a_rule_action_has_no_obligation():

@@ -40,7 +40,7 @@ def investigation_open(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def investigation_close(draw: Draw, b: Builder) -> dict[str, Any]:
-    known = sorted(b.state.investigations)
+    known = sorted(b.state.investigations.by_id)
     outcome = draw(st.sampled_from(["concluded", "abandoned", "delegated"]))
     fields: dict[str, Any] = {
         "conversation_id": "bg",

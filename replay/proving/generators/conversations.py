@@ -181,7 +181,7 @@ def host_resume(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def health_recovered(draw: Draw, b: Builder) -> dict[str, Any]:
-    open_ = sorted(i for i, is_open in b.state.incidents.items() if is_open)
+    open_ = sorted(i for i, is_open in b.state.alerts.incidents.items() if is_open)
     incident = draw(st.sampled_from(open_)) if open_ and often(draw, 8) else draw(st.sampled_from([*INCIDENTS, "daemon_crash/1"]))
     return b.line("health.recovered", draw(st.sampled_from(["watchdog", "daemon"])), incident_id=incident)
 
@@ -206,7 +206,7 @@ def card_propose(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def _alert_id(draw: Draw, b: Builder) -> str:
-    alerts = sorted(b.state.alerts)
+    alerts = sorted(b.state.alerts.by_id)
     return draw(st.sampled_from(alerts)) if alerts and often(draw, 9) else "urgent:nothing"
 
 

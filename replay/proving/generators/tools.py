@@ -79,8 +79,8 @@ def tool_request(draw: Draw, b: Builder) -> dict[str, Any]:
     else:
         if not often(draw, 9):
             fields["write_paths"] = [draw(st.sampled_from(WRITE_PATHS))]
-        if state.investigations and often(draw, 6):  # contract v1.2 section 5.1: counted on an investigation
-            fields["investigation_id"] = draw(st.sampled_from([*sorted(state.investigations), "inv-unknown"]))
+        if state.investigations.by_id and often(draw, 6):  # contract v1.2 section 5.1: counted on an investigation
+            fields["investigation_id"] = draw(st.sampled_from([*sorted(state.investigations.by_id), "inv-unknown"]))
     return b.line("tool.request", "daemon", **fields)
 
 
