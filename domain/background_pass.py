@@ -48,8 +48,8 @@ reseed_investigation_tokens = 30
 def run_background_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> None:
     """Section 9 step 5: the reseeds due, backgrounds in id order; and why a
     due one waits, when that changed (only then: a v1 background records nothing)."""
-    for conversation_id in state.backgrounds:
-        conversation = state.conversations[conversation_id]
+    for conversation_id in state.conversation.backgrounds:
+        conversation = state.conversation.by_id[conversation_id]
         if conversation.recovery == "reseed":
             cost_again(state, conversation, cause, emit)
         if not conversation.reseed_due and conversation.deferred is None:
@@ -65,7 +65,7 @@ def run_background_pass(state: State, cause: int, at: datetime.datetime, emit: E
 def required_tokens(state: State, background: Conversation) -> int:
     """The required part: its foreground's control state, its unresolved
     investigations, and its latest checkpoint."""
-    foreground = state.conversations.get(background.foreground_id or "")
+    foreground = state.conversation.by_id.get(background.foreground_id or "")
     control = control_state_tokens(state, foreground) if foreground is not None else 0
     investigations = reseed_investigation_tokens * len(unresolved_investigations(state, background.conversation_id))
     checkpoint = background.checkpoint.tokens if background.checkpoint is not None else 0
@@ -94,7 +94,7 @@ def background_reseed(state: State, conversation: Conversation, cause: int, emit
     left = reseed_room(conversation, required, cause, emit)
     if left is None:
         return
-    untriaged = sorted((u for u in state.updates.values() if u.triage_state == UPDATE.initial), key=_untriaged_key)
+    untriaged = sorted((u for u in state.inbox.updates.values() if u.triage_state == UPDATE.initial), key=_untriaged_key)
     optional = fit(untriaged, left)
     deliver(
         state, conversation, cause, emit, "reseed", None, BACKGROUND_RESEED, [(optional, True)], [], 0, required,

@@ -114,7 +114,7 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
     assert task is None or action.revisions.task == task.revision, action.operation_id
     # (Its source revision is the cause's: the source rule ran first. The invariant
     # no_claim_behind_source_revision checks it, so a broken rule is found, not a crash.)
-    conversation = state.conversations[task.conversation_id] if task is not None else None
+    conversation = state.conversation.by_id[task.conversation_id] if task is not None else None
     assert state.last_at is not None
     deadline_at = deadline_for(state, action, state.last_at)
     emit(
@@ -178,7 +178,7 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
     if task is not None:
         if any(state.tasks[dependency].state != "completed" for dependency in task.depends_on):
             codes.append("task_held")
-        if action.proposed_by in ("background", "daemon") and state.conversations[task.conversation_id].intent_unsynced:
+        if action.proposed_by in ("background", "daemon") and state.conversation.by_id[task.conversation_id].intent_unsynced:
             codes.append("intent_unsynced")
     if action.unattended and not state.watchdog_fresh:
         codes.append("watchdog_unavailable")
@@ -219,10 +219,10 @@ def _runtime_state(state: State, runtime_id: str) -> str | None:
 
 def _approval_pending(state: State, conversation_id: str) -> bool:
     """The task's conversation, or the background bound to it, has an open approval."""
-    conversation = state.conversations[conversation_id]
+    conversation = state.conversation.by_id[conversation_id]
     if conversation.approvals:
         return True
-    background = state.conversations.get(conversation.background_id or "")
+    background = state.conversation.by_id.get(conversation.background_id or "")
     return background is not None and bool(background.approvals)
 
 

@@ -43,7 +43,7 @@ def known_action(state: State, operation_id: str) -> Action:
 
 def known_conversation(state: State, conversation_id: str, role: str | None = None) -> Conversation:
     """The conversation, of `role` if one is given."""
-    conversation = state.conversations.get(conversation_id)
+    conversation = state.conversation.by_id.get(conversation_id)
     if conversation is None or (role is not None and conversation.role != role):
         what = f"{role} conversation" if role else "conversation"
         raise Rejected("unknown_conversation", f"no {what} {conversation_id!r}")
@@ -59,7 +59,7 @@ def numbered_owner(identifier: str, marker: str) -> str | None:
 def known_delivery(state: State, delivery_id: str) -> tuple[Conversation, Delivery]:
     """The delivery and its conversation; a delivery that does not exist is `stale_attempt`
     (contract section 5.1: a receipt of nothing in flight)."""
-    conversation = state.conversations.get(numbered_owner(delivery_id, "d") or "")
+    conversation = state.conversation.by_id.get(numbered_owner(delivery_id, "d") or "")
     delivery = conversation.deliveries.get(delivery_id) if conversation is not None else None
     if conversation is None or delivery is None:
         raise Rejected("stale_attempt", f"no delivery {delivery_id!r}")

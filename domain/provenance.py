@@ -161,7 +161,7 @@ def _held_tasks(state: State, task_id: str) -> ev.BlockFact:
 
 def _intent_unsynced(state: State, action: Action) -> ev.BlockFact:
     assert action.task_id is not None
-    conversation = state.conversations[state.tasks[action.task_id].conversation_id]
+    conversation = state.conversation.by_id[state.tasks[action.task_id].conversation_id]
     return ev.BlockFact(
         code="intent_unsynced",
         conversation_id=conversation.conversation_id,
@@ -192,12 +192,12 @@ def _resource_busy(state: State, action: Action) -> ev.BlockFact:
 
 def _approval_pending(state: State, action: Action) -> ev.BlockFact:
     assert action.task_id is not None
-    conversation = state.conversations[state.tasks[action.task_id].conversation_id]
+    conversation = state.conversation.by_id[state.tasks[action.task_id].conversation_id]
     approvals = [
         ev.ApprovalRef(conversation_id=conversation.conversation_id, request_id=request_id)
         for request_id in conversation.approvals
     ]
-    background = state.conversations.get(conversation.background_id or "")
+    background = state.conversation.by_id.get(conversation.background_id or "")
     if background is not None:
         approvals.extend(
             ev.ApprovalRef(conversation_id=background.conversation_id, request_id=request_id)

@@ -24,6 +24,8 @@ from tandem.domain.reviews.state import ReviewsState
 from tandem.domain.consumer.state import ConsumerState
 from tandem.domain.investigations.state import InvestigationsState
 from tandem.domain.alerts.state import AlertsState
+from tandem.domain.inbox.state import InboxState
+from tandem.domain.conversation.state import ConversationState
 from tandem.domain.records import (
     DELIVERABLE_DISPOSITIONS,
     Action,
@@ -33,7 +35,6 @@ from tandem.domain.records import (
     LatestObservation,
     Policy,
     Question,
-    Source,
     Task,
     TraceProgress,
     Update,
@@ -62,16 +63,10 @@ class State:
     tasks: dict[str, Task] = field(default_factory=dict)
     questions: dict[tuple[str, str], Question] = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)
-    conversations: dict[str, Conversation] = field(default_factory=dict)
     idempotency: dict[str, bytes] = field(default_factory=dict)  # input id -> body digest
     traces: dict[str, TraceProgress] = field(default_factory=dict)  # ingest progress by trace name
     previous_at: datetime.datetime | None = None  # the `at` of the input before the last one
     paused: set[str] = field(default_factory=set)
-    sources: dict[str, Source] = field(default_factory=dict)
-    updates: dict[str, Update] = field(default_factory=dict)
-    cards: dict[str, str] = field(default_factory=dict)  # card_id -> cause_key
-    foregrounds: list[str] = field(default_factory=list)  # in id order: the foreground pass's order
-    backgrounds: list[str] = field(default_factory=list)  # in id order: the background pass's (v1.2 section 5.3)
     # Time rules (contract section 6): (due_at, kind, key, key) in time order, checked on every
     # input's `at`. Only evolve adds and removes entries, so every entry applies.
     timers: Timers = field(default_factory=Timers)  # questions: (due_at, "question", task_id, key)
@@ -80,6 +75,8 @@ class State:
     # Pending actions refused under a grant's retry back-off (v1.2 section 3.5): op -> retry_at.
     backing_off: dict[str, datetime.datetime] = field(default_factory=dict)
     # ---- the areas' parts
+    conversation: ConversationState = field(default_factory=ConversationState)
+    inbox: InboxState = field(default_factory=InboxState)
     alerts: AlertsState = field(default_factory=AlertsState)
     investigations: InvestigationsState = field(default_factory=InvestigationsState)
     consumer: ConsumerState = field(default_factory=ConsumerState)
@@ -109,13 +106,16 @@ class State:
     dirty_tasks: set[str] = field(default_factory=set)
     # Actions with a source revision the source rule must look at again (contract v1.2 section 2.2).
     dirty_sources: set[str] = field(default_factory=set)
+    # Contract v1.2 section 4.4: the stalled tasks that progressed or ended since the last pass
+    # (its no_progress alerts to resolve), marked by the areas like the dirty sets.
+    unstalled: set[str] = field(default_factory=set)
     watchdog_fresh: bool = False  # as of the last pass
 
     # ---------------------------------------------------------------- queries
 
     def update_revision(self, cause_key: str) -> int:
         """The inbox update revision of a cause (0 while it has none)."""
-        update = self.updates.get(cause_key)
+        update = self.inbox.updates.get(cause_key)
         return update.revision if update is not None else 0
 
     def is_fresh(self, at: datetime.datetime | None) -> bool:
@@ -223,7 +223,7 @@ class State:
         return "failed" if required is not None and other.artifact_revision != required else "met"
 
     def latest_observation(self, cause_key: str) -> LatestObservation | None:
-        update = self.updates.get(cause_key)
+        update = self.inbox.updates.get(cause_key)
         return update.latest if update is not None else None
 
     def touch_all_tasks(self) -> None:
@@ -238,7 +238,7 @@ class State:
             self.dirty_actions.update(waiting)
 
     def touch_conversation(self, conversation_id: str) -> None:
-        for task_id in self.conversations[conversation_id].tasks:
+        for task_id in self.conversation.by_id[conversation_id].tasks:
             waiting = self.pending_by_task.get(task_id)
             if waiting:
                 self.dirty_actions.update(waiting)
@@ -378,7 +378,7 @@ class State:
     def drop_candidate(self, update: Update) -> None:
         """The update is no candidate of its foreground's pass (until refreshed)."""
         if update.foreground_id is not None:
-            conversation = self.conversations[update.foreground_id]
+            conversation = self.conversation.by_id[update.foreground_id]
             conversation.deliverable.discard(update.cause_key)
             conversation.optional.discard(update.cause_key)
             conversation.urgent.discard(update.cause_key)
@@ -391,7 +391,7 @@ class State:
         self.drop_candidate(update)
         if update.triage_state != "triaged" or update.held_by is not None:
             return
-        conversation = self.conversations[update.foreground_id]
+        conversation = self.conversation.by_id[update.foreground_id]
         if update.disposition in DELIVERABLE_DISPOSITIONS:
             conversation.deliverable.add(update.cause_key)
             if update.disposition == "urgent":

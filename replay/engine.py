@@ -163,7 +163,7 @@ def settle_folded(state: State) -> None:
     state.dirty_actions.clear()
     state.dirty_tasks.clear()
     state.dirty_sources.clear()
-    state.health.unstalled.clear()  # their no_progress resolutions are in the log already
+    state.unstalled.clear()  # their no_progress resolutions are in the log already
     state.watchdog_fresh = state.is_fresh(state.last_at)
 
 

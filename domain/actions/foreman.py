@@ -54,8 +54,8 @@ def affected_via(state: State, action: Action, conversation_id: str) -> str | No
 def affecting_owner(state: State, action: Action) -> tuple[Conversation, str] | None:
     """The first foreground (in id order) whose owner is active and that
     affects the action, and how; None: no active owner affects it."""
-    for conversation_id in state.foregrounds:
-        conversation = state.conversations[conversation_id]
+    for conversation_id in state.conversation.foregrounds:
+        conversation = state.conversation.by_id[conversation_id]
         if owner_active(conversation):
             via = affected_via(state, action, conversation_id)
             if via is not None:
@@ -111,7 +111,7 @@ def _on_proposal(state: State, event: ev.ActionProposed) -> list[ev.Event]:
     affected (`resource`): it is asked to stop, right after the proposal."""
     if event.task_id is None or not state.maintenance:
         return []
-    conversation = state.conversations[state.tasks[event.task_id].conversation_id]
+    conversation = state.conversation.by_id[state.tasks[event.task_id].conversation_id]
     if conversation.role != "foreground" or not owner_active(conversation):
         return []
     on_resource = [op for op in state.maintenance if state.actions[op].resource == event.resource]

@@ -40,7 +40,7 @@ from tandem.domain.tools.rules import check_background_gates
 def _check_generation(state: State, value: Any, task_id: str | None) -> None:
     if value.sender != "background":
         return
-    conversation = state.conversations[state.tasks[task_id].conversation_id] if task_id else None
+    conversation = state.conversation.by_id[state.tasks[task_id].conversation_id] if task_id else None
     bound = conversation.generation if conversation is not None else None
     if bound is None or value.generation != bound:
         raise Rejected("generation_fenced", f"generation {value.generation} is not the bound generation ({bound})")
@@ -48,7 +48,7 @@ def _check_generation(state: State, value: Any, task_id: str | None) -> None:
 
 def _check_runtime(state: State, value: Any, task_id: str | None) -> None:
     """runtime_not_admitted (contract v1.2 section 1.3): the background bound to the task's conversation."""
-    conversation = state.conversations[state.tasks[task_id].conversation_id] if task_id else None
+    conversation = state.conversation.by_id[state.tasks[task_id].conversation_id] if task_id else None
     check_background_gates(state, value, [conversation.background_id if conversation is not None else None])
 
 
@@ -61,7 +61,7 @@ def _check_revisions(state: State, revisions: inp.InputRevisions, grant: Grant, 
     if revisions.task is not UNSET and revisions.task != task.revision:
         raise Rejected("stale_revision", f"task {task_id!r} is at revision {task.revision}, not {revisions.task}")
     if revisions.intent is not UNSET:
-        intent = state.conversations[task.conversation_id].intent_revision
+        intent = state.conversation.by_id[task.conversation_id].intent_revision
         if revisions.intent != intent:
             raise Rejected("stale_revision", f"intent is at revision {intent}, not {revisions.intent}")
 
@@ -72,7 +72,7 @@ def _revisions(state: State, revisions: inp.InputRevisions, grant: Grant, task_i
         return ev.Revisions(task=None, grant=grant.revision, intent=None)
     task = state.tasks[task_id]
     return ev.Revisions(
-        task=task.revision, grant=grant.revision, intent=state.conversations[task.conversation_id].intent_revision
+        task=task.revision, grant=grant.revision, intent=state.conversation.by_id[task.conversation_id].intent_revision
     )
 
 
@@ -578,7 +578,7 @@ def _scope_changed(state: State, event: ev.ScopePaused | ev.ScopeResumed) -> Non
 def _usage_reported(state: State, event: ev.UsageReported) -> None:
     # Role totals are the usage view's; decisions need the context and budgets.
     if event.conversation_id is not None and event.context_tokens is not None:
-        state.conversations[event.conversation_id].context_tokens = event.context_tokens
+        state.conversation.by_id[event.conversation_id].context_tokens = event.context_tokens
     if event.grant_id is not None and event.grant_usage is not None:
         grant = state.grants[event.grant_id]
         was_exhausted = grant.budget_exhausted

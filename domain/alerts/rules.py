@@ -133,7 +133,7 @@ def _on_card(state: State, event: ev.CardProposed) -> list[ev.Event]:
 
 
 def _approval_alert(state: State, conversation_id: str, request_id: str) -> str:
-    if state.conversations[conversation_id].role == "background":
+    if state.conversation.by_id[conversation_id].role == "background":
         return f"triage_blocked:{conversation_id}"
     return f"approval_required:{conversation_id}/{request_id}"
 
@@ -151,7 +151,7 @@ def _on_approval_opened(state: State, event: ev.ApprovalOpened) -> list[ev.Event
 
 
 def _on_approval_resolved(state: State, event: ev.ApprovalResolved) -> list[ev.Event]:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     if conversation.role == "background" and conversation.approvals:
         return []  # triage stays blocked while another approval is open
     return resolve_alert(
@@ -306,7 +306,7 @@ def _on_delivery_receipted(state: State, event: ev.DeliveryReceipted) -> list[ev
         detail=f"{event.delivery_id} was accepted",
         facts=ev.AlertFacts(reason="accepted_delivery", conversation_id=event.conversation_id, delivery_id=event.delivery_id),
     )  # contract v1.2 section 3.6
-    delivery = state.conversations[event.conversation_id].deliveries[event.delivery_id]
+    delivery = state.conversation.by_id[event.conversation_id].deliveries[event.delivery_id]
     for cause_key, revision in delivery.included:
         alert = state.alerts.by_id.get(f"urgent:{cause_key}")
         if alert is not None and alert.open and alert.revision is not None and revision >= alert.revision:
@@ -356,7 +356,7 @@ def _on_turn_ended(state: State, event: ev.TurnEnded) -> list[ev.Event]:
     of `delivered` falls due at once."""
     if event.outcome != "completed" or not state.alerts.obligations_by_cause:
         return []
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     turn = conversation.last_turn
     assert turn is not None and turn.turn_id == event.turn_id
     listed = set(event.delivered) if event.delivered is not None else None
@@ -502,9 +502,9 @@ def resolve_progressed(state: State, cause: int, emit: Emit) -> None:
     """Contract v1.2 section 4.4: a stalled task that progressed, or is no
     longer active, has its no_progress resolved (in every pass's time rules,
     and again after its actions: a claim is progress)."""
-    if not state.health.unstalled:
+    if not state.unstalled:
         return
-    for task_id in sorted(state.health.unstalled):
+    for task_id in sorted(state.unstalled):
         task = state.tasks[task_id]
         active = task.state == "active"
         reason = "progressed" if active else task.state
@@ -512,7 +512,7 @@ def resolve_progressed(state: State, cause: int, emit: Emit) -> None:
         facts = ev.AlertFacts(reason=reason, task_id=task_id, last_progress_event=task.last_progress_event)
         for event in resolve_alert(state, cause, f"no_progress:{task_id}", detail=detail, facts=facts):
             emit(event)
-    state.health.unstalled.clear()
+    state.unstalled.clear()
 
 
 

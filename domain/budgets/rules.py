@@ -158,7 +158,7 @@ def wake_deferral(state: State, conversation: Conversation, at: datetime.datetim
     if not config.wake_batch_wait_s or waiting >= config.wake_batch_max:
         return None
     oldest = min(
-        (state.updates[cause_key] for cause_key in conversation.deliverable),
+        (state.inbox.updates[cause_key] for cause_key in conversation.deliverable),
         key=lambda update: (update.triaged_at or at, update.cause_key),
     )
     since = oldest.triaged_at or at
@@ -331,7 +331,7 @@ def _deadline_exceeded(state: State, event: ev.DeadlineExceeded) -> None:
 
 
 def _delivery_deferred(state: State, event: ev.DeliveryDeferred) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     urgent = event.facts.urgent if event.facts is not None else None
     conversation.deferred = (event.reason, event.until, urgent) if event.reason is not None else None
 

@@ -29,7 +29,7 @@ from tandem.domain.tools.rules import check_background_gates
 
 
 def decide_open(state: State, value: inp.OpenConversation, seq: int) -> list[ev.Event]:
-    if value.conversation_id in state.conversations:
+    if value.conversation_id in state.conversation.by_id:
         raise Rejected("already_exists", f"conversation {value.conversation_id!r} already exists")
     foreground_id = given(value.foreground_id)
     if foreground_id is not None:
@@ -165,7 +165,7 @@ def decide_hold_release(state: State, value: inp.ReleaseHold, seq: int) -> list[
 
 
 def _conversation_opened(state: State, event: ev.ConversationOpened) -> None:
-    state.conversations[event.conversation_id] = Conversation(
+    state.conversation.by_id[event.conversation_id] = Conversation(
         conversation_id=event.conversation_id,
         role=event.role,
         context_limit=event.context_limit,
@@ -175,22 +175,22 @@ def _conversation_opened(state: State, event: ev.ConversationOpened) -> None:
         provider=given(event.provider),
     )
     if event.role == "foreground":
-        state.foregrounds.append(event.conversation_id)
-        state.foregrounds.sort()
+        state.conversation.foregrounds.append(event.conversation_id)
+        state.conversation.foregrounds.sort()
     else:
-        state.backgrounds.append(event.conversation_id)
-        state.backgrounds.sort()
+        state.conversation.backgrounds.append(event.conversation_id)
+        state.conversation.backgrounds.sort()
 
 
 def _background_bound(state: State, event: ev.BackgroundBound) -> None:
-    foreground = state.conversations[event.foreground_id]
+    foreground = state.conversation.by_id[event.foreground_id]
     foreground.generation = event.generation
     foreground.background_id = event.conversation_id
-    state.conversations[event.conversation_id].foreground_id = event.foreground_id
+    state.conversation.by_id[event.conversation_id].foreground_id = event.foreground_id
 
 
 def _message_queued(state: State, event: ev.MessageQueued) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     conversation.messages[event.message_id] = Message(
         event.message_id, event.text, event.tokens, state=MESSAGE.after[ev.MessageQueued]
     )
@@ -201,7 +201,7 @@ def _message_queued(state: State, event: ev.MessageQueued) -> None:
 
 
 def _queue_edited(state: State, event: ev.QueueEdited) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     message = conversation.messages[event.message_id]
     message.state = MESSAGE.after[ev.QueueEdited, event.op]
     if event.op == "withdraw":
@@ -215,13 +215,13 @@ def _queue_edited(state: State, event: ev.QueueEdited) -> None:
 
 
 def _intent_synced(state: State, event: ev.IntentSynced) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     conversation.synced_intent_revision = event.synced_revision
     state.touch_conversation(event.conversation_id)
 
 
 def _context_reset(state: State, event: ev.ContextReset) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     for delivery in conversation.deliveries.values():
         if delivery.epoch < event.epoch and not delivery.released:
             release(state, delivery)  # earlier epochs hold and count for nothing now
@@ -233,7 +233,7 @@ def _context_reset(state: State, event: ev.ContextReset) -> None:
 
 
 def _recovery_changed(state: State, event: ev.RecoveryChanged) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     if event.recovery is None and conversation.recovery == "reseed":
         conversation.reseed_due = True  # it fits now (or a reset made room): the reseed is due again
     conversation.recovery = event.recovery
@@ -243,26 +243,26 @@ def _recovery_changed(state: State, event: ev.RecoveryChanged) -> None:
 
 
 def _approval_opened(state: State, event: ev.ApprovalOpened) -> None:
-    state.conversations[event.conversation_id].approvals[event.request_id] = event.detail
+    state.conversation.by_id[event.conversation_id].approvals[event.request_id] = event.detail
     _touch_approval(state, event.conversation_id)
 
 
 def _approval_resolved(state: State, event: ev.ApprovalResolved) -> None:
-    del state.conversations[event.conversation_id].approvals[event.request_id]
+    del state.conversation.by_id[event.conversation_id].approvals[event.request_id]
     _touch_approval(state, event.conversation_id)
 
 
 def _touch_approval(state: State, conversation_id: str) -> None:
     """approval_pending: the actions of the foreground's tasks (a background's
     approval holds its foreground's)."""
-    conversation = state.conversations[conversation_id]
+    conversation = state.conversation.by_id[conversation_id]
     foreground_id = conversation.foreground_id if conversation.role == "background" else conversation_id
-    if foreground_id is not None and foreground_id in state.conversations:
+    if foreground_id is not None and foreground_id in state.conversation.by_id:
         state.touch_conversation(foreground_id)
 
 
 def _failure_hold_changed(state: State, event: ev.FailureHoldChanged) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     conversation.failure_held = event.held
     conversation.engine_held = event.held and event.by == "engine"
     if not event.held:

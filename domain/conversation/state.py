@@ -93,4 +93,14 @@ class Conversation:
         return "running" if self.running_turn is not None else "idle"
 
 
-__all__ = ['Message', 'Conversation']  # re-exported by domain/records.py
+@dataclass(slots=True)
+class ConversationState:
+    """The conversation area's part of the decision state (`state.conversation`): written
+    only by this area's evolvers, read by others through it."""
+
+    by_id: dict[str, Conversation] = field(default_factory=dict)
+    foregrounds: list[str] = field(default_factory=list)  # in id order: the foreground pass's order
+    backgrounds: list[str] = field(default_factory=list)  # in id order: the background pass's (v1.2 section 5.3)
+
+
+__all__ = ['ConversationState', 'Message', 'Conversation']  # re-exported by domain/records.py

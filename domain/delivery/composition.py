@@ -63,7 +63,7 @@ def require_payload(state: State, delivery: Delivery, attempt_state: str) -> Non
 
 
 def _composed(state: State, event: ev.DeliveryComposed) -> None:
-    delivery = state.conversations[event.conversation_id].deliveries[event.delivery_id]
+    delivery = state.conversation.by_id[event.conversation_id].deliveries[event.delivery_id]
     delivery.payload = Payload(event.payload_ref, event.payload_digest, event.adapter, event.tokens)
 
 

@@ -131,7 +131,7 @@ def decide_provider_reconcile(state: State, value: inp.ProviderReconcile, seq: i
 
 
 def decide_turn_ended(state: State, value: inp.EndTurn, seq: int) -> list[ev.Event]:
-    conversation = state.conversations.get(numbered_owner(value.turn_id, "t") or "")
+    conversation = state.conversation.by_id.get(numbered_owner(value.turn_id, "t") or "")
     if conversation is None or conversation.running_turn is None or conversation.running_turn.turn_id != value.turn_id:
         raise Rejected("stale_attempt", f"{value.turn_id!r} is not a running turn")
     delivered = list(value.delivered) if isinstance(value.delivered, list) else None
@@ -164,7 +164,7 @@ def _rank_key(update: Update) -> tuple:
 
 
 def _ranked(state: State, causes: set[str]) -> list[Update]:
-    return sorted((state.updates[cause] for cause in causes), key=_rank_key)
+    return sorted((state.inbox.updates[cause] for cause in causes), key=_rank_key)
 
 
 class Fitted:
@@ -248,8 +248,8 @@ def control_state_tokens(state: State, conversation: Conversation) -> int:
 def run_foreground_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> None:
     """Spec 5.3: for each foreground, in id order, the first rule that
     applies; then the urgent rule for what it left undelivered."""
-    for conversation_id in state.foregrounds:
-        conversation = state.conversations[conversation_id]
+    for conversation_id in state.conversation.foregrounds:
+        conversation = state.conversation.by_id[conversation_id]
         _conversation_pass(state, conversation, cause, at, emit)
         if conversation.urgent:
             urgent_rule(state, conversation_id, cause, at, emit)
@@ -461,9 +461,9 @@ def _reseed(state: State, conversation: Conversation, cause: int, emit: Emit) ->
 def urgent_rule(state: State, conversation_id: str, cause: int, at: datetime.datetime, emit: Emit) -> None:
     """Spec 5.3: an urgent revision still deliverable after the pass (it was
     not put into a delivery) raises `urgent:{cause_key}`, once per revision."""
-    conversation = state.conversations[conversation_id]
+    conversation = state.conversation.by_id[conversation_id]
     for cause_key in sorted(conversation.urgent):
-        update = state.updates[cause_key]
+        update = state.inbox.updates[cause_key]
         alert = state.alerts.by_id.get(f"urgent:{cause_key}")
         if alert is not None and alert.open and alert.revision == update.revision:
             continue  # continuing: this revision was raised already
@@ -491,7 +491,7 @@ def urgent_rule(state: State, conversation_id: str, cause: int, at: datetime.dat
 
 
 def _turn_started(state: State, event: ev.TurnStarted) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     conversation.turns += 1
     conversation.running_turn = Turn(event.turn_id, event.epoch, event.kind, state=TURN.after[ev.TurnStarted])
     conversation.not_steered.clear()
@@ -500,7 +500,7 @@ def _turn_started(state: State, event: ev.TurnStarted) -> None:
 
 
 def _delivery_created(state: State, event: ev.DeliveryCreated) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     delivery = Delivery(
         event.delivery_id,
         event.turn_id,
@@ -515,7 +515,7 @@ def _delivery_created(state: State, event: ev.DeliveryCreated) -> None:
     conversation.deliveries[event.delivery_id] = delivery
     # A background's deliveries hold nothing (contract v1.2 section 5.3).
     for cause_key, revision in delivery.included if conversation.role == "foreground" else ():
-        update = state.updates[cause_key]
+        update = state.inbox.updates[cause_key]
         if update.revision == revision:
             update.held_by = event.delivery_id
             state.refresh_candidate(update)
@@ -539,14 +539,14 @@ def release(state: State, delivery: Delivery) -> None:
     failed, or an earlier epoch's: conversation.reset)."""
     delivery.released = True
     for cause_key, _ in delivery.included:
-        update = state.updates[cause_key]
+        update = state.inbox.updates[cause_key]
         if update.held_by == delivery.delivery_id:
             update.held_by = None
             state.refresh_candidate(update)
 
 
 def _delivery_receipted(state: State, event: ev.DeliveryReceipted) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     delivery = conversation.deliveries[event.delivery_id]
     delivery.attempt_state = event.attempt_state
     conversation.context_tokens = event.context_tokens
@@ -566,7 +566,7 @@ def _delivery_receipted(state: State, event: ev.DeliveryReceipted) -> None:
 
 
 def _turn_ended(state: State, event: ev.TurnEnded) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     turn = conversation.running_turn
     assert turn is not None and turn.turn_id == event.turn_id
     turn.state = TURN.after[ev.TurnEnded, event.outcome]

@@ -173,14 +173,14 @@ def _last_ready(state: State, name: str) -> datetime.datetime | UnsetType:
 
 def note_progress(state: State, task_id: str, event_name: str) -> None:
     """Section 4.4: the task progressed now (the input's `at`): its clock
-    restarts, and a raised no_progress is to be resolved (`state.health.unstalled`
+    restarts, and a raised no_progress is to be resolved (`state.unstalled`
     keeps it until the alerts area resolves it)."""
     task = state.tasks[task_id]
     task.last_progress_at = state.last_at
     task.last_progress_event = event_name
     if task.stalled_at is not None:
         task.stalled_at = None
-        state.health.unstalled.add(task_id)
+        state.unstalled.add(task_id)
     reschedule_progress(state, task)
 
 
@@ -200,7 +200,7 @@ def task_ended(state: State, task: Task) -> None:
     """A task no longer active: no timer, and its no_progress is resolved."""
     if task.stalled_at is not None:
         task.stalled_at = None
-        state.health.unstalled.add(task.task_id)
+        state.unstalled.add(task.task_id)
     reschedule_progress(state, task)
 
 

@@ -42,9 +42,8 @@ class HealthState:
     host_announced_at: datetime.datetime | None = None  # the latest host.suspend/resume's `at`
     providers: dict[str, Provider] = field(default_factory=dict)  # contract v1.2 section 4.3
     # Contract v1.2 section 4.4: (progress_due_at, task_id) of each active, unheld task with a
-    # deadline; and the stalled tasks that progressed or ended since (no_progress to resolve).
+    # deadline (the stalled tasks that progressed or ended since are the pass's: State.unstalled).
     progress_timers: Timers = field(default_factory=Timers)
-    unstalled: set[str] = field(default_factory=set)
 
 
 __all__ = ['HealthState', 'Provider']  # re-exported by domain/records.py

@@ -72,7 +72,7 @@ class Draft:
     def latest_cause(self, source_id: str) -> str | None:
         if source_id in self.latest_causes:
             return self.latest_causes[source_id]
-        source = self.state.sources.get(source_id)
+        source = self.state.inbox.sources.get(source_id)
         return source.latest_cause if source is not None else None
 
     def batch_of(self, cause_key: str) -> str | None:
@@ -87,11 +87,11 @@ class Draft:
     def source_count(self, source_id: str) -> int:
         if source_id in self.source_counts:
             return self.source_counts[source_id]
-        source = self.state.sources.get(source_id)
+        source = self.state.inbox.sources.get(source_id)
         return source.count if source is not None else 0
 
     def _recorded(self, key: SourceKey) -> SourceCause | None:
-        source = self.state.sources.get(key[0])
+        source = self.state.inbox.sources.get(key[0])
         return source.causes.get(key[1]) if source is not None else None
 
     def latest_fingerprint(self, key: SourceKey) -> str | None:
@@ -187,7 +187,7 @@ def observation_events(
     canonical, cause_key = _judged(draft, fields)
     judged_as, key = canonical if canonical is not None else UNSET, (canonical or source_id, cause_key)
     origin = given(fields.origin_conversation)
-    origin_conversation = state.conversations.get(origin) if isinstance(origin, str) else None
+    origin_conversation = state.conversation.by_id.get(origin) if isinstance(origin, str) else None
     from_background = origin_conversation is not None and origin_conversation.role == "background"
     if _repeat(draft, key, fields, canonical is not None):
         counted = not from_background and draft.update_revision(cause_key) > 0
@@ -273,7 +273,7 @@ def outcome_update_events(state: State, action: Action, outcome: str, seq: int, 
 def _bound_foreground(state: State, background_id: str, generation: int) -> Conversation:
     """The foreground a background is bound to at `generation`, or fenced."""
     background = known_conversation(state, background_id, "background")
-    foreground = state.conversations.get(background.foreground_id or "")
+    foreground = state.conversation.by_id.get(background.foreground_id or "")
     if foreground is None or foreground.background_id != background_id or foreground.generation != generation:
         bound = foreground.generation if foreground is not None and foreground.background_id == background_id else None
         raise Rejected("generation_fenced", f"generation {generation} is not {background_id!r}'s binding ({bound})")
@@ -283,9 +283,9 @@ def _bound_foreground(state: State, background_id: str, generation: int) -> Conv
 def decide_triage(state: State, value: inp.ClassifyTriage, seq: int) -> list[ev.Event]:
     foreground = _bound_foreground(state, value.conversation_id, value.generation)
     check_background_gates(state, value, [value.conversation_id])
-    if state.conversations[value.conversation_id].approvals:
+    if state.conversation.by_id[value.conversation_id].approvals:
         raise Rejected("triage_blocked", f"{value.conversation_id!r} waits on an approval: never answered for it")
-    update = state.updates.get(value.cause_key)
+    update = state.inbox.updates.get(value.cause_key)
     if update is None or update.revision != value.update_revision or not UPDATE.allows(update.triage_state, "classify"):
         current = update.revision if update is not None else 0
         raise Rejected(
@@ -310,13 +310,13 @@ def decide_card(state: State, value: inp.ProposeCard, seq: int) -> list[ev.Event
     """A suggestion for the human: never a task, never a grant."""
     bound = [
         conversation.background_id
-        for conversation in state.conversations.values()
+        for conversation in state.conversation.by_id.values()
         if conversation.role == "foreground" and conversation.generation == value.generation
     ]
     if not bound:
         raise Rejected("generation_fenced", f"no foreground is bound at generation {value.generation}")
     check_background_gates(state, value, bound)
-    if value.card_id in state.cards:
+    if value.card_id in state.inbox.cards:
         raise Rejected("already_exists", f"card {value.card_id!r} already exists")
     return [ev.CardProposed(cause=seq, card_id=value.card_id, cause_key=value.cause_key, summary=value.summary)]
 
@@ -331,9 +331,9 @@ _TRIAGED = UPDATE.after[ev.UpdateTriaged]
 
 def _observation_recorded(state: State, event: ev.ObservationRecorded) -> None:
     judged_as = event.judged_as if event.judged_as is not UNSET else event.source_id  # section 7.2
-    source = state.sources.get(judged_as)  # type: ignore[call-overload]
+    source = state.inbox.sources.get(judged_as)  # type: ignore[call-overload]
     if source is None:
-        source = state.sources[judged_as] = Source()  # type: ignore[index]
+        source = state.inbox.sources[judged_as] = Source()  # type: ignore[index]
     source.count = event.local_revision
     source.latest_cause = event.cause_key
     late = event.out_of_order is True
@@ -367,9 +367,9 @@ def _revise_update(
 ) -> None:
     """A cause's update gets a new revision, untriaged (created on its first)."""
     cause_key, at = event.cause_key, event.at
-    update = state.updates.get(cause_key)
+    update = state.inbox.updates.get(cause_key)
     if update is None:
-        update = state.updates[cause_key] = Update(cause_key, event.kind, revision, at, at, at)
+        update = state.inbox.updates[cause_key] = Update(cause_key, event.kind, revision, at, at, at)
     state.drop_candidate(update)
     update.held_by = None  # holds are per revision
     update.partial = partial
@@ -397,7 +397,7 @@ def _revise_update(
 
 def _observation_repeated(state: State, event: ev.ObservationRepeated) -> None:
     if event.counted:
-        update = state.updates[event.cause_key]
+        update = state.inbox.updates[event.cause_key]
         update.repeats += 1
         update.last_seen_at = event.at
 
@@ -407,7 +407,7 @@ def _update_revised(state: State, event: ev.UpdateRevised) -> None:
 
 
 def _update_triaged(state: State, event: ev.UpdateTriaged) -> None:
-    update = state.updates[event.cause_key]
+    update = state.inbox.updates[event.cause_key]
     update.triage_state = _TRIAGED
     update.disposition = event.disposition
     update.action_priority = event.action_priority
@@ -419,7 +419,7 @@ def _update_triaged(state: State, event: ev.UpdateTriaged) -> None:
 
 
 def _card_proposed(state: State, event: ev.CardProposed) -> None:
-    state.cards[event.card_id] = event.cause_key
+    state.inbox.cards[event.card_id] = event.cause_key
 
 
 DECIDERS = {

@@ -88,4 +88,14 @@ class LatestObservation:
 DELIVERABLE_DISPOSITIONS = frozenset({"actionable", "urgent", "needs_input"})
 
 
-__all__ = ['Source', 'SourceCause', 'Update', 'LatestObservation', 'DELIVERABLE_DISPOSITIONS']  # re-exported by domain/records.py
+@dataclass(slots=True)
+class InboxState:
+    """The inbox area's part of the decision state (`state.inbox`): written
+    only by this area's evolvers, read by others through it."""
+
+    sources: dict[str, Source] = field(default_factory=dict)
+    updates: dict[str, Update] = field(default_factory=dict)
+    cards: dict[str, str] = field(default_factory=dict)  # card_id -> cause_key
+
+
+__all__ = ['InboxState', 'Source', 'SourceCause', 'Update', 'LatestObservation', 'DELIVERABLE_DISPOSITIONS']  # re-exported by domain/records.py

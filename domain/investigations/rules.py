@@ -130,7 +130,7 @@ def decide_checkpoint(state: State, value: inp.CheckpointBackground, seq: int) -
     conversation = _acting_background(state, value)
     if value.epoch != conversation.epoch:
         raise Rejected("stale_revision", f"{value.conversation_id!r} is in epoch {conversation.epoch}, not {value.epoch}")
-    foreground = state.conversations.get(conversation.foreground_id or "")
+    foreground = state.conversation.by_id.get(conversation.foreground_id or "")
     intent = foreground.intent_revision if foreground is not None else 0
     if value.intent_revision > intent:
         raise Rejected("stale_revision", f"the foreground's intent is at revision {intent}, not {value.intent_revision}")
@@ -230,7 +230,7 @@ def _closed(state: State, event: ev.InvestigationClosed) -> None:
 
 
 def _checkpointed(state: State, event: ev.BackgroundCheckpointed) -> None:
-    conversation = state.conversations[event.conversation_id]
+    conversation = state.conversation.by_id[event.conversation_id]
     conversation.checkpoints += 1
     conversation.checkpoint = Checkpoint(
         event.checkpoint_id, event.at, event.generation, event.epoch, event.intent_revision, event.sync_cursor,

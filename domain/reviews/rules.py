@@ -41,7 +41,7 @@ def canonical_source(state: State, source_id: str) -> str:
 
 def decide_alias(state: State, value: inp.AliasSource, seq: int) -> list[ev.Event]:
     canonical = canonical_source(state, value.alias_of)
-    if canonical not in state.sources:
+    if canonical not in state.inbox.sources:
         raise Rejected("unknown_source", f"{value.alias_of!r} was never observed")
     alias = value.source_id
     if state.reviews.aliases.get(alias) == canonical:
@@ -58,11 +58,11 @@ def decide_alias(state: State, value: inp.AliasSource, seq: int) -> list[ev.Even
 def _joins(state: State, alias: str, canonical: str, seq: int) -> list[ev.Event]:
     """SCM first: each cause the alias revised joins the batch of the canonical
     source's latest cause (that cause having none, both join `alias:{canonical}`)."""
-    observed = state.sources.get(alias)
+    observed = state.inbox.sources.get(alias)
     revised = [key for key, cause in observed.causes.items() if cause.latest_fingerprint is not None] if observed else []
     if not revised:
         return []
-    latest = state.sources[canonical].latest_cause
+    latest = state.inbox.sources[canonical].latest_cause
     batch_id = state.reviews.batch_of.get(latest) if latest is not None else None
     if batch_id is None:
         batch_id = f"alias:{canonical}"

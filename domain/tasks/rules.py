@@ -98,7 +98,7 @@ def decide_task_cancel(state: State, value: inp.CancelTask, seq: int) -> list[ev
 
 def _check_runtime(state: State, value: inp.Input, task: Task) -> None:
     """runtime_not_admitted (contract v1.2 section 1.3): the background bound to the task's conversation."""
-    check_background_gates(state, value, [state.conversations[task.conversation_id].background_id])
+    check_background_gates(state, value, [state.conversation.by_id[task.conversation_id].background_id])
 
 
 def decide_task_completion(state: State, value: inp.CompleteTask, seq: int) -> list[ev.Event]:
@@ -192,7 +192,7 @@ def _task_delegated(state: State, event: ev.TaskDelegated) -> None:
     state.tasks[event.task_id] = task
     for dependency in event.depends_on:
         state.tasks[dependency].dependents.append(event.task_id)
-    state.conversations[event.conversation_id].tasks.append(event.task_id)
+    state.conversation.by_id[event.conversation_id].tasks.append(event.task_id)
     state.dirty_tasks.add(event.task_id)
     task.progress_deadline_s = given(event.progress_deadline_s)
     note_progress(state, event.task_id, "TaskDelegated")

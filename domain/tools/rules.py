@@ -62,10 +62,10 @@ def is_exact(tool: str) -> bool:
 
 def binding_generation(state: State, background_id: str | None) -> int | None:
     """The generation a background is bound at now, or None if it is not bound."""
-    background = state.conversations.get(background_id or "")
+    background = state.conversation.by_id.get(background_id or "")
     if background is None or background.role != "background":
         return None
-    foreground = state.conversations.get(background.foreground_id or "")
+    foreground = state.conversation.by_id.get(background.foreground_id or "")
     if foreground is None or foreground.background_id != background_id:
         return None
     return foreground.generation
@@ -103,8 +103,8 @@ def check_background_gates(state: State, value: inp.Input, background_ids: Itera
                 "runtime_not_admitted",
                 f"{which}: no runtime admitted at the current binding generation (tool policy revision {state.tools.policy_revision})",
             )
-    if named and all(_gated(state.conversations[background_id], value) for background_id in named):
-        background = state.conversations[named[0]]
+    if named and all(_gated(state.conversation.by_id[background_id], value) for background_id in named):
+        background = state.conversation.by_id[named[0]]
         raise Rejected(
             "context_not_reseeded",
             f"{named[0]!r}: its epoch {background.epoch} reseed is not accepted ({_reseed_state(background)})",

@@ -15,7 +15,7 @@ _WITH_THE_PROVIDER = ("accepted", "unknown")
 
 
 def _delivery(state: State, conversation_id: str, delivery_id: str):
-    conversation = state.conversations.get(conversation_id)
+    conversation = state.conversation.by_id.get(conversation_id)
     return conversation.deliveries.get(delivery_id) if conversation is not None else None
 
 

@@ -28,8 +28,8 @@ WAY_OUT = (inp.CheckpointBackground, inp.CloseInvestigation)
 
 
 def _bound_at(state: State, background_id: str) -> int | None:
-    background = state.conversations.get(background_id)
-    foreground = state.conversations.get(background.foreground_id or "") if background is not None else None
+    background = state.conversation.by_id.get(background_id)
+    foreground = state.conversation.by_id.get(background.foreground_id or "") if background is not None else None
     if foreground is None or foreground.background_id != background_id:
         return None
     return foreground.generation
@@ -37,7 +37,7 @@ def _bound_at(state: State, background_id: str) -> int | None:
 
 def _task_background(state: State, task_id: str | None) -> list[str]:
     task = state.tasks.get(task_id or "")
-    conversation = state.conversations.get(task.conversation_id) if task is not None else None
+    conversation = state.conversation.by_id.get(task.conversation_id) if task is not None else None
     return [conversation.background_id] if conversation is not None and conversation.background_id else []
 
 
@@ -46,7 +46,7 @@ def acting_for(state: State, value: inp.Input) -> list[str]:
     if isinstance(value, (inp.ClassifyTriage, inp.CheckpointBackground, inp.OpenInvestigation, inp.CloseInvestigation)):
         return [value.conversation_id]
     if isinstance(value, inp.SyncIntent):
-        foreground = state.conversations.get(value.conversation_id)
+        foreground = state.conversation.by_id.get(value.conversation_id)
         return [foreground.background_id] if foreground is not None and foreground.background_id else []
     if isinstance(value, (inp.ProposeAction, inp.RaiseQuestion, inp.CompleteTask)):
         return _task_background(state, value.task_id if isinstance(value.task_id, str) else None)
@@ -54,7 +54,7 @@ def acting_for(state: State, value: inp.Input) -> list[str]:
         action = state.actions.get(value.operation_id)
         return _task_background(state, action.task_id if action is not None else None)
     if isinstance(value, inp.ProposeCard):
-        return sorted(c for c, conversation in state.conversations.items()
+        return sorted(c for c, conversation in state.conversation.by_id.items()
                       if conversation.role == "background" and _bound_at(state, c) == value.generation)  # fmt: skip
     return []
 
@@ -72,7 +72,7 @@ def not_reseeded(state: State, background_id: str) -> bool:
     one is owed: its checkpoint was written before its latest reset (an
     earlier epoch), or it is in context recovery, or a reseed of this epoch
     was made (a checkpoint written in recovery is of the current epoch)."""
-    background = state.conversations[background_id]
+    background = state.conversation.by_id[background_id]
     if background.checkpoint is None:
         return False
     reseeds = [d for d in background.deliveries.values() if d.kind == "reseed" and d.epoch == background.epoch]
@@ -92,11 +92,11 @@ def background_acts_only_reseeded(before: State, event: Event, applying: Applyin
     if not isinstance(event, ev.InputAccepted) or event.input.sender != "background":
         return None
     value = event.input
-    named = [b for b in acting_for(before, value) if b in before.conversations]
+    named = [b for b in acting_for(before, value) if b in before.conversation.by_id]
     if "background" in before.tools.policies:
         named = [b for b in named if _admitted(before, b)]
     if isinstance(value, WAY_OUT):
-        named = [b for b in named if before.conversations[b].recovery != "reseed"]
+        named = [b for b in named if before.conversation.by_id[b].recovery != "reseed"]
     if named and all(not_reseeded(before, b) for b in named):
         return f"{value.input_type} accepted for {', '.join(named)} before its epoch's reseed was accepted"
     return None
@@ -109,7 +109,7 @@ def required_part(state: State, background: Conversation) -> int:
     latest checkpoint counted at most at its bound (its summary's UTF-8 bytes
     + 10 per evidence ref), whatever it was counted at."""
     total = 0
-    foreground = state.conversations.get(background.foreground_id or "")
+    foreground = state.conversation.by_id.get(background.foreground_id or "")
     for task_id in foreground.tasks if foreground is not None else ():
         task = state.tasks[task_id]
         if task.state != "active":
@@ -139,8 +139,8 @@ def recovery_has_a_way_out(world: World) -> str | None:
     model claimed), does not fit its room: once it fits, the pass has left
     recovery (contract v1.2 sections 5.2, 5.3)."""
     state = world.state
-    for background_id in sorted(state.conversations):
-        background = state.conversations[background_id]
+    for background_id in sorted(state.conversation.by_id):
+        background = state.conversation.by_id[background_id]
         if background.role != "background" or background.recovery != "reseed":
             continue
         required = required_part(state, background)

@@ -183,7 +183,7 @@ def no_claim_behind_source_revision(before: State, event: Event, applying: Apply
     action = before.actions.get(event.operation_id)
     if action is None or action.source_revision is None:
         return None
-    update = before.updates.get(action.cause_key)
+    update = before.inbox.updates.get(action.cause_key)
     current = update.revision if update is not None else 0
     if action.source_revision != current:
         return f"{event.attempt_id} claimed for source revision {action.source_revision}; {action.cause_key} is at {current}"
@@ -249,7 +249,7 @@ def fenced_generation_commits_nothing(before: State, event: Event, applying: App
     generation = getattr(value, "generation", None)
     if value.sender != "background" or generation is None or generation is UNSET:
         return None
-    conversations = before.conversations
+    conversations = before.conversation.by_id
     if isinstance(value, (inp.ProposeAction, inp.RevalidateAction)):
         task_id = value.task_id if isinstance(value, inp.ProposeAction) else getattr(before.actions.get(value.operation_id), "task_id", None)
         task = before.tasks.get(task_id) if isinstance(task_id, str) else None
@@ -277,7 +277,7 @@ def stale_triage_is_refused(before: State, event: Event, applying: Applying) -> 
     pending": a triage is recorded only for the update's current revision."""
     if not isinstance(event, ev.UpdateTriaged):
         return None
-    update = before.updates.get(event.cause_key)
+    update = before.inbox.updates.get(event.cause_key)
     value = applying.input
     current = update.revision if update is not None else 0
     if event.revision != current or (isinstance(value, inp.ClassifyTriage) and value.update_revision != current):
@@ -292,11 +292,11 @@ def one_turn_at_a_time(before: State, event: Event, applying: Applying) -> str |
     provider conversation"; a turn runs from its dispatch until `turn.ended`,
     and deliveries of a turn go to the running one."""
     if isinstance(event, ev.TurnStarted):
-        running = before.conversations[event.conversation_id].running_turn
+        running = before.conversation.by_id[event.conversation_id].running_turn
         if running is not None:
             return f"{event.turn_id} started while {running.turn_id} runs"
     elif isinstance(event, ev.DeliveryCreated) and event.turn_id is not None:
-        running = before.conversations[event.conversation_id].running_turn
+        running = before.conversation.by_id[event.conversation_id].running_turn
         if running is None or running.turn_id != event.turn_id:
             return f"{event.delivery_id} for turn {event.turn_id}, the running turn is {running.turn_id if running else None}"
     return None
@@ -309,14 +309,14 @@ def messages_sent_from_the_queue(before: State, event: Event, applying: Applying
     queued (a failed or interrupted turn puts it back), never once handled or
     withdrawn; a turn's end requeues only its own dispatched messages."""
     if isinstance(event, ev.DeliveryCreated):
-        conversation = before.conversations[event.conversation_id]
+        conversation = before.conversation.by_id[event.conversation_id]
         for message_id in event.messages:
             message = conversation.messages.get(message_id)
             if message is None or message.state != "queued" or message_id not in conversation.queue:
                 state = message.state if message is not None else "unknown"
                 return f"{message_id} put in {event.delivery_id} while it is {state}, not queued"
     elif isinstance(event, ev.TurnEnded):
-        conversation = before.conversations[event.conversation_id]
+        conversation = before.conversation.by_id[event.conversation_id]
         turn = conversation.running_turn
         own = turn.messages if turn is not None else []
         for message_id in event.requeued:
@@ -334,7 +334,7 @@ def held_revision_not_resent(before: State, event: Event, applying: Applying) ->
     reconcile) is never put in another delivery."""
     if not isinstance(event, ev.DeliveryCreated):
         return None
-    conversation = before.conversations[event.conversation_id]
+    conversation = before.conversation.by_id[event.conversation_id]
     included = {tuple(pair) for pair in event.included}
     for other in conversation.deliveries.values():
         if other.epoch != conversation.epoch or other.released or other.attempt_state not in HOLDING:
@@ -353,7 +353,7 @@ def deliveries_fit_the_context(before: State, event: Event, applying: Applying) 
     included)."""
     if not isinstance(event, ev.DeliveryCreated):
         return None
-    conversation = before.conversations[event.conversation_id]
+    conversation = before.conversation.by_id[event.conversation_id]
     total = conversation.context_tokens + event.tokens + conversation.reserve
     if total > conversation.context_limit:
         return (
@@ -428,7 +428,7 @@ def obligations_met_by_completed_turns(before: State, event: Event, applying: Ap
     obligation = before.alerts.obligations.get(event.operation_id)
     if obligation is None or obligation.state == "met":
         return f"obligation {event.operation_id} met twice or never opened"
-    delivery = before.conversations[obligation.conversation_id].deliveries.get(event.delivery_id)
+    delivery = before.conversation.by_id[obligation.conversation_id].deliveries.get(event.delivery_id)
     if delivery is None or delivery.turn_id != event.turn_id or delivery.attempt_state != "accepted":
         state = delivery.attempt_state if delivery is not None else "missing"
         return f"obligation {event.operation_id} met by {event.delivery_id} ({state}), not an accepted delivery of {event.turn_id}"
@@ -468,7 +468,7 @@ def budgets_never_exceeded(before: State, event: Event, applying: Applying) -> s
         if action.retry_at is not None and at < action.retry_at:
             return f"{event.attempt_id} claimed at {at.isoformat()}, before its retry back-off ends ({action.retry_at.isoformat()})"
     elif isinstance(event, ev.DeliveryCreated):
-        until = backoff_until(before, before.conversations[event.conversation_id])
+        until = backoff_until(before, before.conversation.by_id[event.conversation_id])
         if until is not None and at < until:
             return f"{event.delivery_id} made at {at.isoformat()}, during the back-off of {event.conversation_id} (until {until.isoformat()})"
     return None
@@ -517,7 +517,7 @@ def no_delivery_while_provider_unready(before: State, event: Event, applying: Ap
     messages stay queued until a ready report recovers `provider/{provider}`."""
     if not isinstance(event, ev.DeliveryCreated):
         return None
-    conversation = before.conversations[event.conversation_id]
+    conversation = before.conversation.by_id[event.conversation_id]
     if conversation.provider is not None and before.alerts.incidents.get(f"provider/{conversation.provider}"):
         return f"{event.delivery_id} delivered to {event.conversation_id} while provider/{conversation.provider} is open"
     return None

@@ -73,7 +73,7 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
     if task is not None:
         if any(tasks[d].state != "completed" for d in task.depends_on):
             codes.add("task_held")
-        conversation = state.conversations[task.conversation_id]
+        conversation = state.conversation.by_id[task.conversation_id]
         if action.proposed_by in ("background", "daemon") and conversation.intent_revision > conversation.synced_intent_revision:
             codes.add("intent_unsynced")
     fresh = (
@@ -90,8 +90,8 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
     ):
         codes.add("resource_busy")
     if task is not None:
-        conversation = state.conversations[task.conversation_id]
-        background = state.conversations.get(conversation.background_id or "")
+        conversation = state.conversation.by_id[task.conversation_id]
+        background = state.conversation.by_id.get(conversation.background_id or "")
         if conversation.approvals or (background is not None and background.approvals):
             codes.add("approval_pending")
     grant = state.grants[action.grant_id]
@@ -121,7 +121,7 @@ def active_owners(state: State) -> list[str]:
     a queued human message or a running human turn."""
     return sorted(
         conversation.conversation_id
-        for conversation in state.conversations.values()
+        for conversation in state.conversation.by_id.values()
         if conversation.role == "foreground"
         and (bool(conversation.queue) or (conversation.running_turn is not None and conversation.running_turn.kind == "human"))
     )
@@ -172,7 +172,7 @@ def _prerequisite_code(other: Action, prerequisite: ev.PrerequisiteSpec) -> str 
 def _opted_in(state: State, action: Action) -> bool:
     """Contract v1.2 section 2.4: "*" or the scope of the cause's latest observation."""
     scopes = state.rule_scopes.get(action.rule_id or "", ("*",))
-    update = state.updates.get(action.cause_key)
+    update = state.inbox.updates.get(action.cause_key)
     return "*" in scopes or (update is not None and update.latest is not None and update.latest.scope in scopes)
 
 

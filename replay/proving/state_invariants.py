@@ -88,7 +88,7 @@ def human_messages_kept(world: World) -> str | None:
     message is in its queue exactly once, every dispatched one in the running
     turn, none withdrawn or handled is queued; an idle foreground that nothing
     holds has no message waiting."""
-    for conversation in world.state.conversations.values():
+    for conversation in world.state.conversation.by_id.values():
         queue = conversation.queue
         if len(queue) != len(set(queue)):
             return f"{conversation.conversation_id} queue has duplicates: {queue}"
@@ -174,8 +174,8 @@ def unready_provider_is_the_deferral(world: World) -> str | None:
     is open (the incident, recomputed), in the state and in the view."""
     views = world.views if world.views is not None else world.replayed_views
     rows = {row["conversation_id"]: row for row in views.view("conversations")}
-    for conversation_id in world.state.foregrounds:
-        conversation = world.state.conversations[conversation_id]
+    for conversation_id in world.state.conversation.foregrounds:
+        conversation = world.state.conversation.by_id[conversation_id]
         provider = conversation.provider
         unready = provider is not None and bool(world.state.alerts.incidents.get(f"provider/{provider}"))
         deferred = conversation.deferred

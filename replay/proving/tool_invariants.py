@@ -13,8 +13,8 @@ from tandem.replay.proving.model import Applying, event_invariant
 
 
 def _bound_generation(state: State, background_id: str | None) -> int | None:
-    background = state.conversations.get(background_id or "")
-    foreground = state.conversations.get(background.foreground_id or "") if background is not None else None
+    background = state.conversation.by_id.get(background_id or "")
+    foreground = state.conversation.by_id.get(background.foreground_id or "") if background is not None else None
     if foreground is None or foreground.background_id != background_id:
         return None
     return foreground.generation

@@ -83,11 +83,11 @@ def urgent_idle_not_held_by_interval(world: World) -> str | None:
     views = world.views if world.views is not None else world.replayed_views
     rows = {row["conversation_id"]: row for row in views.view("conversations")}
     waiting: dict[str, list[Update]] = {}
-    for update in state.updates.values():
+    for update in state.inbox.updates.values():
         if update.triage_state == "triaged" and update.disposition == "urgent" and update.foreground_id is not None:
             waiting.setdefault(update.foreground_id, []).append(update)
-    for conversation_id in state.foregrounds:
-        conversation = state.conversations[conversation_id]
+    for conversation_id in state.conversation.foregrounds:
+        conversation = state.conversation.by_id[conversation_id]
         urgent = [u for u in waiting.get(conversation_id, []) if not _held(conversation, u)]
         if conversation.running_turn is not None or not urgent:
             continue

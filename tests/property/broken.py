@@ -96,8 +96,8 @@ def resend_during_backoff(state: State, value: Input, seq: int, file: str | None
     queue waits out a refusal's back-off (contract v1.2 section 3.6: a pass
     that ignored `delivery_backoff_s`)."""
     handle_input(state, value, seq, file, line, emit)
-    for conversation_id in state.foregrounds:
-        conversation = state.conversations[conversation_id]
+    for conversation_id in state.conversation.foregrounds:
+        conversation = state.conversation.by_id[conversation_id]
         if conversation.deferred is None or conversation.deferred[0] != "backoff":
             continue
         if conversation.queue and conversation.running_turn is None and not conversation.failure_held:
@@ -166,8 +166,8 @@ def deliver_while_provider_unready(state: State, value: Input, seq: int, file: s
     provider's readiness (a human turn goes to a conversation whose provider
     incident is open)."""
     handle_input(state, value, seq, file, line, emit)
-    for conversation_id in state.foregrounds:
-        conversation = state.conversations[conversation_id]
+    for conversation_id in state.conversation.foregrounds:
+        conversation = state.conversation.by_id[conversation_id]
         dispatchable = not (conversation.approvals or conversation.failure_held or conversation.recovery)
         if state.provider_unready(conversation) and conversation.queue and conversation.running_turn is None and dispatchable:
             delivery._human_turn(state, conversation, seq, emit, delivery.context_room(conversation))
@@ -178,8 +178,8 @@ def forget_unready_deferral(state: State, value: Input, seq: int, file: str | No
     is not ready waits with no recorded deferral (what the engine did before
     provider_unready was one): the deferral is dropped as soon as it is made."""
     handle_input(state, value, seq, file, line, emit)
-    for conversation_id in state.foregrounds:
-        conversation = state.conversations[conversation_id]
+    for conversation_id in state.conversation.foregrounds:
+        conversation = state.conversation.by_id[conversation_id]
         if conversation.deferred is not None and conversation.deferred[0] == "provider_unready":
             emit(ev.DeliveryDeferred(cause=seq, conversation_id=conversation_id, reason=None, until=None))
 
@@ -235,7 +235,7 @@ def act_before_reseed(state: State, value: Input, seq: int, file: str | None, li
     emit = reacting(state, emit)
     events = record(state, value, seq, file, line)
     if isinstance(events[0], ev.InputRejected) and events[0].reason == "context_not_reseeded":
-        backgrounds = [c for c in state.conversations.values() if c.role == "background"]
+        backgrounds = [c for c in state.conversation.by_id.values() if c.role == "background"]
         saved = [(c.reseed_due, c.recovery, c.reseed_id) for c in backgrounds]
         for background in backgrounds:
             background.reseed_due, background.recovery, background.reseed_id = False, None, None

@@ -332,9 +332,9 @@ class Checker:
         value = decode(line)
         before_rows = self.rows()
         before_state = self.engine.state
-        before_sources = copy.deepcopy(before_state.sources)
-        before_updates = copy.deepcopy(before_state.updates)
-        consumer_before = copy.deepcopy(before_state.consumers.get(line.get("consumer_id", "")))
+        before_sources = copy.deepcopy(before_state.inbox.sources)
+        before_updates = copy.deepcopy(before_state.inbox.updates)
+        consumer_before = copy.deepcopy(before_state.consumer.by_id.get(line.get("consumer_id", "")))
         events = self.engine.submit(Located(value, line=self.step))
         self.monitor.observe(value, events, self.engine.state, self.engine.views, line=self.step)
         for event in events:
@@ -354,7 +354,7 @@ class Checker:
         if reason is not None:
             if of_type(events, ev.ObservationRecorded) or of_type(events, ev.ObservationRepeated):
                 self.fail(f"rejected {line['type']} applied observations")
-            if (self.engine.state.sources, self.engine.state.updates) != (before_sources, before_updates):
+            if (self.engine.state.inbox.sources, self.engine.state.inbox.updates) != (before_sources, before_updates):
                 self.fail(f"rejected {line['type']} changed the sources or updates")
         self.check_cursor_history()
         self.check_against_reference()
@@ -467,13 +467,13 @@ class Checker:
         if backlog != self.reference.backlog():
             self.fail(f"backlog: engine {backlog}, spec {self.reference.backlog()}")
         for (source_id, cause_key), source in self.reference.sources.items():
-            recorded = self.engine.state.sources.get(source_id)
+            recorded = self.engine.state.inbox.sources.get(source_id)
             mine = recorded.causes.get(cause_key) if recorded is not None else None
             found = (mine.latest_fingerprint, mine.versions) if mine is not None else (None, set())
             if found != (source.latest, source.versions):
                 self.fail(f"source {source_id}, cause {cause_key}: engine {mine}, spec {source}")
         for source_id, count in self.reference.counts.items():
-            recorded = self.engine.state.sources.get(source_id)
+            recorded = self.engine.state.inbox.sources.get(source_id)
             if recorded is None or recorded.count != count:
                 self.fail(f"source {source_id}: engine count {recorded and recorded.count}, spec {count}")
 

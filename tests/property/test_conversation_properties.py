@@ -231,7 +231,7 @@ class Checker:
         return h.conversation_row(self.engine, "fg")
 
     def check(self) -> None:
-        if "fg" not in self.engine.state.conversations:
+        if "fg" not in self.engine.state.conversation.by_id:
             return
         row = self.row()
         queue = row["queue"]
@@ -279,7 +279,7 @@ class Checker:
             if not d["holds"]:
                 continue
             for pair in d["included"]:
-                current = self.engine.state.updates[pair[0]].revision
+                current = self.engine.state.inbox.updates[pair[0]].revision
                 if pair[1] != current:
                     continue
                 if pair in seen:
@@ -304,7 +304,7 @@ class Checker:
 
 def step(data: st.DataObject, checker: Checker) -> None:
     state = checker.engine.state
-    conversation = state.conversations["fg"]
+    conversation = state.conversation.by_id["fg"]
     kind = data.draw(st.sampled_from([
         "message", "message", "message", "edit", "receipt", "receipt", "reconcile", "end", "end", "end",
         "reset", "approval", "resolve", "resolve", "hold", "release", "release", "usage", "observe", "observe",
@@ -343,7 +343,7 @@ def step(data: st.DataObject, checker: Checker) -> None:
     elif kind == "approval":
         checker.apply(h.approval_required(data.draw(st.sampled_from(["r1", "r2"])), data.draw(st.sampled_from(["fg", "bg"]))))
     elif kind == "resolve":
-        open_ = [(r, c) for c in ("fg", "bg") for r in state.conversations[c].approvals]
+        open_ = [(r, c) for c in ("fg", "bg") for r in state.conversation.by_id[c].approvals]
         request, where = data.draw(st.sampled_from(open_ * 3 + [("r1", "fg"), ("r2", "bg")]))
         checker.apply(h.approval_resolved(request, where))
     elif kind == "hold":
@@ -358,7 +358,7 @@ def step(data: st.DataObject, checker: Checker) -> None:
             checker.fingerprints += 1
             checker.apply(h.observe(source_id=f"src-{cause}", scope=cause, fingerprint=f"fp{checker.fingerprints}",
                                     tokens=data.draw(st.sampled_from([1, 30, 300, 950]))))
-        update = state.updates.get(f"ci:{cause}")
+        update = state.inbox.updates.get(f"ci:{cause}")
         if update is not None:
             revision = update.revision - data.draw(st.sampled_from([0, 0, 0, 1]))
             checker.apply(h.triage(

@@ -155,7 +155,7 @@ def test_payload_required_refuses_a_reconcile_accepted_with_no_payload_but_not_a
 
     engine = given(*bare(), message("m1", at=at(1)), provider_receipt("fg/d1", "unknown", at=at(2)))
     engine.state.config.payload_required = True
-    delivery = engine.state.conversations["fg"].deliveries["fg/d1"]
+    delivery = engine.state.conversation.by_id["fg"].deliveries["fg/d1"]
     with pytest.raises(Rejected) as refused:
         require_payload(engine.state, delivery, "accepted")
     assert refused.value.reason == "payload_unrecorded"

@@ -203,7 +203,7 @@ def test_entries_go_through_the_observe_rules():
 def test_a_batch_in_another_epoch_is_rejected_and_enters_reconciliation():
     engine = given(world(), consumed_to(3))
     before_inbox = engine.views.view("inbox")
-    before_sources = copy.deepcopy(engine.state.sources)
+    before_sources = copy.deepcopy(engine.state.inbox.sources)
     events = when(engine, log_batch([entry(4, fingerprint="new"), entry(5, fingerprint="newer")], epoch=2))
     assert rejection(events) == "reconciliation_required"
     assert kinds(events)[:2] == ["InputRejected", "ReconciliationStarted"]
@@ -212,7 +212,7 @@ def test_a_batch_in_another_epoch_is_rejected_and_enters_reconciliation():
     assert not observations(events) and not of_type(events, ev.CursorMoved)
     assert row(engine) == (1, 3, 0, "reconciliation_required", 0)
     assert engine.views.view("inbox") == before_inbox
-    assert engine.state.sources == before_sources
+    assert engine.state.inbox.sources == before_sources
     assert engine.state.consumer.by_id["scm"].reconciliation_id == "scm/r1"
 
 
@@ -225,12 +225,12 @@ def test_a_batch_in_an_earlier_epoch_is_another_epoch_too():
 def test_a_rejected_batch_applies_none_of_its_entries():
     engine = given(world(), observe(fingerprint="live"), consumed_to(2))
     before = snapshot(engine)
-    before_state = (copy.deepcopy(engine.state.sources), copy.deepcopy(engine.state.updates))
+    before_state = (copy.deepcopy(engine.state.inbox.sources), copy.deepcopy(engine.state.inbox.updates))
     when(engine, log_batch([entry(3, fingerprint="x", source_version="v3"), entry(4, source_id="ci-9")], epoch=2))
     after = snapshot(engine)
     assert after["inbox"] == before["inbox"]
     assert after["health"]["backlog"] == before["health"]["backlog"]
-    assert (engine.state.sources, engine.state.updates) == before_state
+    assert (engine.state.inbox.sources, engine.state.inbox.updates) == before_state
     # v3 was never recorded: seen later it is new, not a repeat
     assert of_type(when(engine, observe(source_version="v3", fingerprint="x2")), ev.ObservationRecorded)
 

@@ -293,7 +293,7 @@ def test_a_checkpoints_tokens_never_exceed_its_summarys_bytes(fields: dict, coun
     engine = given(*world())
     events = when(engine, checkpoint(at=at(1), **fields))
     assert of_type(events, ev.BackgroundCheckpointed)[0].tokens == counted
-    assert engine.state.conversations["bg"].checkpoint.summary_bytes == len(fields.get("summary", "").encode())
+    assert engine.state.conversation.by_id["bg"].checkpoint.summary_bytes == len(fields.get("summary", "").encode())
 
 
 def test_a_checkpoint_of_another_epoch_or_an_unknown_intent_is_stale() -> None:
@@ -354,7 +354,7 @@ def test_the_optional_part_is_the_untriaged_updates_oldest_first_that_fit() -> N
 def test_a_backgrounds_delivery_holds_nothing() -> None:
     engine = given(*reseeded_world(observe(at=at(3)), context_reset("bg", at=at(4)), provider_receipt("bg/d1", at=at(5))))
     when(engine, triage(at=at(6)))
-    update = engine.state.updates[CI]
+    update = engine.state.inbox.updates[CI]
     assert update.held_by is not None and update.held_by.startswith("fg/")  # delivered to fg, not held by bg/d1
 
 

@@ -113,9 +113,9 @@ def test_same_source_version_live_is_a_repeat_counted_and_nothing_else_changes()
     assert without(snapshot(engine), ("inbox", CI, "repeats"), ("inbox", CI, "last_seen_at")) == without(
         before, ("inbox", CI, "repeats"), ("inbox", CI, "last_seen_at")
     )
-    source = engine.state.sources["ci-1"]
+    source = engine.state.inbox.sources["ci-1"]
     assert (source.count, source.causes[CI].latest_fingerprint) == (1, "f1")  # the repeat's fingerprint is not "latest"
-    assert engine.state.updates[CI].text == "red"
+    assert engine.state.inbox.updates[CI].text == "red"
 
 
 def test_a_source_version_first_seen_on_the_change_log_makes_a_live_one_a_repeat():
@@ -223,7 +223,7 @@ def test_local_revision_is_one_plus_the_sources_count_and_repeats_do_not_count()
     for fingerprint in ["a", "b", "b", "c"]:
         local += [e.local_revision for e in recorded(when(engine, observe(fingerprint=fingerprint)))]
     assert local == [1, 2, 3]
-    assert engine.state.sources["ci-1"].count == 3
+    assert engine.state.inbox.sources["ci-1"].count == 3
 
 
 def test_local_revision_counts_per_source_across_causes():
@@ -284,9 +284,9 @@ def test_a_background_origin_observation_is_recorded_but_revises_no_update():
     assert len(recorded(events)) == 1
     assert recorded(events)[0].update_revision is None
     assert snapshot(engine) == before  # no inbox row, no backlog
-    assert engine.state.updates == {}
+    assert engine.state.inbox.updates == {}
     # ...but it took the source's next local revision
-    assert engine.state.sources["ci-1"].count == 1
+    assert engine.state.inbox.sources["ci-1"].count == 1
 
 
 def test_a_background_origin_observation_leaves_an_existing_update_alone():
@@ -300,7 +300,7 @@ def test_a_background_origin_observation_leaves_an_existing_update_alone():
 
 def test_a_background_origin_observation_takes_a_local_revision_but_is_not_what_later_ones_are_compared_with():
     engine = given(world(), observe(fingerprint="a"), observe(fingerprint="b", source_version="v9", origin_conversation="bg"))
-    assert engine.state.sources["ci-1"].count == 2
+    assert engine.state.inbox.sources["ci-1"].count == 2
     # the source itself reporting the same state later is news, not a repeat...
     by_fingerprint = recorded(when(engine, observe(fingerprint="b")))
     assert [(e.local_revision, e.update_revision) for e in by_fingerprint] == [(3, 2)]
@@ -365,7 +365,7 @@ def test_triage_sets_triaged_disposition_and_priorities():
     assert (row["disposition"], row["action_priority"], row["notification_priority"]) == ("urgent", 7, 9)
     assert row["revision"] == 1
     assert row["retained"] is True  # deliverable
-    update = engine.state.updates[CI]
+    update = engine.state.inbox.updates[CI]
     assert (update.triage_state, update.disposition, update.foreground_id) == ("triaged", "urgent", "fg")
 
 
@@ -489,7 +489,7 @@ def test_a_rule_actions_outcome_is_routine():
     row = inbox_row(engine, "outcome:op-r")
     assert (row["kind"], row["triage_state"], row["disposition"]) == ("outcome", "triaged", "routine")
     assert row["retained"] is False
-    assert engine.state.updates["outcome:op-r"].foreground_id is None
+    assert engine.state.inbox.updates["outcome:op-r"].foreground_id is None
 
 
 def test_each_outcome_revises_its_update_by_one():

@@ -438,7 +438,7 @@ def test_already_dispatched_for_a_message_no_longer_queued():
 
 def test_already_dispatched_for_a_message_sent_in_a_turn():
     engine = given(world(), message("m1"))
-    assert engine.state.conversations["fg"].messages["m1"].state == "dispatched"
+    assert engine.state.conversation.by_id["fg"].messages["m1"].state == "dispatched"
     assert rejection(when(engine, queue_edit("m1", "edit", text="again"))) == "already_dispatched"
 
 

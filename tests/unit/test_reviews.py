@@ -191,7 +191,7 @@ def test_an_alias_s_new_observation_gets_the_canonical_s_next_local_revision_and
     recorded = of_type(events, ev.ObservationRecorded)[0]
     assert (recorded.source_id, recorded.judged_as, recorded.local_revision) == (SCM, INTERNAL, 3)
     assert recorded.cause_key == cause("555-b")  # the canonical's latest cause, not review:{PR}
-    assert SCM not in engine.state.sources and engine.state.sources[INTERNAL].count == 3
+    assert SCM not in engine.state.inbox.sources and engine.state.inbox.sources[INTERNAL].count == 3
 
 
 def test_an_alias_s_observation_with_an_explicit_cause_key_keeps_it() -> None:

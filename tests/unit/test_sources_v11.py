@@ -85,7 +85,7 @@ def test_a_late_older_version_is_out_of_order_counted_not_the_latest():
     row = inbox_row(engine, f"comment:{PR}:c-1")
     assert (row["revision"], row["out_of_order"], row["latest"]["excerpt"]) == (1, 1, "edited")
     assert row["latest"]["source_time"] == t(20)
-    assert engine.state.updates[f"comment:{PR}:c-1"].text == "edited"
+    assert engine.state.inbox.updates[f"comment:{PR}:c-1"].text == "edited"
 
 
 def test_equal_source_times_are_in_order():
@@ -169,7 +169,7 @@ def test_a_rejected_input_changes_no_source_state():
     engine = given(world())
     events = when(engine, observe("c-1", "f", kind="comment", actor="human", at=at(1)))
     assert rejection(events) == "not_authorized"
-    assert "c-1" not in engine.state.sources
+    assert "c-1" not in engine.state.inbox.sources
 
 
 # -------------------------------------------------------------------- explain

@@ -61,7 +61,7 @@ def test_an_unknown_delivery_of_a_failed_turn_holds_until_reconciled_then_releas
     assert delivery_row(engine, "fg/d1")["included"] == [["ci:pr/1", 1]]  # the wake
     engine = given(world(), *update_for("ci:pr/1"), provider_receipt("fg/d1", "unknown"), turn_ended("fg/t1", "failed"))
     # Still held: no blind resend while the provider may have it.
-    assert engine.state.updates["ci:pr/1"].held_by == "fg/d1"
+    assert engine.state.inbox.updates["ci:pr/1"].held_by == "fg/d1"
     assert [row["delivery_id"] for row in engine.views.view("conversations")[1]["deliveries"]] == ["fg/d1"]
     events = when(engine, provider_reconcile("fg/d1", "accepted"))
     receipted = of_type(events, ev.DeliveryReceipted)[0]

@@ -42,7 +42,7 @@ def alert(engine, alert_id):
 
 def deferral(engine):
     """The conversation's deferral in the state: (reason, until, urgent)."""
-    return engine.state.conversations["fg"].deferred
+    return engine.state.conversation.by_id["fg"].deferred
 
 
 # ------------------------------------------------------ woken at once

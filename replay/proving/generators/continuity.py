@@ -57,7 +57,7 @@ def investigation_close(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def background_checkpoint(draw: Draw, b: Builder) -> dict[str, Any]:
-    background = b.state.conversations["bg"]
+    background = b.state.conversation.by_id["bg"]
     fields: dict[str, Any] = {
         "conversation_id": "bg",
         "generation": _generation(draw, b),
@@ -83,7 +83,7 @@ def background_reset(draw: Draw, b: Builder) -> dict[str, Any]:
 
 def reseed_receipt(draw: Draw, b: Builder) -> dict[str, Any]:
     """The provider's receipt of the background's latest delivery (its reseed), mostly accepted."""
-    background = b.state.conversations["bg"]
+    background = b.state.conversation.by_id["bg"]
     delivery_id = max(background.deliveries, key=lambda d: int(d.rsplit("d", 1)[1]), default="bg/d1")
     result = "accepted" if often(draw, 6) else draw(st.sampled_from(["refused", "unknown"]))
     return b.line("provider.receipt", "daemon", delivery_id=delivery_id, result=result)

@@ -29,7 +29,7 @@ INCIDENTS = ("i1", "i2")
 
 
 def _foreground(b: Builder):
-    return b.state.conversations.get("fg")
+    return b.state.conversation.by_id.get("fg")
 
 
 def queue_edit(draw: Draw, b: Builder) -> dict[str, Any]:
@@ -132,7 +132,7 @@ def approval_required(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def approval_resolved(draw: Draw, b: Builder) -> dict[str, Any]:
-    conversations = b.state.conversations
+    conversations = b.state.conversation.by_id
     open_ = [(c, r) for c in ("fg", "bg") if c in conversations for r in conversations[c].approvals]
     if open_ and often(draw, 8):
         conversation, request = draw(st.sampled_from(open_))

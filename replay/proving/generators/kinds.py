@@ -193,15 +193,15 @@ def applicable(kind: str, b: Builder) -> bool:
     if kind == "question.answer":
         return any(q.state == "open" for q in b.state.questions.values())
     if kind == "triage.classify":
-        return bool(b.state.updates)
+        return bool(b.state.inbox.updates)
     if kind == "log.reconcile":
         return any(c.state == "reconciliation_required" for c in b.state.consumer.by_id.values())
     if kind in ("provider.receipt", "delivery.composed"):
-        return any(d.attempt_state == "submitting" for c in b.state.conversations.values() for d in c.deliveries.values())
+        return any(d.attempt_state == "submitting" for c in b.state.conversation.by_id.values() for d in c.deliveries.values())
     if kind == "provider.reconcile":
-        return any(d.attempt_state == "unknown" for c in b.state.conversations.values() for d in c.deliveries.values())
+        return any(d.attempt_state == "unknown" for c in b.state.conversation.by_id.values() for d in c.deliveries.values())
     if kind == "turn.ended":
-        return any(c.running_turn is not None for c in b.state.conversations.values())
+        return any(c.running_turn is not None for c in b.state.conversation.by_id.values())
     if kind == "tool.request":
         return bool(b.state.tools.runtimes)
     if kind in ("action.propose", "task.complete", "task.revise", "task.cancel", "question.raise"):

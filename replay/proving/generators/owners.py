@@ -19,12 +19,12 @@ OWNERS = ("fg", SECOND)
 
 
 def _owners(b: Builder) -> list[Any]:
-    return [b.state.conversations[c] for c in OWNERS if c in b.state.conversations]
+    return [b.state.conversation.by_id[c] for c in OWNERS if c in b.state.conversation.by_id]
 
 
 def second_foreground(draw: Draw, b: Builder) -> dict[str, Any]:
     """fg2 opened once; then a task delegated from it (mostly a new one)."""
-    if SECOND not in b.state.conversations:
+    if SECOND not in b.state.conversation.by_id:
         return b.line(
             "conversation.open", "daemon", conversation_id=SECOND, role="foreground", context_limit=2000, reserve=200
         )
@@ -38,7 +38,7 @@ def second_foreground(draw: Draw, b: Builder) -> dict[str, Any]:
 
 def owner_message(draw: Draw, b: Builder) -> dict[str, Any]:
     """A human message on fg or (once open) fg2."""
-    conversation = SECOND if SECOND in b.state.conversations and draw(st.booleans()) else "fg"
+    conversation = SECOND if SECOND in b.state.conversation.by_id and draw(st.booleans()) else "fg"
     b.messages += 1
     return b.line("human.message", conversation_id=conversation, message_id=f"m{b.messages}", text="owner input")
 

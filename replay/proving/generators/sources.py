@@ -92,7 +92,7 @@ def late_join(draw: Draw, b: Builder) -> dict[str, Any]:
 def source_alias(draw: Draw, b: Builder) -> dict[str, Any]:
     """Contract v1.2 section 7.2: mostly of an observed source (an alias of
     an alias, of itself, or of another's alias sometimes), from the source or the daemon."""
-    observed = sorted(b.state.sources)
+    observed = sorted(b.state.inbox.sources)
     alias_of = draw(st.sampled_from(observed)) if observed and often(draw, 8) else draw(st.sampled_from(SOURCES))
     source_id = draw(st.sampled_from(SOURCES + ALIASES))
     actor = draw(st.sampled_from(["source", "daemon"]))
@@ -106,7 +106,7 @@ def observe(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def triage_classify(draw: Draw, b: Builder, conversation: str = "bg") -> dict[str, Any]:
-    updates = b.state.updates
+    updates = b.state.inbox.updates
     if updates and often(draw):
         cause_key = draw(st.sampled_from(sorted(updates)))
         revision = revision_near(draw, updates[cause_key].revision)
@@ -129,7 +129,7 @@ def urgent_triage(draw: Draw, b: Builder) -> dict[str, Any]:
     """An update triaged urgent by the bound background, mostly one still
     untriaged at its current revision (contract v1.2 section 3.7: an urgent
     update reaching its foreground, inside the wake interval or not)."""
-    updates = b.state.updates
+    updates = b.state.inbox.updates
     untriaged = sorted(key for key, update in updates.items() if update.triage_state == "untriaged")
     if untriaged and often(draw, 8):
         cause_key = draw(st.sampled_from(untriaged))

@@ -120,11 +120,11 @@ class Builder:
         return out
 
     def generation(self, conversation: str = "fg") -> int:
-        bound = self.state.conversations[conversation].generation
+        bound = self.state.conversation.by_id[conversation].generation
         return bound if bound is not None else 1
 
     def intent(self) -> int:
-        return self.state.conversations["fg"].intent_revision
+        return self.state.conversation.by_id["fg"].intent_revision
 
 
 def often(draw: Draw, p_true: int = 9) -> bool:

@@ -285,7 +285,7 @@ def _source_fields(draw: Draw, b: Builder, cause_key: str) -> dict[str, Any]:
     the current one), a commit and the statuses that make it moot."""
     if not often(draw, 2):
         return {}
-    update = b.state.updates.get(cause_key)
+    update = b.state.inbox.updates.get(cause_key)
     fields: dict[str, Any] = {"source_revision": revision_near(draw, update.revision if update is not None else 0)}
     if often(draw, 2):
         fields["target_sha"] = draw(st.sampled_from(COMMITS))
@@ -299,7 +299,7 @@ def source_proposal(draw: Draw, b: Builder) -> dict[str, Any]:
     section 2.1), on the cause's latest commit when it has one: what the
     source rule looks at again when the cause moves before the claim."""
     line = action_propose(draw, b)
-    update = b.state.updates.get(line["cause_key"])
+    update = b.state.inbox.updates.get(line["cause_key"])
     line["source_revision"] = update.revision if update is not None else 0
     latest = update.latest if update is not None else None
     if latest is not None and latest.commit_sha is not None and often(draw, 8):
@@ -334,7 +334,7 @@ def action_revalidate(draw: Draw, b: Builder) -> dict[str, Any]:
     actor = draw(st.sampled_from(["background", "human"]))
     fields: dict[str, Any] = {"operation_id": operation_id, "input_revisions": revisions}
     if action is not None and action.source_revision is not None and often(draw, 8):
-        update = state.updates.get(action.cause_key)
+        update = state.inbox.updates.get(action.cause_key)
         fields["source_revision"] = revision_near(draw, update.revision if update is not None else 0)
     if actor == "background":
         fields["generation"] = b.generation() if often(draw) else b.generation() - 1
