@@ -110,7 +110,7 @@ def _order(action: Action) -> int:
 def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
     task = state.tasks[action.task_id] if action.task_id is not None else None
     # Never claim under stale authority: fencing and re-stamping keep these current.
-    assert action.revisions.grant == state.grants[action.grant_id].revision, action.operation_id
+    assert action.revisions.grant == state.authority.grants[action.grant_id].revision, action.operation_id
     assert task is None or action.revisions.task == task.revision, action.operation_id
     # (Its source revision is the cause's: the source rule ran first. The invariant
     # no_claim_behind_source_revision checks it, so a broken rule is found, not a crash.)
@@ -131,7 +131,7 @@ def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
                 # without fencing it), and the policy in force now.
                 task_revision=action.revisions.task,
                 grant_revision=action.revisions.grant,
-                policy_revision=state.policy.revision,
+                policy_revision=state.authority.policy.revision,
                 intent_revision=action.revisions.intent,
                 source_revision=action.source_revision if action.source_revision is not None else UNSET,
                 target_sha=action.target_sha if action.target_sha is not None else UNSET,
@@ -186,7 +186,7 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
         codes.append("resource_busy")
     if task is not None and _approval_pending(state, task.conversation_id):
         codes.append("approval_pending")
-    if state.grants[action.grant_id].budget_exhausted:
+    if state.authority.grants[action.grant_id].budget_exhausted:
         codes.append("budget_exhausted")
     if action.rule_id is not None and not state.opted_in(action.rule_id, action.cause_key):
         codes.append("rule_opted_out")

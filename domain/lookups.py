@@ -28,7 +28,7 @@ def known_alert(state: State, alert_id: str) -> Alert:
 
 
 def known_grant(state: State, grant_id: str) -> Grant:
-    grant = state.grants.get(grant_id)
+    grant = state.authority.grants.get(grant_id)
     if grant is None:
         raise Rejected("unknown_grant", f"no grant {grant_id!r}")
     return grant

@@ -178,7 +178,7 @@ def _watchdog(state: State, action: Action) -> ev.BlockFact:
         code="watchdog_unavailable",
         heartbeat_generation=state.health.heartbeat_generation,
         heartbeat_at=state.health.heartbeat_at,
-        watchdog_max_age_s=state.config.watchdog_max_age_s,
+        watchdog_max_age_s=state.authority.config.watchdog_max_age_s,
         host=state.health.host if state.health.host != "running" else None,
         last_resume_at=state.health.last_resume_at if state.health.host == "resuming" else None,
     )
@@ -207,7 +207,7 @@ def _approval_pending(state: State, action: Action) -> ev.BlockFact:
 
 
 def _budget(state: State, action: Action) -> ev.BlockFact:
-    grant = state.grants[action.grant_id]
+    grant = state.authority.grants[action.grant_id]
     return ev.BlockFact(
         code="budget_exhausted", grant_id=grant.grant_id, usage=grant.usage, token_limit=grant.token_limit,
         **({"calls": grant.calls, "call_limit": grant.call_limit} if grant.call_limit is not None else {}),
@@ -221,7 +221,7 @@ def _opted_out(state: State, action: Action) -> ev.BlockFact:
     return ev.BlockFact(
         code="rule_opted_out",
         rule_id=action.rule_id,
-        scopes=list(state.rule_scopes.get(action.rule_id, ("*",))),
+        scopes=list(state.authority.rule_scopes.get(action.rule_id, ("*",))),
         scope=latest.scope if latest is not None else None,
     )
 

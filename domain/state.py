@@ -26,14 +26,12 @@ from tandem.domain.investigations.state import InvestigationsState
 from tandem.domain.alerts.state import AlertsState
 from tandem.domain.inbox.state import InboxState
 from tandem.domain.conversation.state import ConversationState
+from tandem.domain.authority.state import AuthorityState
 from tandem.domain.records import (
     DELIVERABLE_DISPOSITIONS,
     Action,
-    Config,
     Conversation,
-    Grant,
     LatestObservation,
-    Policy,
     Question,
     Task,
     TraceProgress,
@@ -55,11 +53,6 @@ class State:
     seq: int = 0  # inputs recorded (accepted or rejected)
     last_at: datetime.datetime | None = None
     configurable: bool = True  # no input of another kind than engine.configure yet
-    config: Config = field(default_factory=Config)
-    policy: Policy = field(default_factory=Policy)
-    grants: dict[str, Grant] = field(default_factory=dict)
-    rules: dict[str, str] = field(default_factory=dict)  # rule_id -> grant_id
-    rule_scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rule_id -> scopes (v1.2 section 2.4)
     tasks: dict[str, Task] = field(default_factory=dict)
     questions: dict[tuple[str, str], Question] = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)
@@ -75,6 +68,7 @@ class State:
     # Pending actions refused under a grant's retry back-off (v1.2 section 3.5): op -> retry_at.
     backing_off: dict[str, datetime.datetime] = field(default_factory=dict)
     # ---- the areas' parts
+    authority: AuthorityState = field(default_factory=AuthorityState)
     conversation: ConversationState = field(default_factory=ConversationState)
     inbox: InboxState = field(default_factory=InboxState)
     alerts: AlertsState = field(default_factory=AlertsState)
@@ -124,7 +118,7 @@ class State:
         (not suspended, nor resuming before a heartbeat since: section 4.5)."""
         if self.health.heartbeat_at is None or at is None or self.health.host != "running":
             return False
-        return (at - self.health.heartbeat_at).total_seconds() <= self.config.watchdog_max_age_s
+        return (at - self.health.heartbeat_at).total_seconds() <= self.authority.config.watchdog_max_age_s
 
     def provider_unready(self, conversation: Conversation) -> bool:
         """Contract v1.2 section 4.3: its provider's incident is open."""
@@ -195,7 +189,7 @@ class State:
                 self.dirty_actions.add(operation_id)
 
     def rule_opens_every_scope(self, rule_id: str) -> bool:
-        return "*" in self.rule_scopes.get(rule_id, ("*",))
+        return "*" in self.authority.rule_scopes.get(rule_id, ("*",))
 
     def opted_in(self, rule_id: str | None, cause_key: str) -> bool:
         """A rule's action is opted in when its rule's scopes hold "*" or the
@@ -204,7 +198,7 @@ class State:
         if rule_id is None or self.rule_opens_every_scope(rule_id):
             return True
         latest = self.latest_observation(cause_key)
-        return latest is not None and latest.scope in self.rule_scopes[rule_id]
+        return latest is not None and latest.scope in self.authority.rule_scopes[rule_id]
 
     def prerequisite_status(self, prerequisite: PrerequisiteSpec) -> str:
         """"met", "pending" or "failed" (contract section 4; with

@@ -21,7 +21,7 @@ def unattended_claims_record_a_fresh_heartbeat(before, event, applying):
     """Facts before effects: an unattended claim records the heartbeat it relied on, and it was fresh."""
     if isinstance(event, ev.ActionClaimed) and before.actions[event.operation_id].unattended:
         seen = event.facts.heartbeat_at
-        if seen is None or (applying.at - seen).total_seconds() > before.config.watchdog_max_age_s:
+        if seen is None or (applying.at - seen).total_seconds() > before.authority.config.watchdog_max_age_s:
             return f"{event.attempt_id} claimed unattended on heartbeat {seen}, at {applying.at}"
     return None
 

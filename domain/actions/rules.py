@@ -199,7 +199,7 @@ def decide_revalidation(state: State, value: inp.RevalidateAction, seq: int) -> 
     _check_runtime(state, value, action.task_id)
     if action.task_id is not None and state.tasks[action.task_id].state != "active":
         raise Rejected("task_not_active", f"task {action.task_id!r} is {state.tasks[action.task_id].state}")
-    grant = state.grants[action.grant_id]
+    grant = state.authority.grants[action.grant_id]
     check_authority(state, action.operation, action.write_paths, grant)
     _check_revisions(state, value.input_revisions, grant, action.task_id)
     source_revision: Any = UNSET
@@ -259,7 +259,7 @@ def _attempt_transition(
     refusal = None
     backoff: dict[str, Any] = {}
     if action_event == "refuse" and action.state != "cancel_requested":
-        if len(action.attempts) >= state.grants[action.grant_id].max_attempts:
+        if len(action.attempts) >= state.authority.grants[action.grant_id].max_attempts:
             action_event, reason = "exhaust", "max_attempts"
         else:
             action_event, restamped, reason = _back_to_pending(state, action)
@@ -286,7 +286,7 @@ def _back_to_pending(state: State, action: Action) -> tuple[str, ev.Revisions | 
     """A refused action goes back to pending only under current authority: if
     its task was revised, or its grant or the policy no longer allows it,
     while the attempt was out, it is fenced (revalidate to go on)."""
-    grant = state.grants[action.grant_id]
+    grant = state.authority.grants[action.grant_id]
     if action.task_id is not None and action.revisions.task != state.tasks[action.task_id].revision:
         return "refuse_stale", None, "task_revised"
     if not allows(state, action, grant.operations, grant.roots):
@@ -298,7 +298,7 @@ def _back_to_pending(state: State, action: Action) -> tuple[str, ev.Revisions | 
 
 def _refusal_facts(state: State, action: Action, reason: str) -> ev.RefusalFacts:
     task = state.tasks[action.task_id] if action.task_id is not None else None
-    grant = state.grants[action.grant_id]
+    grant = state.authority.grants[action.grant_id]
     return ev.RefusalFacts(
         reason=reason,
         attempts=len(action.attempts),
@@ -306,7 +306,7 @@ def _refusal_facts(state: State, action: Action, reason: str) -> ev.RefusalFacts
         task_revision=task.revision if task is not None else None,
         validated_task_revision=action.revisions.task,
         grant_revision=grant.revision,
-        policy_revision=state.policy.revision,
+        policy_revision=state.authority.policy.revision,
     )
 
 
@@ -375,7 +375,7 @@ def decide_evidence(state: State, value: inp.AttachEvidence, seq: int) -> list[e
 
 def _worker_usage(state: State, value: inp.ReportUsage, seq: int, action: Action) -> tuple[int, list[ev.Event]]:
     """The grant's usage after a worker's report, and the budget it reached, if it did."""
-    grant = state.grants[action.grant_id]
+    grant = state.authority.grants[action.grant_id]
     grant_usage = grant.usage + (given(value.input_tokens) or 0) + (given(value.output_tokens) or 0)
     events: list[ev.Event] = []
     if grant.token_limit is not None and grant.usage < grant.token_limit <= grant_usage:
@@ -476,7 +476,7 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
         state.actions[prerequisite.operation_id].dependents.append(event.operation_id)
     if event.task_id is not None:
         state.tasks[event.task_id].actions.append(event.operation_id)
-    state.grants[event.grant_id].actions.append(event.operation_id)
+    state.authority.grants[event.grant_id].actions.append(event.operation_id)
     state.actions_by_cause.setdefault(event.cause_key, []).append(event.operation_id)
     state.add_action(action)
     _progressed(state, action, event)
@@ -580,7 +580,7 @@ def _usage_reported(state: State, event: ev.UsageReported) -> None:
     if event.conversation_id is not None and event.context_tokens is not None:
         state.conversation.by_id[event.conversation_id].context_tokens = event.context_tokens
     if event.grant_id is not None and event.grant_usage is not None:
-        grant = state.grants[event.grant_id]
+        grant = state.authority.grants[event.grant_id]
         was_exhausted = grant.budget_exhausted
         grant.usage = event.grant_usage
         if grant.budget_exhausted != was_exhausted:

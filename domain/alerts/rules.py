@@ -179,7 +179,7 @@ def _on_budget_exhausted(state: State, event: ev.BudgetExhausted) -> list[ev.Eve
 
 
 def _on_grant_revised(state: State, event: ev.GrantRevised) -> list[ev.Event]:
-    grant = state.grants[event.grant_id]
+    grant = state.authority.grants[event.grant_id]
     if grant.budget_exhausted:
         return []
     detail = f"grant revision {event.revision} lifts token_limit to {grant.token_limit} (usage {grant.usage})"
@@ -290,7 +290,7 @@ def _on_action_blocked(state: State, event: ev.ActionBlocked) -> list[ev.Event]:
             operation_id=event.operation_id,
             heartbeat_generation=state.health.heartbeat_generation,
             heartbeat_at=state.health.heartbeat_at,
-            watchdog_max_age_s=state.config.watchdog_max_age_s,
+            watchdog_max_age_s=state.authority.config.watchdog_max_age_s,
         ),
     )
 
@@ -345,7 +345,7 @@ def _on_outcome(state: State, event: ev.ActionOutcomeReported) -> list[ev.Event]
             operation_id=action.operation_id,
             cause_key=f"outcome:{action.operation_id}",
             conversation_id=state.tasks[action.task_id].conversation_id,
-            due_at=_at(state) + datetime.timedelta(seconds=state.config.fallback_after_s),
+            due_at=_at(state) + datetime.timedelta(seconds=state.authority.config.fallback_after_s),
         )
     ]
 
@@ -453,7 +453,7 @@ def run_time_rules(
                 reason="fresh_heartbeat",
                 heartbeat_generation=state.health.heartbeat_generation,
                 heartbeat_at=state.health.heartbeat_at,
-                watchdog_max_age_s=state.config.watchdog_max_age_s,
+                watchdog_max_age_s=state.authority.config.watchdog_max_age_s,
             )
             detail = f"heartbeat generation {state.health.heartbeat_generation} is fresh"
             for event in resolve_alert(state, cause, WATCHDOG_ALERT, detail=detail, facts=facts):
@@ -493,8 +493,8 @@ def _next_timer(
 def _resurfaced(state: State, cause: int, at: datetime.datetime) -> ev.QuestionResurfaced:
     _, _, first, second = state.timers.entries[0]
     question = state.questions[(first, second)]
-    k = int((at - question.first_seen_at).total_seconds() // state.config.question_resurface_s)
-    due_at = question.first_seen_at + datetime.timedelta(seconds=k * state.config.question_resurface_s)
+    k = int((at - question.first_seen_at).total_seconds() // state.authority.config.question_resurface_s)
+    due_at = question.first_seen_at + datetime.timedelta(seconds=k * state.authority.config.question_resurface_s)
     return ev.QuestionResurfaced(cause=cause, task_id=first, question_key=second, k=k, due_at=due_at)
 
 

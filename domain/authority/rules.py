@@ -111,24 +111,24 @@ def disallowed(
 
 def allows(state: State, action: Action, operations: tuple[str, ...], roots: tuple[str, ...]) -> bool:
     """Does the effective authority (grant ∩ policy) still allow this action?"""
-    return disallowed(action, operations, roots, state.policy.operations, state.policy.roots) is None
+    return disallowed(action, operations, roots, state.authority.policy.operations, state.authority.policy.roots) is None
 
 
 def check_authority(state: State, operation: str, write_paths: list[str], grant: Grant) -> None:
     """A proposal's authority: `operation_not_granted`, then `write_outside_roots`."""
-    if operation not in grant.operations or operation not in state.policy.operations:
+    if operation not in grant.operations or operation not in state.authority.policy.operations:
         raise Rejected("operation_not_granted", f"grant {grant.grant_id!r} does not allow {operation!r}")
     for path in write_paths:
-        if not path_allowed(path, grant.roots, state.policy.roots):
+        if not path_allowed(path, grant.roots, state.authority.policy.roots):
             raise Rejected("write_outside_roots", f"{path!r} is outside the roots of grant {grant.grant_id!r}")
 
 
 def _narrow(state: State, request_ops: list[str], request_roots: list[str]):
-    operations, dropped_operations = narrow_operations(request_ops, state.policy.operations)
-    roots, dropped_roots = narrow_roots(request_roots, state.policy.roots)
+    operations, dropped_operations = narrow_operations(request_ops, state.authority.policy.operations)
+    roots, dropped_roots = narrow_roots(request_roots, state.authority.policy.roots)
     if not operations or not roots:
         missing = "operation" if not operations else "write root"
-        raise Rejected("grant_outside_policy", f"no requested {missing} survives the policy (revision {state.policy.revision})")
+        raise Rejected("grant_outside_policy", f"no requested {missing} survives the policy (revision {state.authority.policy.revision})")
     return operations, roots, dropped_operations, dropped_roots
 
 
@@ -143,7 +143,7 @@ def _sort_out(
     for operation_id in operation_ids:
         action = state.actions[operation_id]
         if operations is None:  # each under its own grant
-            grant = state.grants[action.grant_id]
+            grant = state.authority.grants[action.grant_id]
             reason = disallowed(action, grant.operations, grant.roots, policy_ops, policy_roots)
         else:
             reason = disallowed(action, operations, roots, policy_ops, policy_roots)
@@ -162,7 +162,7 @@ def decide_configure(state: State, value: inp.ConfigureEngine, seq: int) -> list
     if not state.configurable:
         raise Rejected("too_late", "engine.configure is accepted only before any other input")
     settings = {
-        name: getattr(state.config, name) if getattr(value, name) is UNSET else getattr(value, name)
+        name: getattr(state.authority.config, name) if getattr(value, name) is UNSET else getattr(value, name)
         for name in ("watchdog_max_age_s", "fallback_after_s", "question_resurface_s", "wake_batch_max")
     }
     budgets = {name: getattr(value, name) for name in BUDGET_SETTINGS}  # UNSET when not given
@@ -207,7 +207,7 @@ def decide_policy(state: State, value: inp.SetPolicy, seq: int) -> list[ev.Event
     return [
         ev.PolicySet(
             cause=seq,
-            revision=state.policy.revision + 1,
+            revision=state.authority.policy.revision + 1,
             allowed_operations=operations,
             write_roots=roots,
             fenced=fenced,
@@ -232,7 +232,7 @@ def issue_grant(
         write_roots=roots,
         max_attempts=request.max_attempts,
         token_limit=request.token_limit,
-        policy_revision=state.policy.revision,
+        policy_revision=state.authority.policy.revision,
         dropped_operations=dropped_operations,
         dropped_roots=dropped_roots,
         **grant_budgets(request.execution_deadline_s, request.retry_backoff_s, request.call_limit),
@@ -252,7 +252,7 @@ def _revise_grant_events(
     # "Narrowed like delegation": the whole grant, named parts and kept ones,
     # is narrowed to the policy in force, which the event records.
     operations, roots, dropped_operations, dropped_roots = _narrow(state, operations_request, roots_request)
-    policy = state.policy
+    policy = state.authority.policy
     fenced, restamped, because = _sort_out(
         state, state.pending_of_grant(grant.grant_id), tuple(operations), tuple(roots), policy.operations, policy.roots
     )
@@ -265,7 +265,7 @@ def _revise_grant_events(
             write_roots=roots,
             max_attempts=max_attempts,
             token_limit=token_limit,
-            policy_revision=state.policy.revision,
+            policy_revision=state.authority.policy.revision,
             dropped_operations=dropped_operations,
             dropped_roots=dropped_roots,
             fenced=fenced,
@@ -278,16 +278,16 @@ def _revise_grant_events(
 
 def decide_rule(state: State, value: inp.SetRule, seq: int) -> list[ev.Event]:
     request = value.grant
-    current = state.rules.get(value.rule_id)
+    current = state.authority.rules.get(value.rule_id)
     if current is None:
-        if request.grant_id in state.grants:
+        if request.grant_id in state.authority.grants:
             raise Rejected("already_exists", f"grant {request.grant_id!r} already exists")
         grant_event = issue_grant(state, seq, request, None, value.rule_id)
         rule = ev.RuleSet(cause=seq, rule_id=value.rule_id, grant_id=request.grant_id, scopes=_scopes(value))
         return [grant_event, rule]
     if current != request.grant_id:
         raise Rejected("already_exists", f"rule {value.rule_id!r} already holds grant {current!r}")
-    grant = state.grants[current]
+    grant = state.authority.grants[current]
     events = _revise_grant_events(
         state, seq, grant, request.allowed_operations, request.write_roots, request.max_attempts, request.token_limit,
         grant_budgets(request.execution_deadline_s, request.retry_backoff_s, request.call_limit),
@@ -337,8 +337,8 @@ def fence(state: State, operation_ids: list[str], event: ev.Event) -> None:
 
 def _engine_configured(state: State, event: ev.EngineConfigured) -> None:
     budgets = {name: getattr(event, name) for name in BUDGET_SETTINGS if getattr(event, name) is not UNSET}
-    state.config = replace_config(
-        state.config,
+    state.authority.config = replace_config(
+        state.authority.config,
         watchdog_max_age_s=event.watchdog_max_age_s,
         fallback_after_s=event.fallback_after_s,
         question_resurface_s=event.question_resurface_s,
@@ -350,12 +350,12 @@ def _engine_configured(state: State, event: ev.EngineConfigured) -> None:
 
 
 def _policy_set(state: State, event: ev.PolicySet) -> None:
-    state.policy = Policy(event.revision, frozenset(event.allowed_operations), tuple(event.write_roots))
+    state.authority.policy = Policy(event.revision, frozenset(event.allowed_operations), tuple(event.write_roots))
     fence(state, event.fenced, event)
 
 
 def _grant_issued(state: State, event: ev.GrantIssued) -> None:
-    state.grants[event.grant_id] = Grant(
+    state.authority.grants[event.grant_id] = Grant(
         grant_id=event.grant_id,
         revision=event.revision,
         task_id=event.task_id,
@@ -372,7 +372,7 @@ def _grant_issued(state: State, event: ev.GrantIssued) -> None:
 
 
 def _grant_revised(state: State, event: ev.GrantRevised) -> None:
-    grant = state.grants[event.grant_id]
+    grant = state.authority.grants[event.grant_id]
     was_exhausted = grant.budget_exhausted
     grant.revision = event.revision
     grant.operations = tuple(event.allowed_operations)
@@ -391,13 +391,13 @@ def _grant_revised(state: State, event: ev.GrantRevised) -> None:
 
 
 def _grant_revoked(state: State, event: ev.GrantRevoked) -> None:
-    state.grants[event.grant_id].state = GRANT.after[ev.GrantRevoked]
+    state.authority.grants[event.grant_id].state = GRANT.after[ev.GrantRevoked]
 
 
 def _rule_set(state: State, event: ev.RuleSet) -> None:
-    state.rules[event.rule_id] = event.grant_id
+    state.authority.rules[event.rule_id] = event.grant_id
     if event.scopes is not UNSET:
-        state.rule_scopes[event.rule_id] = tuple(event.scopes)
+        state.authority.rule_scopes[event.rule_id] = tuple(event.scopes)
         state.touch_grant(event.grant_id)  # its pending actions: opted in or not (blocked_by)
 
 

@@ -71,4 +71,16 @@ class Grant:
         return self.call_limit is not None and self.calls >= self.call_limit
 
 
-__all__ = ['Config', 'Policy', 'Grant', 'Seconds']  # re-exported by domain/records.py
+@dataclass(slots=True)
+class AuthorityState:
+    """The authority area's part of the decision state (`state.authority`): written
+    only by this area's evolvers, read by others through it."""
+
+    config: Config = field(default_factory=Config)
+    policy: Policy = field(default_factory=Policy)
+    grants: dict[str, Grant] = field(default_factory=dict)
+    rules: dict[str, str] = field(default_factory=dict)  # rule_id -> grant_id
+    rule_scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rule_id -> scopes (v1.2 section 2.4)
+
+
+__all__ = ['AuthorityState', 'Config', 'Policy', 'Grant', 'Seconds']  # re-exported by domain/records.py

@@ -47,7 +47,7 @@ def deadline_for(state: State, action: Action, at: datetime.datetime) -> datetim
     from the grant revision in force, never moved after."""
     if action.deadline_at is not None:
         return action.deadline_at
-    seconds = state.grants[action.grant_id].execution_deadline_s
+    seconds = state.authority.grants[action.grant_id].execution_deadline_s
     return at + _seconds(seconds) if seconds is not None and not action.attempts else None
 
 
@@ -84,7 +84,7 @@ def deadline_rule(state: State, cause: int) -> Callable[[], ev.DeadlineExceeded]
 def retry_at(state: State, action: Action, at: datetime.datetime) -> datetime.datetime | None:
     """A refused action back to pending: `at` + retry_backoff_s x 2^(n-1), n
     its refused and not received attempts so far (this one included)."""
-    seconds = state.grants[action.grant_id].retry_backoff_s
+    seconds = state.authority.grants[action.grant_id].retry_backoff_s
     if not seconds:
         return None
     refused = 1 + sum(1 for attempt in action.attempts[:-1] if attempt.state in ("refused", "not_received"))
@@ -109,7 +109,7 @@ def backoff_until(state: State, conversation: Conversation) -> datetime.datetime
     """No delivery before the latest refusal + delivery_backoff_s x 2^(refusals-1)."""
     if not conversation.refusals or conversation.refused_at is None:
         return None
-    return conversation.refused_at + _seconds(state.config.delivery_backoff_s * 2 ** (conversation.refusals - 1))
+    return conversation.refused_at + _seconds(state.authority.config.delivery_backoff_s * 2 ** (conversation.refusals - 1))
 
 
 def unready_deferral(state: State, conversation: Conversation) -> Deferral | None:
@@ -136,7 +136,7 @@ def delivery_deferral(state: State, conversation: Conversation, at: datetime.dat
         refusals=conversation.refusals,
         delivery_id=conversation.refused_id,
         refused_at=conversation.refused_at,
-        delivery_backoff_s=state.config.delivery_backoff_s,
+        delivery_backoff_s=state.authority.config.delivery_backoff_s,
     )
     return "backoff", until, facts
 
@@ -146,7 +146,7 @@ def wake_deferral(state: State, conversation: Conversation, at: datetime.datetim
     (urgent + idle: notify now); any other waits for the interval since the
     previous wake, then (unless a full batch waits) for the oldest
     deliverable update's batch wait."""
-    config = state.config
+    config = state.authority.config
     if urgent:
         return None
     if config.wake_min_interval_s and conversation.last_wake_at is not None:
@@ -184,7 +184,7 @@ def _failure_hold(state: State, conversation: Conversation, tokens: int, room: i
         return None
     if not conversation.engine_held:
         return ev.DeferralFacts(held_by="human")
-    retries_max = state.config.delivery_retries_max
+    retries_max = state.authority.config.delivery_retries_max
     return ev.DeferralFacts(held_by="engine", refusals=conversation.refusals, delivery_retries_max=retries_max)
 
 
@@ -248,7 +248,7 @@ def record_deferral(state: State, conversation: Conversation, cause: int, deferr
 def engine_hold(state: State, conversation: Conversation, seq: int) -> list[ev.Event]:
     """3.6: a refusal past delivery_retries_max holds the conversation (the
     first send and every allowed re-send were refused)."""
-    retries_max = state.config.delivery_retries_max
+    retries_max = state.authority.config.delivery_retries_max
     refusals = conversation.refusals + 1
     if retries_max is None or refusals <= retries_max or conversation.failure_held:
         return []
@@ -310,7 +310,7 @@ def _on_failure_hold(state: State, event: ev.FailureHoldChanged) -> list[ev.Even
 def _on_attempt(state: State, event: ev.AttemptUpdated) -> list[ev.Event]:
     """3.8: with exhausted_alerts, an action exhausted at max_attempts."""
     refusal = event.refusal
-    if not state.config.exhausted_alerts or refusal is None or refusal.reason != "max_attempts":
+    if not state.authority.config.exhausted_alerts or refusal is None or refusal.reason != "max_attempts":
         return []
     return raise_alert(
         state,

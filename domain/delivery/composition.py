@@ -54,7 +54,7 @@ def require_payload(state: State, delivery: Delivery, attempt_state: str) -> Non
     """With payload_required, a receipt or reconcile that would make the
     delivery accepted or unknown needs its payload (a refusal leaves nothing
     with the provider, so it needs none)."""
-    if state.config.payload_required and attempt_state in PAYLOAD_NEEDED_FOR and delivery.payload is None:
+    if state.authority.config.payload_required and attempt_state in PAYLOAD_NEEDED_FOR and delivery.payload is None:
         detail = (
             f"{delivery.delivery_id!r} has no payload recorded (delivery.composed) and payload_required is set: "
             f"its {attempt_state} cannot be recorded"

@@ -238,7 +238,7 @@ def control_state_tokens(state: State, conversation: Conversation) -> int:
         if task.state != "active":
             continue
         total += reseed_task_tokens
-        if state.grants[task.grant_id].state == "live":
+        if state.authority.grants[task.grant_id].state == "live":
             total += reseed_grant_tokens
         total += reseed_question_tokens * task.open_questions
         total += reseed_action_tokens * sum(1 for op in task.actions if not state.actions[op].terminal)
@@ -408,7 +408,7 @@ def _wake(
 ) -> Deferral | None:
     """4. One coalesced wake: up to wake_batch_max updates that fit (unless
     the wake interval or the batch wait defers it: contract v1.2 section 3.7)."""
-    fitted = fit(_ranked(state, conversation.deliverable), room, state.config.wake_batch_max)
+    fitted = fit(_ranked(state, conversation.deliverable), room, state.authority.config.wake_batch_max)
     compaction = f"compaction_required:{conversation.conversation_id}"
     if not fitted.chosen:
         # Nothing fits: raised once while it goes on.

@@ -113,7 +113,7 @@ def unannounced_resume(state: State, cause: int, at: datetime.datetime) -> ev.Ho
     is a resume at its `at` (before its own effects: a heartbeat it carried,
     written at `at`, rechecks health at once). A `host.suspend` or
     `host.resume` at this `at` announced the host's state itself."""
-    gap = state.config.suspend_gap_s
+    gap = state.authority.config.suspend_gap_s
     previous = state.previous_at
     if not gap or previous is None or (at - previous).total_seconds() <= gap or state.health.host_announced_at == at:
         return None

@@ -87,7 +87,7 @@ def decide_open(state: State, value: inp.OpenInvestigation, seq: int) -> list[ev
             cause_key=value.cause_key,
             task_id=task_id,
             opened_at=value.at,
-            due_at=value.at + datetime.timedelta(seconds=state.config.investigation_max_s),
+            due_at=value.at + datetime.timedelta(seconds=state.authority.config.investigation_max_s),
         )
     ]
 
@@ -171,7 +171,7 @@ def exhaustion_rule(state: State, cause: int) -> Callable[[], ev.InvestigationEx
             by="time",
             due_at=due_at,
             calls=investigation.calls,
-            calls_max=state.config.investigation_calls_max,
+            calls_max=state.authority.config.investigation_calls_max,
         )
 
     return exhaust_first

@@ -41,7 +41,7 @@ def decide_delegation(state: State, value: inp.DelegateTask, seq: int) -> list[e
     grant_event = issue_grant(state, seq, value.grant, value.task_id, None)
     if value.task_id in state.tasks:
         raise Rejected("already_exists", f"task {value.task_id!r} already exists")
-    if value.grant.grant_id in state.grants:
+    if value.grant.grant_id in state.authority.grants:
         raise Rejected("already_exists", f"grant {value.grant.grant_id!r} already exists")
     return [
         grant_event,
@@ -268,7 +268,7 @@ def _question_raised(state: State, event: ev.QuestionRaised) -> None:
 def _resurface_timer(state: State, question: Question) -> tuple[Any, ...]:
     """When an open question next resurfaces: first_seen_at + k x period, new k."""
     due = question.first_seen_at + datetime.timedelta(
-        seconds=(question.resurfaced + 1) * state.config.question_resurface_s
+        seconds=(question.resurfaced + 1) * state.authority.config.question_resurface_s
     )
     return (due, "question", question.task_id, question.question_key)
 

@@ -336,8 +336,8 @@ def call_denial(state: State, runtime: Runtime, value: inp.RequestTool) -> ev.To
         if value.write_paths:
             return ev.ToolFacts(check="write_outside_roots", entry=value.write_paths[0], **facts)
         return _investigation_exhausted(state, value, facts)
-    grant = state.grants[state.actions[value.operation_id].grant_id]  # type: ignore[index]
-    escaping = next((p for p in value.write_paths if not path_allowed(p, grant.roots, state.policy.roots)), None)
+    grant = state.authority.grants[state.actions[value.operation_id].grant_id]  # type: ignore[index]
+    escaping = next((p for p in value.write_paths if not path_allowed(p, grant.roots, state.authority.policy.roots)), None)
     if escaping is not None:
         return ev.ToolFacts(check="write_outside_roots", entry=escaping, **facts)
     if grant.budget_exhausted:  # check 8 (contract v1.2 section 3.4)
@@ -357,7 +357,7 @@ def _investigation_exhausted(state: State, value: inp.RequestTool, facts: dict[s
         return None
     return ev.ToolFacts(
         check="budget_exhausted", entry=investigation.investigation_id, calls=investigation.calls,
-        investigation_calls_max=state.config.investigation_calls_max, due_at=investigation.due_at, **facts,
+        investigation_calls_max=state.authority.config.investigation_calls_max, due_at=investigation.due_at, **facts,
     )  # fmt: skip
 
 
@@ -376,7 +376,7 @@ def _exhausted_by_call(state: State, investigation_id: Any, seq: int) -> list[ev
     if investigation_id is UNSET:
         return []
     investigation = state.investigations.by_id[investigation_id]
-    calls, calls_max = investigation.calls + 1, state.config.investigation_calls_max
+    calls, calls_max = investigation.calls + 1, state.authority.config.investigation_calls_max
     if investigation.state != "open" or calls < calls_max:
         return []
     return [
@@ -477,7 +477,7 @@ def _on_tool_call_allowed(state: State, event: ev.ToolCallAllowed) -> list[ev.Ev
     """The call that brings its grant's calls to `call_limit` raises the alert (section 3.4)."""
     if event.operation_id is None:
         return []
-    grant = state.grants[state.actions[event.operation_id].grant_id]
+    grant = state.authority.grants[state.actions[event.operation_id].grant_id]
     if grant.call_limit is None or grant.calls != grant.call_limit:
         return []
     assert state.last_at is not None
@@ -558,7 +558,7 @@ def _tool_call_allowed(state: State, event: ev.ToolCallAllowed) -> None:
     if event.operation_id is not None:
         action = state.actions[event.operation_id]
         action.calls += 1
-        grant = state.grants[action.grant_id]
+        grant = state.authority.grants[action.grant_id]
         was_exhausted = grant.budget_exhausted
         grant.calls += 1
         if grant.budget_exhausted != was_exhausted:

@@ -27,7 +27,7 @@ def payload_frozen_before_acceptance(before: State, event: Event, applying: Appl
     submitting, once (a second `delivery.composed` never replaces it)."""
     if isinstance(event, ev.DeliveryReceipted) and event.attempt_state in _WITH_THE_PROVIDER:
         delivery = _delivery(before, event.conversation_id, event.delivery_id)
-        if before.config.payload_required and delivery is not None and delivery.payload is None:
+        if before.authority.config.payload_required and delivery is not None and delivery.payload is None:
             return f"{event.delivery_id} became {event.attempt_state} under payload_required with no payload recorded"
     elif isinstance(event, ev.DeliveryComposed):
         delivery = _delivery(before, event.conversation_id, event.delivery_id)

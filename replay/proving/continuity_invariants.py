@@ -116,7 +116,7 @@ def required_part(state: State, background: Conversation) -> int:
             continue
         questions = sum(1 for q in state.questions.values() if q.task_id == task_id and q.state == "open")
         actions = sum(1 for op in task.actions if state.actions[op].state not in TERMINAL)
-        live = state.grants[task.grant_id].state == "live"
+        live = state.authority.grants[task.grant_id].state == "live"
         total += TASK_TOKENS + GRANT_TOKENS * live + QUESTION_TOKENS * questions + ACTION_TOKENS * actions
     investigations = state.investigations.by_id.values()
     total += INVESTIGATION_TOKENS * sum(

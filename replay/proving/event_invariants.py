@@ -143,10 +143,10 @@ def claims_under_current_authority(before: State, event: Event, applying: Applyi
     action = before.actions.get(event.operation_id)
     if action is None:
         return None
-    grant = before.grants.get(action.grant_id)
+    grant = before.authority.grants.get(action.grant_id)
     if grant is None or grant.state != "live":
         return f"{event.operation_id} claimed under grant {action.grant_id}, which is not live"
-    policy = before.policy
+    policy = before.authority.policy
     if action.operation not in grant.operations or action.operation not in policy.operations:
         return (
             f"{event.operation_id} claimed for {action.operation}, outside grant {sorted(grant.operations)} "
@@ -209,7 +209,7 @@ def grants_within_policy(before: State, event: Event, applying: Applying) -> str
     force (operations ⊆ the policy's, every root inside a policy root)."""
     if not isinstance(event, (ev.GrantIssued, ev.GrantRevised)):
         return None
-    policy = before.policy
+    policy = before.authority.policy
     if event.policy_revision != policy.revision:
         return f"grant {event.grant_id} narrowed to policy r{event.policy_revision}, the policy is at r{policy.revision}"
     extra = set(event.allowed_operations) - policy.operations
@@ -230,7 +230,7 @@ def budget_usage_adds_up(before: State, event: Event, applying: Applying) -> str
     the usage reports of its operations (a field not reported adds nothing)."""
     if not isinstance(event, ev.UsageReported) or event.grant_id is None:
         return None
-    grant = before.grants.get(event.grant_id)
+    grant = before.authority.grants.get(event.grant_id)
     expected = (grant.usage if grant is not None else 0) + (event.input_tokens or 0) + (event.output_tokens or 0)
     if event.grant_usage != expected:
         return f"grant {event.grant_id} usage becomes {event.grant_usage}, its reports sum to {expected}"
@@ -456,7 +456,7 @@ def budgets_never_exceeded(before: State, event: Event, applying: Applying) -> s
         return _investigation_exceeded(before, event, at)
     if isinstance(event, ev.ToolCallAllowed) and event.operation_id is not None:
         action = before.actions.get(event.operation_id)
-        grant = before.grants.get(action.grant_id) if action is not None else None
+        grant = before.authority.grants.get(action.grant_id) if action is not None else None
         if grant is not None and grant.call_limit is not None and grant.calls >= grant.call_limit:
             return f"call {event.call_id} of {event.operation_id} allowed with grant {grant.grant_id} at {grant.calls} of its call_limit {grant.call_limit}"
     elif isinstance(event, ev.ActionClaimed):
@@ -480,7 +480,7 @@ def _investigation_exceeded(before: State, event: ev.ToolCallAllowed, at: dateti
         return f"call {event.call_id} allowed for investigation {event.investigation_id}, which is {investigation.state if investigation else 'unknown'}"
     if at >= investigation.due_at:
         return f"call {event.call_id} allowed for {event.investigation_id} at {at.isoformat()}, at or after its due time"
-    if investigation.calls >= before.config.investigation_calls_max:
+    if investigation.calls >= before.authority.config.investigation_calls_max:
         return f"call {event.call_id} allowed for {event.investigation_id} past investigation_calls_max"
     return None
 

@@ -79,7 +79,7 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
     fresh = (
         state.health.heartbeat_at is not None
         and at is not None
-        and (at - state.health.heartbeat_at).total_seconds() <= state.config.watchdog_max_age_s
+        and (at - state.health.heartbeat_at).total_seconds() <= state.authority.config.watchdog_max_age_s
         and state.health.host == "running"  # contract v1.2 section 4.5
     )
     if action.unattended and not fresh:
@@ -94,7 +94,7 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
         background = state.conversation.by_id.get(conversation.background_id or "")
         if conversation.approvals or (background is not None and background.approvals):
             codes.add("approval_pending")
-    grant = state.grants[action.grant_id]
+    grant = state.authority.grants[action.grant_id]
     if grant.token_limit is not None and grant.usage >= grant.token_limit:
         codes.add("budget_exhausted")
     if grant.call_limit is not None and grant.calls >= grant.call_limit:  # contract v1.2 section 3.4
@@ -135,7 +135,7 @@ def affected_via(state: State, action: Action, foreground: str, live: frozenset[
     tasks, or one in `live`, names its resource: a scan, not the state's
     index); None: it does not."""
     tasks = state.tasks
-    owning = {action.task_id, state.grants[action.grant_id].task_id} - {None}
+    owning = {action.task_id, state.authority.grants[action.grant_id].task_id} - {None}
     if any(tasks[task_id].conversation_id == foreground for task_id in owning):  # type: ignore[index]
         return "task"
     if action.resource == foreground:
@@ -171,7 +171,7 @@ def _prerequisite_code(other: Action, prerequisite: ev.PrerequisiteSpec) -> str 
 
 def _opted_in(state: State, action: Action) -> bool:
     """Contract v1.2 section 2.4: "*" or the scope of the cause's latest observation."""
-    scopes = state.rule_scopes.get(action.rule_id or "", ("*",))
+    scopes = state.authority.rule_scopes.get(action.rule_id or "", ("*",))
     update = state.inbox.updates.get(action.cause_key)
     return "*" in scopes or (update is not None and update.latest is not None and update.latest.scope in scopes)
 
@@ -182,7 +182,7 @@ def backoff_until(state: State, conversation: Conversation) -> datetime.datetime
     `refused_at + delivery_backoff_s x 2^(refusals - 1)`."""
     if conversation.refusals < 1 or conversation.refused_at is None:
         return None
-    seconds = state.config.delivery_backoff_s * 2 ** (conversation.refusals - 1)
+    seconds = state.authority.config.delivery_backoff_s * 2 ** (conversation.refusals - 1)
     return conversation.refused_at + datetime.timedelta(seconds=seconds)
 
 

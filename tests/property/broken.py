@@ -297,10 +297,10 @@ keep_fixes_on_join = _with_replaced(
 def _interval_first(state: State, conversation: Any, at: datetime.datetime, urgent: bool) -> Any:
     """Contract v1.2 section 3.7 as it was: the interval first, whatever the wake carries."""
     last = conversation.last_wake_at
-    if state.config.wake_min_interval_s and last is not None:
-        until = last + datetime.timedelta(seconds=state.config.wake_min_interval_s)
+    if state.authority.config.wake_min_interval_s and last is not None:
+        until = last + datetime.timedelta(seconds=state.authority.config.wake_min_interval_s)
         if at < until:
-            facts = ev.DeferralFacts(last_wake_at=last, wake_min_interval_s=state.config.wake_min_interval_s)
+            facts = ev.DeferralFacts(last_wake_at=last, wake_min_interval_s=state.authority.config.wake_min_interval_s)
             return "wake_interval", until, facts
     return budgets.wake_deferral(state, conversation, at, urgent)
 

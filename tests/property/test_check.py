@@ -316,7 +316,7 @@ def test_a_violation_in_the_setup_is_a_counterexample_of_no_moves(tmp_path: Path
     @state_invariant
     def no_policy_ever(world) -> str | None:
         """A test invariant: no policy is ever set."""
-        return "a policy was set" if world.state.policy.revision else None
+        return "a policy was set" if world.state.authority.policy.revision else None
 
     result = check(_scenario([_move("a")]), 3, invariants=[no_policy_ever], out=tmp_path / "x.jsonl")
     assert result.counterexample is not None and result.counterexample.moves == []

@@ -70,7 +70,7 @@ def test_a_wider_policy_later_gives_back_nothing_that_was_dropped():
     engine = given(policy(["worker.start"], ["/repo/a"]), open_foreground(), open_foreground("fg2"),
                    delegate("t1", grant=grant_request("g-t1", roots=["/repo/a", "/repo/b"])),
                    policy(["worker.start", "worker.test"], ["/repo"]))
-    assert set(engine.state.grants["g-t1"].operations) == set({"worker.start"})
+    assert set(engine.state.authority.grants["g-t1"].operations) == set({"worker.start"})
     assert rejection(when(engine, propose("op-1", actor="human", operation="worker.test", write_paths=[]))) == (
         "operation_not_granted"
     )
@@ -165,7 +165,7 @@ def test_a_grant_revise_of_limits_only_narrows_the_whole_grant_to_the_policy_now
     assert (revised.write_roots, revised.dropped_roots) == (["/repo/a"], ["/repo/b"])
     assert revised.policy_revision == 2
     when(engine, policy(["worker.start", "worker.test"], ["/repo"]))
-    assert set(engine.state.grants["g-t1"].operations) == {"worker.start"}
+    assert set(engine.state.authority.grants["g-t1"].operations) == {"worker.start"}
 
 
 def test_a_grant_revise_that_names_operations_narrows_them_to_the_policy_now():

@@ -52,7 +52,7 @@ def test_grant_budgets_are_recorded_only_when_given():
     (issued,) = of_type(events, ev.GrantIssued)
     assert b"execution_deadline_s" not in msgspec.json.encode(issued)
     engine = given(with_grant(execution_deadline_s=600, retry_backoff_s=5))
-    grant = engine.state.grants["g-t1"]
+    grant = engine.state.authority.grants["g-t1"]
     assert (grant.execution_deadline_s, grant.retry_backoff_s) == (600, 5)
 
 
@@ -62,8 +62,8 @@ def test_grant_revise_may_name_a_budget_alone_and_keeps_the_others():
     (revised,) = of_type(events, ev.GrantRevised)
     assert (revised.execution_deadline_s, revised.retry_backoff_s) == (600, 10)
     when(engine, revise_grant("g-t1", expected_revision=2, retry_backoff_s=0))
-    assert engine.state.grants["g-t1"].retry_backoff_s == 0
-    assert engine.state.grants["g-t1"].execution_deadline_s == 600
+    assert engine.state.authority.grants["g-t1"].retry_backoff_s == 0
+    assert engine.state.authority.grants["g-t1"].execution_deadline_s == 600
 
 
 def test_engine_configure_records_the_budget_settings_only_when_given():
@@ -71,7 +71,7 @@ def test_engine_configure_records_the_budget_settings_only_when_given():
     (configured,) = of_type(events, ev.EngineConfigured)
     assert b"delivery_backoff_s" not in msgspec.json.encode(configured)
     engine = given(configure(delivery_backoff_s=30, delivery_retries_max=2, exhausted_alerts=True), policy())
-    config = engine.state.config
+    config = engine.state.authority.config
     assert (config.delivery_backoff_s, config.delivery_retries_max, config.exhausted_alerts) == (30, 2, True)
     assert config.wake_batch_max == 20
 

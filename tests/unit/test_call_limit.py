@@ -41,9 +41,9 @@ def alert(engine, alert_id):
 
 def test_call_limit_is_recorded_only_when_given():
     engine = given(limited_world())
-    assert engine.state.grants["g-t1"].call_limit is None
+    assert engine.state.authority.grants["g-t1"].call_limit is None
     engine = given(limited_world(call_limit=2))
-    assert engine.state.grants["g-t1"].call_limit == 2
+    assert engine.state.authority.grants["g-t1"].call_limit == 2
 
 
 def test_a_v1_grant_event_has_no_call_limit_key():
@@ -59,7 +59,7 @@ def test_the_call_that_reaches_the_limit_is_allowed_and_raises_the_alert():
     assert alert(engine, "budget_exhausted:g-t1") is None
     assert rejection(when(engine, call("c2", 5))) is None
     assert alert(engine, "budget_exhausted:g-t1")["state"] == "raised"
-    assert engine.state.grants["g-t1"].calls == 2
+    assert engine.state.authority.grants["g-t1"].calls == 2
     assert action_row(engine, "op-1")["calls"] == 2
 
 

@@ -154,7 +154,7 @@ def test_payload_required_refuses_a_reconcile_accepted_with_no_payload_but_not_a
     from tandem.domain.reasons import Rejected
 
     engine = given(*bare(), message("m1", at=at(1)), provider_receipt("fg/d1", "unknown", at=at(2)))
-    engine.state.config.payload_required = True
+    engine.state.authority.config.payload_required = True
     delivery = engine.state.conversation.by_id["fg"].deliveries["fg/d1"]
     with pytest.raises(Rejected) as refused:
         require_payload(engine.state, delivery, "accepted")
@@ -185,10 +185,10 @@ def test_without_payload_required_a_receipt_needs_no_payload():
 def test_payload_required_is_recorded_only_when_given():
     engine = given()
     configured = of_type(when(engine, configure(wake_batch_max=5)), ev.EngineConfigured)[0]
-    assert b"payload_required" not in ev.encode_event(configured) and engine.state.config.payload_required is False
+    assert b"payload_required" not in ev.encode_event(configured) and engine.state.authority.config.payload_required is False
     engine = given()
     configured = of_type(when(engine, configure(payload_required=True)), ev.EngineConfigured)[0]
-    assert configured.payload_required is True and engine.state.config.payload_required is True
+    assert configured.payload_required is True and engine.state.authority.config.payload_required is True
 
 
 def test_a_reseed_needs_its_payload_too():

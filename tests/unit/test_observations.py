@@ -571,12 +571,12 @@ def test_the_recurrence_rule_is_per_cause():
 def test_a_card_is_a_suggestion_never_a_task_or_a_grant():
     engine = given(world())
     tasks_before = engine.views.view("tasks")
-    grants_before = dict(engine.state.grants)
+    grants_before = dict(engine.state.authority.grants)
     events = when(engine, card("card-1", cause_key=CI))
     assert rejection(events) is None
     assert engine.views.view("cards") == [{"card_id": "card-1", "cause_key": CI, "summary": "worth a look"}]
     assert engine.views.view("tasks") == tasks_before
-    assert engine.state.grants.keys() == grants_before.keys()
+    assert engine.state.authority.grants.keys() == grants_before.keys()
 
 
 def test_a_card_with_an_old_generation_is_generation_fenced():

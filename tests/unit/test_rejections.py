@@ -154,7 +154,7 @@ def test_too_late_after_another_kind():
 
 def test_configure_applies_before_any_other_kind():
     engine = given(configure(watchdog_max_age_s=30))
-    assert engine.state.config.watchdog_max_age_s == 30
+    assert engine.state.authority.config.watchdog_max_age_s == 30
     # ... and the configured age is the one freshness uses.
     engine = given(configure(watchdog_max_age_s=30), world(), propose("op-1", unattended=True, at=at(31)))
     assert action_state(engine, "op-1") == "pending"

@@ -71,8 +71,8 @@ def task_revise(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def grant_revise(draw: Draw, b: Builder) -> dict[str, Any]:
-    grant_id = pick(draw, list(b.state.grants), tuple(f"g-{t}" for t in TASKS))
-    grant = b.state.grants.get(grant_id)
+    grant_id = pick(draw, list(b.state.authority.grants), tuple(f"g-{t}" for t in TASKS))
+    grant = b.state.authority.grants.get(grant_id)
     fields: dict[str, Any] = {"grant_id": grant_id, "expected_revision": revision_near(draw, grant.revision if grant else 1)}
     changes = subset(
         draw,
@@ -103,10 +103,10 @@ def call_limit_revise(draw: Draw, b: Builder) -> dict[str, Any]:
     calls it made: reached now or in a call or two. Any grant.revise while
     no action names a runtime."""
     state = b.state
-    charged = sorted({a.grant_id for a in state.actions.values() if a.runtime_id is not None and not a.terminal} & set(state.grants))
+    charged = sorted({a.grant_id for a in state.actions.values() if a.runtime_id is not None and not a.terminal} & set(state.authority.grants))
     if not charged:
         return grant_revise(draw, b)
-    grant = state.grants[draw(st.sampled_from(charged))]
+    grant = state.authority.grants[draw(st.sampled_from(charged))]
     limit = max(grant.calls + draw(st.sampled_from([0, 1, 1, 2])), 1)
     return b.line("grant.revise", grant_id=grant.grant_id, expected_revision=grant.revision, call_limit=limit)
 
@@ -117,10 +117,10 @@ def timing_revise(draw: Draw, b: Builder) -> dict[str, Any]:
     (section 3.5), so the deadline passes, or a refusal is waited out, within
     a run; any grant.revise when no action is live."""
     state = b.state
-    live = sorted({a.grant_id for a in state.actions.values() if not a.terminal} & set(state.grants))
+    live = sorted({a.grant_id for a in state.actions.values() if not a.terminal} & set(state.authority.grants))
     if not live:
         return grant_revise(draw, b)
-    grant = state.grants[draw(st.sampled_from(live))]
+    grant = state.authority.grants[draw(st.sampled_from(live))]
     setting = draw(st.sampled_from(["execution_deadline_s", "retry_backoff_s"]))
     seconds = draw(st.sampled_from([5, 10, 20, 40]))
     return b.line("grant.revise", grant_id=grant.grant_id, expected_revision=grant.revision, **{setting: seconds})
@@ -234,10 +234,10 @@ def action_propose(draw: Draw, b: Builder) -> dict[str, Any]:
         "target": "somewhere",
         "resource": draw(st.sampled_from(RESOURCES)),
     }
-    rule = RULE_ID in state.rules and often(draw, 2)
+    rule = RULE_ID in state.authority.rules and often(draw, 2)
     if rule:
         actor = "daemon"
-        grant = state.grants[RULE_GRANT]
+        grant = state.authority.grants[RULE_GRANT]
         fields["rule_id"] = RULE_ID
         fields["grant_id"] = RULE_GRANT if often(draw) else "g-t1"
         revisions: dict[str, Any] = {"grant": revision_near(draw, grant.revision)}
@@ -248,7 +248,7 @@ def action_propose(draw: Draw, b: Builder) -> dict[str, Any]:
         task = state.tasks.get(task_id)
         fields["task_id"] = task_id
         fields["grant_id"] = task.grant_id if task is not None and often(draw) else draw(st.sampled_from(["g-t1", "g-t2", RULE_GRANT]))
-        grant = state.grants.get(fields["grant_id"])
+        grant = state.authority.grants.get(fields["grant_id"])
         revisions = {"grant": revision_near(draw, grant.revision if grant else 1)}
         if task is not None and often(draw, 6):
             revisions["task"] = revision_near(draw, task.revision)
@@ -260,7 +260,7 @@ def action_propose(draw: Draw, b: Builder) -> dict[str, Any]:
     fields["operation"] = draw(st.sampled_from(allowed)) if often(draw) else draw(st.sampled_from(OPERATIONS))
     if often(draw, 6):
         roots = list(grant.roots) if grant is not None else []
-        policy_roots = list(state.policy.roots)
+        policy_roots = list(state.authority.policy.roots)
         inside = [p for p in WRITE_PATHS if _inside(p, roots) and _inside(p, policy_roots)]
         fields["write_paths"] = (
             subset(draw, inside, 1)[:2] if inside and often(draw, 8) else [draw(st.sampled_from(WRITE_PATHS))]
@@ -325,7 +325,7 @@ def action_revalidate(draw: Draw, b: Builder) -> dict[str, Any]:
     fenced = [op for op, a in state.actions.items() if a.state == "fenced"]
     operation_id = draw(st.sampled_from(fenced)) if fenced and often(draw, 8) else pick(draw, list(state.actions), OPERATION_IDS)
     action = state.actions.get(operation_id)
-    grant = state.grants.get(action.grant_id) if action else None
+    grant = state.authority.grants.get(action.grant_id) if action else None
     revisions: dict[str, Any] = {"grant": revision_near(draw, grant.revision if grant else 1)}
     if action is not None and action.task_id is not None and often(draw, 6):
         revisions["task"] = revision_near(draw, state.tasks[action.task_id].revision)
