@@ -96,7 +96,7 @@ def _actions_pass(state: State, cause: int, emit: Emit) -> None:
     state.dirty_actions.clear()
 
     for task_id in sorted(state.dirty_tasks):
-        task = state.tasks[task_id]
+        task = state.tasks.by_id[task_id]
         holds = task_holds(state, task_id) if task.state == "active" else ()
         if holds != task.holds:
             emit(ev.TaskHoldsChanged(cause=cause, task_id=task_id, holds=list(holds), facts=hold_facts(state, task_id, holds)))
@@ -108,7 +108,7 @@ def _order(action: Action) -> int:
 
 
 def _claim(state: State, cause: int, action: Action, emit: Emit) -> None:
-    task = state.tasks[action.task_id] if action.task_id is not None else None
+    task = state.tasks.by_id[action.task_id] if action.task_id is not None else None
     # Never claim under stale authority: fencing and re-stamping keep these current.
     assert action.revisions.grant == state.authority.grants[action.grant_id].revision, action.operation_id
     assert task is None or action.revisions.task == task.revision, action.operation_id
@@ -168,15 +168,15 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
         codes.append("prerequisite_pending")
     if "failed" in statuses:
         codes.append("prerequisite_failed")
-    task = state.tasks[action.task_id] if action.task_id is not None else None
+    task = state.tasks.by_id[action.task_id] if action.task_id is not None else None
     if _operation_held(state, action, set()) or (task is not None and _task_question_held(state, task.task_id)):
         codes.append("question_hold")
-    if state.unknown_questions and state.wider_hold():
+    if state.tasks.unknown_questions and state.wider_hold():
         codes.append("wider_hold")
     if "*" in state.paused or (task is not None and task.task_id in state.paused):
         codes.append("scope_paused")
     if task is not None:
-        if any(state.tasks[dependency].state != "completed" for dependency in task.depends_on):
+        if any(state.tasks.by_id[dependency].state != "completed" for dependency in task.depends_on):
             codes.append("task_held")
         if action.proposed_by in ("background", "daemon") and state.conversation.by_id[task.conversation_id].intent_unsynced:
             codes.append("intent_unsynced")
@@ -231,7 +231,7 @@ def _operation_held(state: State, action: Action, seen: set[str]) -> bool:
     if action.operation_id in seen:
         return False
     seen.add(action.operation_id)
-    listed = state.question_ops.get(action.operation_id)
+    listed = state.tasks.question_ops.get(action.operation_id)
     if listed and any(state.question_active(key) for key in listed):
         return True
     return any(_operation_held(state, state.actions[p.operation_id], seen) for p in action.prerequisites)
@@ -239,10 +239,10 @@ def _operation_held(state: State, action: Action, seen: set[str]) -> bool:
 
 def _task_question_held(state: State, task_id: str) -> bool:
     """An open `"task"` question on this task or on a task it depends on, transitively."""
-    if not state.task_questions:
+    if not state.tasks.task_questions:
         return False
-    for current in reachable(task_id, lambda task: state.tasks[task].depends_on):
-        keys = state.task_questions.get(current)
+    for current in reachable(task_id, lambda task: state.tasks.by_id[task].depends_on):
+        keys = state.tasks.task_questions.get(current)
         if keys and any(state.question_active((current, key)) for key in keys):
             return True
     return False
@@ -250,14 +250,14 @@ def _task_question_held(state: State, task_id: str) -> bool:
 
 def task_holds(state: State, task_id: str) -> tuple[str, ...]:
     """Task-level holds (section 3.2), in the section 4 order."""
-    task = state.tasks[task_id]
+    task = state.tasks.by_id[task_id]
     holds: list[str] = []
     if _task_question_held(state, task_id):
         holds.append("question_hold")
-    if state.unknown_questions and state.wider_hold():
+    if state.tasks.unknown_questions and state.wider_hold():
         holds.append("wider_hold")
     if "*" in state.paused or task_id in state.paused:
         holds.append("scope_paused")
-    if any(state.tasks[dependency].state != "completed" for dependency in task.depends_on):
+    if any(state.tasks.by_id[dependency].state != "completed" for dependency in task.depends_on):
         holds.append("task_held")
     return tuple(holds)

@@ -14,7 +14,7 @@ from tandem.domain.state import State
 
 
 def known_task(state: State, task_id: str) -> Task:
-    task = state.tasks.get(task_id)
+    task = state.tasks.by_id.get(task_id)
     if task is None:
         raise Rejected("unknown_task", f"no task {task_id!r}")
     return task

@@ -80,8 +80,8 @@ def _active_keys(state: State, keys) -> list[tuple[str, str]]:
 def _task_question_refs(state: State, task_id: str) -> list[ev.QuestionRef]:
     """Open `"task"` questions on the task or a task it depends on, transitively."""
     refs: list[ev.QuestionRef] = []
-    for current in reachable(task_id, lambda task: state.tasks[task].depends_on):
-        keys = state.task_questions.get(current)
+    for current in reachable(task_id, lambda task: state.tasks.by_id[task].depends_on):
+        keys = state.tasks.task_questions.get(current)
         if not keys:
             continue
         for key in _active_keys(state, ((current, question_key) for question_key in keys)):
@@ -104,7 +104,7 @@ def holding_questions(state: State, action: Action) -> list[ev.QuestionRef]:
         if operation_id in seen_operations:
             continue
         seen_operations.add(operation_id)
-        listed = state.question_ops.get(operation_id)
+        listed = state.tasks.question_ops.get(operation_id)
         if listed:
             for key in _active_keys(state, listed):
                 if key in seen_keys:
@@ -129,7 +129,7 @@ def holding_questions(state: State, action: Action) -> list[ev.QuestionRef]:
 def _wider_refs(state: State) -> list[ev.QuestionRef]:
     return [
         ev.QuestionRef(task_id=key[0], question_key=key[1], via="unknown")
-        for key in _active_keys(state, state.unknown_questions)
+        for key in _active_keys(state, state.tasks.unknown_questions)
     ]
 
 
@@ -150,18 +150,18 @@ def _paused_scope(state: State, task_id: str | None) -> ev.BlockFact:
 
 
 def _held_tasks(state: State, task_id: str) -> ev.BlockFact:
-    task = state.tasks[task_id]
+    task = state.tasks.by_id[task_id]
     tasks = [
-        ev.TaskStateFact(task_id=dependency, state=state.tasks[dependency].state)
+        ev.TaskStateFact(task_id=dependency, state=state.tasks.by_id[dependency].state)
         for dependency in task.depends_on
-        if state.tasks[dependency].state != "completed"
+        if state.tasks.by_id[dependency].state != "completed"
     ]
     return ev.BlockFact(code="task_held", tasks=tasks)
 
 
 def _intent_unsynced(state: State, action: Action) -> ev.BlockFact:
     assert action.task_id is not None
-    conversation = state.conversation.by_id[state.tasks[action.task_id].conversation_id]
+    conversation = state.conversation.by_id[state.tasks.by_id[action.task_id].conversation_id]
     return ev.BlockFact(
         code="intent_unsynced",
         conversation_id=conversation.conversation_id,
@@ -192,7 +192,7 @@ def _resource_busy(state: State, action: Action) -> ev.BlockFact:
 
 def _approval_pending(state: State, action: Action) -> ev.BlockFact:
     assert action.task_id is not None
-    conversation = state.conversation.by_id[state.tasks[action.task_id].conversation_id]
+    conversation = state.conversation.by_id[state.tasks.by_id[action.task_id].conversation_id]
     approvals = [
         ev.ApprovalRef(conversation_id=conversation.conversation_id, request_id=request_id)
         for request_id in conversation.approvals

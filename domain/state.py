@@ -27,13 +27,13 @@ from tandem.domain.alerts.state import AlertsState
 from tandem.domain.inbox.state import InboxState
 from tandem.domain.conversation.state import ConversationState
 from tandem.domain.authority.state import AuthorityState
+from tandem.domain.tasks.state import TasksState
 from tandem.domain.records import (
     DELIVERABLE_DISPOSITIONS,
     Action,
     Conversation,
     LatestObservation,
     Question,
-    Task,
     TraceProgress,
     Update,
 )
@@ -53,21 +53,17 @@ class State:
     seq: int = 0  # inputs recorded (accepted or rejected)
     last_at: datetime.datetime | None = None
     configurable: bool = True  # no input of another kind than engine.configure yet
-    tasks: dict[str, Task] = field(default_factory=dict)
-    questions: dict[tuple[str, str], Question] = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)
     idempotency: dict[str, bytes] = field(default_factory=dict)  # input id -> body digest
     traces: dict[str, TraceProgress] = field(default_factory=dict)  # ingest progress by trace name
     previous_at: datetime.datetime | None = None  # the `at` of the input before the last one
     paused: set[str] = field(default_factory=set)
-    # Time rules (contract section 6): (due_at, kind, key, key) in time order, checked on every
-    # input's `at`. Only evolve adds and removes entries, so every entry applies.
-    timers: Timers = field(default_factory=Timers)  # questions: (due_at, "question", task_id, key)
     # Execution deadlines (contract v1.2 section 3.3) of live actions: (deadline_at, operation_id).
     deadline_timers: Timers = field(default_factory=Timers)
     # Pending actions refused under a grant's retry back-off (v1.2 section 3.5): op -> retry_at.
     backing_off: dict[str, datetime.datetime] = field(default_factory=dict)
     # ---- the areas' parts
+    tasks: TasksState = field(default_factory=TasksState)
     authority: AuthorityState = field(default_factory=AuthorityState)
     conversation: ConversationState = field(default_factory=ConversationState)
     inbox: InboxState = field(default_factory=InboxState)
@@ -87,9 +83,6 @@ class State:
     # The in-flight actions on each resource (what resource_busy's facts name).
     in_flight_by_resource: dict[str, set[str]] = field(default_factory=dict)
     actions_by_cause: dict[str, list[str]] = field(default_factory=dict)
-    question_ops: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # op id -> open questions listing it
-    task_questions: dict[str, set[str]] = field(default_factory=dict)  # task -> open "task" question keys
-    unknown_questions: set[tuple[str, str]] = field(default_factory=set)  # open "unknown" questions
     actions_by_runtime: dict[str, set[str]] = field(default_factory=dict)  # runtime -> actions naming it
     maintenance: set[str] = field(default_factory=set)  # live maintenance actions (contract v1.2 section 8.1)
     # Contract v1.2 section 8.1: conversation -> resource -> the non-terminal actions of its
@@ -125,11 +118,11 @@ class State:
         return conversation.provider is not None and bool(self.alerts.incidents.get(f"provider/{conversation.provider}"))
 
     def question_active(self, key: tuple[str, str]) -> bool:
-        question = self.questions[key]
-        return question.state == "open" and self.tasks[question.task_id].state == "active"
+        question = self.tasks.questions[key]
+        return question.state == "open" and self.tasks.by_id[question.task_id].state == "active"
 
     def wider_hold(self) -> bool:
-        return any(self.question_active(key) for key in self.unknown_questions)
+        return any(self.question_active(key) for key in self.tasks.unknown_questions)
 
     # ------------------------------------------------------- dirty marking
 
@@ -146,7 +139,7 @@ class State:
     def _work_named(self, action: Action, live: bool) -> None:
         """A task's action became live or ended: what its foreground's work names
         changed, so the pending maintenance on its resource (owner_active, v1.2 section 8.1)."""
-        conversation_id = self.tasks[action.task_id].conversation_id  # type: ignore[index]
+        conversation_id = self.tasks.by_id[action.task_id].conversation_id  # type: ignore[index]
         if live:
             index_add(self.work_resources.setdefault(conversation_id, {}), action.resource, action.operation_id)
         else:
@@ -166,7 +159,7 @@ class State:
 
     def touch_task(self, task_id: str) -> None:
         """A task, its actions, and transitively the tasks depending on it."""
-        for current in reachable(task_id, lambda task: self.tasks[task].dependents):
+        for current in reachable(task_id, lambda task: self.tasks.by_id[task].dependents):
             self.dirty_tasks.add(current)
             waiting = self.pending_by_task.get(current)
             if waiting:
@@ -221,7 +214,7 @@ class State:
         return update.latest if update is not None else None
 
     def touch_all_tasks(self) -> None:
-        for task_id, task in self.tasks.items():
+        for task_id, task in self.tasks.by_id.items():
             if task.state == "active":
                 self.dirty_tasks.add(task_id)
         self.touch_all_pending()
@@ -343,29 +336,29 @@ class State:
     def index_question(self, key: tuple[str, str], question: Question) -> None:
         """An open question, by what it holds (operations, its task, everything)."""
         if question.affected == "unknown":
-            self.unknown_questions.add(key)
+            self.tasks.unknown_questions.add(key)
         elif question.affected == "task":
-            self.task_questions.setdefault(question.task_id, set()).add(key[1])
+            self.tasks.task_questions.setdefault(question.task_id, set()).add(key[1])
         else:
             for operation_id in question.affected:
-                self.question_ops.setdefault(operation_id, set()).add(key)
+                self.tasks.question_ops.setdefault(operation_id, set()).add(key)
 
     def unindex_question(self, key: tuple[str, str], question: Question) -> None:
         if question.affected == "unknown":
-            self.unknown_questions.discard(key)
+            self.tasks.unknown_questions.discard(key)
         elif question.affected == "task":
-            keys = self.task_questions.get(question.task_id)
+            keys = self.tasks.task_questions.get(question.task_id)
             if keys is not None:
                 keys.discard(key[1])
                 if not keys:
-                    del self.task_questions[question.task_id]
+                    del self.tasks.task_questions[question.task_id]
         else:
             for operation_id in question.affected:
-                listed = self.question_ops.get(operation_id)
+                listed = self.tasks.question_ops.get(operation_id)
                 if listed is not None:
                     listed.discard(key)
                     if not listed:
-                        del self.question_ops[operation_id]
+                        del self.tasks.question_ops[operation_id]
 
     # -------------------------------- the foreground's candidate updates
 

@@ -111,7 +111,7 @@ def _on_proposal(state: State, event: ev.ActionProposed) -> list[ev.Event]:
     affected (`resource`): it is asked to stop, right after the proposal."""
     if event.task_id is None or not state.maintenance:
         return []
-    conversation = state.conversation.by_id[state.tasks[event.task_id].conversation_id]
+    conversation = state.conversation.by_id[state.tasks.by_id[event.task_id].conversation_id]
     if conversation.role != "foreground" or not owner_active(conversation):
         return []
     on_resource = [op for op in state.maintenance if state.actions[op].resource == event.resource]
@@ -154,7 +154,7 @@ Affects = Callable[[State, Action, str], bool]
 
 # Section 8.1: how a foreground affects a maintenance action, in this order.
 AFFECTED_VIA: dict[str, Affects] = {
-    "task": lambda state, action, fg: action.task_id is not None and state.tasks[action.task_id].conversation_id == fg,
+    "task": lambda state, action, fg: action.task_id is not None and state.tasks.by_id[action.task_id].conversation_id == fg,
     "session": lambda state, action, fg: action.resource == fg,
     "resource": lambda state, action, fg: action.resource in state.work_resources.get(fg, {}),
 }

@@ -40,7 +40,7 @@ from tandem.domain.tools.rules import check_background_gates
 def _check_generation(state: State, value: Any, task_id: str | None) -> None:
     if value.sender != "background":
         return
-    conversation = state.conversation.by_id[state.tasks[task_id].conversation_id] if task_id else None
+    conversation = state.conversation.by_id[state.tasks.by_id[task_id].conversation_id] if task_id else None
     bound = conversation.generation if conversation is not None else None
     if bound is None or value.generation != bound:
         raise Rejected("generation_fenced", f"generation {value.generation} is not the bound generation ({bound})")
@@ -48,7 +48,7 @@ def _check_generation(state: State, value: Any, task_id: str | None) -> None:
 
 def _check_runtime(state: State, value: Any, task_id: str | None) -> None:
     """runtime_not_admitted (contract v1.2 section 1.3): the background bound to the task's conversation."""
-    conversation = state.conversation.by_id[state.tasks[task_id].conversation_id] if task_id else None
+    conversation = state.conversation.by_id[state.tasks.by_id[task_id].conversation_id] if task_id else None
     check_background_gates(state, value, [conversation.background_id if conversation is not None else None])
 
 
@@ -57,7 +57,7 @@ def _check_revisions(state: State, revisions: inp.InputRevisions, grant: Grant, 
         raise Rejected("stale_revision", f"grant {grant.grant_id!r} is at revision {grant.revision}, not {revisions.grant}")
     if task_id is None:
         return
-    task = state.tasks[task_id]
+    task = state.tasks.by_id[task_id]
     if revisions.task is not UNSET and revisions.task != task.revision:
         raise Rejected("stale_revision", f"task {task_id!r} is at revision {task.revision}, not {revisions.task}")
     if revisions.intent is not UNSET:
@@ -70,7 +70,7 @@ def _revisions(state: State, revisions: inp.InputRevisions, grant: Grant, task_i
     """What the action was validated under (given or not, the current ones)."""
     if task_id is None:
         return ev.Revisions(task=None, grant=grant.revision, intent=None)
-    task = state.tasks[task_id]
+    task = state.tasks.by_id[task_id]
     return ev.Revisions(
         task=task.revision, grant=grant.revision, intent=state.conversation.by_id[task.conversation_id].intent_revision
     )
@@ -197,8 +197,8 @@ def decide_revalidation(state: State, value: inp.RevalidateAction, seq: int) -> 
         raise Rejected("grant_scope", f"{action.operation_id!r} is a rule action: only the daemon's rule may use its grant")
     _check_generation(state, value, action.task_id)
     _check_runtime(state, value, action.task_id)
-    if action.task_id is not None and state.tasks[action.task_id].state != "active":
-        raise Rejected("task_not_active", f"task {action.task_id!r} is {state.tasks[action.task_id].state}")
+    if action.task_id is not None and state.tasks.by_id[action.task_id].state != "active":
+        raise Rejected("task_not_active", f"task {action.task_id!r} is {state.tasks.by_id[action.task_id].state}")
     grant = state.authority.grants[action.grant_id]
     check_authority(state, action.operation, action.write_paths, grant)
     _check_revisions(state, value.input_revisions, grant, action.task_id)
@@ -287,7 +287,7 @@ def _back_to_pending(state: State, action: Action) -> tuple[str, ev.Revisions | 
     its task was revised, or its grant or the policy no longer allows it,
     while the attempt was out, it is fenced (revalidate to go on)."""
     grant = state.authority.grants[action.grant_id]
-    if action.task_id is not None and action.revisions.task != state.tasks[action.task_id].revision:
+    if action.task_id is not None and action.revisions.task != state.tasks.by_id[action.task_id].revision:
         return "refuse_stale", None, "task_revised"
     if not allows(state, action, grant.operations, grant.roots):
         return "refuse_stale", None, "authority_narrowed"
@@ -297,7 +297,7 @@ def _back_to_pending(state: State, action: Action) -> tuple[str, ev.Revisions | 
 
 
 def _refusal_facts(state: State, action: Action, reason: str) -> ev.RefusalFacts:
-    task = state.tasks[action.task_id] if action.task_id is not None else None
+    task = state.tasks.by_id[action.task_id] if action.task_id is not None else None
     grant = state.authority.grants[action.grant_id]
     return ev.RefusalFacts(
         reason=reason,
@@ -475,7 +475,7 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
     for prerequisite in event.prerequisites:
         state.actions[prerequisite.operation_id].dependents.append(event.operation_id)
     if event.task_id is not None:
-        state.tasks[event.task_id].actions.append(event.operation_id)
+        state.tasks.by_id[event.task_id].actions.append(event.operation_id)
     state.authority.grants[event.grant_id].actions.append(event.operation_id)
     state.actions_by_cause.setdefault(event.cause_key, []).append(event.operation_id)
     state.add_action(action)
@@ -537,7 +537,7 @@ def _action_outcome_reported(state: State, event: ev.ActionOutcomeReported) -> N
 
 def _progressed(state: State, action: Action, event: ev.Event) -> None:
     """Contract v1.2 section 4.4: what a task's action does is its task's progress."""
-    if action.task_id is not None and state.tasks[action.task_id].state == "active":
+    if action.task_id is not None and state.tasks.by_id[action.task_id].state == "active":
         note_progress(state, action.task_id, type(event).__name__)
 
 

@@ -259,7 +259,7 @@ def _on_question_answered(state: State, event: ev.QuestionAnswered) -> list[ev.E
 
 
 def _on_question_resurfaced(state: State, event: ev.QuestionResurfaced) -> list[ev.Event]:
-    question = state.questions[(event.task_id, event.question_key)]
+    question = state.tasks.questions[(event.task_id, event.question_key)]
     return raise_alert(
         state,
         event.cause,
@@ -344,7 +344,7 @@ def _on_outcome(state: State, event: ev.ActionOutcomeReported) -> list[ev.Event]
             cause=event.cause,
             operation_id=action.operation_id,
             cause_key=f"outcome:{action.operation_id}",
-            conversation_id=state.tasks[action.task_id].conversation_id,
+            conversation_id=state.tasks.by_id[action.task_id].conversation_id,
             due_at=_at(state) + datetime.timedelta(seconds=state.authority.config.fallback_after_s),
         )
     ]
@@ -477,8 +477,8 @@ def _next_timer(
     obligation = next(iter(state.alerts.obligation_timers.items()), None)
     if obligation is not None:
         due.append((obligation[1], 0, lambda: ev.ObligationDue(cause=cause, operation_id=obligation[0], reason="overdue")))
-    if state.timers.entries:
-        due.append((state.timers.entries[0][0], 1, lambda: _resurfaced(state, cause, at)))
+    if state.tasks.question_timers.entries:
+        due.append((state.tasks.question_timers.entries[0][0], 1, lambda: _resurfaced(state, cause, at)))
     if deadline is not None and state.deadline_timers.entries:
         due.append((state.deadline_timers.entries[0][0], 2, deadline))
     if exhaust is not None and state.investigations.timers.entries:
@@ -491,8 +491,8 @@ def _next_timer(
 
 
 def _resurfaced(state: State, cause: int, at: datetime.datetime) -> ev.QuestionResurfaced:
-    _, _, first, second = state.timers.entries[0]
-    question = state.questions[(first, second)]
+    _, _, first, second = state.tasks.question_timers.entries[0]
+    question = state.tasks.questions[(first, second)]
     k = int((at - question.first_seen_at).total_seconds() // state.authority.config.question_resurface_s)
     due_at = question.first_seen_at + datetime.timedelta(seconds=k * state.authority.config.question_resurface_s)
     return ev.QuestionResurfaced(cause=cause, task_id=first, question_key=second, k=k, due_at=due_at)
@@ -505,7 +505,7 @@ def resolve_progressed(state: State, cause: int, emit: Emit) -> None:
     if not state.unstalled:
         return
     for task_id in sorted(state.unstalled):
-        task = state.tasks[task_id]
+        task = state.tasks.by_id[task_id]
         active = task.state == "active"
         reason = "progressed" if active else task.state
         detail = f"{task_id} progressed ({task.last_progress_event})" if active else f"{task_id} is {task.state}"

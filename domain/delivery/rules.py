@@ -234,7 +234,7 @@ def control_state_tokens(state: State, conversation: Conversation) -> int:
     """The reseed's required part: this conversation's control state."""
     total = 0
     for task_id in conversation.tasks:
-        task = state.tasks[task_id]
+        task = state.tasks.by_id[task_id]
         if task.state != "active":
             continue
         total += reseed_task_tokens

@@ -126,7 +126,7 @@ def progress_due(state: State, cause: int) -> tuple[datetime.datetime, ev.TaskSt
     if not entries:
         return None
     due_at, task_id = entries[0]
-    task = state.tasks[task_id]
+    task = state.tasks.by_id[task_id]
     assert task.last_progress_at is not None and task.progress_deadline_s is not None
     return due_at, ev.TaskStalled(
         cause=cause,
@@ -175,7 +175,7 @@ def note_progress(state: State, task_id: str, event_name: str) -> None:
     """Section 4.4: the task progressed now (the input's `at`): its clock
     restarts, and a raised no_progress is to be resolved (`state.unstalled`
     keeps it until the alerts area resolves it)."""
-    task = state.tasks[task_id]
+    task = state.tasks.by_id[task_id]
     task.last_progress_at = state.last_at
     task.last_progress_event = event_name
     if task.stalled_at is not None:
@@ -244,7 +244,7 @@ def _host_resumed(state: State, event: ev.HostResumed) -> None:
 
 
 def _task_stalled(state: State, event: ev.TaskStalled) -> None:
-    task = state.tasks[event.task_id]
+    task = state.tasks.by_id[event.task_id]
     task.stalled_at = state.last_at
     reschedule_progress(state, task)  # raised once per occurrence: no timer until it progresses
 

@@ -249,7 +249,7 @@ def outcome_update_events(state: State, action: Action, outcome: str, seq: int, 
     conversation), routine for a rule's."""
     cause_key = f"outcome:{action.operation_id}"
     revision = state.update_revision(cause_key) + 1
-    task = state.tasks.get(action.task_id) if action.task_id is not None else None
+    task = state.tasks.by_id.get(action.task_id) if action.task_id is not None else None
     return [
         ev.UpdateRevised(
             # No observation behind it: no text, so it costs 0 tokens (contract section 5.2).

@@ -39,7 +39,7 @@ def decide_delegation(state: State, value: inp.DelegateTask, seq: int) -> list[e
     for dependency in depends_on:
         known_task(state, dependency)
     grant_event = issue_grant(state, seq, value.grant, value.task_id, None)
-    if value.task_id in state.tasks:
+    if value.task_id in state.tasks.by_id:
         raise Rejected("already_exists", f"task {value.task_id!r} already exists")
     if value.grant.grant_id in state.authority.grants:
         raise Rejected("already_exists", f"grant {value.grant.grant_id!r} already exists")
@@ -122,7 +122,7 @@ def decide_question(state: State, value: inp.RaiseQuestion, seq: int) -> list[ev
     _check_runtime(state, value, task)
     if task.state != "active":
         raise Rejected("task_not_active", f"task {task.task_id!r} is {task.state}")
-    existing = state.questions.get((value.task_id, value.question_key))
+    existing = state.tasks.questions.get((value.task_id, value.question_key))
     affected = list(dict.fromkeys(value.affected)) if isinstance(value.affected, list) else value.affected
     if existing is None:
         first_seen_at, times_raised, reopened = value.at, 1, False
@@ -153,7 +153,7 @@ def decide_question(state: State, value: inp.RaiseQuestion, seq: int) -> list[ev
 
 def decide_answer(state: State, value: inp.AnswerQuestion, seq: int) -> list[ev.Event]:
     task = known_task(state, value.task_id)
-    question = state.questions.get((value.task_id, value.question_key))
+    question = state.tasks.questions.get((value.task_id, value.question_key))
     if question is None:
         raise Rejected("unknown_question", f"no question {value.question_key!r} on task {value.task_id!r}")
     if not QUESTION.allows(question.state, "answer"):
@@ -189,9 +189,9 @@ def _task_delegated(state: State, event: ev.TaskDelegated) -> None:
         grant_id=event.grant_id,
         state=TASK.after[ev.TaskDelegated],
     )
-    state.tasks[event.task_id] = task
+    state.tasks.by_id[event.task_id] = task
     for dependency in event.depends_on:
-        state.tasks[dependency].dependents.append(event.task_id)
+        state.tasks.by_id[dependency].dependents.append(event.task_id)
     state.conversation.by_id[event.conversation_id].tasks.append(event.task_id)
     state.dirty_tasks.add(event.task_id)
     task.progress_deadline_s = given(event.progress_deadline_s)
@@ -199,7 +199,7 @@ def _task_delegated(state: State, event: ev.TaskDelegated) -> None:
 
 
 def _task_revised(state: State, event: ev.TaskRevised) -> None:
-    task = state.tasks[event.task_id]
+    task = state.tasks.by_id[event.task_id]
     task.revision = event.revision
     task.goal = event.goal
     task.done_when = list(event.done_when)
@@ -213,25 +213,25 @@ def _task_revised(state: State, event: ev.TaskRevised) -> None:
 
 def _task_ended(state: State, event: ev.TaskCompleted | ev.TaskCancelled) -> None:
     task_id = event.task_id
-    task = state.tasks[task_id]
+    task = state.tasks.by_id[task_id]
     task.state = TASK.after[type(event)]
     task_ended(state, task)
     # Its questions stop holding anything; tasks depending on it change task_held.
     state.touch_task(task_id)
-    if any(state.questions[key].state == "open" for key in state.unknown_questions if key[0] == task_id):
+    if any(state.tasks.questions[key].state == "open" for key in state.tasks.unknown_questions if key[0] == task_id):
         state.touch_all_tasks()
-    for key in [k for k in state.questions if k[0] == task_id]:
-        question = state.questions[key]
+    for key in [k for k in state.tasks.questions if k[0] == task_id]:
+        question = state.tasks.questions[key]
         if question.state == "open":
-            state.timers.discard(_resurface_timer(state, question))  # resurfaces only while its task is active
+            state.tasks.question_timers.discard(_resurface_timer(state, question))  # resurfaces only while its task is active
             if isinstance(question.affected, list):
                 state.touch_question(question)
 
 
 def _question_raised(state: State, event: ev.QuestionRaised) -> None:
     key = (event.task_id, event.question_key)
-    task = state.tasks[event.task_id]
-    question = state.questions.get(key)
+    task = state.tasks.by_id[event.task_id]
+    question = state.tasks.questions.get(key)
     opens = question is None or question.state != "open"
     if question is not None:
         if question.state == "open":
@@ -257,12 +257,12 @@ def _question_raised(state: State, event: ev.QuestionRaised) -> None:
             times_raised=event.times_raised,
             state=QUESTION.after[ev.QuestionRaised],
         )
-        state.questions[key] = question
+        state.tasks.questions[key] = question
         task.open_questions += 1
     state.index_question(key, question)
     state.touch_question(question)
     if opens:
-        state.timers.add(_resurface_timer(state, question))
+        state.tasks.question_timers.add(_resurface_timer(state, question))
 
 
 def _resurface_timer(state: State, question: Question) -> tuple[Any, ...]:
@@ -274,25 +274,25 @@ def _resurface_timer(state: State, question: Question) -> tuple[Any, ...]:
 
 
 def _question_resurfaced(state: State, event: ev.QuestionResurfaced) -> None:
-    question = state.questions[(event.task_id, event.question_key)]
-    state.timers.discard(_resurface_timer(state, question))
+    question = state.tasks.questions[(event.task_id, event.question_key)]
+    state.tasks.question_timers.discard(_resurface_timer(state, question))
     question.resurfaced = event.k
-    state.timers.add(_resurface_timer(state, question))
+    state.tasks.question_timers.add(_resurface_timer(state, question))
 
 
 def _question_answered(state: State, event: ev.QuestionAnswered) -> None:
     key = (event.task_id, event.question_key)
-    question = state.questions[key]
+    question = state.tasks.questions[key]
     state.unindex_question(key, question)
-    state.timers.discard(_resurface_timer(state, question))
+    state.tasks.question_timers.discard(_resurface_timer(state, question))
     question.state = QUESTION.after[ev.QuestionAnswered]
     question.answer = event.answer
-    state.tasks[event.task_id].open_questions -= 1
+    state.tasks.by_id[event.task_id].open_questions -= 1
     state.touch_question(question)
 
 
 def _task_holds_changed(state: State, event: ev.TaskHoldsChanged) -> None:
-    task = state.tasks[event.task_id]
+    task = state.tasks.by_id[event.task_id]
     task.holds = tuple(event.holds)
     if task.holds or task.state != "active":
         reschedule_progress(state, task)  # held is waiting, not stalled: no timer

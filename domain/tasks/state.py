@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
+
+from tandem.domain.indexes import Timers
 from typing import Any
 from tandem.domain.authority.state import Seconds
 from tandem.domain.lifecycles import (
@@ -58,4 +60,19 @@ class Question:
     resurfaced: int = 0  # the greatest k for which it resurfaced (question_stale)
 
 
-__all__ = ['Task', 'Question']  # re-exported by domain/records.py
+@dataclass(slots=True)
+class TasksState:
+    """The tasks area's part of the decision state (`state.tasks.by_id`): written
+    only by this area's evolvers, read by others through it."""
+
+    by_id: dict[str, Task] = field(default_factory=dict)
+    questions: dict[tuple[str, str], Question] = field(default_factory=dict)
+    # Time rules (contract section 6): (due_at, kind, key, key) in time order, checked on every
+    # input's `at`. Only evolve adds and removes entries, so every entry applies.
+    question_timers: Timers = field(default_factory=Timers)  # questions: (due_at, "question", task_id, key)
+    question_ops: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # op id -> open questions listing it
+    task_questions: dict[str, set[str]] = field(default_factory=dict)  # task -> open "task" question keys
+    unknown_questions: set[tuple[str, str]] = field(default_factory=set)  # open "unknown" questions
+
+
+__all__ = ['TasksState', 'Task', 'Question']  # re-exported by domain/records.py

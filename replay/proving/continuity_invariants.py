@@ -36,7 +36,7 @@ def _bound_at(state: State, background_id: str) -> int | None:
 
 
 def _task_background(state: State, task_id: str | None) -> list[str]:
-    task = state.tasks.get(task_id or "")
+    task = state.tasks.by_id.get(task_id or "")
     conversation = state.conversation.by_id.get(task.conversation_id) if task is not None else None
     return [conversation.background_id] if conversation is not None and conversation.background_id else []
 
@@ -111,10 +111,10 @@ def required_part(state: State, background: Conversation) -> int:
     total = 0
     foreground = state.conversation.by_id.get(background.foreground_id or "")
     for task_id in foreground.tasks if foreground is not None else ():
-        task = state.tasks[task_id]
+        task = state.tasks.by_id[task_id]
         if task.state != "active":
             continue
-        questions = sum(1 for q in state.questions.values() if q.task_id == task_id and q.state == "open")
+        questions = sum(1 for q in state.tasks.questions.values() if q.task_id == task_id and q.state == "open")
         actions = sum(1 for op in task.actions if state.actions[op].state not in TERMINAL)
         live = state.authority.grants[task.grant_id].state == "live"
         total += TASK_TOKENS + GRANT_TOKENS * live + QUESTION_TOKENS * questions + ACTION_TOKENS * actions

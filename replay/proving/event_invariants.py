@@ -162,7 +162,7 @@ def claims_under_current_authority(before: State, event: Event, applying: Applyi
     if envelope.policy_revision != policy.revision:
         return f"{event.attempt_id} validated under policy r{envelope.policy_revision}, the policy is at r{policy.revision}"
     if action.task_id is not None:
-        task = before.tasks[action.task_id]
+        task = before.tasks.by_id[action.task_id]
         if task.state != "active":
             return f"{event.operation_id} claimed while task {task.task_id} is {task.state}"
         if envelope.task_revision != task.revision:
@@ -252,7 +252,7 @@ def fenced_generation_commits_nothing(before: State, event: Event, applying: App
     conversations = before.conversation.by_id
     if isinstance(value, (inp.ProposeAction, inp.RevalidateAction)):
         task_id = value.task_id if isinstance(value, inp.ProposeAction) else getattr(before.actions.get(value.operation_id), "task_id", None)
-        task = before.tasks.get(task_id) if isinstance(task_id, str) else None
+        task = before.tasks.by_id.get(task_id) if isinstance(task_id, str) else None
         bound = conversations[task.conversation_id].generation if task is not None else None
     elif isinstance(value, inp.SyncIntent):
         conversation = conversations.get(value.conversation_id)

@@ -51,14 +51,14 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
     """The section 4 codes that block a pending action, recomputed from the
     facts in `state` (not its indexes, and without domain.dispatch)."""
     codes: set[str] = set()
-    actions, tasks = state.actions, state.tasks
+    actions, tasks = state.actions, state.tasks.by_id
 
     for prerequisite in action.prerequisites:
         code = _prerequisite_code(actions[prerequisite.operation_id], prerequisite)
         if code is not None:
             codes.add(code)
 
-    open_questions = [q for q in state.questions.values() if q.state == "open" and tasks[q.task_id].state == "active"]
+    open_questions = [q for q in state.tasks.questions.values() if q.state == "open" and tasks[q.task_id].state == "active"]
     listed = {op for q in open_questions if isinstance(q.affected, list) for op in q.affected}
     task_held_by_question = {q.task_id for q in open_questions if q.affected == "task"}
     ancestors = _closure(action.operation_id, lambda op: [p.operation_id for p in actions[op].prerequisites])
@@ -134,7 +134,7 @@ def affected_via(state: State, action: Action, foreground: str, live: frozenset[
     itself), "resource" (a non-terminal action of one of the foreground's
     tasks, or one in `live`, names its resource: a scan, not the state's
     index); None: it does not."""
-    tasks = state.tasks
+    tasks = state.tasks.by_id
     owning = {action.task_id, state.authority.grants[action.grant_id].task_id} - {None}
     if any(tasks[task_id].conversation_id == foreground for task_id in owning):  # type: ignore[index]
         return "task"

@@ -44,7 +44,7 @@ def test_delegation_narrows_operations_and_normalises_write_roots():
     assert issued.dropped_operations == ["scm.push"]
     assert issued.write_roots == ["/repo/backend", "/repo/frontend", "/repo"]
     assert set(issued.dropped_roots) == {"relative/path", "/repo/../etc", "/etc"}
-    assert engine.state.tasks["t1"].revision == 1 and engine.state.tasks["t1"].state == "active"
+    assert engine.state.tasks.by_id["t1"].revision == 1 and engine.state.tasks.by_id["t1"].state == "active"
 
 
 def test_a_write_path_is_checked_like_a_root():

@@ -397,7 +397,7 @@ def test_a_smaller_checkpoint_leaves_recovery_without_a_reset() -> None:
     [created] = of_type(events, ev.DeliveryCreated)
     assert (created.delivery_id, created.kind, created.epoch, created.checkpoint, created.tokens) == ("bg/d1", "reseed", 2, "bg/c2", 92)
     assert conversation_row(engine, "bg")["state"] == "idle"
-    assert engine.state.tasks["t1"].state == "active"  # no task cancelled
+    assert engine.state.tasks.by_id["t1"].state == "active"  # no task cancelled
     # Out of recovery, the reseed is made but not accepted: every gated input waits for it again.
     assert rejection(when(engine, checkpoint(epoch=2, at=at(6)))) == "context_not_reseeded"
     when(engine, provider_receipt("bg/d1", at=at(7)))

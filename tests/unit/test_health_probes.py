@@ -317,7 +317,7 @@ def test_evidence_attached_to_a_task_action_is_progress():
     assert of_type(events, ev.EvidenceAttached)
     row = task_row(engine, "t1")
     assert (row["last_progress_at"], row["progress_due_at"]) == (at(40), at(100))
-    assert engine.state.tasks["t1"].last_progress_event == "EvidenceAttached"
+    assert engine.state.tasks.by_id["t1"].last_progress_event == "EvidenceAttached"
     assert not of_type(when(engine, tick(at=at(63))), ev.TaskStalled)  # due at 63 without it
     [stalled] = of_type(when(engine, tick(at=at(100))), ev.TaskStalled)
     assert (stalled.last_progress_event, stalled.last_progress_at.isoformat()) == ("EvidenceAttached", "2026-03-01T09:00:40+00:00")
@@ -398,7 +398,7 @@ def test_the_views_are_the_engine_state():
     engine = given(*progress_world(), readiness(n=1, auth_expires_at=at(50)), suspend(n=2), wake(n=3))
     state = engine.state
     assert health(engine)["host"] == state.health.host
-    assert task_row(engine, "t1")["progress_due_at"] == at(60) == state.tasks["t1"].progress_due_at.strftime(
+    assert task_row(engine, "t1")["progress_due_at"] == at(60) == state.tasks.by_id["t1"].progress_due_at.strftime(
         "%Y-%m-%dT%H:%M:%SZ"
     )
 
@@ -411,7 +411,7 @@ def test_no_progress_records_the_last_progress_and_the_deadline():
     [raised] = of_type(when(engine, tick(at=at(60))), ev.AlertRaised)
     facts = raised.facts
     assert (facts.task_id, facts.progress_deadline_s, facts.last_progress_event) == ("t1", 60, "TaskDelegated")
-    assert facts.last_progress_at == engine.state.tasks["t1"].last_progress_at
+    assert facts.last_progress_at == engine.state.tasks.by_id["t1"].last_progress_at
 
 
 def test_a_provider_incident_records_the_report_or_the_expiry():

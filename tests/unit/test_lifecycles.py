@@ -106,4 +106,4 @@ def test_decide_never_builds_or_runs_a_state_machine(monkeypatch):
     assert rejection(when(engine, cancel_action("op-1"))) == "not_cancellable"
     assert rejection(when(engine, complete_task("t1"))) is None
     assert rejection(when(engine, cancel_task("t1"))) == "task_not_active"
-    assert engine.state.tasks["t1"].state == "completed"
+    assert engine.state.tasks.by_id["t1"].state == "completed"

@@ -102,12 +102,12 @@ def test_a_state_holding_input_nested_at_the_limit_can_be_snapshotted(tmp_path: 
     for number, line in enumerate(world(), start=1):
         engine.submit(Located(decode_input(json.dumps(line)), line=number))
     engine.submit(Located(decode_input(delegate_line(LISTS_AT_THE_LIMIT)), line=len(world()) + 1))
-    assert json.dumps(engine.state.tasks["t9"].constraints["a"]) == nested_lists(LISTS_AT_THE_LIMIT)
+    assert json.dumps(engine.state.tasks.by_id["t9"].constraints["a"]) == nested_lists(LISTS_AT_THE_LIMIT)
     written = engine.write_snapshot()
     assert written.position == store.head()
     reopened = Engine(store)
     assert reopened.snapshot_position == store.head()
-    assert reopened.state.tasks["t9"].constraints == engine.state.tasks["t9"].constraints
+    assert reopened.state.tasks.by_id["t9"].constraints == engine.state.tasks.by_id["t9"].constraints
     store.close()
 
 

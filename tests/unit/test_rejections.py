@@ -238,7 +238,7 @@ def test_raising_an_open_question_again_keeps_first_seen_at_and_counts():
     events = when(engine, raise_question(evidence_revision=1, recipient="fg", at=at(9)))
     (raised,) = [e for e in events if isinstance(e, ev.QuestionRaised)]
     assert (raised.times_raised, raised.recipient, raised.reopened) == (2, "fg", False)
-    assert raised.first_seen_at == engine.state.questions[("t1", "q1")].first_seen_at
+    assert raised.first_seen_at == engine.state.tasks.questions[("t1", "q1")].first_seen_at
     assert raised.first_seen_at.isoformat().startswith("2026-03-01T09:00:01")
 
 

@@ -261,13 +261,13 @@ def lost_ack(draw: Draw, b: Builder) -> dict[str, Any]:
 def holding_question(draw: Draw, b: Builder) -> dict[str, Any]:
     """A question that holds work of an active task ("missing decision,
     scoped"): on the task, or on some of its operations (proposed or not)."""
-    active = [t for t, task in b.state.tasks.items() if task.state == "active"]
+    active = [t for t, task in b.state.tasks.by_id.items() if task.state == "active"]
     if not active:
         return question_raise(draw, b)
     task_id = draw(st.sampled_from(active))
-    operations = list(b.state.tasks[task_id].actions) + [op for op in OPERATION_IDS if op not in b.state.actions][:2]
+    operations = list(b.state.tasks.by_id[task_id].actions) + [op for op in OPERATION_IDS if op not in b.state.actions][:2]
     affected: Any = "task" if often(draw, 4) else subset(draw, operations, 1)[:2]
-    existing = b.state.questions.get((task_id, "q1"))
+    existing = b.state.tasks.questions.get((task_id, "q1"))
     return b.line(
         "question.raise",
         "background",

@@ -191,7 +191,7 @@ def applicable(kind: str, b: Builder) -> bool:
     if kind == "evidence.attach":
         return any(a.state == "succeeded" for a in actions)
     if kind == "question.answer":
-        return any(q.state == "open" for q in b.state.questions.values())
+        return any(q.state == "open" for q in b.state.tasks.questions.values())
     if kind == "triage.classify":
         return bool(b.state.inbox.updates)
     if kind == "log.reconcile":
@@ -205,7 +205,7 @@ def applicable(kind: str, b: Builder) -> bool:
     if kind == "tool.request":
         return bool(b.state.tools.runtimes)
     if kind in ("action.propose", "task.complete", "task.revise", "task.cancel", "question.raise"):
-        return any(t.state == "active" for t in b.state.tasks.values())
+        return any(t.state == "active" for t in b.state.tasks.by_id.values())
     return True
 
 

@@ -28,7 +28,7 @@ def second_foreground(draw: Draw, b: Builder) -> dict[str, Any]:
         return b.line(
             "conversation.open", "daemon", conversation_id=SECOND, role="foreground", context_limit=2000, reserve=200
         )
-    free = [t for t in SECOND_TASKS if t not in b.state.tasks]
+    free = [t for t in SECOND_TASKS if t not in b.state.tasks.by_id]
     task_id = draw(st.sampled_from(free)) if free and often(draw) else draw(st.sampled_from(SECOND_TASKS))
     return b.line(
         "task.delegate", task_id=task_id, conversation_id=SECOND, message_refs=[], goal=f"goal of {task_id}",

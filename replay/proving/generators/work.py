@@ -37,7 +37,7 @@ from tandem.replay.proving.generators.universe import (
 
 
 def task_delegate(draw: Draw, b: Builder) -> dict[str, Any]:
-    free = [t for t in TASKS if t not in b.state.tasks]
+    free = [t for t in TASKS if t not in b.state.tasks.by_id]
     task_id = draw(st.sampled_from(free)) if free and often(draw) else draw(st.sampled_from(TASKS))
     fields: dict[str, Any] = {
         "task_id": task_id,
@@ -47,7 +47,7 @@ def task_delegate(draw: Draw, b: Builder) -> dict[str, Any]:
         "done_when": ["tests pass"],
         "grant": grant_request(draw, f"g-{task_id}" if often(draw) else draw(st.sampled_from(["g-t1", RULE_GRANT]))),
     }
-    existing = [t for t in b.state.tasks if t != task_id]
+    existing = [t for t in b.state.tasks.by_id if t != task_id]
     if existing and often(draw, 5):
         fields["depends_on"] = subset(draw, existing, 1)
     if often(draw, 3):
@@ -56,8 +56,8 @@ def task_delegate(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def task_revise(draw: Draw, b: Builder) -> dict[str, Any]:
-    task_id = pick(draw, list(b.state.tasks), TASKS)
-    task = b.state.tasks.get(task_id)
+    task_id = pick(draw, list(b.state.tasks.by_id), TASKS)
+    task = b.state.tasks.by_id.get(task_id)
     fields: dict[str, Any] = {"task_id": task_id, "expected_revision": revision_near(draw, task.revision if task else 1)}
     which = draw(st.sampled_from(["goal", "done_when", "constraints", "fallback_decisions", "progress_deadline_s"]))
     fields[which] = {
@@ -134,27 +134,27 @@ def refused_attempt(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def task_cancel(draw: Draw, b: Builder) -> dict[str, Any]:
-    return b.line("task.cancel", task_id=pick(draw, list(b.state.tasks), TASKS))
+    return b.line("task.cancel", task_id=pick(draw, list(b.state.tasks.by_id), TASKS))
 
 
 def task_complete(draw: Draw, b: Builder) -> dict[str, Any]:
     state = b.state
     done = [
-        t for t, task in state.tasks.items()
+        t for t, task in state.tasks.by_id.items()
         if task.state == "active" and task.actions and all(state.actions[op].terminal for op in task.actions)
     ]  # fmt: skip
     return b.line(
         "task.complete",
         draw(st.sampled_from(["background", "human"])),
-        task_id=draw(st.sampled_from(done)) if done and often(draw, 8) else pick(draw, list(state.tasks), TASKS),
+        task_id=draw(st.sampled_from(done)) if done and often(draw, 8) else pick(draw, list(state.tasks.by_id), TASKS),
         evidence_refs=["ev/tests"],
     )
 
 
 def question_raise(draw: Draw, b: Builder) -> dict[str, Any]:
-    task_id = pick(draw, list(b.state.tasks), TASKS)
+    task_id = pick(draw, list(b.state.tasks.by_id), TASKS)
     key = draw(st.sampled_from(QUESTION_KEYS))
-    existing = b.state.questions.get((task_id, key))
+    existing = b.state.tasks.questions.get((task_id, key))
     kind = draw(st.sampled_from(["ops", "ops", "task", "unknown"]))
     if kind == "ops":
         # Listed operations need not exist yet (contract section 3.2): now and then one does not.
@@ -177,11 +177,11 @@ def question_raise(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def question_answer(draw: Draw, b: Builder) -> dict[str, Any]:
-    open_keys = [k for k, q in b.state.questions.items() if q.state == "open"]
+    open_keys = [k for k, q in b.state.tasks.questions.items() if q.state == "open"]
     if open_keys and often(draw, 8):
         task_id, key = draw(st.sampled_from(open_keys))
     else:
-        task_id, key = pick(draw, list(b.state.tasks), TASKS), draw(st.sampled_from(QUESTION_KEYS))
+        task_id, key = pick(draw, list(b.state.tasks.by_id), TASKS), draw(st.sampled_from(QUESTION_KEYS))
     return b.line("question.answer", task_id=task_id, question_key=key, answer="use sqlite")
 
 
@@ -243,9 +243,9 @@ def action_propose(draw: Draw, b: Builder) -> dict[str, Any]:
         revisions: dict[str, Any] = {"grant": revision_near(draw, grant.revision)}
     else:
         actor = draw(st.sampled_from(["background", "background", "background", "human", "daemon"]))
-        active = [t for t, task in state.tasks.items() if task.state == "active"]
-        task_id = pick(draw, active or list(state.tasks), TASKS)
-        task = state.tasks.get(task_id)
+        active = [t for t, task in state.tasks.by_id.items() if task.state == "active"]
+        task_id = pick(draw, active or list(state.tasks.by_id), TASKS)
+        task = state.tasks.by_id.get(task_id)
         fields["task_id"] = task_id
         fields["grant_id"] = task.grant_id if task is not None and often(draw) else draw(st.sampled_from(["g-t1", "g-t2", RULE_GRANT]))
         grant = state.authority.grants.get(fields["grant_id"])
@@ -328,7 +328,7 @@ def action_revalidate(draw: Draw, b: Builder) -> dict[str, Any]:
     grant = state.authority.grants.get(action.grant_id) if action else None
     revisions: dict[str, Any] = {"grant": revision_near(draw, grant.revision if grant else 1)}
     if action is not None and action.task_id is not None and often(draw, 6):
-        revisions["task"] = revision_near(draw, state.tasks[action.task_id].revision)
+        revisions["task"] = revision_near(draw, state.tasks.by_id[action.task_id].revision)
     if often(draw, 3):
         revisions["intent"] = revision_near(draw, b.intent())
     actor = draw(st.sampled_from(["background", "human"]))
@@ -419,7 +419,7 @@ def heartbeat(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def scope_pause(draw: Draw, b: Builder) -> dict[str, Any]:
-    scope = "*" if often(draw, 3) else pick(draw, list(b.state.tasks), TASKS)
+    scope = "*" if often(draw, 3) else pick(draw, list(b.state.tasks.by_id), TASKS)
     return b.line("scope.pause", scope=scope)
 
 
