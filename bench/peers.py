@@ -212,7 +212,7 @@ def child_tandem_recover(directory: str, actions: str) -> float:
     for item in items:
         submit(item)
     elapsed = time.perf_counter() - started
-    finished = [action for action in engine.state.actions.values() if action.outcome == "succeeded"]
+    finished = [action for action in engine.state.actions.by_id.values() if action.outcome == "succeeded"]
     assert len(finished) == int(actions), (len(finished), actions)
     engine.store.close()  # type: ignore[union-attr]
     return elapsed
@@ -255,8 +255,8 @@ def build_open_actions(directory: str, actions: int) -> None:
     engine = Engine(open_store(bench_run._sqlite_url(directory)), with_views=False)
     try:
         ingest(engine, parse_trace(opening, "open.jsonl"))
-        assert len(engine.state.actions) == actions, len(engine.state.actions)
-        assert not any(action.terminal for action in engine.state.actions.values())
+        assert len(engine.state.actions.by_id) == actions, len(engine.state.actions.by_id)
+        assert not any(action.terminal for action in engine.state.actions.by_id.values())
     finally:
         engine.store.close()  # type: ignore[union-attr]
     Path(directory, "outcomes.jsonl").write_bytes(finishing)

@@ -57,10 +57,10 @@ def run_pass(state: State, cause: int, at: datetime.datetime, emit: Emit) -> Non
     reseeds (contract v1.2 section 9)."""
     run_time_rules(
         state, cause, at, emit,
-        deadline_rule(state, cause) if state.deadline_timers.entries else None,
+        deadline_rule(state, cause) if state.actions.deadline_timers.entries else None,
         exhaustion_rule(state, cause) if state.investigations.timers.entries else None,
     )  # fmt: skip
-    if state.backing_off:
+    if state.actions.backing_off:
         touch_backed_off(state, at)
     if state.dirty_sources:
         run_source_rule(state, cause, emit)
@@ -77,11 +77,11 @@ def _actions_pass(state: State, cause: int, emit: Emit) -> None:
         batch = state.dirty_actions
         state.dirty_actions = set()
         looked_at |= batch
-        for action in sorted((state.actions[op] for op in batch if op in state.pending), key=_order):
+        for action in sorted((state.actions.by_id[op] for op in batch if op in state.actions.pending), key=_order):
             if action.state == "pending" and not blockers(state, action):
                 _claim(state, cause, action, emit)
 
-    for action in sorted((state.actions[op] for op in looked_at), key=_order):
+    for action in sorted((state.actions.by_id[op] for op in looked_at), key=_order):
         if action.state != "pending":
             continue
         operation_id = action.operation_id
@@ -173,7 +173,7 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
         codes.append("question_hold")
     if state.tasks.unknown_questions and state.wider_hold():
         codes.append("wider_hold")
-    if "*" in state.paused or (task is not None and task.task_id in state.paused):
+    if "*" in state.actions.paused or (task is not None and task.task_id in state.actions.paused):
         codes.append("scope_paused")
     if task is not None:
         if any(state.tasks.by_id[dependency].state != "completed" for dependency in task.depends_on):
@@ -182,7 +182,7 @@ def blockers(state: State, action: Action) -> tuple[str, ...]:
             codes.append("intent_unsynced")
     if action.unattended and not state.watchdog_fresh:
         codes.append("watchdog_unavailable")
-    if state.busy_by_resource.get(action.resource):
+    if state.actions.busy_by_resource.get(action.resource):
         codes.append("resource_busy")
     if task is not None and _approval_pending(state, task.conversation_id):
         codes.append("approval_pending")
@@ -207,7 +207,7 @@ def awaiting_evidence(state: State, action: Action) -> tuple[str, ...]:
         p.operation_id
         for p in action.prerequisites
         if p.evidence_required is True
-        and state.actions[p.operation_id].state == "succeeded"
+        and state.actions.by_id[p.operation_id].state == "succeeded"
         and state.prerequisite_status(p) == "pending"
     )
 
@@ -234,7 +234,7 @@ def _operation_held(state: State, action: Action, seen: set[str]) -> bool:
     listed = state.tasks.question_ops.get(action.operation_id)
     if listed and any(state.question_active(key) for key in listed):
         return True
-    return any(_operation_held(state, state.actions[p.operation_id], seen) for p in action.prerequisites)
+    return any(_operation_held(state, state.actions.by_id[p.operation_id], seen) for p in action.prerequisites)
 
 
 def _task_question_held(state: State, task_id: str) -> bool:
@@ -256,7 +256,7 @@ def task_holds(state: State, task_id: str) -> tuple[str, ...]:
         holds.append("question_hold")
     if state.tasks.unknown_questions and state.wider_hold():
         holds.append("wider_hold")
-    if "*" in state.paused or task_id in state.paused:
+    if "*" in state.actions.paused or task_id in state.actions.paused:
         holds.append("scope_paused")
     if any(state.tasks.by_id[dependency].state != "completed" for dependency in task.depends_on):
         holds.append("task_held")

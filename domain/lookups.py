@@ -35,7 +35,7 @@ def known_grant(state: State, grant_id: str) -> Grant:
 
 
 def known_action(state: State, operation_id: str) -> Action:
-    action = state.actions.get(operation_id)
+    action = state.actions.by_id.get(operation_id)
     if action is None:
         raise Rejected("unknown_operation", f"no operation {operation_id!r}")
     return action

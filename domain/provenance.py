@@ -41,7 +41,7 @@ def hold_facts(state: State, task_id: str, holds: tuple[str, ...]) -> list[ev.Bl
 
 
 def _prerequisite_fact(state: State, prerequisite: ev.PrerequisiteSpec) -> ev.PrerequisiteFact:
-    other = state.actions[prerequisite.operation_id]
+    other = state.actions.by_id[prerequisite.operation_id]
     evidence = prerequisite.evidence_required is True  # contract v1.2 section 2.5: what it still lacks
     return ev.PrerequisiteFact(
         operation_id=other.operation_id,
@@ -117,7 +117,7 @@ def holding_questions(state: State, action: Action) -> list[ev.QuestionRef]:
                         ev.QuestionRef(task_id=key[0], question_key=key[1], via="prerequisite", through=operation_id)
                     )
         # Prerequisites in their listed order (reversed onto the stack).
-        stack.extend(p.operation_id for p in reversed(state.actions[operation_id].prerequisites))
+        stack.extend(p.operation_id for p in reversed(state.actions.by_id[operation_id].prerequisites))
     if action.task_id is not None:
         for ref in _task_question_refs(state, action.task_id):
             if (ref.task_id, ref.question_key) not in seen_keys:
@@ -145,7 +145,7 @@ def _wider_hold(state: State, action: Action | None = None) -> ev.BlockFact:
 
 
 def _paused_scope(state: State, task_id: str | None) -> ev.BlockFact:
-    scope = "*" if "*" in state.paused else task_id
+    scope = "*" if "*" in state.actions.paused else task_id
     return ev.BlockFact(code="scope_paused", scope=scope)
 
 
@@ -185,8 +185,8 @@ def _watchdog(state: State, action: Action) -> ev.BlockFact:
 
 
 def _resource_busy(state: State, action: Action) -> ev.BlockFact:
-    holders = state.in_flight_by_resource.get(action.resource, ())
-    operations = sorted(holders, key=lambda operation_id: state.actions[operation_id].order)
+    holders = state.actions.in_flight_by_resource.get(action.resource, ())
+    operations = sorted(holders, key=lambda operation_id: state.actions.by_id[operation_id].order)
     return ev.BlockFact(code="resource_busy", resource=action.resource, operations=operations)
 
 

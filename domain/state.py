@@ -28,6 +28,7 @@ from tandem.domain.inbox.state import InboxState
 from tandem.domain.conversation.state import ConversationState
 from tandem.domain.authority.state import AuthorityState
 from tandem.domain.tasks.state import TasksState
+from tandem.domain.actions.state import ActionsState
 from tandem.domain.records import (
     DELIVERABLE_DISPOSITIONS,
     Action,
@@ -53,16 +54,11 @@ class State:
     seq: int = 0  # inputs recorded (accepted or rejected)
     last_at: datetime.datetime | None = None
     configurable: bool = True  # no input of another kind than engine.configure yet
-    actions: dict[str, Action] = field(default_factory=dict)
     idempotency: dict[str, bytes] = field(default_factory=dict)  # input id -> body digest
     traces: dict[str, TraceProgress] = field(default_factory=dict)  # ingest progress by trace name
     previous_at: datetime.datetime | None = None  # the `at` of the input before the last one
-    paused: set[str] = field(default_factory=set)
-    # Execution deadlines (contract v1.2 section 3.3) of live actions: (deadline_at, operation_id).
-    deadline_timers: Timers = field(default_factory=Timers)
-    # Pending actions refused under a grant's retry back-off (v1.2 section 3.5): op -> retry_at.
-    backing_off: dict[str, datetime.datetime] = field(default_factory=dict)
     # ---- the areas' parts
+    actions: ActionsState = field(default_factory=ActionsState)
     tasks: TasksState = field(default_factory=TasksState)
     authority: AuthorityState = field(default_factory=AuthorityState)
     conversation: ConversationState = field(default_factory=ConversationState)
@@ -74,20 +70,6 @@ class State:
     tools: ToolsState = field(default_factory=ToolsState)
     health: HealthState = field(default_factory=HealthState)
     # ---- indexes
-    pending: set[str] = field(default_factory=set)
-    fenced: set[str] = field(default_factory=set)
-    pending_by_resource: dict[str, set[str]] = field(default_factory=dict)
-    pending_by_task: dict[str, set[str]] = field(default_factory=dict)
-    pending_by_grant: dict[str, set[str]] = field(default_factory=dict)
-    busy_by_resource: dict[str, int] = field(default_factory=dict)
-    # The in-flight actions on each resource (what resource_busy's facts name).
-    in_flight_by_resource: dict[str, set[str]] = field(default_factory=dict)
-    actions_by_cause: dict[str, list[str]] = field(default_factory=dict)
-    actions_by_runtime: dict[str, set[str]] = field(default_factory=dict)  # runtime -> actions naming it
-    maintenance: set[str] = field(default_factory=set)  # live maintenance actions (contract v1.2 section 8.1)
-    # Contract v1.2 section 8.1: conversation -> resource -> the non-terminal actions of its
-    # tasks naming it (what a foreground's work names: the maintenance there is affected by it).
-    work_resources: dict[str, dict[str, set[str]]] = field(default_factory=dict)
     # ---- what the pass must look at again (filled by evolve, emptied by the pass)
     dirty_actions: set[str] = field(default_factory=set)
     dirty_tasks: set[str] = field(default_factory=set)
@@ -130,50 +112,50 @@ class State:
         self.dirty_actions.add(operation_id)
 
     def touch_all_pending(self) -> None:
-        self.dirty_actions.update(self.pending)
+        self.dirty_actions.update(self.actions.pending)
 
     def touch_maintenance(self) -> None:
         """Whether an owner is active may have changed: the pending maintenance actions (owner_active)."""
-        self.dirty_actions.update(op for op in self.maintenance if op in self.pending)
+        self.dirty_actions.update(op for op in self.actions.maintenance if op in self.actions.pending)
 
     def _work_named(self, action: Action, live: bool) -> None:
         """A task's action became live or ended: what its foreground's work names
         changed, so the pending maintenance on its resource (owner_active, v1.2 section 8.1)."""
         conversation_id = self.tasks.by_id[action.task_id].conversation_id  # type: ignore[index]
         if live:
-            index_add(self.work_resources.setdefault(conversation_id, {}), action.resource, action.operation_id)
+            index_add(self.actions.work_resources.setdefault(conversation_id, {}), action.resource, action.operation_id)
         else:
-            named = self.work_resources[conversation_id]
+            named = self.actions.work_resources[conversation_id]
             index_remove(named, action.resource, action.operation_id)
             if not named:
-                del self.work_resources[conversation_id]
-        if self.maintenance:
-            waiting = self.pending_by_resource.get(action.resource, ())
-            self.dirty_actions.update(op for op in waiting if op in self.maintenance)
+                del self.actions.work_resources[conversation_id]
+        if self.actions.maintenance:
+            waiting = self.actions.pending_by_resource.get(action.resource, ())
+            self.dirty_actions.update(op for op in waiting if op in self.actions.maintenance)
 
     def touch_dependents(self, operation_id: str) -> None:
         """An action and, transitively, every action listing it as a prerequisite."""
         for current in reachable(operation_id, self._action_dependents):
-            if current in self.actions:  # a question may list an operation not proposed yet
+            if current in self.actions.by_id:  # a question may list an operation not proposed yet
                 self.dirty_actions.add(current)
 
     def touch_task(self, task_id: str) -> None:
         """A task, its actions, and transitively the tasks depending on it."""
         for current in reachable(task_id, lambda task: self.tasks.by_id[task].dependents):
             self.dirty_tasks.add(current)
-            waiting = self.pending_by_task.get(current)
+            waiting = self.actions.pending_by_task.get(current)
             if waiting:
                 self.dirty_actions.update(waiting)
 
     def _action_dependents(self, operation_id: str) -> list[str]:
-        action = self.actions.get(operation_id)
+        action = self.actions.by_id.get(operation_id)
         return action.dependents if action is not None else []
 
     def touch_cause(self, cause_key: str) -> None:
         """The cause was revised: its live actions with a source revision meet
         the source rule again, and its pending rule actions the opt-in."""
-        for operation_id in self.actions_by_cause.get(cause_key, ()):
-            action = self.actions[operation_id]
+        for operation_id in self.actions.by_cause.get(cause_key, ()):
+            action = self.actions.by_id[operation_id]
             if action.state not in ("pending", "fenced"):
                 continue
             if action.source_revision is not None:
@@ -197,7 +179,7 @@ class State:
         """"met", "pending" or "failed" (contract section 4; with
         `evidence_required`, contract v1.2 section 2.5: a success without its
         evidence, or without the artifact revision required, stays pending)."""
-        other = self.actions[prerequisite.operation_id]
+        other = self.actions.by_id[prerequisite.operation_id]
         if other.state != "succeeded":
             return "failed" if other.state in PREREQUISITE_FAILED else "pending"
         required = prerequisite.artifact_revision
@@ -220,33 +202,33 @@ class State:
         self.touch_all_pending()
 
     def touch_resource(self, resource: str) -> None:
-        waiting = self.pending_by_resource.get(resource)
+        waiting = self.actions.pending_by_resource.get(resource)
         if waiting:
             self.dirty_actions.update(waiting)
 
     def touch_conversation(self, conversation_id: str) -> None:
         for task_id in self.conversation.by_id[conversation_id].tasks:
-            waiting = self.pending_by_task.get(task_id)
+            waiting = self.actions.pending_by_task.get(task_id)
             if waiting:
                 self.dirty_actions.update(waiting)
 
     def touch_runtime(self, runtime_id: str) -> None:
         """The pending actions naming the runtime (runtime_not_admitted)."""
-        for operation_id in self.actions_by_runtime.get(runtime_id, ()):
-            if operation_id in self.pending:
+        for operation_id in self.actions.by_runtime.get(runtime_id, ()):
+            if operation_id in self.actions.pending:
                 self.dirty_actions.add(operation_id)
 
     def touch_grant(self, grant_id: str) -> None:
-        waiting = self.pending_by_grant.get(grant_id)
+        waiting = self.actions.pending_by_grant.get(grant_id)
         if waiting:
             self.dirty_actions.update(waiting)
 
     def pending_of_task(self, task_id: str) -> list[str]:
         """The task's pending actions, in proposal order."""
-        return sorted(self.pending_by_task.get(task_id, ()), key=lambda op: self.actions[op].order)
+        return sorted(self.actions.pending_by_task.get(task_id, ()), key=lambda op: self.actions.by_id[op].order)
 
     def pending_of_grant(self, grant_id: str) -> list[str]:
-        return sorted(self.pending_by_grant.get(grant_id, ()), key=lambda op: self.actions[op].order)
+        return sorted(self.actions.pending_by_grant.get(grant_id, ()), key=lambda op: self.actions.by_id[op].order)
 
     def touch_question(self, question: Question) -> None:
         if question.affected == "unknown":
@@ -265,16 +247,16 @@ class State:
         """A proposed action, in its first state: indexed as pending (the pass looks at it)."""
         assert action.state == "pending", action.state
         operation_id = action.operation_id
-        self.actions[operation_id] = action
-        self.pending.add(operation_id)
-        index_add(self.pending_by_resource, action.resource, operation_id)
-        index_add(self.pending_by_task, action.task_id, operation_id)
-        index_add(self.pending_by_grant, action.grant_id, operation_id)
+        self.actions.by_id[operation_id] = action
+        self.actions.pending.add(operation_id)
+        index_add(self.actions.pending_by_resource, action.resource, operation_id)
+        index_add(self.actions.pending_by_task, action.task_id, operation_id)
+        index_add(self.actions.pending_by_grant, action.grant_id, operation_id)
         self.dirty_actions.add(operation_id)
         if action.source_revision is not None:
             self.dirty_sources.add(operation_id)
         if action.priority == "maintenance":
-            self.maintenance.add(operation_id)
+            self.actions.maintenance.add(operation_id)
         if action.task_id is not None:
             self._work_named(action, live=True)
 
@@ -287,30 +269,30 @@ class State:
         operation_id = action.operation_id
         resource = action.resource
         if old == "pending":
-            self.backing_off.pop(operation_id, None)
-            self.pending.discard(operation_id)
-            index_remove(self.pending_by_resource, resource, operation_id)
-            index_remove(self.pending_by_task, action.task_id, operation_id)
-            index_remove(self.pending_by_grant, action.grant_id, operation_id)
+            self.actions.backing_off.pop(operation_id, None)
+            self.actions.pending.discard(operation_id)
+            index_remove(self.actions.pending_by_resource, resource, operation_id)
+            index_remove(self.actions.pending_by_task, action.task_id, operation_id)
+            index_remove(self.actions.pending_by_grant, action.grant_id, operation_id)
             action.blocked_by = ()
         elif old == "fenced":
-            self.fenced.discard(operation_id)
+            self.actions.fenced.discard(operation_id)
         if new_state == "pending":
-            self.pending.add(operation_id)
-            index_add(self.pending_by_resource, resource, operation_id)
-            index_add(self.pending_by_task, action.task_id, operation_id)
-            index_add(self.pending_by_grant, action.grant_id, operation_id)
+            self.actions.pending.add(operation_id)
+            index_add(self.actions.pending_by_resource, resource, operation_id)
+            index_add(self.actions.pending_by_task, action.task_id, operation_id)
+            index_add(self.actions.pending_by_grant, action.grant_id, operation_id)
             self.dirty_actions.add(operation_id)
         elif new_state == "fenced":
-            self.fenced.add(operation_id)
+            self.actions.fenced.add(operation_id)
         was_busy = old in IN_FLIGHT
         is_busy = new_state in IN_FLIGHT
         if was_busy != is_busy:
             self._busy_changed(resource, operation_id, is_busy)
         if new_state in TERMINAL:
             if action.deadline_at is not None:
-                self.deadline_timers.discard((action.deadline_at, operation_id))
-            self.maintenance.discard(operation_id)
+                self.actions.deadline_timers.discard((action.deadline_at, operation_id))
+            self.actions.maintenance.discard(operation_id)
             if action.task_id is not None:
                 self._work_named(action, live=False)
             if action.dependents:
@@ -320,15 +302,15 @@ class State:
             self.dirty_sources.add(operation_id)  # back at pending or fenced: the source rule first
 
     def _busy_changed(self, resource: str, operation_id: str, busy: bool) -> None:
-        count = self.busy_by_resource.get(resource, 0) + (1 if busy else -1)
+        count = self.actions.busy_by_resource.get(resource, 0) + (1 if busy else -1)
         if count:
-            self.busy_by_resource[resource] = count
+            self.actions.busy_by_resource[resource] = count
         else:
-            self.busy_by_resource.pop(resource, None)
+            self.actions.busy_by_resource.pop(resource, None)
         if busy:
-            index_add(self.in_flight_by_resource, resource, operation_id)
+            index_add(self.actions.in_flight_by_resource, resource, operation_id)
         else:
-            index_remove(self.in_flight_by_resource, resource, operation_id)
+            index_remove(self.actions.in_flight_by_resource, resource, operation_id)
         self.touch_resource(resource)
 
     # ----------------------------------------------- the question indexes

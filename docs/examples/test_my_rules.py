@@ -10,7 +10,7 @@ from tandem.replay.proving import catalog, check, event_invariant, machine, mach
 @state_invariant
 def success_needs_an_accepted_attempt(world):
     """Done means a worker did it: a succeeded action's last attempt was accepted."""
-    for action in world.state.actions.values():
+    for action in world.state.actions.by_id.values():
         if action.state == "succeeded" and (not action.attempts or action.attempts[-1].state != "accepted"):
             return f"{action.operation_id} succeeded without an accepted attempt"
     return None
@@ -19,7 +19,7 @@ def success_needs_an_accepted_attempt(world):
 @event_invariant
 def unattended_claims_record_a_fresh_heartbeat(before, event, applying):
     """Facts before effects: an unattended claim records the heartbeat it relied on, and it was fresh."""
-    if isinstance(event, ev.ActionClaimed) and before.actions[event.operation_id].unattended:
+    if isinstance(event, ev.ActionClaimed) and before.actions.by_id[event.operation_id].unattended:
         seen = event.facts.heartbeat_at
         if seen is None or (applying.at - seen).total_seconds() > before.authority.config.watchdog_max_age_s:
             return f"{event.attempt_id} claimed unattended on heartbeat {seen}, at {applying.at}"

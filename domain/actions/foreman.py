@@ -65,8 +65,8 @@ def affecting_owner(state: State, action: Action) -> tuple[Conversation, str] | 
 
 def _named_by(state: State, conversation_id: str, resource: str) -> list[str]:
     """The non-terminal actions of the conversation's tasks naming the resource, in proposal order."""
-    named = state.work_resources.get(conversation_id, {}).get(resource, ())
-    return sorted(named, key=lambda op: state.actions[op].order)
+    named = state.actions.work_resources.get(conversation_id, {}).get(resource, ())
+    return sorted(named, key=lambda op: state.actions.by_id[op].order)
 
 
 def _scope(state: State, action: Action, conversation_id: str, via: str) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def _scope(state: State, action: Action, conversation_id: str, via: str) -> dict
 
 def _running(state: State, operation_ids: Any) -> list[Action]:
     """The maintenance actions among them out with the executor (request_cancel allowed), in proposal order."""
-    actions = (state.actions[op] for op in operation_ids)
+    actions = (state.actions.by_id[op] for op in operation_ids)
     return sorted((a for a in actions if ACTION.allows(a.state, "request_cancel")), key=lambda a: a.order)
 
 
@@ -88,10 +88,10 @@ def preempt_maintenance(state: State, conversation_id: str, message_id: str, seq
     """Section 8.1: a human message on a foreground stops every maintenance
     action it affects that is out with the executor (submitting, queued,
     accepted, unknown), in proposal order."""
-    if not state.maintenance:
+    if not state.actions.maintenance:
         return []
     events: list[ev.Event] = []
-    for action in _running(state, state.maintenance):
+    for action in _running(state, state.actions.maintenance):
         via = affected_via(state, action, conversation_id)
         if via is None:
             continue
@@ -109,12 +109,12 @@ def _on_proposal(state: State, event: ev.ActionProposed) -> list[ev.Event]:
     """Section 8.1: a proposal of a foreground's work while its owner is
     active makes the maintenance out with the executor on its resource
     affected (`resource`): it is asked to stop, right after the proposal."""
-    if event.task_id is None or not state.maintenance:
+    if event.task_id is None or not state.actions.maintenance:
         return []
     conversation = state.conversation.by_id[state.tasks.by_id[event.task_id].conversation_id]
     if conversation.role != "foreground" or not owner_active(conversation):
         return []
-    on_resource = [op for op in state.maintenance if state.actions[op].resource == event.resource]
+    on_resource = [op for op in state.actions.maintenance if state.actions.by_id[op].resource == event.resource]
     named = _named_by(state, conversation.conversation_id, event.resource)
     return [
         ev.ActionCancelRequested(
@@ -156,7 +156,7 @@ Affects = Callable[[State, Action, str], bool]
 AFFECTED_VIA: dict[str, Affects] = {
     "task": lambda state, action, fg: action.task_id is not None and state.tasks.by_id[action.task_id].conversation_id == fg,
     "session": lambda state, action, fg: action.resource == fg,
-    "resource": lambda state, action, fg: action.resource in state.work_resources.get(fg, {}),
+    "resource": lambda state, action, fg: action.resource in state.actions.work_resources.get(fg, {}),
 }
 
 DECIDERS: dict[type, Any] = {}

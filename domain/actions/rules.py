@@ -116,8 +116,8 @@ def _check_proposal_source(state: State, value: inp.ProposeAction, rule_id: str 
 
 
 def _check_duplicate_cause(state: State, cause_key: str) -> None:
-    for operation_id in state.actions_by_cause.get(cause_key, ()):
-        other = state.actions[operation_id]
+    for operation_id in state.actions.by_cause.get(cause_key, ()):
+        other = state.actions.by_id[operation_id]
         if not other.terminal:
             raise Rejected("duplicate_cause", f"{operation_id!r} is {other.state} for cause {cause_key!r}")
         if other.state == "succeeded" and state.update_revision(cause_key) <= other.cause_revision:
@@ -139,7 +139,7 @@ def decide_proposal(state: State, value: inp.ProposeAction, seq: int) -> list[ev
         runtime = state.tools.runtimes.get(runtime_id)
         if runtime is None or runtime.role != "worker":
             raise Rejected("unknown_runtime", f"no worker runtime {runtime_id!r}")
-    if value.operation_id in state.actions:
+    if value.operation_id in state.actions.by_id:
         raise Rejected("already_exists", f"operation {value.operation_id!r} already exists")
     _check_scope(value, grant, task_id, rule_id)
     _check_generation(state, value, task_id)
@@ -425,12 +425,12 @@ def _scope_target(state: State, scope: str) -> None:
 
 def decide_pause(state: State, value: inp.PauseScope, seq: int) -> list[ev.Event]:
     _scope_target(state, value.scope)
-    return [] if value.scope in state.paused else [ev.ScopePaused(cause=seq, scope=value.scope)]
+    return [] if value.scope in state.actions.paused else [ev.ScopePaused(cause=seq, scope=value.scope)]
 
 
 def decide_resume(state: State, value: inp.ResumeScope, seq: int) -> list[ev.Event]:
     _scope_target(state, value.scope)
-    return [ev.ScopeResumed(cause=seq, scope=value.scope)] if value.scope in state.paused else []
+    return [ev.ScopeResumed(cause=seq, scope=value.scope)] if value.scope in state.actions.paused else []
 
 
 # ----------------------------------------------------------------- evolvers
@@ -446,7 +446,7 @@ _ATTEMPT_CLAIMED = ATTEMPT.after[ev.ActionClaimed]
 def _action_proposed(state: State, event: ev.ActionProposed) -> None:
     action = Action(
         operation_id=event.operation_id,
-        order=len(state.actions),
+        order=len(state.actions.by_id),
         cause_key=event.cause_key,
         operation=event.operation,
         target=event.target,
@@ -471,19 +471,19 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
         batch_revision=event.batch_revision if event.batch_revision is not UNSET else 0,
     )
     if action.runtime_id is not None:
-        state.actions_by_runtime.setdefault(action.runtime_id, set()).add(event.operation_id)
+        state.actions.by_runtime.setdefault(action.runtime_id, set()).add(event.operation_id)
     for prerequisite in event.prerequisites:
-        state.actions[prerequisite.operation_id].dependents.append(event.operation_id)
+        state.actions.by_id[prerequisite.operation_id].dependents.append(event.operation_id)
     if event.task_id is not None:
         state.tasks.by_id[event.task_id].actions.append(event.operation_id)
     state.authority.grants[event.grant_id].actions.append(event.operation_id)
-    state.actions_by_cause.setdefault(event.cause_key, []).append(event.operation_id)
+    state.actions.by_cause.setdefault(event.cause_key, []).append(event.operation_id)
     state.add_action(action)
     _progressed(state, action, event)
 
 
 def _action_revalidated(state: State, event: ev.ActionRevalidated) -> None:
-    action = state.actions[event.operation_id]
+    action = state.actions.by_id[event.operation_id]
     action.revisions = event.input_revisions
     if event.source_revision is not UNSET:
         action.source_revision = event.source_revision
@@ -491,40 +491,40 @@ def _action_revalidated(state: State, event: ev.ActionRevalidated) -> None:
 
 
 def _action_cancelled(state: State, event: ev.ActionCancelled) -> None:
-    state.move_action(state.actions[event.operation_id], _CANCELLED)
+    state.move_action(state.actions.by_id[event.operation_id], _CANCELLED)
 
 
 def _action_cancel_requested(state: State, event: ev.ActionCancelRequested) -> None:
-    state.move_action(state.actions[event.operation_id], _CANCEL_REQUESTED)
+    state.move_action(state.actions.by_id[event.operation_id], _CANCEL_REQUESTED)
 
 
 def _action_claimed(state: State, event: ev.ActionClaimed) -> None:
-    action = state.actions[event.operation_id]
+    action = state.actions.by_id[event.operation_id]
     action.attempts.append(Attempt(event.attempt_id, _ATTEMPT_CLAIMED, event.envelope))
     action.retry_at = None
     deadline_at = event.envelope.deadline_at
     if deadline_at is not UNSET and action.deadline_at is None:
         action.deadline_at, action.first_claim_at = deadline_at, state.last_at
-        state.deadline_timers.add((deadline_at, action.operation_id))
+        state.actions.deadline_timers.add((deadline_at, action.operation_id))
     state.move_action(action, _CLAIMED)
     _progressed(state, action, event)
 
 
 def _attempt_updated(state: State, event: ev.AttemptUpdated) -> None:
-    action = state.actions[event.operation_id]
+    action = state.actions.by_id[event.operation_id]
     action.attempts[-1].state = event.attempt_state
     if event.restamped is not None:
         action.revisions = event.restamped
     state.move_action(action, event.action_state)
     if event.retry_at is not UNSET:
         action.retry_at = event.retry_at
-        state.backing_off[action.operation_id] = event.retry_at
+        state.actions.backing_off[action.operation_id] = event.retry_at
     if event.attempt_state == "accepted":
         _progressed(state, action, event)
 
 
 def _action_outcome_reported(state: State, event: ev.ActionOutcomeReported) -> None:
-    action = state.actions[event.operation_id]
+    action = state.actions.by_id[event.operation_id]
     action.outcome = event.outcome
     action.artifact_revision = event.artifact_revision
     action.evidence_ref = event.evidence_ref
@@ -542,7 +542,7 @@ def _progressed(state: State, action: Action, event: ev.Event) -> None:
 
 
 def _evidence_attached(state: State, event: ev.EvidenceAttached) -> None:
-    action = state.actions[event.operation_id]
+    action = state.actions.by_id[event.operation_id]
     if event.evidence_ref not in action.evidence_refs:
         action.evidence_refs.append(event.evidence_ref)
     if event.artifact_revision is not None:
@@ -552,7 +552,7 @@ def _evidence_attached(state: State, event: ev.EvidenceAttached) -> None:
 
 
 def _action_blocked(state: State, event: ev.ActionBlocked) -> None:
-    action = state.actions[event.operation_id]
+    action = state.actions.by_id[event.operation_id]
     action.blocked_by = tuple(event.blocked_by)
     # The succeeded prerequisites its facts name as still pending (for their evidence).
     action.awaiting_evidence = tuple(
@@ -566,9 +566,9 @@ def _action_blocked(state: State, event: ev.ActionBlocked) -> None:
 
 def _scope_changed(state: State, event: ev.ScopePaused | ev.ScopeResumed) -> None:
     if type(event) is ev.ScopePaused:
-        state.paused.add(event.scope)
+        state.actions.paused.add(event.scope)
     else:
-        state.paused.discard(event.scope)
+        state.actions.paused.discard(event.scope)
     if event.scope == "*":
         state.touch_all_tasks()
     else:

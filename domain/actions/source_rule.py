@@ -74,7 +74,7 @@ def source_decision(state: State, action: Action, cause: int) -> ev.SourceRuleAp
 def run_source_rule(state: State, cause: int, emit: Emit) -> None:
     """The rule for every action evolve marked, in proposal order."""
     while state.dirty_sources:
-        batch = sorted((state.actions[op] for op in state.dirty_sources), key=lambda action: action.order)
+        batch = sorted((state.actions.by_id[op] for op in state.dirty_sources), key=lambda action: action.order)
         state.dirty_sources = set()
         for action in batch:
             event = source_decision(state, action, cause)
@@ -88,7 +88,7 @@ def run_source_rule(state: State, cause: int, emit: Emit) -> None:
 
 
 def _source_rule_applied(state: State, event: ev.SourceRuleApplied) -> None:
-    action = state.actions[event.operation_id]
+    action = state.actions.by_id[event.operation_id]
     moved = ACTION.state_after(event)
     if moved is not None:  # superseded or fenced
         state.move_action(action, moved)

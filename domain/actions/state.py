@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
+
+from tandem.domain.indexes import Timers
 from tandem.domain.facts import Envelope, PrerequisiteSpec, Revisions
 from tandem.domain.lifecycles import (
     ACTION,
@@ -69,4 +71,31 @@ class Action:
         return self.state in ACTION.terminal
 
 
-__all__ = ['Attempt', 'Action']  # re-exported by domain/records.py
+@dataclass(slots=True)
+class ActionsState:
+    """The actions area's part of the decision state (`state.actions.by_id`): written
+    only by this area's evolvers, read by others through it."""
+
+    by_id: dict[str, Action] = field(default_factory=dict)
+    paused: set[str] = field(default_factory=set)
+    # Execution deadlines (contract v1.2 section 3.3) of live actions: (deadline_at, operation_id).
+    deadline_timers: Timers = field(default_factory=Timers)
+    # Pending actions refused under a grant's retry back-off (v1.2 section 3.5): op -> retry_at.
+    backing_off: dict[str, datetime.datetime] = field(default_factory=dict)
+    pending: set[str] = field(default_factory=set)
+    fenced: set[str] = field(default_factory=set)
+    pending_by_resource: dict[str, set[str]] = field(default_factory=dict)
+    pending_by_task: dict[str, set[str]] = field(default_factory=dict)
+    pending_by_grant: dict[str, set[str]] = field(default_factory=dict)
+    busy_by_resource: dict[str, int] = field(default_factory=dict)
+    # The in-flight actions on each resource (what resource_busy's facts name).
+    in_flight_by_resource: dict[str, set[str]] = field(default_factory=dict)
+    by_cause: dict[str, list[str]] = field(default_factory=dict)
+    by_runtime: dict[str, set[str]] = field(default_factory=dict)  # runtime -> actions naming it
+    maintenance: set[str] = field(default_factory=set)  # live maintenance actions (contract v1.2 section 8.1)
+    # Contract v1.2 section 8.1: conversation -> resource -> the non-terminal actions of its
+    # tasks naming it (what a foreground's work names: the maintenance there is affected by it).
+    work_resources: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+
+
+__all__ = ['ActionsState', 'Attempt', 'Action']  # re-exported by domain/records.py

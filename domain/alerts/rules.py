@@ -336,7 +336,7 @@ def _on_context_reset(state: State, event: ev.ContextReset) -> list[ev.Event]:
 
 def _on_outcome(state: State, event: ev.ActionOutcomeReported) -> list[ev.Event]:
     """A task action's outcome opens an obligation to tell its conversation."""
-    action = state.actions[event.operation_id]
+    action = state.actions.by_id[event.operation_id]
     if action.task_id is None:
         return []  # a rule's action: routine, no obligation
     return [
@@ -479,8 +479,8 @@ def _next_timer(
         due.append((obligation[1], 0, lambda: ev.ObligationDue(cause=cause, operation_id=obligation[0], reason="overdue")))
     if state.tasks.question_timers.entries:
         due.append((state.tasks.question_timers.entries[0][0], 1, lambda: _resurfaced(state, cause, at)))
-    if deadline is not None and state.deadline_timers.entries:
-        due.append((state.deadline_timers.entries[0][0], 2, deadline))
+    if deadline is not None and state.actions.deadline_timers.entries:
+        due.append((state.actions.deadline_timers.entries[0][0], 2, deadline))
     if exhaust is not None and state.investigations.timers.entries:
         due.append((state.investigations.timers.entries[0][0], 3, exhaust))
     for rank, timer in ((4, progress_due(state, cause)), (5, expiry_due(state, cause))):

@@ -141,7 +141,7 @@ def _sort_out(
     restamped: list[str] = []
     because: dict[str, str] = {}
     for operation_id in operation_ids:
-        action = state.actions[operation_id]
+        action = state.actions.by_id[operation_id]
         if operations is None:  # each under its own grant
             grant = state.authority.grants[action.grant_id]
             reason = disallowed(action, grant.operations, grant.roots, policy_ops, policy_roots)
@@ -201,9 +201,9 @@ def decide_policy(state: State, value: inp.SetPolicy, seq: int) -> list[ev.Event
         normalised = normalise_path(root)
         if normalised is not None and normalised not in roots:
             roots.append(normalised)
-    live = sorted(state.pending | state.fenced, key=lambda op: state.actions[op].order)
+    live = sorted(state.actions.pending | state.actions.fenced, key=lambda op: state.actions.by_id[op].order)
     fenced, restamped, because = _sort_out(state, live, None, None, frozenset(operations), tuple(roots))
-    fenced = [op for op in fenced if state.actions[op].state == "pending"]  # a fenced one stays fenced
+    fenced = [op for op in fenced if state.actions.by_id[op].state == "pending"]  # a fenced one stays fenced
     return [
         ev.PolicySet(
             cause=seq,
@@ -332,7 +332,7 @@ def fence(state: State, operation_ids: list[str], event: ev.Event) -> None:
     GrantRevised, TaskRevised) are fenced (`ACTION.after`)."""
     fenced = ACTION.after[type(event)]
     for operation_id in operation_ids:
-        state.move_action(state.actions[operation_id], fenced)
+        state.move_action(state.actions.by_id[operation_id], fenced)
 
 
 def _engine_configured(state: State, event: ev.EngineConfigured) -> None:
@@ -384,7 +384,7 @@ def _grant_revised(state: State, event: ev.GrantRevised) -> None:
     grant.call_limit = given(event.call_limit)
     fence(state, event.fenced, event)
     for operation_id in event.restamped:
-        action = state.actions[operation_id]
+        action = state.actions.by_id[operation_id]
         action.revisions = replace(action.revisions, grant=event.revision)
     if grant.budget_exhausted != was_exhausted:
         state.touch_grant(grant.grant_id)

@@ -57,8 +57,8 @@ def deadline_rule(state: State, cause: int) -> Callable[[], ev.DeadlineExceeded]
     event that stops that action (its evolver removes the timer)."""
 
     def stop_first() -> ev.DeadlineExceeded:
-        deadline_at, operation_id = state.deadline_timers.entries[0]
-        action = state.actions[operation_id]
+        deadline_at, operation_id = state.actions.deadline_timers.entries[0]
+        action = state.actions.by_id[operation_id]
         if ACTION.allows(action.state, "request_cancel"):
             action_state = ACTION.target(action.state, "request_cancel")
         else:
@@ -97,8 +97,8 @@ def retry_blocked(state: State, action: Action) -> bool:
 
 def touch_backed_off(state: State, at: datetime.datetime) -> None:
     """The pending actions whose back-off `at` ended: the actions pass looks again."""
-    for operation_id, until in state.backing_off.items():
-        if until <= at and "retry_backoff" in state.actions[operation_id].blocked_by:
+    for operation_id, until in state.actions.backing_off.items():
+        if until <= at and "retry_backoff" in state.actions.by_id[operation_id].blocked_by:
             state.touch_action(operation_id)
 
 
@@ -201,7 +201,7 @@ def _reseed(state: State, conversation: Conversation, tokens: int, room: int) ->
 
 
 def _paused(state: State, conversation: Conversation, tokens: int, room: int) -> ev.DeferralFacts | None:
-    return ev.DeferralFacts() if "*" in state.paused else None
+    return ev.DeferralFacts() if "*" in state.actions.paused else None
 
 
 def _context_limit(state: State, conversation: Conversation, tokens: int, room: int) -> ev.DeferralFacts | None:
@@ -326,8 +326,8 @@ def _on_attempt(state: State, event: ev.AttemptUpdated) -> list[ev.Event]:
 
 
 def _deadline_exceeded(state: State, event: ev.DeadlineExceeded) -> None:
-    state.deadline_timers.discard((event.deadline_at, event.operation_id))
-    state.move_action(state.actions[event.operation_id], event.action_state)
+    state.actions.deadline_timers.discard((event.deadline_at, event.operation_id))
+    state.move_action(state.actions.by_id[event.operation_id], event.action_state)
 
 
 def _delivery_deferred(state: State, event: ev.DeliveryDeferred) -> None:

@@ -241,7 +241,7 @@ def control_state_tokens(state: State, conversation: Conversation) -> int:
         if state.authority.grants[task.grant_id].state == "live":
             total += reseed_grant_tokens
         total += reseed_question_tokens * task.open_questions
-        total += reseed_action_tokens * sum(1 for op in task.actions if not state.actions[op].terminal)
+        total += reseed_action_tokens * sum(1 for op in task.actions if not state.actions.by_id[op].terminal)
     return total
 
 
@@ -363,7 +363,7 @@ def _first_rule(state: State, conversation: Conversation, cause: int, at: dateti
         _steer(state, conversation, cause, emit, room)
     elif conversation.queue:
         _human_turn(state, conversation, cause, emit, room)
-    elif conversation.deliverable and "*" not in state.paused:
+    elif conversation.deliverable and "*" not in state.actions.paused:
         return _wake(state, conversation, cause, at, emit, room)
     return None
 

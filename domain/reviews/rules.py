@@ -87,8 +87,8 @@ def check_duplicate_batch(state: State, cause_key: str) -> None:
     for other_cause, joined_at in batch.joined.items():
         if other_cause == cause_key:
             continue
-        for operation_id in state.actions_by_cause.get(other_cause, ()):
-            other = state.actions[operation_id]
+        for operation_id in state.actions.by_cause.get(other_cause, ()):
+            other = state.actions.by_id[operation_id]
             proposed_at = other.batch_revision if other.batch_id == batch_id else joined_at
             where = f"for {other_cause!r} of batch {batch_id!r} (proposed at its revision {proposed_at}, now {batch.revision})"
             if not other.terminal:
@@ -110,9 +110,9 @@ def live_fixes(state: State, batch_id: str) -> list[Action]:
     """Section 7.3: the actions for the causes in the batch now that the
     lifecycle can still supersede or ask to stop, in proposal order."""
     actions = (
-        state.actions[operation_id]
+        state.actions.by_id[operation_id]
         for cause_key in state.reviews.batches[batch_id].joined
-        for operation_id in state.actions_by_cause.get(cause_key, ())
+        for operation_id in state.actions.by_cause.get(cause_key, ())
     )
     live = [action for action in actions if any(ACTION.allows(action.state, stop) for stop in _STOPS)]
     return sorted(live, key=lambda action: action.order)
@@ -178,7 +178,7 @@ def _batch_revised(state: State, event: ev.BatchRevised) -> None:
 
 
 def _fix_superseded(state: State, event: ev.BatchFixSuperseded) -> None:
-    state.move_action(state.actions[event.operation_id], _SUPERSEDED)
+    state.move_action(state.actions.by_id[event.operation_id], _SUPERSEDED)
 
 
 _SUPERSEDED = ACTION.after[ev.BatchFixSuperseded]

@@ -88,7 +88,7 @@ def decide_task_cancel(state: State, value: inp.CancelTask, seq: int) -> list[ev
         raise Rejected("task_not_active", f"task {task.task_id!r} is {task.state}")
     events: list[ev.Event] = [ev.TaskCancelled(cause=seq, task_id=task.task_id), ev.GrantRevoked(cause=seq, grant_id=task.grant_id)]
     for operation_id in task.actions:
-        state_now = state.actions[operation_id].state
+        state_now = state.actions.by_id[operation_id].state
         if ACTION.allows(state_now, "cancel"):
             events.append(ev.ActionCancelled(cause=seq, operation_id=operation_id))
         elif ACTION.allows(state_now, "request_cancel"):
@@ -106,10 +106,10 @@ def decide_task_completion(state: State, value: inp.CompleteTask, seq: int) -> l
     _check_runtime(state, value, task)
     if not TASK.allows(task.state, "complete"):
         raise Rejected("task_not_active", f"task {task.task_id!r} is {task.state}")
-    outstanding = [op for op in task.actions if not state.actions[op].terminal]
+    outstanding = [op for op in task.actions if not state.actions.by_id[op].terminal]
     if outstanding:
         raise Rejected("work_outstanding", f"actions not terminal: {', '.join(outstanding)}")
-    if not any(state.actions[op].state == "succeeded" for op in task.actions):
+    if not any(state.actions.by_id[op].state == "succeeded" for op in task.actions):
         raise Rejected("unverified", f"no action of task {task.task_id!r} succeeded")
     return [
         ev.TaskCompleted(cause=seq, task_id=task.task_id, evidence_refs=list(value.evidence_refs)),

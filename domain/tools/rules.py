@@ -287,7 +287,7 @@ def decide_admission(state: State, value: inp.AdmitRuntime, seq: int) -> list[ev
 def _check_worker_call(state: State, runtime: Runtime, value: inp.RequestTool) -> tuple[str, str] | None:
     """Check 4 for a worker: the action it executes, naming it, in flight."""
     operation_id = given(value.operation_id)
-    action = state.actions.get(operation_id) if operation_id is not None else None
+    action = state.actions.by_id.get(operation_id) if operation_id is not None else None
     if action is None:
         return "unknown_operation", f"no operation {operation_id!r} for worker runtime {runtime.runtime_id!r}"
     if action.runtime_id != runtime.runtime_id:
@@ -336,7 +336,7 @@ def call_denial(state: State, runtime: Runtime, value: inp.RequestTool) -> ev.To
         if value.write_paths:
             return ev.ToolFacts(check="write_outside_roots", entry=value.write_paths[0], **facts)
         return _investigation_exhausted(state, value, facts)
-    grant = state.authority.grants[state.actions[value.operation_id].grant_id]  # type: ignore[index]
+    grant = state.authority.grants[state.actions.by_id[value.operation_id].grant_id]  # type: ignore[index]
     escaping = next((p for p in value.write_paths if not path_allowed(p, grant.roots, state.authority.policy.roots)), None)
     if escaping is not None:
         return ev.ToolFacts(check="write_outside_roots", entry=escaping, **facts)
@@ -389,7 +389,7 @@ def _exhausted_by_call(state: State, investigation_id: Any, seq: int) -> list[ev
 
 def _stopped_by_budget(state: State, denied: ev.ToolCallDenied) -> list[ev.Event]:
     """A worker denied `budget_exhausted` is asked to stop if in flight (section 1.5)."""
-    action = state.actions.get(denied.operation_id) if denied.operation_id is not None else None
+    action = state.actions.by_id.get(denied.operation_id) if denied.operation_id is not None else None
     if denied.reason != "budget_exhausted" or action is None:
         return []
     if action.state not in IN_FLIGHT or not ACTION.allows(action.state, "request_cancel"):
@@ -412,7 +412,7 @@ def decide_tool_request(state: State, value: inp.RequestTool, seq: int) -> list[
             runtime_id=runtime.runtime_id,
             call_id=value.call_id,
             tool=value.tool,
-            operation_id=operation_id if operation_id in state.actions else None,
+            operation_id=operation_id if operation_id in state.actions.by_id else None,
             reason=denial.check,
             facts=denial,
             investigation_id=investigation_id,
@@ -477,7 +477,7 @@ def _on_tool_call_allowed(state: State, event: ev.ToolCallAllowed) -> list[ev.Ev
     """The call that brings its grant's calls to `call_limit` raises the alert (section 3.4)."""
     if event.operation_id is None:
         return []
-    grant = state.authority.grants[state.actions[event.operation_id].grant_id]
+    grant = state.authority.grants[state.actions.by_id[event.operation_id].grant_id]
     if grant.call_limit is None or grant.calls != grant.call_limit:
         return []
     assert state.last_at is not None
@@ -556,7 +556,7 @@ def _tool_call_allowed(state: State, event: ev.ToolCallAllowed) -> None:
     if event.investigation_id is not UNSET:
         state.investigations.by_id[event.investigation_id].calls += 1
     if event.operation_id is not None:
-        action = state.actions[event.operation_id]
+        action = state.actions.by_id[event.operation_id]
         action.calls += 1
         grant = state.authority.grants[action.grant_id]
         was_exhausted = grant.budget_exhausted

@@ -51,7 +51,7 @@ def acting_for(state: State, value: inp.Input) -> list[str]:
     if isinstance(value, (inp.ProposeAction, inp.RaiseQuestion, inp.CompleteTask)):
         return _task_background(state, value.task_id if isinstance(value.task_id, str) else None)
     if isinstance(value, inp.RevalidateAction):
-        action = state.actions.get(value.operation_id)
+        action = state.actions.by_id.get(value.operation_id)
         return _task_background(state, action.task_id if action is not None else None)
     if isinstance(value, inp.ProposeCard):
         return sorted(c for c, conversation in state.conversation.by_id.items()
@@ -115,7 +115,7 @@ def required_part(state: State, background: Conversation) -> int:
         if task.state != "active":
             continue
         questions = sum(1 for q in state.tasks.questions.values() if q.task_id == task_id and q.state == "open")
-        actions = sum(1 for op in task.actions if state.actions[op].state not in TERMINAL)
+        actions = sum(1 for op in task.actions if state.actions.by_id[op].state not in TERMINAL)
         live = state.authority.grants[task.grant_id].state == "live"
         total += TASK_TOKENS + GRANT_TOKENS * live + QUESTION_TOKENS * questions + ACTION_TOKENS * actions
     investigations = state.investigations.by_id.values()

@@ -31,7 +31,7 @@ def terminal_actions_never_change(before: State, event: Event, applying: Applyin
     a succeeded, failed, cancelled or exhausted operation is never revived,
     fenced, re-stamped or claimed."""
     if isinstance(event, ACTION_EVENTS):
-        action = before.actions.get(event.operation_id)
+        action = before.actions.by_id.get(event.operation_id)
         if isinstance(event, ev.ActionProposed):
             if action is not None:
                 return f"{event.operation_id} proposed again while it exists ({action.state})"
@@ -39,7 +39,7 @@ def terminal_actions_never_change(before: State, event: Event, applying: Applyin
             return f"{type(event).__name__} changes {event.operation_id}, which is already {action.state}"
     if isinstance(event, (ev.PolicySet, ev.GrantRevised, ev.TaskRevised)):
         for operation_id in [*event.fenced, *getattr(event, "restamped", ())]:
-            action = before.actions.get(operation_id)
+            action = before.actions.by_id.get(operation_id)
             if action is not None and action.state in TERMINAL:
                 return f"{type(event).__name__} fences or re-stamps {operation_id}, which is {action.state}"
     return None
@@ -53,14 +53,14 @@ def unknown_is_never_retried(before: State, event: Event, applying: Applying) ->
     `executor.reconcile` saying `not_received` for that attempt lets the
     action go back to pending."""
     if isinstance(event, ev.ActionClaimed):
-        action = before.actions.get(event.operation_id)
+        action = before.actions.by_id.get(event.operation_id)
         if action is not None and action.attempts and action.attempts[-1].state == "unknown":
             return (
                 f"{event.attempt_id} claimed while {action.attempts[-1].attempt_id} is unknown "
                 f"(action {action.state}); no reconcile said not_received"
             )
     elif isinstance(event, (ev.AttemptUpdated, ev.ActionRevalidated)):
-        action = before.actions.get(event.operation_id)
+        action = before.actions.by_id.get(event.operation_id)
         if action is None or not action.attempts or action.attempts[-1].state != "unknown":
             return None
         if isinstance(event, ev.ActionRevalidated):
@@ -84,7 +84,7 @@ def attempts_follow_receipts(before: State, event: Event, applying: Applying) ->
     refused or not received; a receipt or reconcile moves the latest attempt
     only, and only the one it names."""
     if isinstance(event, ev.ActionClaimed):
-        action = before.actions.get(event.operation_id)
+        action = before.actions.by_id.get(event.operation_id)
         if action is None:
             return f"claim of {event.operation_id}, which was never proposed"
         n = len(action.attempts)
@@ -93,7 +93,7 @@ def attempts_follow_receipts(before: State, event: Event, applying: Applying) ->
         if n and action.attempts[-1].state not in ("refused", "not_received"):
             return f"new attempt {event.attempt_id} while {action.attempts[-1].attempt_id} is {action.attempts[-1].state}"
     elif isinstance(event, ev.AttemptUpdated):
-        action = before.actions.get(event.operation_id)
+        action = before.actions.by_id.get(event.operation_id)
         latest = action.attempts[-1] if action is not None and action.attempts else None
         if latest is None or event.attempt_id != latest.attempt_id:
             return f"AttemptUpdated names {event.attempt_id}, the latest attempt is {latest.attempt_id if latest else None}"
@@ -104,7 +104,7 @@ def attempts_follow_receipts(before: State, event: Event, applying: Applying) ->
         if latest.state not in allowed:
             return f"{value.input_type} moved {event.attempt_id} from {latest.state} (only from {' or '.join(allowed)})"
     elif isinstance(event, ev.ActionOutcomeReported):
-        action = before.actions.get(event.operation_id)
+        action = before.actions.by_id.get(event.operation_id)
         latest = action.attempts[-1].attempt_id if action is not None and action.attempts else None
         if event.attempt_id != latest:
             return f"outcome of {event.operation_id} names attempt {event.attempt_id}, the latest is {latest}"
@@ -120,7 +120,7 @@ def claims_respect_blockers(before: State, event: Event, applying: Applying) -> 
     work serialised by resource. The codes are recomputed here from the facts."""
     if not isinstance(event, ev.ActionClaimed):
         return None
-    action = before.actions.get(event.operation_id)
+    action = before.actions.by_id.get(event.operation_id)
     if action is None:
         return None  # attempts_follow_receipts says so
     if action.state != "pending":
@@ -140,7 +140,7 @@ def claims_under_current_authority(before: State, event: Event, applying: Applyi
     attempt's envelope carries the current task, grant and policy revisions."""
     if not isinstance(event, ev.ActionClaimed):
         return None
-    action = before.actions.get(event.operation_id)
+    action = before.actions.by_id.get(event.operation_id)
     if action is None:
         return None
     grant = before.authority.grants.get(action.grant_id)
@@ -180,7 +180,7 @@ def no_claim_behind_source_revision(before: State, event: Event, applying: Apply
     and is not moot; and its envelope says which revision it answers."""
     if not isinstance(event, ev.ActionClaimed):
         return None
-    action = before.actions.get(event.operation_id)
+    action = before.actions.by_id.get(event.operation_id)
     if action is None or action.source_revision is None:
         return None
     update = before.inbox.updates.get(action.cause_key)
@@ -251,7 +251,7 @@ def fenced_generation_commits_nothing(before: State, event: Event, applying: App
         return None
     conversations = before.conversation.by_id
     if isinstance(value, (inp.ProposeAction, inp.RevalidateAction)):
-        task_id = value.task_id if isinstance(value, inp.ProposeAction) else getattr(before.actions.get(value.operation_id), "task_id", None)
+        task_id = value.task_id if isinstance(value, inp.ProposeAction) else getattr(before.actions.by_id.get(value.operation_id), "task_id", None)
         task = before.tasks.by_id.get(task_id) if isinstance(task_id, str) else None
         bound = conversations[task.conversation_id].generation if task is not None else None
     elif isinstance(value, inp.SyncIntent):
@@ -455,12 +455,12 @@ def budgets_never_exceeded(before: State, event: Event, applying: Applying) -> s
     if isinstance(event, ev.ToolCallAllowed) and event.investigation_id is not UNSET:
         return _investigation_exceeded(before, event, at)
     if isinstance(event, ev.ToolCallAllowed) and event.operation_id is not None:
-        action = before.actions.get(event.operation_id)
+        action = before.actions.by_id.get(event.operation_id)
         grant = before.authority.grants.get(action.grant_id) if action is not None else None
         if grant is not None and grant.call_limit is not None and grant.calls >= grant.call_limit:
             return f"call {event.call_id} of {event.operation_id} allowed with grant {grant.grant_id} at {grant.calls} of its call_limit {grant.call_limit}"
     elif isinstance(event, ev.ActionClaimed):
-        action = before.actions.get(event.operation_id)
+        action = before.actions.by_id.get(event.operation_id)
         if action is None:
             return None
         if action.deadline_at is not None and at >= action.deadline_at:
@@ -504,7 +504,7 @@ def heartbeat_never_fresher_than_its_beat(before: State, event: Event, applying:
             written = value.beat_at if value.beat_at is not UNSET else value.at
             return f"heartbeat recorded at {inp.format_at(beat)}, written at {inp.format_at(written)}"
     elif isinstance(event, ev.ActionClaimed):
-        action = before.actions.get(event.operation_id)
+        action = before.actions.by_id.get(event.operation_id)
         if action is not None and action.unattended and before.health.host != "running":
             return f"unattended {event.operation_id} claimed while the host is {before.health.host}"
     return None

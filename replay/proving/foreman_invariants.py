@@ -32,7 +32,7 @@ def maintenance_yields_to_the_owner(world: World) -> str | None:
     state = world.state
     if not active_owners(state):
         return None
-    for action in sorted(state.actions.values(), key=lambda a: a.order):
+    for action in sorted(state.actions.by_id.values(), key=lambda a: a.order):
         if action.priority == "maintenance" and action.state in RUNNING:
             owners = owners_affecting(state, action)
             if owners:
@@ -62,7 +62,7 @@ def preemption_is_scoped(world: World) -> str | None:
             if problem:
                 return problem
     recorded = {e.operation_id: e for e in events if isinstance(e, ev.ActionBlocked)}
-    for action in sorted(state.actions.values(), key=lambda a: a.order):
+    for action in sorted(state.actions.by_id.values(), key=lambda a: a.order):
         if action.state != "pending" or "owner_active" not in action.blocked_by:
             continue
         operation_id = action.operation_id
@@ -88,7 +88,7 @@ def _preemption_problem(state: State, event: ev.ActionCancelRequested, touched: 
     named = facts.conversation_id
     if named not in active_owners(state):
         return f"{event.operation_id} preempted by {named}, whose owner is not active"
-    via = affected_via(state, state.actions[event.operation_id], named, touched)
+    via = affected_via(state, state.actions.by_id[event.operation_id], named, touched)
     if via is None or facts.via != via:
         return f"{event.operation_id} preempted by {named}'s owner, which affects it {via or 'not at all'} (recorded {facts.via})"
     return None

@@ -51,7 +51,7 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
     """The section 4 codes that block a pending action, recomputed from the
     facts in `state` (not its indexes, and without domain.dispatch)."""
     codes: set[str] = set()
-    actions, tasks = state.actions, state.tasks.by_id
+    actions, tasks = state.actions.by_id, state.tasks.by_id
 
     for prerequisite in action.prerequisites:
         code = _prerequisite_code(actions[prerequisite.operation_id], prerequisite)
@@ -68,7 +68,7 @@ def section_4_codes(state: State, action: Action, at: datetime.datetime | None) 
         codes.add("question_hold")
     if any(q.affected == "unknown" for q in open_questions):
         codes.add("wider_hold")
-    if "*" in state.paused or (task is not None and task.task_id in state.paused):
+    if "*" in state.actions.paused or (task is not None and task.task_id in state.actions.paused):
         codes.add("scope_paused")
     if task is not None:
         if any(tasks[d].state != "completed" for d in task.depends_on):
@@ -145,7 +145,7 @@ def affected_via(state: State, action: Action, foreground: str, live: frozenset[
         and (other.state not in TERMINAL or other.operation_id in live)
         and other.task_id is not None
         and tasks[other.task_id].conversation_id == foreground
-        for other in state.actions.values()
+        for other in state.actions.by_id.values()
     ):
         return "resource"
     return None

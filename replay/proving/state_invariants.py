@@ -19,7 +19,7 @@ def one_live_action_per_cause(world: World) -> str | None:
     background same fix -> one accepted managed operation"; "reconcile existing
     ownership before accepting a successor for the same cause"."""
     live: dict[str, list[str]] = {}
-    for action in world.state.actions.values():
+    for action in world.state.actions.by_id.values():
         if action.state not in TERMINAL:
             live.setdefault(action.cause_key, []).append(action.operation_id)
     for cause_key, operation_ids in live.items():
@@ -40,7 +40,7 @@ def one_fix_per_batch(world: World) -> str | None:
     state = world.state
     batch_of = {cause_key: batch_id for batch_id, batch in state.reviews.batches.items() for cause_key in batch.joined}
     live: dict[str, list[str]] = {}
-    for action in state.actions.values():
+    for action in state.actions.by_id.values():
         batch_id = batch_of.get(action.cause_key)
         if batch_id is not None and action.state not in TERMINAL and action.state != "cancel_requested":
             live.setdefault(batch_id, []).append(action.operation_id)
@@ -60,7 +60,7 @@ def blocked_by_is_section_4(world: World) -> str | None:
     state = world.state
     at = world.applying.at
     rows = {row["operation_id"]: row for row in world.document["actions"]} if world.document is not None else None
-    for operation_id, action in state.actions.items():
+    for operation_id, action in state.actions.by_id.items():
         if action.state == "pending":
             codes = section_4_codes(state, action, at)
             if list(action.blocked_by) != codes:

@@ -57,7 +57,7 @@ _LIMITS: dict[str, Callable[[State, Conversation, list[Update]], bool]] = {
     "failure_hold": lambda s, c, u: c.failure_held,
     "context_recovery": lambda s, c, u: c.recovery is not None,
     "reseed": _reseed_pending,
-    "paused": lambda s, c, u: "*" in s.paused,
+    "paused": lambda s, c, u: "*" in s.actions.paused,
     "context_limit": _none_fits,
 }
 

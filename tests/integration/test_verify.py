@@ -196,12 +196,12 @@ def test_a_snapshot_whose_state_was_changed_is_a_divergence(tmp_path: Path) -> N
     Engine(store).write_snapshot()
 
     def change_the_state(state: State, views: dict) -> None:
-        state.actions["op-api"].attempts[0].state = "unknown"
+        state.actions.by_id["op-api"].attempts[0].state = "unknown"
 
     position = rewrite_snapshot(store, change_the_state)
     divergence = verify(store).divergence
     assert divergence is not None and divergence.kind == "snapshot" and divergence.position == position
-    assert divergence.differences[0].startswith("state.actions['op-api'].attempts[0].state: snapshot 'unknown'")
+    assert divergence.differences[0].startswith("state.actions.by_id['op-api'].attempts[0].state: snapshot 'unknown'")
 
 
 def test_first_difference_compares_dict_order_and_sets() -> None:
@@ -247,4 +247,4 @@ def test_a_changed_decision_rule_shows_at_the_first_event_it_changes(tmp_path: P
     variant = Engine(None, step=dropping_claims_of("op-form"))
     for line in read_trace(str(EXAMPLE)).lines:
         variant.decide(line.item)
-    assert variant.state.actions["op-form"].state != "succeeded"
+    assert variant.state.actions.by_id["op-form"].state != "succeeded"

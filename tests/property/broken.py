@@ -78,15 +78,15 @@ Step = Callable[[State, Input, int, Optional[str], Optional[int], Emit], None]  
 
 def retry_unknown(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
     handle_input(state, value, seq, file, line, emit)
-    for action in sorted(state.actions.values(), key=lambda a: a.order):
+    for action in sorted(state.actions.by_id.values(), key=lambda a: a.order):
         if action.state == "unknown" and action.attempts and action.attempts[-1].state == "unknown":
             dispatch._claim(state, seq, action, emit)
 
 
 def ignore_question_hold(state: State, value: Input, seq: int, file: str | None, line: int | None, emit: Emit) -> None:
     handle_input(state, value, seq, file, line, emit)
-    for operation_id in sorted(state.pending, key=lambda op: state.actions[op].order):
-        action = state.actions[operation_id]
+    for operation_id in sorted(state.actions.pending, key=lambda op: state.actions.by_id[op].order):
+        action = state.actions.by_id[operation_id]
         if action.state == "pending" and dispatch.blockers(state, action) == ("question_hold",):
             dispatch._claim(state, seq, action, emit)
 
@@ -211,8 +211,8 @@ def claim_while_owner_active(state: State, value: Input, seq: int, file: str | N
     pending maintenance action that only owner_active holds (a pass whose
     blockers dropped owner_active)."""
     handle_input(state, value, seq, file, line, emit)
-    for operation_id in sorted(state.pending, key=lambda op: state.actions[op].order):
-        action = state.actions[operation_id]
+    for operation_id in sorted(state.actions.pending, key=lambda op: state.actions.by_id[op].order):
+        action = state.actions.by_id[operation_id]
         if action.state == "pending" and dispatch.blockers(state, action) == ("owner_active",):
             dispatch._claim(state, seq, action, emit)
 

@@ -130,7 +130,7 @@ def test_grant_revise_fences_pending_actions_it_no_longer_allows_and_re_stamps_t
     assert (revised.revision, revised.allowed_operations, revised.dropped_operations) == (
         2, ["worker.start"], ["scm.push"])
     assert (revised.fenced, revised.restamped) == (["op-b"], ["op-a"])
-    assert engine.state.actions["op-a"].revisions.grant == 2
+    assert engine.state.actions.by_id["op-a"].revisions.grant == 2
     events = when(engine, resume("t1"))
     (claim,) = of_type(events, ev.ActionClaimed)
     assert (claim.operation_id, claim.envelope.grant_revision) == ("op-a", 2)

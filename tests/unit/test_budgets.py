@@ -82,7 +82,7 @@ def test_engine_configure_records_the_budget_settings_only_when_given():
 def test_first_claim_sets_deadline_at_in_the_envelope_and_the_view():
     engine, events = recorded(with_grant(execution_deadline_s=600), propose("op-1", at=at(10)))
     (claim,) = of_type(events, ev.ActionClaimed)
-    assert claim.envelope.deadline_at == engine.state.actions["op-1"].deadline_at
+    assert claim.envelope.deadline_at == engine.state.actions.by_id["op-1"].deadline_at
     assert action_row(engine, "op-1")["deadline_at"] == "2026-03-01T09:10:10Z"
 
 
@@ -139,7 +139,7 @@ def test_later_attempts_and_grant_revisions_do_not_move_the_deadline():
     when(engine, revise_grant("g-t1", execution_deadline_s=3600, at=at(15)))
     events = when(engine, receipt("op-1", result="refused", at=at(20)))  # claimed again at once: op-1/a2
     (second,) = [e for e in of_type(events, ev.ActionClaimed) if e.attempt_id == "op-1/a2"]
-    assert second.envelope.deadline_at == engine.state.actions["op-1"].deadline_at
+    assert second.envelope.deadline_at == engine.state.actions.by_id["op-1"].deadline_at
     assert action_row(engine, "op-1")["deadline_at"] == "2026-03-01T09:01:10Z"
 
 

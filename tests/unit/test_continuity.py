@@ -480,7 +480,7 @@ def test_nothing_is_re_dispatched_to_executors() -> None:
     engine = given(*reseeded_world(propose("op-1", at=at(3)), receipt("op-1", at=at(4))))
     events = when(engine, context_reset("bg", at=at(5)))
     assert of_type(events, ev.ActionClaimed) == []
-    assert len(engine.state.actions["op-1"].attempts) == 1
+    assert len(engine.state.actions.by_id["op-1"].attempts) == 1
 
 
 # ------------------------------------------------------------- 5.4 context_not_reseeded

@@ -83,7 +83,7 @@ def test_the_envelope_freezes_the_intent_revision_the_action_was_validated_under
                    propose("op-1", actor="human", revisions={"task": 1, "grant": 1, "intent": 0}),
                    message("m1"))
     events = when(engine, resume("t1"))
-    (proposed_revisions,) = [engine.state.actions["op-1"].revisions]
+    (proposed_revisions,) = [engine.state.actions.by_id["op-1"].revisions]
     (claim,) = of_type(events, ev.ActionClaimed)
     assert proposed_revisions.intent == 0
     assert claim.envelope.intent_revision == 0

@@ -43,7 +43,7 @@ def test_priority_is_recorded_only_when_given_and_shown_normal_by_default():
     engine = given(world())
     (proposed,) = of_type(when(engine, propose("op-1")), ev.ActionProposed)
     assert b"priority" not in msgspec.json.encode(proposed)  # a v1 event, byte for byte
-    assert engine.state.actions["op-1"].priority == "normal"
+    assert engine.state.actions.by_id["op-1"].priority == "normal"
     row = action_row(engine, "op-1")
     assert row["priority"] == "normal"
     keys = list(row)
@@ -195,7 +195,7 @@ def test_pending_maintenance_waits_while_the_owner_is_active():
     engine = given(nightly(), message("m1"))  # fg/t1, a human turn, runs
     when(engine, dream())
     assert blocked_by(engine, "dream-1") == ["owner_active"]
-    assert engine.state.actions["dream-1"].blocked_by == ("owner_active",)
+    assert engine.state.actions.by_id["dream-1"].blocked_by == ("owner_active",)
     when(engine, provider_receipt("fg/d1"))
     assert blocked_by(engine, "dream-1") == ["owner_active"]
     events = when(engine, turn_ended("fg/t1"))
@@ -361,15 +361,15 @@ def test_the_deadline_counts_from_the_first_claim_in_the_log_across_a_restart(tm
     engine = Engine(store)
     for number, line in enumerate(_deadline_lines(), 1):
         engine.submit(Located(decode(line), line=number))
-    deadline = engine.state.actions["op-1"].deadline_at
-    assert deadline is not None and [a.attempt_id for a in engine.state.actions["op-1"].attempts] == ["op-1/a1", "op-1/a2"]
+    deadline = engine.state.actions.by_id["op-1"].deadline_at
+    assert deadline is not None and [a.attempt_id for a in engine.state.actions.by_id["op-1"].attempts] == ["op-1/a1", "op-1/a2"]
     store.close()
 
     store = open_store(url)  # a restart: the state is the fold of the log
     engine = Engine(store)
-    action = engine.state.actions["op-1"]
+    action = engine.state.actions.by_id["op-1"]
     assert action.deadline_at == deadline  # neither reset ...
-    assert engine.state.deadline_timers.entries == [(deadline, "op-1")]
+    assert engine.state.actions.deadline_timers.entries == [(deadline, "op-1")]
     events = engine.submit(Located(decode(heartbeat(1, at=at(300))), line=100))
     assert not of_type(events, ev.DeadlineExceeded)
     events = engine.submit(Located(decode(receipt("op-1", "op-1/a2", "refused", at=at(400))), line=101))

@@ -520,7 +520,7 @@ def repaired(cause_key: str = CI) -> list:
 
 def test_a_succeeded_repair_blocks_another_for_the_same_revision():
     engine = given(world(), repaired())
-    assert engine.state.actions["op-1"].cause_revision == 1
+    assert engine.state.actions.by_id["op-1"].cause_revision == 1
     assert rejection(when(engine, propose("op-2", cause_key=CI))) == "duplicate_cause"
 
 
@@ -529,7 +529,7 @@ def test_a_recurrence_releases_duplicate_cause():
     when(engine, observe(fingerprint="red-again"))
     assert inbox_row(engine, CI)["revision"] == 2
     assert rejection(when(engine, propose("op-2", cause_key=CI))) is None
-    assert engine.state.actions["op-2"].cause_revision == 2
+    assert engine.state.actions.by_id["op-2"].cause_revision == 2
 
 
 def test_a_recurrence_through_the_change_log_releases_duplicate_cause():

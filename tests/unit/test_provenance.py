@@ -190,11 +190,11 @@ def test_resource_busy_names_the_in_flight_operations_on_the_resource():
     # The index follows the resource out of flight: op-b is claimed when op-a ends.
     claims = of_type(when(engine, outcome("op-a")), ev.ActionClaimed)
     assert [c.operation_id for c in claims] == ["op-b"]
-    assert engine.state.in_flight_by_resource == {"wt": {"op-b"}}
+    assert engine.state.actions.in_flight_by_resource == {"wt": {"op-b"}}
     when(engine, cancel_action("op-b"))
-    assert engine.state.in_flight_by_resource == {"wt": {"op-b"}}  # cancel_requested is still in flight
+    assert engine.state.actions.in_flight_by_resource == {"wt": {"op-b"}}  # cancel_requested is still in flight
     when(engine, outcome("op-b", result="cancelled"))
-    assert engine.state.in_flight_by_resource == {}
+    assert engine.state.actions.in_flight_by_resource == {}
 
 
 def test_approval_pending_names_the_open_approvals_of_the_conversation_and_its_background():

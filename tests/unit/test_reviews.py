@@ -327,7 +327,7 @@ def test_a_pending_fix_whose_cause_joins_a_batch_with_an_earlier_live_fix_is_sup
     assert (row["state"], row["reason"], row["blocked_by"], row["attempts"]) == ("superseded", "duplicate_batch", [], [])
     assert action_row(engine, "rv1")["state"] == "accepted"  # the survivor: untouched
     when(engine, outcome("rv1"))  # the worktree is free: rv2 is terminal, never claimed
-    assert action_row(engine, "rv2")["state"] == "superseded" and not engine.state.actions["rv2"].attempts
+    assert action_row(engine, "rv2")["state"] == "superseded" and not engine.state.actions.by_id["rv2"].attempts
 
 
 def test_an_accepted_fix_is_asked_to_stop_and_its_attempt_stays_until_the_executor_s_word() -> None:
@@ -398,7 +398,7 @@ def test_a_late_alias_join_stops_the_scm_cause_s_fix() -> None:
     assert kinds(events)[1:] == ["SourceAliased", "BatchJoined", "ActionCancelRequested"]
     requested = of_type(events, ev.ActionCancelRequested)[0]
     assert (requested.operation_id, requested.duplicate_batch.batch_id, requested.duplicate_batch.kept) == ("rv9", "b77", "rv1")
-    assert engine.state.actions["rv9"].attempts[-1].state == "accepted"
+    assert engine.state.actions.by_id["rv9"].attempts[-1].state == "accepted"
 
 
 def test_scm_first_with_no_batch_the_alias_batch_keeps_one_fix() -> None:

@@ -49,7 +49,7 @@ def investigation_close(draw: Draw, b: Builder) -> dict[str, Any]:
         "outcome": outcome,
     }
     if outcome == "delegated":
-        actions = sorted(b.state.actions)
+        actions = sorted(b.state.actions.by_id)
         fields["operation_id"] = draw(st.sampled_from(actions)) if actions and often(draw) else "op-none"
     if often(draw, 4):
         fields["evidence_refs"] = ["ev/inv"]

@@ -245,7 +245,7 @@ def lost_ack(draw: Draw, b: Builder) -> dict[str, Any]:
     submitting delivery, says `unknown`."""
     attempts = [
         (op, action.attempts[-1].attempt_id)
-        for op, action in b.state.actions.items()
+        for op, action in b.state.actions.by_id.items()
         if action.attempts and action.attempts[-1].state in ("submitting", "queued")
     ]
     conversation = _foreground(b)
@@ -265,7 +265,7 @@ def holding_question(draw: Draw, b: Builder) -> dict[str, Any]:
     if not active:
         return question_raise(draw, b)
     task_id = draw(st.sampled_from(active))
-    operations = list(b.state.tasks.by_id[task_id].actions) + [op for op in OPERATION_IDS if op not in b.state.actions][:2]
+    operations = list(b.state.tasks.by_id[task_id].actions) + [op for op in OPERATION_IDS if op not in b.state.actions.by_id][:2]
     affected: Any = "task" if often(draw, 4) else subset(draw, operations, 1)[:2]
     existing = b.state.tasks.questions.get((task_id, "q1"))
     return b.line(

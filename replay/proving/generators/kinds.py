@@ -177,9 +177,9 @@ _GAPS = st.sampled_from([0, 0, 0, 1, 1, 2, 2, 5, 5, 10, 30, 60, 121, 300])
 def applicable(kind: str, b: Builder) -> bool:
     """Is there something for this kind to act on? (Else it would be rejected
     as unknown or stale, which a few inputs may be, but not most.)"""
-    actions = b.state.actions.values()
+    actions = b.state.actions.by_id.values()
     if kind in ("action.cancel", "usage.report"):
-        return bool(b.state.actions)
+        return bool(b.state.actions.by_id)
     if kind == "action.revalidate":
         return any(a.state == "fenced" for a in actions)
     if kind == "executor.receipt":

@@ -72,7 +72,7 @@ def late_join(draw: Draw, b: Builder) -> dict[str, Any]:
     their causes were known to be one batch). A review observation while no
     such cause exists."""
     state = b.state
-    live = {a.cause_key for a in state.actions.values() if not a.terminal and a.state != "cancel_requested"}
+    live = {a.cause_key for a in state.actions.by_id.values() if not a.terminal and a.state != "cancel_requested"}
     loose = sorted(cause for cause in live if cause not in state.reviews.batch_of)
     if not loose:
         return review_observation(draw, b)
@@ -203,7 +203,7 @@ def cause_revised(draw: Draw, b: Builder) -> dict[str, Any]:
     a fingerprint its source has not reported last, so it is news: the same
     status again, the cause passing (moot for some) or on another commit. A
     plain observation while no such action lives."""
-    live = sorted({a.cause_key for a in b.state.actions.values() if a.source_revision is not None and not a.terminal})
+    live = sorted({a.cause_key for a in b.state.actions.by_id.values() if a.source_revision is not None and not a.terminal})
     if not live:
         return observe(draw, b)
     line = b.line("observe", "source")

@@ -71,9 +71,9 @@ def tool_request(draw: Draw, b: Builder) -> dict[str, Any]:
     if often(draw, 4):
         fields["read_paths"] = subset(draw, READ_PATHS, 1)[:2]
     if runtime is not None and runtime.role == "worker":
-        mine = sorted(op for op, a in state.actions.items() if a.runtime_id == runtime_id and a.state in IN_FLIGHT_CALLING)
-        if mine or state.actions:
-            fields["operation_id"] = draw(st.sampled_from(mine)) if mine and often(draw) else draw(st.sampled_from(sorted(state.actions)))
+        mine = sorted(op for op, a in state.actions.by_id.items() if a.runtime_id == runtime_id and a.state in IN_FLIGHT_CALLING)
+        if mine or state.actions.by_id:
+            fields["operation_id"] = draw(st.sampled_from(mine)) if mine and often(draw) else draw(st.sampled_from(sorted(state.actions.by_id)))
         if often(draw, 4):
             fields["write_paths"] = [draw(st.sampled_from(WRITE_PATHS))]
     else:
@@ -126,7 +126,7 @@ def worker_call(draw: Draw, b: Builder) -> dict[str, Any]:
     denied `budget_exhausted` after. Any tool call while no worker calls."""
     state = b.state
     calling = sorted(
-        (op, a.runtime_id) for op, a in state.actions.items()
+        (op, a.runtime_id) for op, a in state.actions.by_id.items()
         if a.runtime_id in state.tools.runtimes and a.state in IN_FLIGHT_CALLING and state.tools.runtimes[a.runtime_id].state == "admitted"
     )  # fmt: skip
     if not calling:

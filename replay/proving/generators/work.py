@@ -103,7 +103,7 @@ def call_limit_revise(draw: Draw, b: Builder) -> dict[str, Any]:
     calls it made: reached now or in a call or two. Any grant.revise while
     no action names a runtime."""
     state = b.state
-    charged = sorted({a.grant_id for a in state.actions.values() if a.runtime_id is not None and not a.terminal} & set(state.authority.grants))
+    charged = sorted({a.grant_id for a in state.actions.by_id.values() if a.runtime_id is not None and not a.terminal} & set(state.authority.grants))
     if not charged:
         return grant_revise(draw, b)
     grant = state.authority.grants[draw(st.sampled_from(charged))]
@@ -117,7 +117,7 @@ def timing_revise(draw: Draw, b: Builder) -> dict[str, Any]:
     (section 3.5), so the deadline passes, or a refusal is waited out, within
     a run; any grant.revise when no action is live."""
     state = b.state
-    live = sorted({a.grant_id for a in state.actions.values() if not a.terminal} & set(state.authority.grants))
+    live = sorted({a.grant_id for a in state.actions.by_id.values() if not a.terminal} & set(state.authority.grants))
     if not live:
         return grant_revise(draw, b)
     grant = state.authority.grants[draw(st.sampled_from(live))]
@@ -141,7 +141,7 @@ def task_complete(draw: Draw, b: Builder) -> dict[str, Any]:
     state = b.state
     done = [
         t for t, task in state.tasks.by_id.items()
-        if task.state == "active" and task.actions and all(state.actions[op].terminal for op in task.actions)
+        if task.state == "active" and task.actions and all(state.actions.by_id[op].terminal for op in task.actions)
     ]  # fmt: skip
     return b.line(
         "task.complete",
@@ -158,8 +158,8 @@ def question_raise(draw: Draw, b: Builder) -> dict[str, Any]:
     kind = draw(st.sampled_from(["ops", "ops", "task", "unknown"]))
     if kind == "ops":
         # Listed operations need not exist yet (contract section 3.2): now and then one does not.
-        future = [op for op in OPERATION_IDS if op not in b.state.actions][:1] if often(draw, 2) else []
-        affected: Any = subset(draw, list(b.state.actions) + future, 1) if b.state.actions or future else "task"
+        future = [op for op in OPERATION_IDS if op not in b.state.actions.by_id][:1] if often(draw, 2) else []
+        affected: Any = subset(draw, list(b.state.actions.by_id) + future, 1) if b.state.actions.by_id or future else "task"
     else:
         affected = kind
     evidence = existing.evidence_revision if existing else 0
@@ -201,7 +201,7 @@ def _cause(draw: Draw, b: Builder) -> str:
     state = b.state
     free = [
         c for c in CAUSES
-        if all(state.actions[op].terminal for op in state.actions_by_cause.get(c, ()))
+        if all(state.actions.by_id[op].terminal for op in state.actions.by_cause.get(c, ()))
     ]  # fmt: skip
     if free and often(draw, 7):
         return draw(st.sampled_from(free))
@@ -209,7 +209,7 @@ def _cause(draw: Draw, b: Builder) -> str:
 
 
 def _prerequisites(draw: Draw, b: Builder) -> list[dict[str, Any]]:
-    existing = list(b.state.actions)
+    existing = list(b.state.actions.by_id)
     if not existing or not often(draw, 4):
         return []
     chosen = subset(draw, existing[-4:], 1)[:2]
@@ -226,7 +226,7 @@ def _prerequisites(draw: Draw, b: Builder) -> list[dict[str, Any]]:
 
 def action_propose(draw: Draw, b: Builder) -> dict[str, Any]:
     state = b.state
-    free = [op for op in OPERATION_IDS if op not in state.actions]
+    free = [op for op in OPERATION_IDS if op not in state.actions.by_id]
     operation_id = draw(st.sampled_from(free)) if free and often(draw) else draw(st.sampled_from(OPERATION_IDS))
     fields: dict[str, Any] = {
         "operation_id": operation_id,
@@ -311,7 +311,7 @@ def source_proposal(draw: Draw, b: Builder) -> dict[str, Any]:
 
 def evidence_attach(draw: Draw, b: Builder) -> dict[str, Any]:
     """Contract v1.2 section 2.5: mostly for a succeeded action, sometimes another artifact."""
-    actions = b.state.actions
+    actions = b.state.actions.by_id
     succeeded = [op for op, a in actions.items() if a.state == "succeeded"]
     operation_id = draw(st.sampled_from(succeeded)) if succeeded and often(draw, 8) else pick(draw, list(actions), OPERATION_IDS)
     fields: dict[str, Any] = {"operation_id": operation_id, "evidence_ref": draw(st.sampled_from(["ev/a", "ev/b"]))}
@@ -322,9 +322,9 @@ def evidence_attach(draw: Draw, b: Builder) -> dict[str, Any]:
 
 def action_revalidate(draw: Draw, b: Builder) -> dict[str, Any]:
     state = b.state
-    fenced = [op for op, a in state.actions.items() if a.state == "fenced"]
-    operation_id = draw(st.sampled_from(fenced)) if fenced and often(draw, 8) else pick(draw, list(state.actions), OPERATION_IDS)
-    action = state.actions.get(operation_id)
+    fenced = [op for op, a in state.actions.by_id.items() if a.state == "fenced"]
+    operation_id = draw(st.sampled_from(fenced)) if fenced and often(draw, 8) else pick(draw, list(state.actions.by_id), OPERATION_IDS)
+    action = state.actions.by_id.get(operation_id)
     grant = state.authority.grants.get(action.grant_id) if action else None
     revisions: dict[str, Any] = {"grant": revision_near(draw, grant.revision if grant else 1)}
     if action is not None and action.task_id is not None and often(draw, 6):
@@ -342,13 +342,13 @@ def action_revalidate(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def action_cancel(draw: Draw, b: Builder) -> dict[str, Any]:
-    return b.line("action.cancel", operation_id=pick(draw, list(b.state.actions), OPERATION_IDS))
+    return b.line("action.cancel", operation_id=pick(draw, list(b.state.actions.by_id), OPERATION_IDS))
 
 
 def _attempt_target(draw: Draw, b: Builder, states: tuple[str, ...]) -> tuple[str, str]:
     """(operation_id, attempt_id): mostly the latest attempt of an action whose
     latest attempt is in `states`; sometimes a stale or made-up attempt."""
-    actions = b.state.actions
+    actions = b.state.actions.by_id
     fitting = [op for op, a in actions.items() if a.attempts and a.attempts[-1].state in states]
     with_attempts = [op for op, a in actions.items() if a.attempts]
     if fitting and often(draw, 8):
@@ -382,7 +382,7 @@ def executor_reconcile(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def executor_outcome(draw: Draw, b: Builder) -> dict[str, Any]:
-    actions = b.state.actions
+    actions = b.state.actions.by_id
     live = [op for op, a in actions.items() if a.state in IN_FLIGHT]
     operation_id = draw(st.sampled_from(live)) if live and often(draw, 8) else pick(draw, list(actions), OPERATION_IDS)
     fields: dict[str, Any] = {
@@ -398,8 +398,8 @@ def executor_outcome(draw: Draw, b: Builder) -> dict[str, Any]:
 
 def usage_report(draw: Draw, b: Builder) -> dict[str, Any]:
     fields: dict[str, Any] = {}
-    if b.state.actions and often(draw, 7):
-        fields["operation_id"] = pick(draw, list(b.state.actions), OPERATION_IDS)
+    if b.state.actions.by_id and often(draw, 7):
+        fields["operation_id"] = pick(draw, list(b.state.actions.by_id), OPERATION_IDS)
     else:
         fields["conversation_id"] = draw(st.sampled_from(["fg", "bg"]))
     for name in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "context_tokens"):
@@ -424,7 +424,7 @@ def scope_pause(draw: Draw, b: Builder) -> dict[str, Any]:
 
 
 def scope_resume(draw: Draw, b: Builder) -> dict[str, Any]:
-    paused = sorted(b.state.paused)
+    paused = sorted(b.state.actions.paused)
     scope = draw(st.sampled_from(paused)) if paused and often(draw, 8) else draw(st.sampled_from(["*", *TASKS]))
     return b.line("scope.resume", scope=scope)
 
