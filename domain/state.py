@@ -31,7 +31,6 @@ from tandem.domain.tasks.state import TasksState
 from tandem.domain.actions.state import ActionsState
 from tandem.domain.records import (
     DELIVERABLE_DISPOSITIONS,
-    Action,
     Conversation,
     LatestObservation,
     Question,
@@ -117,21 +116,6 @@ class State:
     def touch_maintenance(self) -> None:
         """Whether an owner is active may have changed: the pending maintenance actions (owner_active)."""
         self.dirty_actions.update(op for op in self.actions.maintenance if op in self.actions.pending)
-
-    def _work_named(self, action: Action, live: bool) -> None:
-        """A task's action became live or ended: what its foreground's work names
-        changed, so the pending maintenance on its resource (owner_active, v1.2 section 8.1)."""
-        conversation_id = self.tasks.by_id[action.task_id].conversation_id  # type: ignore[index]
-        if live:
-            index_add(self.actions.work_resources.setdefault(conversation_id, {}), action.resource, action.operation_id)
-        else:
-            named = self.actions.work_resources[conversation_id]
-            index_remove(named, action.resource, action.operation_id)
-            if not named:
-                del self.actions.work_resources[conversation_id]
-        if self.actions.maintenance:
-            waiting = self.actions.pending_by_resource.get(action.resource, ())
-            self.dirty_actions.update(op for op in waiting if op in self.actions.maintenance)
 
     def touch_dependents(self, operation_id: str) -> None:
         """An action and, transitively, every action listing it as a prerequisite."""
@@ -242,76 +226,6 @@ class State:
 
 
     # ------------------------------------------------- the action indexes
-
-    def add_action(self, action: Action) -> None:
-        """A proposed action, in its first state: indexed as pending (the pass looks at it)."""
-        assert action.state == "pending", action.state
-        operation_id = action.operation_id
-        self.actions.by_id[operation_id] = action
-        self.actions.pending.add(operation_id)
-        index_add(self.actions.pending_by_resource, action.resource, operation_id)
-        index_add(self.actions.pending_by_task, action.task_id, operation_id)
-        index_add(self.actions.pending_by_grant, action.grant_id, operation_id)
-        self.dirty_actions.add(operation_id)
-        if action.source_revision is not None:
-            self.dirty_sources.add(operation_id)
-        if action.priority == "maintenance":
-            self.actions.maintenance.add(operation_id)
-        if action.task_id is not None:
-            self._work_named(action, live=True)
-
-    def move_action(self, action: Action, new_state: str) -> None:
-        """Move an action and keep the pending/fenced/resource indexes in step."""
-        old = action.state
-        if old == new_state:
-            return
-        action.state = new_state
-        operation_id = action.operation_id
-        resource = action.resource
-        if old == "pending":
-            self.actions.backing_off.pop(operation_id, None)
-            self.actions.pending.discard(operation_id)
-            index_remove(self.actions.pending_by_resource, resource, operation_id)
-            index_remove(self.actions.pending_by_task, action.task_id, operation_id)
-            index_remove(self.actions.pending_by_grant, action.grant_id, operation_id)
-            action.blocked_by = ()
-        elif old == "fenced":
-            self.actions.fenced.discard(operation_id)
-        if new_state == "pending":
-            self.actions.pending.add(operation_id)
-            index_add(self.actions.pending_by_resource, resource, operation_id)
-            index_add(self.actions.pending_by_task, action.task_id, operation_id)
-            index_add(self.actions.pending_by_grant, action.grant_id, operation_id)
-            self.dirty_actions.add(operation_id)
-        elif new_state == "fenced":
-            self.actions.fenced.add(operation_id)
-        was_busy = old in IN_FLIGHT
-        is_busy = new_state in IN_FLIGHT
-        if was_busy != is_busy:
-            self._busy_changed(resource, operation_id, is_busy)
-        if new_state in TERMINAL:
-            if action.deadline_at is not None:
-                self.actions.deadline_timers.discard((action.deadline_at, operation_id))
-            self.actions.maintenance.discard(operation_id)
-            if action.task_id is not None:
-                self._work_named(action, live=False)
-            if action.dependents:
-                # The outcome its dependents wait for is known now (prerequisite_*).
-                self.dirty_actions.update(action.dependents)
-        elif new_state in ("pending", "fenced") and action.source_revision is not None:
-            self.dirty_sources.add(operation_id)  # back at pending or fenced: the source rule first
-
-    def _busy_changed(self, resource: str, operation_id: str, busy: bool) -> None:
-        count = self.actions.busy_by_resource.get(resource, 0) + (1 if busy else -1)
-        if count:
-            self.actions.busy_by_resource[resource] = count
-        else:
-            self.actions.busy_by_resource.pop(resource, None)
-        if busy:
-            index_add(self.actions.in_flight_by_resource, resource, operation_id)
-        else:
-            index_remove(self.actions.in_flight_by_resource, resource, operation_id)
-        self.touch_resource(resource)
 
     # ----------------------------------------------- the question indexes
 

@@ -31,6 +31,7 @@ from tandem.domain.lookups import known_action, known_conversation, known_grant,
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Attempt, Grant
 from tandem.domain.reviews.rules import check_duplicate_batch, proposal_batch
+from tandem.domain.actions.state import add_action, move_action
 from tandem.domain.state import State
 from tandem.domain.tools.rules import check_background_gates
 
@@ -478,7 +479,7 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
         state.tasks.by_id[event.task_id].actions.append(event.operation_id)
     state.authority.grants[event.grant_id].actions.append(event.operation_id)
     state.actions.by_cause.setdefault(event.cause_key, []).append(event.operation_id)
-    state.add_action(action)
+    add_action(state, action)
     _progressed(state, action, event)
 
 
@@ -487,15 +488,15 @@ def _action_revalidated(state: State, event: ev.ActionRevalidated) -> None:
     action.revisions = event.input_revisions
     if event.source_revision is not UNSET:
         action.source_revision = event.source_revision
-    state.move_action(action, _REVALIDATED)
+    move_action(state, action, _REVALIDATED)
 
 
 def _action_cancelled(state: State, event: ev.ActionCancelled) -> None:
-    state.move_action(state.actions.by_id[event.operation_id], _CANCELLED)
+    move_action(state, state.actions.by_id[event.operation_id], _CANCELLED)
 
 
 def _action_cancel_requested(state: State, event: ev.ActionCancelRequested) -> None:
-    state.move_action(state.actions.by_id[event.operation_id], _CANCEL_REQUESTED)
+    move_action(state, state.actions.by_id[event.operation_id], _CANCEL_REQUESTED)
 
 
 def _action_claimed(state: State, event: ev.ActionClaimed) -> None:
@@ -506,7 +507,7 @@ def _action_claimed(state: State, event: ev.ActionClaimed) -> None:
     if deadline_at is not UNSET and action.deadline_at is None:
         action.deadline_at, action.first_claim_at = deadline_at, state.last_at
         state.actions.deadline_timers.add((deadline_at, action.operation_id))
-    state.move_action(action, _CLAIMED)
+    move_action(state, action, _CLAIMED)
     _progressed(state, action, event)
 
 
@@ -515,7 +516,7 @@ def _attempt_updated(state: State, event: ev.AttemptUpdated) -> None:
     action.attempts[-1].state = event.attempt_state
     if event.restamped is not None:
         action.revisions = event.restamped
-    state.move_action(action, event.action_state)
+    move_action(state, action, event.action_state)
     if event.retry_at is not UNSET:
         action.retry_at = event.retry_at
         state.actions.backing_off[action.operation_id] = event.retry_at
@@ -531,7 +532,7 @@ def _action_outcome_reported(state: State, event: ev.ActionOutcomeReported) -> N
     action.evidence_refs = [event.evidence_ref] if event.evidence_ref is not None else []
     if event.attempt_state is not None:
         action.attempts[-1].state = event.attempt_state
-    state.move_action(action, event.action_state)
+    move_action(state, action, event.action_state)
     _progressed(state, action, event)
 
 

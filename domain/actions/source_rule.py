@@ -19,6 +19,7 @@ from typing import Any
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import ACTION
 from tandem.domain.records import Action
+from tandem.domain.actions.state import move_action
 from tandem.domain.state import State
 
 Emit = Callable[[ev.Event], None]
@@ -91,7 +92,7 @@ def _source_rule_applied(state: State, event: ev.SourceRuleApplied) -> None:
     action = state.actions.by_id[event.operation_id]
     moved = ACTION.state_after(event)
     if moved is not None:  # superseded or fenced
-        state.move_action(action, moved)
+        move_action(state, action, moved)
         return
     action.source_revision = event.source_revision  # re-stamped, state unchanged
     if action.state == "pending":

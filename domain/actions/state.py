@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from tandem.domain.indexes import Timers
 from tandem.domain.facts import Envelope, PrerequisiteSpec, Revisions
+from tandem.domain.indexes import Timers, index_add, index_remove
 from tandem.domain.lifecycles import (
     ACTION,
 )
+
+if TYPE_CHECKING:
+    from tandem.domain.state import State
+
+
+IN_FLIGHT = ACTION.in_flight
+TERMINAL = ACTION.terminal
 
 
 @dataclass(slots=True)
@@ -98,4 +106,93 @@ class ActionsState:
     work_resources: dict[str, dict[str, set[str]]] = field(default_factory=dict)
 
 
-__all__ = ['ActionsState', 'Attempt', 'Action']  # re-exported by domain/records.py
+
+def _work_named(state: State, action: Action, live: bool) -> None:
+    """A task's action became live or ended: what its foreground's work names
+    changed, so the pending maintenance on its resource (owner_active, v1.2 section 8.1)."""
+    conversation_id = state.tasks.by_id[action.task_id].conversation_id  # type: ignore[index]
+    if live:
+        index_add(state.actions.work_resources.setdefault(conversation_id, {}), action.resource, action.operation_id)
+    else:
+        named = state.actions.work_resources[conversation_id]
+        index_remove(named, action.resource, action.operation_id)
+        if not named:
+            del state.actions.work_resources[conversation_id]
+    if state.actions.maintenance:
+        waiting = state.actions.pending_by_resource.get(action.resource, ())
+        state.dirty_actions.update(op for op in waiting if op in state.actions.maintenance)
+
+
+def add_action(state: State, action: Action) -> None:
+    """A proposed action, in its first state: indexed as pending (the pass looks at it)."""
+    assert action.state == "pending", action.state
+    operation_id = action.operation_id
+    state.actions.by_id[operation_id] = action
+    state.actions.pending.add(operation_id)
+    index_add(state.actions.pending_by_resource, action.resource, operation_id)
+    index_add(state.actions.pending_by_task, action.task_id, operation_id)
+    index_add(state.actions.pending_by_grant, action.grant_id, operation_id)
+    state.dirty_actions.add(operation_id)
+    if action.source_revision is not None:
+        state.dirty_sources.add(operation_id)
+    if action.priority == "maintenance":
+        state.actions.maintenance.add(operation_id)
+    if action.task_id is not None:
+        _work_named(state, action, live=True)
+
+
+def move_action(state: State, action: Action, new_state: str) -> None:
+    """Move an action and keep the pending/fenced/resource indexes in step."""
+    old = action.state
+    if old == new_state:
+        return
+    action.state = new_state
+    operation_id = action.operation_id
+    resource = action.resource
+    if old == "pending":
+        state.actions.backing_off.pop(operation_id, None)
+        state.actions.pending.discard(operation_id)
+        index_remove(state.actions.pending_by_resource, resource, operation_id)
+        index_remove(state.actions.pending_by_task, action.task_id, operation_id)
+        index_remove(state.actions.pending_by_grant, action.grant_id, operation_id)
+        action.blocked_by = ()
+    elif old == "fenced":
+        state.actions.fenced.discard(operation_id)
+    if new_state == "pending":
+        state.actions.pending.add(operation_id)
+        index_add(state.actions.pending_by_resource, resource, operation_id)
+        index_add(state.actions.pending_by_task, action.task_id, operation_id)
+        index_add(state.actions.pending_by_grant, action.grant_id, operation_id)
+        state.dirty_actions.add(operation_id)
+    elif new_state == "fenced":
+        state.actions.fenced.add(operation_id)
+    was_busy = old in IN_FLIGHT
+    is_busy = new_state in IN_FLIGHT
+    if was_busy != is_busy:
+        _busy_changed(state, resource, operation_id, is_busy)
+    if new_state in TERMINAL:
+        if action.deadline_at is not None:
+            state.actions.deadline_timers.discard((action.deadline_at, operation_id))
+        state.actions.maintenance.discard(operation_id)
+        if action.task_id is not None:
+            _work_named(state, action, live=False)
+        if action.dependents:
+            # The outcome its dependents wait for is known now (prerequisite_*).
+            state.dirty_actions.update(action.dependents)
+    elif new_state in ("pending", "fenced") and action.source_revision is not None:
+        state.dirty_sources.add(operation_id)  # back at pending or fenced: the source rule first
+
+
+def _busy_changed(state: State, resource: str, operation_id: str, busy: bool) -> None:
+    count = state.actions.busy_by_resource.get(resource, 0) + (1 if busy else -1)
+    if count:
+        state.actions.busy_by_resource[resource] = count
+    else:
+        state.actions.busy_by_resource.pop(resource, None)
+    if busy:
+        index_add(state.actions.in_flight_by_resource, resource, operation_id)
+    else:
+        index_remove(state.actions.in_flight_by_resource, resource, operation_id)
+    state.touch_resource(resource)
+
+__all__ = ['add_action', 'move_action', 'ActionsState', 'Attempt', 'Action']  # re-exported by domain/records.py

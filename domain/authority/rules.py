@@ -28,6 +28,7 @@ from tandem.domain.inputs import given
 from tandem.domain.lookups import known_grant
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Config, Grant, Policy
+from tandem.domain.actions.state import move_action
 from tandem.domain.state import State
 
 normalised_paths_cached_max = 65_536
@@ -332,7 +333,7 @@ def fence(state: State, operation_ids: list[str], event: ev.Event) -> None:
     GrantRevised, TaskRevised) are fenced (`ACTION.after`)."""
     fenced = ACTION.after[type(event)]
     for operation_id in operation_ids:
-        state.move_action(state.actions.by_id[operation_id], fenced)
+        move_action(state, state.actions.by_id[operation_id], fenced)
 
 
 def _engine_configured(state: State, event: ev.EngineConfigured) -> None:

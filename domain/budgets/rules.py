@@ -24,6 +24,7 @@ from tandem.domain import events as ev
 from tandem.domain.alerts.rules import raise_alert
 from tandem.domain.lifecycles import ACTION
 from tandem.domain.records import Action, Conversation
+from tandem.domain.actions.state import move_action
 from tandem.domain.state import State
 
 Emit = Callable[[ev.Event], None]
@@ -327,7 +328,7 @@ def _on_attempt(state: State, event: ev.AttemptUpdated) -> list[ev.Event]:
 
 def _deadline_exceeded(state: State, event: ev.DeadlineExceeded) -> None:
     state.actions.deadline_timers.discard((event.deadline_at, event.operation_id))
-    state.move_action(state.actions.by_id[event.operation_id], event.action_state)
+    move_action(state, state.actions.by_id[event.operation_id], event.action_state)
 
 
 def _delivery_deferred(state: State, event: ev.DeliveryDeferred) -> None:

@@ -31,6 +31,7 @@ from tandem.domain import inputs as inp
 from tandem.domain.lifecycles import ACTION
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Batch
+from tandem.domain.actions.state import move_action
 from tandem.domain.state import State
 
 
@@ -178,7 +179,7 @@ def _batch_revised(state: State, event: ev.BatchRevised) -> None:
 
 
 def _fix_superseded(state: State, event: ev.BatchFixSuperseded) -> None:
-    state.move_action(state.actions.by_id[event.operation_id], _SUPERSEDED)
+    move_action(state, state.actions.by_id[event.operation_id], _SUPERSEDED)
 
 
 _SUPERSEDED = ACTION.after[ev.BatchFixSuperseded]
