@@ -37,11 +37,11 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Parameter, Requ
 from msgspec import Struct
 
 from tandem.adapters.api_schema import ErrorBody, InputResult, documented, results_of
-from tandem.adapters.edge import EdgeRefused, token_admit
 from tandem.adapters.github import Delivery, DeliveryInvalid, decode_json, map_delivery, payload_bytes_max
 from tandem.adapters.http_inputs import JSON, ApiError, inline_body_bytes_max, read_limited
 from tandem.adapters.tokens import read_private_file
-from tandem.adapters.trace import TraceInvalid
+from tandem.replay.edge import EdgeRefused, TokenActor
+from tandem.replay.traces import TraceInvalid
 
 secret_file_bytes_max = 65_536
 SOURCE = "source"
@@ -177,7 +177,7 @@ async def _record(service: Any, delivery: Delivery, inputs: list[dict[str, Any]]
     data = b"".join(msgspec.json.encode(line) + b"\n" for line in inputs)
 
     def submit() -> Any:
-        return service.runtime.submit_body(data, True, token_admit(SOURCE))
+        return service.runtime.submit_body(data, True, TokenActor(SOURCE))
 
     try:
         commit = await service.with_engine(submit, inline=len(data) <= inline_body_bytes_max)

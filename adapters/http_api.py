@@ -10,7 +10,7 @@ loop keeps serving streams and reads meanwhile. Reads that need no live state
 (`?at=`, events, explain) use a second store object, opened read-only by
 use, in worker threads, and never wait for the writer.
 
-The token is the actor (adapters/tokens.py, adapters/edge.py). Errors are
+The token is the actor (adapters/tokens.py, replay/edge.py). Errors are
 `{"error": {"code", "message"}}` (plus `errors` for 400), and a refused
 request writes nothing.
 """

@@ -19,10 +19,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 from tandem.adapters.api_schema import InputsResponse, error_body, results_of
-from tandem.adapters.edge import EdgeRefused, token_admit
 from tandem.adapters.runtime import Commit
 from tandem.adapters.tokens import TokenTable
-from tandem.adapters.trace import TraceInvalid, line_bytes_max
+from tandem.replay.edge import EdgeRefused, TokenActor
+from tandem.replay.traces import TraceInvalid, line_bytes_max
 
 import msgspec
 
@@ -128,10 +128,10 @@ async def accept_inputs(
     actor = actor_of_request(service.tokens, authorization, query)
     batch = media_type(content_type) == NDJSON
     data = await read(batch_body_bytes_max if batch else single_body_bytes_max)
-    admit = token_admit(actor)
+    credential = TokenActor(actor)
 
     def submit() -> Commit:
-        return service.runtime.submit_body(data, batch, admit)
+        return service.runtime.submit_body(data, batch, credential)
 
     try:
         commit = await service.with_engine(submit, inline=len(data) <= inline_body_bytes_max)

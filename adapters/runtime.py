@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.adapters.edge import SPOOL_ACTORS_DEFAULT, LiveEdge
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
 from tandem.adapters.ingest import ingest_batch_inputs_max
@@ -51,13 +50,14 @@ from tandem.adapters.snapshots_beside import snapshots_beside_for
 from tandem.adapters.spool import Spool, SpoolApplied, SpoolLate
 from tandem.adapters.store import open_store, redacted
 from tandem.adapters.terminal import printable
-from tandem.adapters.trace import Trace, parse_single, parse_trace
 from tandem.adapters.watchdog import WatchdogUnreadable, facts_read_max, read_facts
 from tandem.adapters.writer_lock import WriterLock, WriterLocked, acquire_writer_lock, claim_store
 from tandem.domain import events as ev
-from tandem.domain.inputs import Input, decode_input
+from tandem.domain.inputs import decode_input
+from tandem.replay.edge import SPOOL_ACTORS_DEFAULT, Credential, LiveEdge
 from tandem.replay.engine import Engine, Located
 from tandem.replay.port import Fenced, StoreError, WriterClaim
+from tandem.replay.traces import Trace, parse_single, parse_trace
 
 # At a stop, a snapshot is written when at least this many events came since
 # the last one (a shorter tail folds in milliseconds at the next start).
@@ -267,17 +267,11 @@ class Runtime:
     def stamp(self) -> str:
         return format_time(self.now()) or ""
 
-    def edge(self, admit: Callable[[Input, int], Input]) -> LiveEdge:
-        """The live edge's rules now: this clock, this store's last input."""
+    def edge(self, credential: Credential) -> LiveEdge:
+        """The live edge's rules now, as data for the parser: this clock,
+        this store's last input and the input ids it holds."""
         assert self.engine is not None
-        idempotency = self.engine.state.idempotency
-        return LiveEdge(now=self.now(), not_before=self.engine.last_at, admit=admit, recorded=idempotency.__contains__)
-
-    def spool_edge(self, admit: Callable[[Input, int], Input]) -> LiveEdge:
-        """The edge for a spool file: the store's last input is checked by the
-        resumable ingest, against the first line not applied yet (a file
-        dropped again after a crash holds lines already applied)."""
-        return LiveEdge(now=self.now(), not_before=None, admit=admit)
+        return LiveEdge(self.now(), self.engine.last_at, credential, self.engine.state.idempotency)
 
     # ------------------------------------------------------------- inputs
 
@@ -301,7 +295,7 @@ class Runtime:
         self.engine.submit_batch([self.make(fields, at) for fields in inputs])
         self.last_activity = self.monotonic()
 
-    def submit_body(self, data: bytes, batch: bool, admit: Callable[[Input, int], Input]) -> Commit:
+    def submit_body(self, data: bytes, batch: bool, credential: Credential) -> Commit:
         """Inputs from an HTTP client: validated whole (TraceInvalid, or
         EdgeRefused, and nothing written), then one transaction. Their
         recorded `file` is `http@{head before}`: every input of one request
@@ -312,7 +306,7 @@ class Runtime:
         self.engine.ensure_current()
         head = self.engine.state.position
         name = f"http@{head}"
-        edge = self.edge(admit)
+        edge = self.edge(credential)
         trace: Trace = parse_trace(data, name, name, live=edge) if batch else parse_single(data, name, edge)
         produced = self.engine.submit_batch([line.item for line in trace.lines]) if trace.lines else []
         self.last_activity = self.monotonic()
@@ -395,7 +389,7 @@ class Runtime:
 
     def _apply(self, path: Path) -> None:
         assert self.engine is not None and self.spool is not None
-        applied = self.spool.apply(path, self.engine, self.settings.batch, self.spool_edge, self._between_batches)
+        applied = self.spool.apply(path, self.engine, self.settings.batch, self.now, self._between_batches)
         if isinstance(applied, SpoolApplied):
             self.last_activity = self.monotonic()
             self.last_ingestion = applied.summary(format_time(self.clock()))

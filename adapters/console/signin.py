@@ -17,8 +17,8 @@ from litestar.response import Redirect, Response
 
 from tandem.adapters.console.sessions import Session, login_cookie, login_form_max_s, same, session_cookie, session_idle_max_s
 from tandem.adapters.console.templating import render
-from tandem.adapters.edge import EdgeRefused, token_admit
 from tandem.adapters.http_inputs import ApiError
+from tandem.replay.edge import EdgeRefused, TokenActor
 from tandem.replay.traces import TraceInvalid
 
 HTML = "text/html"
@@ -122,7 +122,7 @@ async def _record(request: Request, session: Session, value: dict[str, Any]) -> 
     service = request.app.state.service
     data = json.dumps(value).encode()
     try:
-        commit = await service.with_engine(lambda: service.runtime.submit_body(data, False, token_admit(session.actor)))
+        commit = await service.with_engine(lambda: service.runtime.submit_body(data, False, TokenActor(session.actor)))
     except TraceInvalid as invalid:
         return f"{value['type']} not recorded: {invalid.errors[0].message}"
     except EdgeRefused as refused:
