@@ -54,6 +54,7 @@ from tandem.adapters.watchdog import WatchdogUnreadable, facts_read_max, read_fa
 from tandem.adapters.writer_lock import WriterLock, WriterLocked, acquire_writer_lock, claim_store
 from tandem.domain import events as ev
 from tandem.domain.inputs import decode_input
+from tandem.replay.commits import Commit
 from tandem.replay.edge import SPOOL_ACTORS_DEFAULT, Credential, LiveEdge
 from tandem.replay.engine import Engine, Located
 from tandem.replay.port import Fenced, StoreError, WriterClaim
@@ -82,19 +83,6 @@ class ReadOnly(Exception):
 
 
 # ------------------------------------------------------------ the engine
-
-
-@dataclass(frozen=True, slots=True)
-class Commit:
-    """One committed transaction: the head before it and the events it added."""
-
-    head_before: int
-    events: list[ev.Event]
-    views: list[str] = field(default_factory=list)  # the views it changed, in document order
-
-    @property
-    def position(self) -> int:
-        return self.head_before + len(self.events)
 
 
 class LiveEngine(Engine):
@@ -130,16 +118,23 @@ class LiveEngine(Engine):
         if self.stale:
             self._rebuild()
 
-    def submit_batch(self, items: Sequence[Located], trailer: Any = ()) -> list[ev.Event]:
+    def commit(self, items: Sequence[Located], trailer: Any = ()) -> Commit:
+        """Decide and commit `items` (and `trailer`) in one transaction: the
+        one `Commit` it makes, told to every listener and returned to the
+        caller (empty, and told to none, when nothing was produced)."""
         self.ensure_current()
         head = self.state.position
         produced = super().submit_batch(items, trailer)
         self.committed = self.state.position
-        if produced:
-            commit = Commit(head, produced, self.views.take_changed() if self.views is not None else [])
-            for listener in self.listeners:
-                listener(commit)
-        return produced
+        if not produced:
+            return Commit(head, produced)
+        commit = Commit(head, produced, self.views.take_changed() if self.views is not None else [])
+        for listener in self.listeners:
+            listener(commit)
+        return commit
+
+    def submit_batch(self, items: Sequence[Located], trailer: Any = ()) -> list[ev.Event]:
+        return self.commit(items, trailer).events
 
 
 # --------------------------------------------------------- watchdog import
@@ -296,10 +291,11 @@ class Runtime:
         self.last_activity = self.monotonic()
 
     def submit_body(self, data: bytes, batch: bool, credential: Credential) -> Commit:
-        """Inputs from an HTTP client: validated whole (TraceInvalid, or
-        EdgeRefused, and nothing written), then one transaction. Their
-        recorded `file` is `http@{head before}`: every input of one request
-        shares it, so the log keeps where each request began and ended."""
+        """Inputs from an HTTP client (or the console's form): validated
+        whole (TraceInvalid, or EdgeRefused, and nothing written), then one
+        transaction, its one `Commit` returned. Their recorded `file` is
+        `http@{head before}`: every input of one request shares it, so the
+        log keeps where each request began and ended."""
         if self.read_only is not None:
             raise ReadOnly(self.read_only())
         assert self.engine is not None
@@ -308,13 +304,13 @@ class Runtime:
         name = f"http@{head}"
         edge = self.edge(credential)
         trace: Trace = parse_trace(data, name, name, live=edge) if batch else parse_single(data, name, edge)
-        produced = self.engine.submit_batch([line.item for line in trace.lines]) if trace.lines else []
+        commit = self.engine.commit([line.item for line in trace.lines]) if trace.lines else Commit(head, [])
         self.last_activity = self.monotonic()
         try:
             self._record_deferred_start()
         except StoreError as error:  # the request's inputs are recorded: say so; the start comes next time
             log(f"daemon.start not recorded yet ({error}); it is recorded with the next input")
-        return Commit(head, produced)
+        return commit
 
     def _start_due(self) -> bool:
         """Whether a deferred daemon.start is to be recorded now: the store holds an input."""

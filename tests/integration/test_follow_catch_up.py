@@ -15,7 +15,8 @@ import pytest
 from tandem.adapters import follow
 from tandem.replay.edge import TokenActor
 from tandem.adapters.follow import FOLLOWER, Follower
-from tandem.adapters.runtime import Commit, ReadOnly, Runtime, Settings
+from tandem.adapters.runtime import ReadOnly, Runtime, Settings
+from tandem.replay.commits import Commit
 
 
 def ndjson(values: list[dict[str, object]]) -> bytes:
