@@ -14,10 +14,10 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import Operation, Parameter, RequestBody
 from msgspec import UNSET, Struct, UnsetType
 
-from tandem.adapters.edge import RESERVED_KINDS
-from tandem.adapters.runtime import Commit
+from tandem.replay.edge import RESERVED_KINDS
 from tandem.domain import events as ev
 from tandem.domain.inputs import AnyInput, format_at
+from tandem.replay.commits import Commit
 
 
 class LineError(Struct, frozen=True):

@@ -44,13 +44,13 @@ from typing import Any
 
 from tandem.adapters import daemon
 from tandem.adapters.process import ProcessError, log
-from tandem.adapters.runtime import Commit, LiveEngine, Runtime
+from tandem.adapters.runtime import LiveEngine, Runtime
 from tandem.adapters.snapshots_beside import snapshots_beside_for
 from tandem.adapters.terminal import printable_lines
 from tandem.adapters.store import open_store, parse_store_url, postgres_connect_timeout_s, redacted
 from tandem.adapters.writer_lock import HolderProbe, WriterHolder, WriterLock, claim_store, wait_writer_lock
 from tandem.domain.rules import evolve
-from tandem.replay.commits import split_commits
+from tandem.replay.commits import Commit, split_commits
 from tandem.replay.engine import settle_folded
 from tandem.replay.port import ConcurrencyError, StoreError
 

@@ -37,11 +37,12 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Parameter, Requ
 from msgspec import Struct
 
 from tandem.adapters.api_schema import ErrorBody, InputResult, documented, results_of
-from tandem.adapters.edge import EdgeRefused, token_admit
 from tandem.adapters.github import Delivery, DeliveryInvalid, decode_json, map_delivery, payload_bytes_max
-from tandem.adapters.http_inputs import JSON, ApiError, inline_body_bytes_max, read_limited
+from tandem.adapters.http_inputs import JSON, read_limited, service_of
+from tandem.adapters.service import ApiError, Service
 from tandem.adapters.tokens import read_private_file
-from tandem.adapters.trace import TraceInvalid
+from tandem.replay.edge import EdgeRefused, TokenActor
+from tandem.replay.traces import TraceInvalid
 
 secret_file_bytes_max = 65_536
 SOURCE = "source"
@@ -131,11 +132,11 @@ def _delivery(headers: Any, body: bytes) -> Delivery:
     return Delivery(guid, event, None, payload)
 
 
-def _check(request: Request, service: Any, body: bytes) -> None:
+def _check(request: Request, secret: bytes, body: bytes) -> None:
     header = request.headers.get("x-hub-signature-256")
     if header is None:
         raise ApiError(401, "bad_signature", "no X-Hub-Signature-256 header: set the webhook's secret on GitHub")
-    if not signature_matches(service.github_secret, body, header):
+    if not signature_matches(secret, body, header):
         raise ApiError(401, "bad_signature", "X-Hub-Signature-256 is not the body's HMAC-SHA256 with the secret of --github-secret-file")
     kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if kind != JSON:
@@ -154,11 +155,11 @@ def _check(request: Request, service: Any, body: bytes) -> None:
     operation_class=documented(HEADERS, BODY),
 )
 async def post_github(request: Request) -> Response[GithubAnswer]:
-    service = request.app.state.service
+    service = service_of(request)
     if service.github_secret is None:
         raise ApiError(404, "not_found", f"this server takes no GitHub deliveries: start it with --github-secret-file (POST {ROUTE})")
     body = await read_limited(request.stream(), request.headers.get("content-length"), payload_bytes_max)
-    _check(request, service, body)
+    _check(request, service.github_secret, body)
     delivery = _delivery(request.headers, body)
     try:
         mapped = map_delivery(delivery)
@@ -170,17 +171,13 @@ async def post_github(request: Request) -> Response[GithubAnswer]:
     return Response(msgspec.json.encode(answer), media_type=JSON)
 
 
-async def _record(service: Any, delivery: Delivery, inputs: list[dict[str, Any]], note: str | None) -> GithubAnswer:
+async def _record(service: Service, delivery: Delivery, inputs: list[dict[str, Any]], note: str | None) -> GithubAnswer:
     if not inputs:
-        position = await service.with_engine(lambda: service.engine.state.position)
+        position = await service.position()
         return GithubAnswer(delivery.guid, delivery.event, delivery.action, position, [], note)
     data = b"".join(msgspec.json.encode(line) + b"\n" for line in inputs)
-
-    def submit() -> Any:
-        return service.runtime.submit_body(data, True, token_admit(SOURCE))
-
     try:
-        commit = await service.with_engine(submit, inline=len(data) <= inline_body_bytes_max)
+        commit = await service.submit(data, True, TokenActor(SOURCE))
     except TraceInvalid as invalid:  # adapters/github.py checked every input: a bug if it comes here
         first = invalid.errors[0]
         raise ApiError(400, "invalid_delivery", f"delivery {delivery.guid}: line {first.line}: {first.message}") from None

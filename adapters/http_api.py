@@ -1,31 +1,24 @@
 """The HTTP API of `tandem serve` (docs/api.md) on Litestar.
 
-One engine in this process is the store's single writer (adapters/runtime.py),
-or, with `--follow` / `--standby`, a follower's fold of a store another
-process writes (adapters/follow.py: every write is then 409 `read_only`).
-Every use of it — a POST, a read of the live views, the runtime's rounds —
-holds `Service.engine_lock` (an asyncio lock: one at a time, in order); small
-requests run on the event loop, big batches in a worker thread so that the
-loop keeps serving streams and reads meanwhile. Reads that need no live state
-(`?at=`, events, explain) use a second store object, opened read-only by
-use, in worker threads, and never wait for the writer.
+The routes read the request and say the answer; what they ask is the
+application service's (adapters/service.py: submit, views, events, explain,
+the stream's hub), which holds the engine — the store's single writer
+(adapters/runtime.py) or, with `--follow` / `--standby`, a follower's fold of
+a store another process writes (adapters/follow.py: every write is then 409
+`read_only`) — one use at a time, and reads the log without waiting for it.
 
-The token is the actor (adapters/tokens.py, adapters/edge.py). Errors are
+The token is the actor (adapters/tokens.py, replay/edge.py). Errors are
 `{"error": {"code", "message"}}` (plus `errors` for 400), and a refused
 request writes nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
-from urllib.parse import quote, unquote
+from typing import Any
+from urllib.parse import quote
 
-import anyio.to_thread
 import msgspec
 from litestar import Litestar, Request, Response, get, head, post
 from litestar.exceptions import HTTPException, NotFoundException
@@ -63,43 +56,29 @@ from tandem.adapters.api_schema import (
 from tandem.adapters.http_inputs import (
     JSON,
     NDJSON,
-    ApiError,
     accept_inputs,
     actor_of_request,
     batch_body_bytes_max,
     raw_tail,
     read_limited,
     refuse_tokens_in_query,
+    service_of,
     single_body_bytes_max,
 )
 from tandem.adapters.github_webhook import post_github
-from tandem.adapters.log_index import IndexKeeper
-from tandem.adapters.runtime import LockLost, ReadOnly, Runtime
-from tandem.adapters.stream import Hub, StreamsFull
-from tandem.adapters.tokens import TokenTable
+from tandem.adapters.service import ApiError, Service
+from tandem.adapters.stream import StreamsFull
 from tandem.adapters.console import SECURITY_HEADERS, NeedsSignIn, console_routes
-from tandem.adapters.console.sessions import Sessions, session_cookie
+from tandem.adapters.sessions import session_cookie
 from tandem.adapters.console.templating import render as render_page
 from tandem.projections import VIEW_NAMES
-from tandem.replay.commits import events_page, events_page_max, summarize
-from tandem.replay.engine import input_boundary, project
-from tandem.replay.explain import KINDS, ExplainError, document, encode_json
-from tandem.replay.index import LogIndex
-from tandem.replay.port import CommitUnknown, ConcurrencyError, EventStore, Fenced, StoreError
+from tandem.replay.commits import events_page_max
+from tandem.replay.explain import KINDS
 
 log = logging.getLogger("tandem.serve")
 
 events_limit_default = 100
 position_digits_max = 18  # a position in a query or a Last-Event-ID: below 10**18, far past any store
-reader_threads_max = 4
-VALUE_VIEWS = ("health", "usage")  # views whose body is a value, not rows
-
-T = TypeVar("T")
-# What a 503 commit_unknown asks of its client (docs/api.md, "Errors").
-commit_unknown_advice = (
-    "resend the same input(s) with the same id(s): one already recorded is answered duplicate_input, never applied "
-    "twice (an input without an id may be applied twice)"
-)
 
 
 # ------------------------------------------ what /openapi.json says of the query
@@ -159,163 +138,6 @@ INPUTS_BODY = RequestBody(
         ),
     },
 )
-
-
-# ------------------------------------------------------------------ service
-
-
-async def to_thread_to_the_end(work: Callable[[], T]) -> T:
-    """`work()` in a worker thread, awaited to its end even when the caller
-    is cancelled (the cancellation is raised once the thread has finished).
-
-    What holds the engine must hold it until the work on it has ended: a
-    cancelled `anyio.to_thread.run_sync` or `asyncio.to_thread` returns at
-    once while its thread goes on, and the caller's `async with` lets go of
-    `Service.engine_lock` under it (a stopping server cancels its rounds,
-    then stopped beside a round still committing: issue 22)."""
-    future = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, work)
-    cancelled: asyncio.CancelledError | None = None
-    while not future.done():
-        try:
-            await asyncio.wait((future,))  # never cancels the future it waits for
-        except asyncio.CancelledError as error:
-            cancelled = error
-    if cancelled is not None:
-        if not future.cancelled() and future.exception() is not None:
-            log.warning("work finished after its caller was cancelled, failing: %r", future.exception())
-        raise cancelled
-    return future.result()
-
-
-
-@dataclass
-class Service:
-    """What the handlers share: the runtime (its engine is the writer), the
-    reader store, the tokens and the live stream's hub."""
-
-    runtime: Runtime
-    reader: EventStore
-    tokens: TokenTable
-    hub: Hub | None = None
-    engine_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    reader_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(reader_threads_max))
-    rendered: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # live views by name, at a position (one per view)
-    stop_server: Callable[[], None] | None = None  # ends the server (the writer lock was lost)
-    # The server's way to drop a request's connection at once (by its ASGI
-    # scope), for a stream whose client stopped reading (adapters/stream.py).
-    connection_aborter: Callable[[dict[str, Any]], Callable[[], None] | None] | None = None
-    lock_lost: str | None = None  # why, once it was
-    commits_inline: bool = True  # the store is local (SQLite, memory): small commits on the loop
-    sessions: Sessions = field(default_factory=Sessions)  # the console's signed-in browsers
-    # The log's index (adapters/log_index.py), built after startup and kept by the commits.
-    indexing: IndexKeeper = field(default_factory=IndexKeeper)
-    # The GitHub webhook's secret (--github-secret-file); None: POST /v1/sources/github is 404.
-    github_secret: bytes | None = None
-    # A follower or standby (adapters/follow.py); None: this server is the store's writer.
-    follower: Any = None
-
-    @property
-    def engine(self) -> Any:
-        assert self.runtime.engine is not None
-        return self.runtime.engine
-
-    @property
-    def index(self) -> LogIndex | None:
-        """The LogIndex of the reader store's log once it is ready, else None
-        (pass it as `index=` to explain's `document` and `replay.timeline`)."""
-        return self.indexing.index
-
-    @property
-    def index_ready(self) -> bool:
-        return self.indexing.ready
-
-    async def with_engine(self, work: Callable[[], T], inline: bool = True) -> T:
-        """Run `work` holding the engine (one at a time); a store that fails
-        is 503 `store_unavailable`, and the engine folds it again next time.
-        Work is done on the event loop only when asked and when the store is
-        local (a PostgreSQL commit may wait on the network: in a thread)."""
-        async with self.engine_lock:
-            try:
-                if self.runtime.relock or self.engine.stale:
-                    # The store failed, or the writer lock is to be taken
-                    # again (its session ended): nothing is written without it.
-                    if await to_thread_to_the_end(self._lock_lost_check):
-                        raise ApiError(503, "store_unavailable", f"{self.lock_lost}; nothing was recorded")
-                self.engine.ensure_current()
-                if inline and self.commits_inline:
-                    return work()
-                return await to_thread_to_the_end(work)
-            except ReadOnly as refused:
-                raise ApiError(409, "read_only", str(refused)) from None
-            except Fenced as fenced:
-                # Another writer claimed the store: this one writes nothing more.
-                raise self._stopped_writing(self.runtime.fenced_off(fenced)) from None
-            except LockLost as lost:
-                raise self._stopped_writing(lost) from None
-            except ConcurrencyError:
-                # Another writer appended: the writer lock was lost. Nothing of
-                # this request was written; see whether the lock is still ours.
-                await to_thread_to_the_end(self._lock_lost_check)
-                raise ApiError(503, "store_unavailable", "another writer appended to the store; nothing was recorded, retry") from None
-            except CommitUnknown as unknown:
-                raise ApiError(503, "commit_unknown", f"{unknown}: {commit_unknown_advice}") from None
-            except StoreError as error:
-                said = str(error) if "nothing was recorded" in str(error) else f"{error}; nothing was recorded"
-                raise ApiError(503, "store_unavailable", f"the store failed: {said}, retry") from None
-
-    def _stopped_writing(self, lost: LockLost) -> ApiError:
-        """This server lost the store to another writer: it stops (its
-        clients go to the writer that holds the store now)."""
-        self.lock_lost = str(lost)
-        if self.stop_server is not None:
-            self.stop_server()
-        return ApiError(503, "store_unavailable", f"{lost}; nothing of this request was recorded: send it to the store's writer")
-
-    def _lock_lost_check(self) -> bool:
-        """Keep the writer lock (StoreError while the store is away); True,
-        and the server stopping, when another writer holds it now."""
-        try:
-            self.runtime.keep_lock()
-        except LockLost as lost:
-            self.lock_lost = str(lost)
-            if self.stop_server is not None:
-                self.stop_server()
-            return True
-        return False
-
-    async def reading(self, work: Callable[[], T]) -> T:
-        try:
-            return await anyio.to_thread.run_sync(work, limiter=self.reader_limiter)
-        except StoreError as error:
-            raise ApiError(503, "store_unavailable", f"the store cannot be read: {error}") from None
-
-    def on_commit(self, commit: Any) -> None:
-        if self.hub is not None:
-            self.hub.publish_from_any_thread(summarize(commit.head_before, commit.events, commit.views))
-
-    def rendered_view(self, name: str | None) -> bytes:
-        """The live views (one, or the whole document when `name` is None),
-        encoded once per position."""
-        key = name or ""
-        position = self.engine.state.position
-        cached = self.rendered.get(key)
-        if cached is not None and cached[0] == position:
-            return cached[1]
-        views = self.engine.views
-        assert views is not None
-        body = msgspec.json.encode(_view_body(views.document() if name is None else views.view(name), name, position))
-        self.rendered[key] = (position, body)
-        return body
-
-
-def _view_body(value: Any, name: str | None, position: int) -> dict[str, Any]:
-    if name is None:
-        return {**value, "position": position}
-    return {"position": position, ("value" if name in VALUE_VIEWS else "rows"): value}
-
-
-def service_of(request: Request) -> Service:
-    return request.app.state.service
 
 
 # ----------------------------------------------------------- authentication
@@ -378,18 +200,6 @@ def _position_query(request: Request, name: str) -> int | None:
     return number
 
 
-async def _views_at(service: Service, at: int, name: str | None) -> bytes:
-    def fold() -> bytes:
-        head = service.reader.head()
-        if at > head:
-            raise ApiError(400, "invalid_query", f"?at={at} is past the store's last event ({head})")
-        boundary = input_boundary(service.reader, at)
-        views = project(service.reader, until=boundary)
-        return msgspec.json.encode(_view_body(views.document() if name is None else views.view(name), name, boundary))
-
-    return await service.reading(fold)
-
-
 @get(
     "/v1/views",
     summary="Every view, live, or as it was after the first POSITION events (?at=)",
@@ -404,11 +214,7 @@ async def get_views(request: Request) -> Response[ViewsDocument]:
 
 async def _views_answer(request: Request, name: str | None) -> bytes:
     """The views (one, or all when `name` is None): live, or `?at=`."""
-    service = service_of(request)
-    at = _position_query(request, "at")
-    if at is not None:
-        return await _views_at(service, at, name)
-    return await service.with_engine(lambda: service.rendered_view(name))
+    return await service_of(request).views(name, _position_query(request, "at"))
 
 
 @get(
@@ -442,8 +248,7 @@ async def get_events(request: Request) -> Response[EventsPage]:
     limit = events_limit_default if limit is None else limit
     if not 1 <= limit <= events_page_max:
         raise ApiError(400, "invalid_query", f"?limit={limit}: from 1 to {events_page_max}")
-    service = service_of(request)
-    rows, next_after = await service.reading(lambda: events_page(service.reader, after, limit))
+    rows, next_after = await service_of(request).events(after, limit)
     return Response(msgspec.json.encode({"events": rows, "next_after": next_after}), media_type=JSON)
 
 
@@ -462,15 +267,7 @@ async def get_explain(request: Request, id: FromPath[str]) -> Response[dict[str,
         raise ApiError(400, "invalid_query", f"?kind={kind!r}: one of {', '.join(KINDS)}")
     if not thing.strip():
         raise ApiError(404, "unknown_id", "no id given")
-    service = service_of(request)
-
-    def explain() -> bytes:
-        try:
-            return encode_json(document(service.reader, thing, kind=kind, index=service.index))
-        except ExplainError as error:
-            raise ApiError(404, "unknown_id", str(error)) from None
-
-    return Response(await service.reading(explain), media_type=JSON)
+    return Response(await service_of(request).explain(thing, kind), media_type=JSON)
 
 
 @get("/v1/health", summary="Liveness without a token", responses={503: ERRORS_READ[503]})

@@ -6,7 +6,9 @@ then one transaction. Two doors lead to it: the Litestar handler (which also
 describes it in `/openapi.json`) and `InputsFastPath`, an ASGI wrapper in
 front of the Litestar app that serves this one route without Litestar's
 request and response machinery (about a fifth of a durable input's cost over
-HTTP; bench/serve.py). Both call the same function and answer the same bytes.
+HTTP; bench/serve.py). Both call the same function and answer the same bytes;
+it authenticates and reads, the application service (adapters/service.py)
+parses, checks and commits.
 
 A token in the query string is refused, never used: URLs end up in logs.
 """
@@ -18,11 +20,13 @@ from urllib.parse import unquote
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
+from litestar import Request
+
 from tandem.adapters.api_schema import InputsResponse, error_body, results_of
-from tandem.adapters.edge import EdgeRefused, token_admit
-from tandem.adapters.runtime import Commit
+from tandem.adapters.service import ApiError, Service
 from tandem.adapters.tokens import TokenTable
-from tandem.adapters.trace import TraceInvalid, line_bytes_max
+from tandem.replay.edge import EdgeRefused, TokenActor
+from tandem.replay.traces import TraceInvalid, line_bytes_max
 
 import msgspec
 
@@ -30,7 +34,6 @@ log = logging.getLogger("tandem.serve")
 
 batch_body_bytes_max = 16 * 1_048_576
 single_body_bytes_max = line_bytes_max
-inline_body_bytes_max = 65_536  # bigger bodies are decided in a worker thread
 query_value_token_chars_min = 16  # a shorter query value is never compared with the tokens
 QUERY_TOKEN_NAMES = ("token", "access_token", "auth", "authorization", "bearer", "api_key", "apikey", "key")
 JSON = "application/json"
@@ -38,20 +41,10 @@ NDJSON = "application/x-ndjson"
 _encoder = msgspec.json.Encoder()
 
 
-# A 503 says when to try again (`Retry-After`, seconds): a store that failed
-# is folded again at the next request, and a standby takes over in well under
-# a second (docs/operations.md).
-retry_after_s = 1
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, errors: list[dict[str, Any]] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.errors = status, code, message, errors
-
-    def headers(self) -> dict[str, str]:
-        """The headers the error adds: `Retry-After` on every 503."""
-        return {"Retry-After": str(retry_after_s)} if self.status == 503 else {}
+def service_of(request: Request) -> Service:
+    """The application service the app was built on (http_api.build_app)."""
+    service: Service = request.app.state.service
+    return service
 
 
 def actor_of_request(tokens: TokenTable, authorization: str | None, query: Iterable[tuple[str, str]]) -> str:
@@ -118,7 +111,7 @@ def media_type(value: str) -> str:
 
 
 async def accept_inputs(
-    service: Any,
+    service: Service,
     authorization: str | None,
     query: Iterable[tuple[str, str]],
     content_type: str,
@@ -128,13 +121,8 @@ async def accept_inputs(
     actor = actor_of_request(service.tokens, authorization, query)
     batch = media_type(content_type) == NDJSON
     data = await read(batch_body_bytes_max if batch else single_body_bytes_max)
-    admit = token_admit(actor)
-
-    def submit() -> Commit:
-        return service.runtime.submit_body(data, batch, admit)
-
     try:
-        commit = await service.with_engine(submit, inline=len(data) <= inline_body_bytes_max)
+        commit = await service.submit(data, batch, TokenActor(actor))
     except TraceInvalid as invalid:
         errors = [{"line": error.line, "message": error.message} for error in invalid.errors]
         more = f" (and {invalid.total - len(errors)} more)" if invalid.total > len(errors) else ""
@@ -151,7 +139,7 @@ class InputsFastPath:
     """ASGI: `POST /v1/inputs` straight to `accept_inputs`; everything else
     to the wrapped app."""
 
-    def __init__(self, app: Any, service: Any) -> None:
+    def __init__(self, app: Any, service: Service) -> None:
         self.app = app
         self.service = service
 

@@ -20,6 +20,7 @@ import logging
 import threading
 from typing import Any
 
+from tandem.replay.commits import Commit
 from tandem.replay.index import IndexFull, IndexGap, LogIndex
 from tandem.replay.port import EventStore, StoreError
 
@@ -53,8 +54,8 @@ class IndexKeeper:
         self._store = store
         self._spawn()
 
-    def on_commit(self, commit: Any) -> None:
-        """The engine's listener: a `Commit(head_before, events, views)`."""
+    def on_commit(self, commit: Commit) -> None:
+        """The engine's listener: every commit, as it is made."""
         with self._lock:
             index = self._ready
             if index is None:

@@ -4,7 +4,7 @@ this same runtime; serve adds HTTP in front of it).
 
 It applies inputs from four places:
 
-* **HTTP clients** (`tandem serve`, adapters/http_api.py): `submit_body`;
+* **HTTP clients** (`tandem serve`, through adapters/service.py): `submit_body`;
 * **the spool folder** (`adapters/spool.py`): trace files renamed into it,
   applied in name order exactly once, speaking only for `--spool-actors`;
 * **the watchdog's SQLite file**, read-only: each heartbeat, incident and
@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.adapters.edge import SPOOL_ACTORS_DEFAULT, LiveEdge
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
 from tandem.adapters.ingest import ingest_batch_inputs_max
@@ -51,13 +50,15 @@ from tandem.adapters.snapshots_beside import snapshots_beside_for
 from tandem.adapters.spool import Spool, SpoolApplied, SpoolLate
 from tandem.adapters.store import open_store, redacted
 from tandem.adapters.terminal import printable
-from tandem.adapters.trace import Trace, parse_single, parse_trace
 from tandem.adapters.watchdog import WatchdogUnreadable, facts_read_max, read_facts
 from tandem.adapters.writer_lock import WriterLock, WriterLocked, acquire_writer_lock, claim_store
 from tandem.domain import events as ev
-from tandem.domain.inputs import Input, decode_input
+from tandem.domain.inputs import decode_input
+from tandem.replay.commits import Commit
+from tandem.replay.edge import SPOOL_ACTORS_DEFAULT, Credential, LiveEdge
 from tandem.replay.engine import Engine, Located
 from tandem.replay.port import Fenced, StoreError, WriterClaim
+from tandem.replay.traces import Trace, parse_single, parse_trace
 
 # At a stop, a snapshot is written when at least this many events came since
 # the last one (a shorter tail folds in milliseconds at the next start).
@@ -82,19 +83,6 @@ class ReadOnly(Exception):
 
 
 # ------------------------------------------------------------ the engine
-
-
-@dataclass(frozen=True, slots=True)
-class Commit:
-    """One committed transaction: the head before it and the events it added."""
-
-    head_before: int
-    events: list[ev.Event]
-    views: list[str] = field(default_factory=list)  # the views it changed, in document order
-
-    @property
-    def position(self) -> int:
-        return self.head_before + len(self.events)
 
 
 class LiveEngine(Engine):
@@ -130,16 +118,23 @@ class LiveEngine(Engine):
         if self.stale:
             self._rebuild()
 
-    def submit_batch(self, items: Sequence[Located], trailer: Any = ()) -> list[ev.Event]:
+    def commit(self, items: Sequence[Located], trailer: Any = ()) -> Commit:
+        """Decide and commit `items` (and `trailer`) in one transaction: the
+        one `Commit` it makes, told to every listener and returned to the
+        caller (empty, and told to none, when nothing was produced)."""
         self.ensure_current()
         head = self.state.position
         produced = super().submit_batch(items, trailer)
         self.committed = self.state.position
-        if produced:
-            commit = Commit(head, produced, self.views.take_changed() if self.views is not None else [])
-            for listener in self.listeners:
-                listener(commit)
-        return produced
+        if not produced:
+            return Commit(head, produced)
+        commit = Commit(head, produced, self.views.take_changed() if self.views is not None else [])
+        for listener in self.listeners:
+            listener(commit)
+        return commit
+
+    def submit_batch(self, items: Sequence[Located], trailer: Any = ()) -> list[ev.Event]:
+        return self.commit(items, trailer).events
 
 
 # --------------------------------------------------------- watchdog import
@@ -267,17 +262,11 @@ class Runtime:
     def stamp(self) -> str:
         return format_time(self.now()) or ""
 
-    def edge(self, admit: Callable[[Input, int], Input]) -> LiveEdge:
-        """The live edge's rules now: this clock, this store's last input."""
+    def edge(self, credential: Credential) -> LiveEdge:
+        """The live edge's rules now, as data for the parser: this clock,
+        this store's last input and the input ids it holds."""
         assert self.engine is not None
-        idempotency = self.engine.state.idempotency
-        return LiveEdge(now=self.now(), not_before=self.engine.last_at, admit=admit, recorded=idempotency.__contains__)
-
-    def spool_edge(self, admit: Callable[[Input, int], Input]) -> LiveEdge:
-        """The edge for a spool file: the store's last input is checked by the
-        resumable ingest, against the first line not applied yet (a file
-        dropped again after a crash holds lines already applied)."""
-        return LiveEdge(now=self.now(), not_before=None, admit=admit)
+        return LiveEdge(self.now(), self.engine.last_at, credential, self.engine.state.idempotency)
 
     # ------------------------------------------------------------- inputs
 
@@ -301,26 +290,27 @@ class Runtime:
         self.engine.submit_batch([self.make(fields, at) for fields in inputs])
         self.last_activity = self.monotonic()
 
-    def submit_body(self, data: bytes, batch: bool, admit: Callable[[Input, int], Input]) -> Commit:
-        """Inputs from an HTTP client: validated whole (TraceInvalid, or
-        EdgeRefused, and nothing written), then one transaction. Their
-        recorded `file` is `http@{head before}`: every input of one request
-        shares it, so the log keeps where each request began and ended."""
+    def submit_body(self, data: bytes, batch: bool, credential: Credential) -> Commit:
+        """Inputs from an HTTP client (or the console's form): validated
+        whole (TraceInvalid, or EdgeRefused, and nothing written), then one
+        transaction, its one `Commit` returned. Their recorded `file` is
+        `http@{head before}`: every input of one request shares it, so the
+        log keeps where each request began and ended."""
         if self.read_only is not None:
             raise ReadOnly(self.read_only())
         assert self.engine is not None
         self.engine.ensure_current()
         head = self.engine.state.position
         name = f"http@{head}"
-        edge = self.edge(admit)
+        edge = self.edge(credential)
         trace: Trace = parse_trace(data, name, name, live=edge) if batch else parse_single(data, name, edge)
-        produced = self.engine.submit_batch([line.item for line in trace.lines]) if trace.lines else []
+        commit = self.engine.commit([line.item for line in trace.lines]) if trace.lines else Commit(head, [])
         self.last_activity = self.monotonic()
         try:
             self._record_deferred_start()
         except StoreError as error:  # the request's inputs are recorded: say so; the start comes next time
             log(f"daemon.start not recorded yet ({error}); it is recorded with the next input")
-        return Commit(head, produced)
+        return commit
 
     def _start_due(self) -> bool:
         """Whether a deferred daemon.start is to be recorded now: the store holds an input."""
@@ -395,7 +385,7 @@ class Runtime:
 
     def _apply(self, path: Path) -> None:
         assert self.engine is not None and self.spool is not None
-        applied = self.spool.apply(path, self.engine, self.settings.batch, self.spool_edge, self._between_batches)
+        applied = self.spool.apply(path, self.engine, self.settings.batch, self.now, self._between_batches)
         if isinstance(applied, SpoolApplied):
             self.last_activity = self.monotonic()
             self.last_ingestion = applied.summary(format_time(self.clock()))

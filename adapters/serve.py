@@ -39,7 +39,8 @@ from tandem.adapters import daemon, serve_many
 from tandem.adapters.commands.common import EXIT_USAGE
 from tandem.adapters.github_webhook import SecretRefused, load_github_secret
 from tandem.adapters.follow import FOLLOWER, STANDBY, Follower, follow
-from tandem.adapters.http_api import ApiError, Service, build_app, to_thread_to_the_end
+from tandem.adapters.http_api import build_app
+from tandem.adapters.service import ApiError, Service, to_thread_to_the_end
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import LockLost, Runtime

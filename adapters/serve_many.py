@@ -50,10 +50,11 @@ from urllib.parse import parse_qs
 import msgspec
 
 from tandem.adapters.api_schema import error_body
-from tandem.adapters.console.sessions import session_cookie
+from tandem.adapters.console import SECURITY_HEADERS
 from tandem.adapters.console.signin import form_bytes_max
-from tandem.adapters.http_api import SECURITY_HEADERS, Service
 from tandem.adapters.http_inputs import query_holds_token
+from tandem.adapters.service import Service
+from tandem.adapters.sessions import session_cookie
 from tandem.adapters.tokens import decode_private_json, read_private_file
 
 stores_max = 64

@@ -12,7 +12,7 @@ The spool is a door into the engine, so it is kept shut to others:
 
 * it speaks only for the actors it is given (`--spool-actors`; default all
   but `human` and `watchdog`) and never for what the runtime records about
-  itself (adapters/edge.py): such a file is refused whole;
+  itself (replay/edge.py): such a file is refused whole;
 * a line may leave `at` out (stamped when applied); a far-future `at` is
   refused, as over HTTP; a file whose first line to apply is earlier than
   the store's last input is refused whole (`SpoolLate`: the runtime raises
@@ -27,6 +27,7 @@ The spool is a door into the engine, so it is kept shut to others:
 
 from __future__ import annotations
 
+import datetime
 import os
 import stat
 import time
@@ -35,22 +36,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tandem.adapters.edge import EdgeRefused, LiveEdge, spool_admit
 from tandem.adapters.health_file import format_time, utc_now, write_atomically
 from tandem.adapters.ingest import BehindStore, TraceMismatch, ingest
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.side_files import SideFiles
 from tandem.adapters.terminal import printable
-from tandem.adapters.trace import TraceInvalid, parse_trace
-from tandem.domain.inputs import Input
+from tandem.replay.edge import EdgeRefused, LiveEdge, SpoolActors
+from tandem.replay.engine import Engine
 from tandem.replay.port import ConcurrencyError
+from tandem.replay.traces import TraceInvalid, parse_trace
 
 spool_suffix = ".jsonl"
 error_suffix = ".error"
 spool_file_bytes_max = 1_073_741_824  # 1 GiB: a bigger file is refused, not read
 folder_mode_new = 0o700
-
-EdgeFactory = Callable[[Callable[[Input, int], Input]], LiveEdge]
 
 
 class SpoolError(ProcessError):
@@ -195,21 +194,26 @@ class Spool:
     def apply(
         self,
         path: Path,
-        engine: Any,
+        engine: Engine,
         batch: int,
-        edge: EdgeFactory,
+        clock: Callable[[], datetime.datetime],
         between: Callable[[], bool],
     ) -> SpoolApplied | SpoolLate | None:
         """Apply one ready file; SpoolLate when it was refused for lines
         behind the store's head (and moved into rejected/); None when it was
         refused otherwise, taken away, or interrupted (the rest is applied at
-        the next start)."""
+        the next start). `clock`: the runtime's, read once the file is read
+        (what a line without `at` is stamped with)."""
         data = self._read(path)
         if data is None:
             return None
         name = printable(path.name)
+        # The store's last input is checked by the resumable ingest, against
+        # the first line not applied yet (a file dropped again after a crash
+        # holds lines already applied): not by the edge.
+        edge = LiveEdge(clock(), None, SpoolActors(self.actors))
         try:
-            trace = parse_trace(data, str(path), path.name, live=edge(spool_admit(self.actors)))
+            trace = parse_trace(data, str(path), path.name, live=edge)
             result = ingest(engine, trace, batch_inputs=batch, on_batch=lambda done: self._go_on(between))
         except _Interrupted:
             log(f"{name}: stopping mid-file; the rest is applied at the next start")

@@ -1,6 +1,11 @@
 """The log as a service shows it: commits (for the live stream and its
 resume) and pages of events with the input behind each (for `/v1/events`).
 
+`Commit` is one transaction as the live engine made it (adapters/runtime.py:
+`LiveEngine.commit`): built once, when it is committed, and the same object
+goes to the engine's listeners (the stream, the log's index) and back to
+whoever submitted it (the HTTP answer, the console's flash).
+
 A **commit** is one transaction: one input, a batch of inputs, or a batch
 and its trailer. Its boundaries are recoverable from the log alone, so a
 stream resumed after a restart still sends one message per commit:
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -35,6 +40,19 @@ RECORDS = (ev.InputAccepted, ev.InputRejected)
 tail_window_events_first = 4_096
 events_page_max = 1_000
 record_search_window_first = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One committed transaction: the head before it and the events it added."""
+
+    head_before: int
+    events: list[ev.Event]
+    views: list[str] = field(default_factory=list)  # the views it changed, in document order
+
+    @property
+    def position(self) -> int:
+        return self.head_before + len(self.events)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,11 @@
 """The trace parser: trace bytes in, typed inputs out, the whole text checked first.
 
-The one function that turns trace text into inputs (`parse_trace`); the
-adapters read the files and bring the live edge's rules (adapters/trace.py),
+The one function that turns trace text into inputs (`parse_trace`, and
+`parse_single` for one HTTP body): trace files, spool files, HTTP bodies
+and the console's forms all come through it. A live input (HTTP, the
+console, the spool) brings the live edge's rules as data (`LiveEdge`,
+replay/edge.py), which the parser applies itself: it calls only down, never
+back into the adapters. The adapters read the files (adapters/trace.py);
 the proving tools replay the traces they wrote (replay/proving/traces.py).
 
 Spec section 1: blank lines and `//` lines are ignored but counted; a bad
@@ -17,11 +21,11 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator
-from typing import Protocol
 
 import msgspec
 
 from tandem.domain.inputs import Input, decode_input, format_at
+from tandem.replay.edge import LiveEdge, decode_live
 from tandem.replay.engine import Located
 
 line_bytes_max = 1_048_576  # 1 MiB, contract section 1
@@ -74,20 +78,6 @@ class Trace:
         for line in self.lines:
             yield line, self.data[start : line.end_offset]
             start = line.end_offset
-
-
-class LiveRules(Protocol):
-    """What a live edge (inputs that arrive as they happen: adapters/edge.py)
-    adds to parsing: a line may leave `at` out, the sender is checked, the
-    time is checked or stamped. Each may raise the edge's own refusal."""
-
-    def decode(self, raw: bytes) -> tuple[Input, bool]:
-        """The input, and whether its `at` was left out (to be stamped)."""
-        ...
-
-    def admit(self, value: Input, line: int) -> Input: ...
-
-    def place(self, value: Input, line: int, stamped: bool, previous: datetime.datetime | None) -> Input: ...
 
 
 def _message(error: Exception) -> str:
@@ -160,12 +150,13 @@ def parse_trace(
     path: str,
     name: str | None = None,
     not_before: datetime.datetime | None = None,
-    live: LiveRules | None = None,
+    live: LiveEdge | None = None,
 ) -> Trace:
     """Validate every line; raise TraceInvalid listing up to 20 bad lines.
 
-    `not_before`: the time the first input must not precede. With `live`,
-    a line may leave `at` out (it is stamped) and the edge's rules apply."""
+    `not_before`: the time the first input must not precede. With `live`
+    (the spool, HTTP), a line may leave `at` out (it is stamped) and the
+    edge's rules apply (replay/edge.py): a refusal raises EdgeRefused."""
     name = name if name is not None else Path(path).name
     errors: list[SchemaError] = []
     total_errors = 0
@@ -196,7 +187,7 @@ def parse_trace(
     return Trace(path=path, name=name, data=data, lines=lines)
 
 
-def read_line(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveRules | None) -> Input | str | None:
+def read_line(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveEdge | None) -> Input | str | None:
     """One line: its input, what is wrong with it, or None (blank, comment)."""
     content = line_content(raw)
     if content is None or isinstance(content, str):
@@ -224,7 +215,7 @@ def over_the_limit(length: int) -> str:
     return f"line is {length} bytes, over the {line_bytes_max}-byte limit"
 
 
-def _decode(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveRules | None) -> Input | str:
+def _decode(raw: bytes, number: int, previous_at: datetime.datetime | None, live: LiveEdge | None) -> Input | str:
     """Decode one input and check its time: the input, or what is wrong.
     `previous_at`: the previous line's `at` (for a trace, at the first line,
     the time it must not precede)."""
@@ -232,7 +223,7 @@ def _decode(raw: bytes, number: int, previous_at: datetime.datetime | None, live
         if live is None:
             value, stamped = decode_input(raw), False
         else:
-            value, stamped = live.decode(raw)
+            value, stamped = decode_live(raw)
     except (msgspec.ValidationError, msgspec.DecodeError) as error:
         return _message(error)
     if live is not None:
@@ -244,9 +235,9 @@ def _decode(raw: bytes, number: int, previous_at: datetime.datetime | None, live
     return value
 
 
-def parse_single(data: bytes, name: str, live: LiveRules) -> Trace:
+def parse_single(data: bytes, name: str, live: LiveEdge) -> Trace:
     """One live input, a body of its own (pretty-printed JSON is fine): line 1.
-    Raises TraceInvalid, or what the edge's rules raise."""
+    Raises TraceInvalid or EdgeRefused."""
     if len(data) > line_bytes_max:
         problem: Input | str = f"input is {len(data)} bytes, over the {line_bytes_max}-byte limit"
     else:

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from tandem.adapters.edge import at_ahead_max_s
+from tandem.replay.edge import at_ahead_max_s
 from tandem.adapters.health_file import utc_now
 from tandem.adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
 from tandem.adapters.render import render_document, render_view

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tandem.adapters import daemon
 from tandem.adapters.commands.common import batch_size, positive_seconds
-from tandem.adapters.edge import SPOOL_ACTORS_DEFAULT
+from tandem.replay.edge import SPOOL_ACTORS_DEFAULT
 from tandem.adapters.ingest import ingest_batch_inputs_max
 from tandem.adapters.store import store_url_help
 from tandem.adapters.tokens import ACTORS

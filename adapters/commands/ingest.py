@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from tandem.adapters.commands.common import horizon_of, ingest_files, open_or_fail, store_url_default, trace_options
-from tandem.adapters.edge import at_ahead_max_s
+from tandem.replay.edge import at_ahead_max_s
 from tandem.adapters.snapshots_beside import snapshots_beside_for
 from tandem.replay.engine import Engine
 

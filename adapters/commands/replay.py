@@ -13,7 +13,7 @@ from tandem.adapters.commands.common import (
     trace_options,
     view_name,
 )
-from tandem.adapters.edge import at_ahead_max_s
+from tandem.replay.edge import at_ahead_max_s
 from tandem.projections import VIEW_NAMES
 from tandem.replay.engine import Engine
 

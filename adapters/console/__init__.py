@@ -12,7 +12,7 @@ from litestar.static_files import create_static_files_router
 
 from tandem.adapters.console.pages import PAGES
 from tandem.adapters.console.signin import FORMS, NeedsSignIn, signed_in
-from tandem.adapters.console.sessions import Sessions, session_cookie
+from tandem.adapters.sessions import Sessions, session_cookie
 
 STATIC = Path(__file__).resolve().parent / "static"
 # The pages' one policy: scripts and styles from this origin only (no inline

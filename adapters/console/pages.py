@@ -16,7 +16,8 @@ from tandem.adapters.diagrams import LIFECYCLE_NAMES, lifecycle_svg
 from tandem.projections import Views
 from tandem.adapters.console.signin import signed_in
 from tandem.adapters.console.templating import render
-from tandem.adapters.http_inputs import ApiError, raw_tail
+from tandem.adapters.http_inputs import raw_tail, service_of
+from tandem.adapters.service import ApiError
 from tandem.replay.explain import ExplainError, document, to_json
 from tandem.replay.timeline import latest_inputs
 from tandem.replay.timeline import timeline as timeline_of
@@ -40,7 +41,7 @@ async def _page(
     the same position (from the reader store, through the log's index once
     it is built), the page rendered."""
     session = signed_in(request)
-    service = request.app.state.service
+    service = service_of(request)
     taken = await seen(service, names, position_query(request.query_params.get("at")), pick)
     if more is not None:
         extra |= await service.reading(lambda: more(taken))
@@ -63,7 +64,7 @@ async def _page(
 
 @get("/", include_in_schema=False)
 async def overview(request: Request) -> Response[str]:
-    service = request.app.state.service
+    service = service_of(request)
 
     def latest(taken: Seen) -> dict[str, Any]:
         return {"latest": latest_inputs(service.reader, recent_inputs_shown, until=taken.position, index=service.index)}
@@ -110,7 +111,7 @@ async def explained(request: Request, thing: FromPath[str]) -> Response[str]:
 def _explained(request: Request, identifier: str, kind: str | None) -> Extra:
     """`chain`: the explain document of `identifier` (as `tandem explain
     --json`) as of the views shown, or None when nothing is named so then."""
-    service = request.app.state.service
+    service = service_of(request)
 
     def explain(taken: Seen) -> dict[str, Any]:
         try:
@@ -144,7 +145,7 @@ async def conversations(request: Request) -> Response[str]:
 @get("/timeline", include_in_schema=False)
 async def timeline(request: Request) -> Response[str]:
     """Newest first from `?before=`, else from the views shown (now, or `?at=`)."""
-    service = request.app.state.service
+    service = service_of(request)
     parameters = request.query_params
     before = position_query(parameters.get("before"), "before")
     kind, identifier = parameters.get("type") or None, parameters.get("id") or None

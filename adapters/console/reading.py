@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tandem.adapters.http_inputs import ApiError
+from tandem.adapters.service import ApiError, Service
 from tandem.domain import events as ev
 from tandem.projections import Views
 from tandem.replay.engine import input_boundary, project
@@ -90,7 +90,7 @@ def position_query(value: str | None, name: str = "at") -> int | None:
     return int(value)
 
 
-async def seen(service: Any, names: Iterable[str], at: int | None, pick: Pick | None = None) -> Seen:
+async def seen(service: Service, names: Iterable[str], at: int | None, pick: Pick | None = None) -> Seen:
     """The views `names` now, or after the first `at` events; with `pick`,
     also the rows it picks (a page about one task or action: only its rows)."""
     names = tuple(names)
@@ -98,6 +98,7 @@ async def seen(service: Any, names: Iterable[str], at: int | None, pick: Pick | 
 
         def live() -> Seen:
             engine = service.engine
+            assert engine.views is not None
             views, now = _taken(engine.views, names, pick)
             return Seen(views, engine.committed, engine.committed, None, now)
 

@@ -15,10 +15,11 @@ from typing import Any
 from litestar import Request, get, post
 from litestar.response import Redirect, Response
 
-from tandem.adapters.console.sessions import Session, login_cookie, login_form_max_s, same, session_cookie, session_idle_max_s
 from tandem.adapters.console.templating import render
-from tandem.adapters.edge import EdgeRefused, token_admit
-from tandem.adapters.http_inputs import ApiError
+from tandem.adapters.http_inputs import service_of
+from tandem.adapters.service import ApiError
+from tandem.adapters.sessions import Session, login_cookie, login_form_max_s, same, session_cookie, session_idle_max_s
+from tandem.replay.edge import EdgeRefused, TokenActor
 from tandem.replay.traces import TraceInvalid
 
 HTML = "text/html"
@@ -35,7 +36,7 @@ class NeedsSignIn(Exception):
 
 
 def signed_in(request: Request) -> Session:
-    session = request.app.state.service.sessions.find(request.cookies.get(session_cookie))
+    session = service_of(request).sessions.find(request.cookies.get(session_cookie))
     if session is None:
         back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise NeedsSignIn(back)
@@ -76,7 +77,7 @@ async def login(request: Request) -> Response[str] | Redirect:
     back = local(form.get("next"))
     if not same(form.get("check"), request.cookies.get(login_cookie)):
         raise ApiError(403, "csrf", "the sign-in form expired or came from elsewhere; load /login again")
-    service = request.app.state.service
+    service = service_of(request)
     actor = service.tokens.actor_of(form.get("token", "").strip())
     if actor is None:
         body = render("login.html", check=request.cookies.get(login_cookie), back=back, problem="That token is not known.")
@@ -104,7 +105,7 @@ def _checked(request: Request, form: dict[str, str], page: str = "/") -> Session
 @post("/logout", include_in_schema=False, request_max_body_size=form_bytes_max)
 async def logout(request: Request) -> Redirect:
     _checked(request, await _form(request))
-    request.app.state.service.sessions.close(request.cookies.get(session_cookie))
+    service_of(request).sessions.close(request.cookies.get(session_cookie))
     response = Redirect("/login", status_code=303)
     response.delete_cookie(session_cookie, path="/")
     return response
@@ -119,10 +120,9 @@ def _named(form: dict[str, str], field: str) -> str:
 
 async def _record(request: Request, session: Session, value: dict[str, Any]) -> str:
     """Record one input as the session's actor; what happened, in words."""
-    service = request.app.state.service
     data = json.dumps(value).encode()
     try:
-        commit = await service.with_engine(lambda: service.runtime.submit_body(data, False, token_admit(session.actor)))
+        commit = await service_of(request).submit(data, False, TokenActor(session.actor))
     except TraceInvalid as invalid:
         return f"{value['type']} not recorded: {invalid.errors[0].message}"
     except EdgeRefused as refused:

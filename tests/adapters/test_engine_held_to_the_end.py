@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tandem.adapters.http_api import Service, to_thread_to_the_end
+from tandem.adapters.service import Service, to_thread_to_the_end
 from tandem.adapters.runtime import Runtime, Settings
 from tandem.adapters.tokens import TokenTable
 from tandem.replay.engine import Engine, EngineBusy, Located

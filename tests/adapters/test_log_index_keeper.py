@@ -13,7 +13,7 @@ import tandem.adapters.log_index as keeper_module
 import tandem.replay.index as index_module
 from tandem.adapters.ingest import ingest
 from tandem.adapters.log_index import IndexKeeper
-from tandem.adapters.runtime import Commit
+from tandem.replay.commits import Commit
 from tandem.adapters.store import open_store
 from tandem.adapters.trace import parse_trace
 from tandem.replay.engine import Engine

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from litestar.testing import TestClient
 
-from tandem.adapters.http_api import Service, build_app
+from tandem.adapters.http_api import build_app
+from tandem.adapters.service import Service
 from tandem.adapters.ingest import ingest
 from tandem.adapters.runtime import Runtime, Settings
 from tandem.adapters.serve import _lifespan

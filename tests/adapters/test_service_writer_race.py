@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tandem.adapters.http_api import Service
-from tandem.adapters.http_inputs import ApiError, accept_inputs
+from tandem.adapters.http_inputs import accept_inputs
+from tandem.adapters.service import ApiError, Service
 from tandem.adapters.runtime import Runtime, Settings
 from tandem.adapters.store import open_store
 from tandem.adapters.tokens import TokenTable, _digest

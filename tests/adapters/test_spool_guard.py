@@ -1,5 +1,5 @@
 """The guarded spool, in process, with injected clocks (adapters/spool.py,
-adapters/edge.py, adapters/runtime.py): who a spool file may speak for, what
+replay/edge.py, adapters/runtime.py): who a spool file may speak for, what
 it may never say, the `at` it may leave out or give, the folders and files it
 refuses, the names it logs, and the order the runtime keeps between waiting
 files and its own inputs.
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from tandem.adapters.daemon import Daemon, Settings
-from tandem.adapters.edge import SPOOL_ACTORS_DEFAULT
+from tandem.replay.edge import SPOOL_ACTORS_DEFAULT
 from tandem.adapters.ingest import ingest
 from tandem.adapters.tokens import ACTORS
 from tandem.adapters.trace import parse_trace

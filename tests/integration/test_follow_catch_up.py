@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from tandem.adapters import follow
-from tandem.adapters.edge import token_admit
+from tandem.replay.edge import TokenActor
 from tandem.adapters.follow import FOLLOWER, Follower
-from tandem.adapters.runtime import Commit, ReadOnly, Runtime, Settings
+from tandem.adapters.runtime import ReadOnly, Runtime, Settings
+from tandem.replay.commits import Commit
 
 
 def ndjson(values: list[dict[str, object]]) -> bytes:
@@ -39,7 +40,7 @@ def test_catch_up_is_the_writers_commits(tmp_path: Path, monkeypatch: pytest.Mon
     assert writer.engine is not None
     writer.engine.listeners.append(told.append)
     opened = {"type": "conversation.open", "conversation_id": "fg", "role": "foreground", "context_limit": 200_000, "reserve": 20_000}
-    writer.submit_body(json.dumps(opened).encode(), False, token_admit("daemon"))
+    writer.submit_body(json.dumps(opened).encode(), False, TokenActor("daemon"))
 
     reader = Runtime(Settings(store_url=url, runtime_inputs=False))
     follower = Follower(reader, FOLLOWER)
@@ -48,9 +49,9 @@ def test_catch_up_is_the_writers_commits(tmp_path: Path, monkeypatch: pytest.Mon
     follower.engine.listeners.append(heard.append)
     try:
         assert follower.engine.committed == writer.engine.committed  # the fold at its start
-        writer.submit_body(messages(0, 4), True, token_admit("human"))  # one commit of several events
-        writer.submit_body(messages(4, 1), False, token_admit("human"))
-        writer.submit_body(messages(5, 3), True, token_admit("human"))
+        writer.submit_body(messages(0, 4), True, TokenActor("human"))  # one commit of several events
+        writer.submit_body(messages(4, 1), False, TokenActor("human"))
+        writer.submit_body(messages(5, 3), True, TokenActor("human"))
         assert follower.catch_up() == writer.engine.committed - told[0].position
         assert follower.engine.committed == writer.engine.committed
         assert [(c.head_before, c.position, c.views) for c in heard] == [(c.head_before, c.position, c.views) for c in told[1:]]
@@ -59,7 +60,7 @@ def test_catch_up_is_the_writers_commits(tmp_path: Path, monkeypatch: pytest.Mon
         health = follower.health()
         assert health["lag_events"] == 0 and health["store_head"] == writer.engine.committed, health
         with pytest.raises(ReadOnly, match=f"the writer is pid {os.getpid()} on "):
-            reader.submit_body(messages(9, 1), False, token_admit("human"))
+            reader.submit_body(messages(9, 1), False, TokenActor("human"))
     finally:
         follower.close()
         reader.close()

@@ -32,7 +32,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tandem.adapters.commands.demo import EXAMPLE
-from tandem.adapters.http_api import Service, build_app
+from tandem.adapters.http_api import build_app
+from tandem.adapters.service import Service
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.ingest import ingest
 from tandem.adapters.runtime import Runtime, Settings

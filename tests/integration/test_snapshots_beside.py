@@ -17,7 +17,7 @@ import pytest
 import tandem.replay.engine as engine_module
 import tandem.replay.snapshot as snapshots
 from tandem.adapters.cli import main
-from tandem.adapters.edge import token_admit
+from tandem.replay.edge import TokenActor
 from tandem.adapters.runtime import Runtime, Settings
 from tandem.adapters.ingest import ingest
 import tandem.adapters.snapshots_beside as snapshots_beside_module
@@ -175,7 +175,7 @@ def test_the_service_writes_its_snapshots_beside_and_its_own_at_the_stop(tmp_pat
     lines = synthetic_trace(400).splitlines(keepends=True)
     actors = [_sender(json.loads(line)) for line in lines]
     for actor, group in itertools.groupby(zip(actors, lines), key=lambda pair: pair[0]):  # a token's batch
-        runtime.submit_body(b"".join(line for _, line in group), True, token_admit(actor))
+        runtime.submit_body(b"".join(line for _, line in group), True, TokenActor(actor))
     assert beside.started == 1  # the engine wrote none itself: only the process's, if it has finished
     assert [info.position for info in engine.store.list_snapshots()] in ([], [beside.started_at_position])
     engine.collect_beside(wait=True)  # (a stop would stop it, unfinished)

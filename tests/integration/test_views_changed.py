@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tandem.adapters.runtime import Commit, LiveEngine
+from tandem.adapters.runtime import LiveEngine, Runtime, Settings
 from tandem.adapters.store import open_store
 from tandem.adapters.trace import TraceInvalid, parse_trace, read_trace
+from tandem.replay.commits import Commit
+from tandem.replay.edge import TokenActor
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = sorted(glob.glob(str(ROOT / "fixtures" / "**" / "*.jsonl"), recursive=True))
@@ -54,3 +56,25 @@ def test_an_idle_tick_names_no_view() -> None:
     assert commits[0].views == ["health"]  # the first heartbeat: fresh
     assert commits[1].views == []  # 30 s on: still fresh, nothing shows it
     assert commits[2].views == ["health"]  # 5 min on: stale (watchdog_max_age_s 120)
+
+
+def test_a_request_gets_back_the_commit_its_listeners_heard() -> None:
+    """One transaction, one `Commit`: what `submit_body` returns (the HTTP
+    answer, the console's flash) is the very object the stream and the log's
+    index were told, its changed views with it; a body of blank lines
+    commits nothing and tells no one."""
+    runtime = Runtime(Settings(store_url="memory:", runtime_inputs=False))
+    runtime.open()
+    try:
+        assert runtime.engine is not None
+        heard: list[Commit] = []
+        runtime.engine.listeners.append(heard.append)
+        body = b'{"type": "watchdog.heartbeat", "at": "2026-03-01T09:00:00Z", "generation": 1}\n' * 2
+        commit = runtime.submit_body(body, True, TokenActor("watchdog"))
+        assert heard == [commit] and heard[0] is commit
+        assert commit.head_before == 0 and commit.position == runtime.engine.committed > 0
+        assert "health" in commit.views
+        nothing = runtime.submit_body(b"\n// no input\n", True, TokenActor("watchdog"))
+        assert heard == [commit] and nothing.events == [] and nothing.position == commit.position
+    finally:
+        runtime.close()

@@ -2,11 +2,15 @@
 function over `function_lines_max`) and the layering of docs/design.md (adapters
 -> replay -> projections -> domain; domain areas import no other area's
 private names; the proving tools are imported only by tests and the `check`
-command)."""
+command), and the live edge's calls only down: the parser takes its rules
+as data, and the application service loads no web framework."""
 
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,3 +173,76 @@ def test_the_kernel_is_flat_and_reaches_areas_only_through_their_public_modules(
             if len(parts) < 4 or parts[3] not in public[parts[2]]:
                 wrong.append(f"{path.relative_to(ROOT)} imports {module}")
     assert not wrong, f"imports of another area's internals: {wrong}"
+
+
+# ------------------------------------------------- the edge calls only down
+
+# Where trace lines, spool files, HTTP bodies and the console's forms are
+# parsed and checked: the live edge's rules reach it as data.
+PARSE_PATH = ("replay/traces.py", "replay/edge.py", "replay/trace_scan.py")
+HOOK_TYPES = re.compile(r"\b(Callable|Protocol|Awaitable|Coroutine)\b")
+
+
+def _loaded_by(statement: str) -> list[str]:
+    """The tandem and litestar modules a fresh interpreter holds after `statement`."""
+    probe = f"import sys\n{statement}\nprint('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    return [name for name in done.stdout.split() if name.split(".")[0] in ("tandem", "litestar")]
+
+
+def test_the_lower_layers_load_no_adapter() -> None:
+    """Importing every module of domain, projections and replay (so any
+    import they make, however spelt) loads nothing of tandem.adapters."""
+    modules = [
+        "tandem." + ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for path in sources("domain", "projections", "replay")
+    ]
+    statement = "import importlib\n" + "\n".join(f"importlib.import_module({name!r})" for name in modules)
+    loaded = _loaded_by(statement)
+    assert set(modules) <= set(loaded), sorted(set(modules) - set(loaded))
+    assert not [name for name in loaded if name.startswith("tandem.adapters")], loaded
+
+
+def test_the_parse_path_takes_no_hooks() -> None:
+    """replay/traces.py applies the live edge's rules itself, given as data
+    (replay/edge.py: a clock reading, the store's last `at`, the ids it
+    holds, the sender's credential): nothing on the parse path takes a
+    callable or declares a Protocol an adapter could fill in, so parsing
+    never calls back up (it once went through adapters/trace.py's hooks)."""
+    wrong: list[str] = []
+    for name in PARSE_PATH:
+        for node in ast.walk(ast.parse((ROOT / name).read_text())):
+            if isinstance(node, ast.ClassDef) and any(HOOK_TYPES.search(ast.unparse(base)) for base in node.bases):
+                wrong.append(f"{name}:{node.lineno} class {node.name} is a Protocol")
+            annotation = node.annotation if isinstance(node, (ast.arg, ast.AnnAssign)) else None
+            if annotation is not None and HOOK_TYPES.search(ast.unparse(annotation)):
+                wrong.append(f"{name}:{node.lineno} takes {ast.unparse(annotation)}")
+    assert not wrong, wrong
+
+
+def test_the_application_service_loads_no_web_framework() -> None:
+    """adapters/service.py (submit, views, events, explain, the stream's hub)
+    is what HTTP and the console share: it imports no Litestar, not even
+    through the modules it imports."""
+    direct = [module for module, _ in imports(ROOT / "adapters" / "service.py") if module.split(".")[0] == "litestar"]
+    assert not direct, direct
+    loaded = _loaded_by("import tandem.adapters.service")
+    assert "tandem.adapters.service" in loaded
+    assert not [name for name in loaded if name.split(".")[0] == "litestar"], loaded
+
+
+def test_the_service_is_typed_wherever_it_is_passed() -> None:
+    """Every parameter or field named `service` is a `Service` (never `Any`),
+    and a request reaches the service through `http_inputs.service_of` alone."""
+    wrong: list[str] = []
+    for path in sources("adapters"):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.arg) and node.arg == "service" or isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "service":
+                annotation = node.annotation
+                if annotation is None or "Service" not in ast.unparse(annotation):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} service: {ast.unparse(annotation) if annotation else 'untyped'}")
+        reads = text.count("app.state.service") - text.count("app.state.service =")
+        if reads and path.name != "http_inputs.py":
+            wrong.append(f"{path.relative_to(ROOT)} reads app.state.service itself")
+    assert not wrong, wrong

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from tandem.adapters.console.sessions import Sessions
+from tandem.adapters.sessions import Sessions
 from tandem.adapters.serve_many import Member, StoresFront, shared_tokens
 from tandem.adapters.side_files import SideFiles
 from tandem.adapters.tokens import TokenTable, _digest

@@ -11,6 +11,9 @@ everyone out. Bounded: at most `sessions_max`, each ended after
 Before signing in, the login form carries a CSRF token too: the same random
 value in a short-lived cookie and in the form (double submit), so no other
 site can sign a browser in under its own token.
+
+Kept beside the application service (adapters/service.py holds them), not in
+the console's package, whose pages need Litestar: the service needs none.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The live edge: who may say what, and when, for inputs that arrive as they
-happen (HTTP and the spool), before anything is decided.
+happen (HTTP, the console, the spool), before anything is decided.
 
 A recorded trace is taken as written. A live input is not: its sender is
 proved by a credential (a token; for the spool, the actors `--spool-actors`
@@ -21,17 +21,23 @@ alone, and its `at` is the server's to give or to check:
 
 A refusal raises `EdgeRefused` (an HTTP status, a code of docs/api.md, a message
 naming the line); the caller writes nothing.
+
+The rules are plain data (`LiveEdge`: a clock reading, the store's last `at`,
+the ids it holds, the sender's credential) handed down to the trace parser
+(replay/traces.py), which applies them line by line: the parser calls only
+down, into this module and the domain's decoder, never back into the
+adapters that read the clock and the tokens.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Container
 from dataclasses import dataclass
 
 import msgspec
 
-from tandem.domain.inputs import Input, format_at
+from tandem.domain.inputs import Input, decode_input, format_at
 
 at_ahead_max_s = 300
 RESERVED_KINDS: tuple[str, ...] = ("daemon.start", "daemon.stop")
@@ -57,22 +63,87 @@ class EdgeRefused(Exception):
         self.message = message
 
 
-def _nothing_recorded(identifier: str) -> bool:
-    return False
+# ------------------------------------------------------------ who speaks
+
+
+def refuse_reserved(value: Input, line: int) -> None:
+    """Refuse what only the runtime records about itself."""
+    kind = value.input_type
+    if kind in RESERVED_KINDS:
+        raise EdgeRefused(403, "reserved", f"line {line}: {kind} is recorded by the runtime itself, never sent")
+    if value.id is not None and value.id.startswith(reserved_id_prefix):
+        raise EdgeRefused(
+            403,
+            "reserved",
+            f"line {line}: input ids starting {reserved_id_prefix!r} are the ones the runtime gives the watchdog's "
+            "rows it imports; choose another id",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TokenActor:
+    """The HTTP rule (the API, the console's forms, the GitHub webhook): the
+    token is the actor. An input that names another actor is refused
+    (`actor_mismatch`); one that names none is the token's."""
+
+    actor: str
+
+    def admit(self, value: Input, line: int) -> Input:
+        if value.actor is None:
+            return msgspec.structs.replace(value, actor=self.actor)
+        if value.actor != self.actor:
+            raise EdgeRefused(
+                403,
+                "actor_mismatch",
+                f"line {line}: the input says actor {value.actor!r} but the token speaks for {self.actor!r}; "
+                "leave `actor` out or send it with that actor's token",
+            )
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class SpoolActors:
+    """The spool rule: it speaks only for `actors` (the input's sender: its
+    `actor`, or the kind's default actor when it names none)."""
+
+    actors: tuple[str, ...]
+
+    def admit(self, value: Input, line: int) -> Input:
+        if value.sender not in self.actors:
+            raise EdgeRefused(
+                403,
+                "actor_not_spooled",
+                f"line {line}: {value.input_type} from {value.sender!r}: the spool speaks only for "
+                f"{', '.join(self.actors)} (--spool-actors); send it with that actor's token over HTTP",
+            )
+        return value
+
+
+Credential = TokenActor | SpoolActors  # what proved the sender of a live input
+
+
+# ------------------------------------------------------------ the edge
 
 
 @dataclass(frozen=True, slots=True)
 class LiveEdge:
-    """The rules for one batch of live inputs.
+    """The rules for one batch of live inputs, as data.
 
     `now`: the runtime's clock (UTC); `not_before`: the store's last input's
-    `at` (None for an empty store); `admit`: checks the sender and returns the
-    input as it will be recorded (the HTTP edge fills in the token's actor)."""
+    `at` (None for an empty store, or when the caller checks it itself);
+    `credential`: who sent them; `recorded`: the input ids the store holds
+    (a retry's id is among them)."""
 
     now: datetime.datetime
     not_before: datetime.datetime | None
-    admit: Callable[[Input, int], Input]
-    recorded: Callable[[str], bool] = _nothing_recorded  # is this input `id` in the store already?
+    credential: Credential
+    recorded: Container[str] = frozenset()
+
+    def admit(self, value: Input, line: int) -> Input:
+        """`value` as it will be recorded: nothing reserved, its sender the
+        credential's (the token's actor filled in), a retry's `at` raised."""
+        refuse_reserved(value, line)
+        return self.retried(self.credential.admit(value, line))
 
     def retried(self, value: Input) -> Input:
         """`value`, and when its `id` is recorded already (a retry, after a
@@ -81,7 +152,7 @@ class LiveEdge:
         `idempotency_conflict`), which is the answer a retry is owed, not an
         `at_before_head` refusal that would leave the client unable to tell
         whether its input was committed. The engine's clock never goes back."""
-        if value.id is None or self.not_before is None or value.at >= self.not_before or not self.recorded(value.id):
+        if value.id is None or self.not_before is None or value.at >= self.not_before or value.id not in self.recorded:
             return value
         return msgspec.structs.replace(value, at=self.not_before)
 
@@ -109,66 +180,14 @@ class LiveEdge:
         return value
 
 
-def decode_live(raw: bytes, decode: Callable[[bytes], Input]) -> tuple[Input, bool]:
+def decode_live(raw: bytes) -> tuple[Input, bool]:
     """Decode one input that may leave `at` out: (input, stamped). A missing
     `at` is given a placeholder here and the real stamp by `LiveEdge.place`.
-    Raises what `decode` raises for anything else."""
+    Raises what `decode_input` raises for anything else."""
     try:
-        return decode(raw), False
+        return decode_input(raw), False
     except msgspec.ValidationError as error:
         if str(error) != _missing_at:
             raise
     opening = raw.index(b"{")  # msgspec found an object, so there is one
-    return decode(raw[: opening + 1] + _placeholder_at + raw[opening + 1 :]), True
-
-
-def refuse_reserved(value: Input, line: int) -> None:
-    """Refuse what only the runtime records about itself."""
-    kind = value.input_type
-    if kind in RESERVED_KINDS:
-        raise EdgeRefused(403, "reserved", f"line {line}: {kind} is recorded by the runtime itself, never sent")
-    if value.id is not None and value.id.startswith(reserved_id_prefix):
-        raise EdgeRefused(
-            403,
-            "reserved",
-            f"line {line}: input ids starting {reserved_id_prefix!r} are the ones the runtime gives the watchdog's "
-            "rows it imports; choose another id",
-        )
-
-
-def token_admit(token_actor: str) -> Callable[[Input, int], Input]:
-    """The HTTP rule: the token is the actor. An input that names another
-    actor is refused (`actor_mismatch`); one that names none is the token's."""
-
-    def admit(value: Input, line: int) -> Input:
-        refuse_reserved(value, line)
-        if value.actor is None:
-            return msgspec.structs.replace(value, actor=token_actor)
-        if value.actor != token_actor:
-            raise EdgeRefused(
-                403,
-                "actor_mismatch",
-                f"line {line}: the input says actor {value.actor!r} but the token speaks for {token_actor!r}; "
-                "leave `actor` out or send it with that actor's token",
-            )
-        return value
-
-    return admit
-
-
-def spool_admit(actors: tuple[str, ...]) -> Callable[[Input, int], Input]:
-    """The spool rule: it speaks only for `actors` (the input's sender: its
-    `actor`, or the kind's default actor when it names none)."""
-
-    def admit(value: Input, line: int) -> Input:
-        refuse_reserved(value, line)
-        if value.sender not in actors:
-            raise EdgeRefused(
-                403,
-                "actor_not_spooled",
-                f"line {line}: {value.input_type} from {value.sender!r}: the spool speaks only for "
-                f"{', '.join(actors)} (--spool-actors); send it with that actor's token over HTTP",
-            )
-        return value
-
-    return admit
+    return decode_input(raw[: opening + 1] + _placeholder_at + raw[opening + 1 :]), True
