@@ -30,12 +30,10 @@ from tandem.domain.authority.state import AuthorityState
 from tandem.domain.tasks.state import TasksState
 from tandem.domain.actions.state import ActionsState
 from tandem.domain.records import (
-    DELIVERABLE_DISPOSITIONS,
     Conversation,
     LatestObservation,
     Question,
     TraceProgress,
-    Update,
 )
 
 IN_FLIGHT = ACTION.in_flight
@@ -229,55 +227,4 @@ class State:
 
     # ----------------------------------------------- the question indexes
 
-    def index_question(self, key: tuple[str, str], question: Question) -> None:
-        """An open question, by what it holds (operations, its task, everything)."""
-        if question.affected == "unknown":
-            self.tasks.unknown_questions.add(key)
-        elif question.affected == "task":
-            self.tasks.task_questions.setdefault(question.task_id, set()).add(key[1])
-        else:
-            for operation_id in question.affected:
-                self.tasks.question_ops.setdefault(operation_id, set()).add(key)
-
-    def unindex_question(self, key: tuple[str, str], question: Question) -> None:
-        if question.affected == "unknown":
-            self.tasks.unknown_questions.discard(key)
-        elif question.affected == "task":
-            keys = self.tasks.task_questions.get(question.task_id)
-            if keys is not None:
-                keys.discard(key[1])
-                if not keys:
-                    del self.tasks.task_questions[question.task_id]
-        else:
-            for operation_id in question.affected:
-                listed = self.tasks.question_ops.get(operation_id)
-                if listed is not None:
-                    listed.discard(key)
-                    if not listed:
-                        del self.tasks.question_ops[operation_id]
-
     # -------------------------------- the foreground's candidate updates
-
-    def drop_candidate(self, update: Update) -> None:
-        """The update is no candidate of its foreground's pass (until refreshed)."""
-        if update.foreground_id is not None:
-            conversation = self.conversation.by_id[update.foreground_id]
-            conversation.deliverable.discard(update.cause_key)
-            conversation.optional.discard(update.cause_key)
-            conversation.urgent.discard(update.cause_key)
-
-    def refresh_candidate(self, update: Update) -> None:
-        """Keep the foreground's deliverable/optional sets in step with the
-        update's triage and hold (the foreground pass reads only those sets)."""
-        if update.foreground_id is None:
-            return
-        self.drop_candidate(update)
-        if update.triage_state != "triaged" or update.held_by is not None:
-            return
-        conversation = self.conversation.by_id[update.foreground_id]
-        if update.disposition in DELIVERABLE_DISPOSITIONS:
-            conversation.deliverable.add(update.cause_key)
-            if update.disposition == "urgent":
-                conversation.urgent.add(update.cause_key)
-        elif update.disposition == "routine":
-            conversation.optional.add(update.cause_key)

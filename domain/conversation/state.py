@@ -7,13 +7,20 @@ fingerprint."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import datetime
 from dataclasses import dataclass, field
 from tandem.domain.delivery.state import Delivery, Turn
+from tandem.domain.inbox.state import DELIVERABLE_DISPOSITIONS, Update
 from tandem.domain.investigations.state import Checkpoint
 from tandem.domain.lifecycles import (
     MESSAGE,
 )
+
+
+if TYPE_CHECKING:
+    from tandem.domain.state import State
 
 
 @dataclass(slots=True)
@@ -103,4 +110,30 @@ class ConversationState:
     backgrounds: list[str] = field(default_factory=list)  # in id order: the background pass's (v1.2 section 5.3)
 
 
-__all__ = ['ConversationState', 'Message', 'Conversation']  # re-exported by domain/records.py
+
+def drop_candidate(state: State, update: Update) -> None:
+    """The update is no candidate of its foreground's pass (until refreshed)."""
+    if update.foreground_id is not None:
+        conversation = state.conversation.by_id[update.foreground_id]
+        conversation.deliverable.discard(update.cause_key)
+        conversation.optional.discard(update.cause_key)
+        conversation.urgent.discard(update.cause_key)
+
+
+def refresh_candidate(state: State, update: Update) -> None:
+    """Keep the foreground's deliverable/optional sets in step with the
+    update's triage and hold (the foreground pass reads only those sets)."""
+    if update.foreground_id is None:
+        return
+    drop_candidate(state, update)
+    if update.triage_state != "triaged" or update.held_by is not None:
+        return
+    conversation = state.conversation.by_id[update.foreground_id]
+    if update.disposition in DELIVERABLE_DISPOSITIONS:
+        conversation.deliverable.add(update.cause_key)
+        if update.disposition == "urgent":
+            conversation.urgent.add(update.cause_key)
+    elif update.disposition == "routine":
+        conversation.optional.add(update.cause_key)
+
+__all__ = ['drop_candidate', 'refresh_candidate', 'ConversationState', 'Message', 'Conversation']  # re-exported by domain/records.py

@@ -35,6 +35,7 @@ from tandem.domain.delivery.composition import require_payload
 from tandem.domain.lookups import known_delivery, numbered_owner
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Conversation, Delivery, Turn, Update
+from tandem.domain.conversation.state import refresh_candidate
 from tandem.domain.state import State
 
 Emit = Callable[[ev.Event], None]
@@ -518,7 +519,7 @@ def _delivery_created(state: State, event: ev.DeliveryCreated) -> None:
         update = state.inbox.updates[cause_key]
         if update.revision == revision:
             update.held_by = event.delivery_id
-            state.refresh_candidate(update)
+            refresh_candidate(state, update)
     if event.messages:
         dispatched = MESSAGE.after[ev.DeliveryCreated]
         for message_id in event.messages:
@@ -542,7 +543,7 @@ def release(state: State, delivery: Delivery) -> None:
         update = state.inbox.updates[cause_key]
         if update.held_by == delivery.delivery_id:
             update.held_by = None
-            state.refresh_candidate(update)
+            refresh_candidate(state, update)
 
 
 def _delivery_receipted(state: State, event: ev.DeliveryReceipted) -> None:

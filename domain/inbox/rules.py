@@ -33,6 +33,7 @@ from tandem.domain.lifecycles import UPDATE
 from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Conversation, LatestObservation, Source, SourceCause, Update
+from tandem.domain.conversation.state import drop_candidate, refresh_candidate
 from tandem.domain.state import State
 from tandem.domain.tools.rules import check_background_gates
 
@@ -370,7 +371,7 @@ def _revise_update(
     update = state.inbox.updates.get(cause_key)
     if update is None:
         update = state.inbox.updates[cause_key] = Update(cause_key, event.kind, revision, at, at, at)
-    state.drop_candidate(update)
+    drop_candidate(state, update)
     update.held_by = None  # holds are per revision
     update.partial = partial
     update.text = event.text
@@ -413,9 +414,9 @@ def _update_triaged(state: State, event: ev.UpdateTriaged) -> None:
     update.action_priority = event.action_priority
     update.notification_priority = event.notification_priority
     update.triaged_at = state.last_at  # deliverable since (contract v1.2 section 3.7)
-    state.drop_candidate(update)
+    drop_candidate(state, update)
     update.foreground_id = event.foreground_id
-    state.refresh_candidate(update)
+    refresh_candidate(state, update)
 
 
 def _card_proposed(state: State, event: ev.CardProposed) -> None:

@@ -27,6 +27,7 @@ from tandem.domain.lifecycles import ACTION, QUESTION, TASK
 from tandem.domain.lookups import known_conversation, known_task
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Question, Task
+from tandem.domain.tasks.state import index_question, unindex_question
 from tandem.domain.state import State
 from tandem.domain.tools.rules import check_background_gates
 
@@ -235,7 +236,7 @@ def _question_raised(state: State, event: ev.QuestionRaised) -> None:
     opens = question is None or question.state != "open"
     if question is not None:
         if question.state == "open":
-            state.unindex_question(key, question)
+            unindex_question(state, key, question)
             state.touch_question(question)
         else:
             task.open_questions += 1
@@ -259,7 +260,7 @@ def _question_raised(state: State, event: ev.QuestionRaised) -> None:
         )
         state.tasks.questions[key] = question
         task.open_questions += 1
-    state.index_question(key, question)
+    index_question(state, key, question)
     state.touch_question(question)
     if opens:
         state.tasks.question_timers.add(_resurface_timer(state, question))
@@ -283,7 +284,7 @@ def _question_resurfaced(state: State, event: ev.QuestionResurfaced) -> None:
 def _question_answered(state: State, event: ev.QuestionAnswered) -> None:
     key = (event.task_id, event.question_key)
     question = state.tasks.questions[key]
-    state.unindex_question(key, question)
+    unindex_question(state, key, question)
     state.tasks.question_timers.discard(_resurface_timer(state, question))
     question.state = QUESTION.after[ev.QuestionAnswered]
     question.answer = event.answer

@@ -7,6 +7,8 @@ fingerprint."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import datetime
 from dataclasses import dataclass, field
 
@@ -17,6 +19,10 @@ from tandem.domain.lifecycles import (
     QUESTION,
     TASK,
 )
+
+
+if TYPE_CHECKING:
+    from tandem.domain.state import State
 
 
 @dataclass(slots=True)
@@ -75,4 +81,33 @@ class TasksState:
     unknown_questions: set[tuple[str, str]] = field(default_factory=set)  # open "unknown" questions
 
 
-__all__ = ['TasksState', 'Task', 'Question']  # re-exported by domain/records.py
+
+def index_question(state: State, key: tuple[str, str], question: Question) -> None:
+    """An open question, by what it holds (operations, its task, everything)."""
+    if question.affected == "unknown":
+        state.tasks.unknown_questions.add(key)
+    elif question.affected == "task":
+        state.tasks.task_questions.setdefault(question.task_id, set()).add(key[1])
+    else:
+        for operation_id in question.affected:
+            state.tasks.question_ops.setdefault(operation_id, set()).add(key)
+
+
+def unindex_question(state: State, key: tuple[str, str], question: Question) -> None:
+    if question.affected == "unknown":
+        state.tasks.unknown_questions.discard(key)
+    elif question.affected == "task":
+        keys = state.tasks.task_questions.get(question.task_id)
+        if keys is not None:
+            keys.discard(key[1])
+            if not keys:
+                del state.tasks.task_questions[question.task_id]
+    else:
+        for operation_id in question.affected:
+            listed = state.tasks.question_ops.get(operation_id)
+            if listed is not None:
+                listed.discard(key)
+                if not listed:
+                    del state.tasks.question_ops[operation_id]
+
+__all__ = ['index_question', 'unindex_question', 'TasksState', 'Task', 'Question']  # re-exported by domain/records.py
