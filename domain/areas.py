@@ -12,7 +12,7 @@ import importlib
 from types import ModuleType
 
 AREAS: tuple[str, ...] = (
-    "authority", "tasks", "actions", "inbox", "reviews", "consumer", "conversation", "delivery", "alerts", "budgets",
+    "authority", "tasks", "actions", "inbox", "reviews", "consumer", "conversation", "alerts", "budgets",
     "tools", "health", "investigations",
 )  # fmt: skip
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 from tandem.domain import events as ev
 from tandem.domain.budgets.rules import Deferral, delivery_deferral, record_deferral, unready_deferral
-from tandem.domain.delivery.rules import context_room, control_state_tokens, deliver, fit, reseed_room
+from tandem.domain.conversation.delivery import context_room, control_state_tokens, deliver, fit, reseed_room
 from tandem.domain.investigations.rules import unresolved_investigations
 from tandem.domain.lifecycles import UPDATE
 from tandem.domain.records import Conversation, Update

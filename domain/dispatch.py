@@ -27,7 +27,7 @@ from tandem.domain import events as ev
 from tandem.domain.alerts.rules import resolve_progressed, run_time_rules
 from tandem.domain.background_pass import run_background_pass
 from tandem.domain.budgets.rules import deadline_for, deadline_rule, retry_blocked, touch_backed_off
-from tandem.domain.delivery.rules import run_foreground_pass
+from tandem.domain.conversation.delivery import run_foreground_pass
 from tandem.domain.actions.foreman import affecting_owner
 from tandem.domain.inputs import Input
 from tandem.domain.investigations.rules import exhaustion_rule

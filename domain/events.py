@@ -42,7 +42,7 @@ from tandem.domain.inbox.events import *  # noqa: F403
 from tandem.domain.reviews.events import *  # noqa: F403
 from tandem.domain.consumer.events import *  # noqa: F403
 from tandem.domain.conversation.events import *  # noqa: F403
-from tandem.domain.delivery.events import *  # noqa: F403
+from tandem.domain.conversation.events import *  # noqa: F403
 from tandem.domain.alerts.events import *  # noqa: F403
 from tandem.domain.budgets.events import *  # noqa: F403
 from tandem.domain.tools.events import *  # noqa: F403

@@ -60,7 +60,7 @@ from tandem.domain.inbox.inputs import *  # noqa: F403
 from tandem.domain.reviews.inputs import *  # noqa: F403
 from tandem.domain.consumer.inputs import *  # noqa: F403
 from tandem.domain.conversation.inputs import *  # noqa: F403
-from tandem.domain.delivery.inputs import *  # noqa: F403
+from tandem.domain.conversation.inputs import *  # noqa: F403
 from tandem.domain.alerts.inputs import *  # noqa: F403
 from tandem.domain.budgets.inputs import *  # noqa: F403
 from tandem.domain.tools.inputs import *  # noqa: F403

@@ -22,7 +22,7 @@ from tandem.domain.inbox.lifecycle import *  # noqa: F403
 from tandem.domain.reviews.lifecycle import *  # noqa: F403
 from tandem.domain.consumer.lifecycle import *  # noqa: F403
 from tandem.domain.conversation.lifecycle import *  # noqa: F403
-from tandem.domain.delivery.lifecycle import *  # noqa: F403
+from tandem.domain.conversation.lifecycle import *  # noqa: F403
 from tandem.domain.alerts.lifecycle import *  # noqa: F403
 from tandem.domain.budgets.lifecycle import *  # noqa: F403
 from tandem.domain.tools.lifecycle import *  # noqa: F403

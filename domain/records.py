@@ -22,7 +22,7 @@ from tandem.domain.inbox.state import *  # noqa: F403
 from tandem.domain.reviews.state import *  # noqa: F403
 from tandem.domain.consumer.state import *  # noqa: F403
 from tandem.domain.conversation.state import *  # noqa: F403
-from tandem.domain.delivery.state import *  # noqa: F403
+from tandem.domain.conversation.state import *  # noqa: F403
 from tandem.domain.alerts.state import *  # noqa: F403
 from tandem.domain.budgets.state import *  # noqa: F403
 from tandem.domain.tools.state import *  # noqa: F403

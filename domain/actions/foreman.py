@@ -6,7 +6,7 @@ foreground's owner is active while it has a queued human message or a running
 human turn (`owner_active`). A maintenance action is affected by a foreground
 F (`affected_via`, in the order of `AFFECTED_VIA`): its task is F's (`task`),
 it serialises on F itself (`session`), or its resource is one a non-terminal
-action of F's tasks names (`resource`, `State.work_resources`). Anything else
+action of F's tasks names (`resource`, `state.actions.work_resources`). Anything else
 is no business of F's owner (section 8.1's Decision: "supersede affected
 pending intents through the same resource controls").
 

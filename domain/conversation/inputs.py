@@ -4,9 +4,9 @@ area's into the one union a trace line is decoded into."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 from tandem.domain.input_base import (
     Actor,
     Count,
@@ -16,6 +16,7 @@ from tandem.domain.input_base import (
     Revision,
     Text,
     Tokens,
+    list_items_max,
 )
 
 
@@ -97,4 +98,34 @@ class ReleaseHold(Input, tag="hold.release"):
     conversation_id: Identifier
 
 
-__all__ = ['OpenConversation', 'BindBackground', 'HumanMessage', 'EditQueue', 'SyncIntent', 'ResetContext', 'RequireApproval', 'ResolveApproval', 'HoldFailure', 'ReleaseHold']  # every name here is the registry's: `inp.Name`
+class ProviderReceipt(Input, tag="provider.receipt"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
+    delivery_id: Identifier
+    result: Literal["accepted", "unknown", "refused"]
+
+
+class ProviderReconcile(Input, tag="provider.reconcile"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
+    delivery_id: Identifier
+    observed: Literal["accepted", "not_received"]
+
+
+class EndTurn(Input, tag="turn.ended"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
+    turn_id: Identifier
+    outcome: Literal["completed", "failed", "interrupted"]
+    delivered: Annotated[list[Identifier], Meta(max_length=list_items_max)] | UnsetType = UNSET
+
+
+# Contract v1.2 section 6: `sha256:` and 64 lowercase hex digits (schema).
+PayloadDigest = Annotated[str, Meta(pattern="^sha256:[0-9a-f]{64}$")]
+
+
+class ComposeDelivery(Input, tag="delivery.composed"):
+    actors: ClassVar[tuple[Actor, ...]] = ("daemon",)
+    delivery_id: Identifier
+    payload_ref: Identifier
+    payload_digest: PayloadDigest
+    adapter: Identifier
+    tokens: Tokens | UnsetType = UNSET
+__all__ = ['OpenConversation', 'BindBackground', 'HumanMessage', 'EditQueue', 'SyncIntent', 'ResetContext', 'RequireApproval', 'ResolveApproval', 'HoldFailure', 'ReleaseHold', 'ProviderReceipt', 'ProviderReconcile', 'EndTurn', 'ComposeDelivery']

@@ -16,4 +16,9 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.ApprovalOpened: ("approval: conversation_id/request_id",),
     ev.ApprovalResolved: ("approval: conversation_id/request_id",),
     ev.FailureHoldChanged: (),
+    ev.TurnStarted: ("turn: turn_id",),
+    ev.DeliveryCreated: ("delivery: delivery_id", "turn: turn_id", "update: included[].0", "checkpoint: checkpoint"),
+    ev.DeliveryReceipted: ("delivery: delivery_id",),
+    ev.TurnEnded: ("turn: turn_id", "delivery: released[]", "delivery: delivery_id"),
+    ev.DeliveryComposed: ("delivery: delivery_id",),
 }

@@ -43,5 +43,56 @@ MESSAGE = Lifecycle(
 )
 
 
-LIFECYCLES = (MESSAGE,)  # this area's, in the order docs/lifecycles.md draws them
-__all__ = ['MessageMachine', 'MESSAGE']
+class DeliveryMachine(StateMachine):
+    """A context delivery's attempt (contract section 5.2): only `accepted` counts as delivered."""
+
+    submitting = State(initial=True)
+    accepted = State(final=True)
+    unknown = State()
+    refused = State(final=True)
+    not_received = State(final=True)
+
+    receipt_accepted = submitting.to(accepted)
+    receipt_unknown = submitting.to(unknown)
+    receipt_refused = submitting.to(refused)
+    reconcile_accepted = unknown.to(accepted)
+    reconcile_not_received = unknown.to(not_received)
+    compose = submitting.to.itself()  # its exact payload recorded (contract v1.2 section 6)
+
+
+class TurnMachine(StateMachine):
+    """A turn of a foreground conversation, `{conversation_id}/t{n}` (contract section 5.3)."""
+
+    running = State(initial=True)
+    completed = State(final=True)
+    failed = State(final=True)
+    interrupted = State(final=True)
+
+    complete = running.to(completed)
+    fail = running.to(failed)
+    interrupt = running.to(interrupted)
+
+
+DELIVERY = Lifecycle(
+    DeliveryMachine,
+    after={ev.DeliveryCreated: INITIAL, ev.DeliveryComposed: "compose"},  # DeliveryReceipted records `attempt_state`
+    # With the provider, not settled: it keeps holding what it holds.
+    in_flight=("submitting", "unknown"),
+)
+
+
+TURN = Lifecycle(
+    TurnMachine,
+    after={
+        ev.TurnStarted: INITIAL,
+        (ev.TurnEnded, "completed"): "complete",
+        (ev.TurnEnded, "failed"): "fail",
+        (ev.TurnEnded, "interrupted"): "interrupt",
+    },
+    by={ev.TurnEnded: "outcome"},
+    in_flight=("running",),
+)
+
+
+LIFECYCLES = (MESSAGE, DELIVERY, TURN,)  # this area's, in the order docs/lifecycles.md draws them
+__all__ = ['MessageMachine', 'MESSAGE', 'DeliveryMachine', 'TurnMachine', 'DELIVERY', 'TURN']

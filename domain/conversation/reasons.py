@@ -8,6 +8,8 @@ from __future__ import annotations
 
 REJECTIONS: dict[str, str] = {
     "already_dispatched": "the message is no longer queued",
+    "payload_mismatch": "composed already with another digest",
+    "payload_unrecorded": "with `payload_required`, acceptance of a delivery with no payload",
 }
 BLOCKS: dict[str, str] = {
     "intent_unsynced": "the background has not synced the latest intent",

@@ -15,8 +15,9 @@ from typing import Any
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
-from tandem.domain.delivery.rules import end_turn, release
 from tandem.domain.actions.foreman import preempt_maintenance
+from tandem.domain.conversation import composition, delivery
+from tandem.domain.conversation.delivery import end_turn, release
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import MESSAGE
 from tandem.domain.lookups import known_conversation
@@ -295,3 +296,7 @@ EVOLVERS = {
     ev.FailureHoldChanged: _failure_hold_changed,
 }
 REACTIONS: dict[type, Any] = {}
+
+# The conversation area's other rules: its turns and deliveries (contract
+# section 5.2, the foreground pass) and their composition (v1.2 section 6).
+MORE_RULES = (delivery, composition)

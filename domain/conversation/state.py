@@ -7,20 +7,22 @@ fingerprint."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import datetime
 from dataclasses import dataclass, field
-from tandem.domain.delivery.state import Delivery, Turn
+from typing import TYPE_CHECKING
+
 from tandem.domain.inbox.state import DELIVERABLE_DISPOSITIONS, Update
 from tandem.domain.investigations.state import Checkpoint
 from tandem.domain.lifecycles import (
     MESSAGE,
 )
 
-
 if TYPE_CHECKING:
     from tandem.domain.state import State
+from tandem.domain.lifecycles import (
+    DELIVERY,
+    TURN,
+)
 
 
 @dataclass(slots=True)
@@ -136,4 +138,41 @@ def refresh_candidate(state: State, update: Update) -> None:
     elif update.disposition == "routine":
         conversation.optional.add(update.cause_key)
 
-__all__ = ['drop_candidate', 'refresh_candidate', 'ConversationState', 'Message', 'Conversation']  # re-exported by domain/records.py
+
+@dataclass(slots=True)
+class Delivery:
+    """A context manifest: what one turn, steer or reseed payload held."""
+
+    delivery_id: str
+    turn_id: str | None
+    epoch: int
+    kind: str
+    included: list[tuple[str, int]]
+    messages: list[str]
+    tokens: int
+    attempt_state: str = DELIVERY.initial
+    released: bool = False  # its turn failed or was interrupted: it holds nothing now
+    orphaned: bool = False  # its turn failed while it was unknown: released once reconciled
+    payload: Payload | None = None  # its exact payload, once composed (contract v1.2 section 6)
+    checkpoint: str | None = None  # a background reseed's checkpoint (contract v1.2 section 5.3)
+
+
+@dataclass(slots=True, frozen=True)
+class Payload:
+    """What `delivery.composed` recorded of a delivery's provider payload."""
+
+    ref: str
+    digest: str
+    adapter: str
+    tokens: int | None
+
+
+@dataclass(slots=True)
+class Turn:
+    turn_id: str
+    epoch: int
+    kind: str
+    messages: list[str] = field(default_factory=list)
+    deliveries: list[str] = field(default_factory=list)
+    state: str = TURN.initial
+__all__ = ['drop_candidate', 'refresh_candidate', 'ConversationState', 'Message', 'Conversation', 'Delivery', 'Payload', 'Turn']

@@ -60,7 +60,7 @@ import math
 from tandem.domain import background_pass, dispatch
 from tandem.domain.actions import rules as actions
 from tandem.domain.budgets import rules as budgets
-from tandem.domain.delivery import rules as delivery
+from tandem.domain.conversation import delivery
 from tandem.domain.actions import foreman
 from tandem.domain.investigations import rules as investigations
 from tandem.domain.reviews import rules as reviews

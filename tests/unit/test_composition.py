@@ -150,7 +150,7 @@ def test_payload_required_accepts_a_refused_receipt_with_no_payload():
 def test_payload_required_refuses_a_reconcile_accepted_with_no_payload_but_not_a_not_received():
     # An unknown delivery with no payload can only exist if the setting was off
     # when its receipt came; the reconcile's check is the same function.
-    from tandem.domain.delivery.composition import require_payload
+    from tandem.domain.conversation.composition import require_payload
     from tandem.domain.reasons import Rejected
 
     engine = given(*bare(), message("m1", at=at(1)), provider_receipt("fg/d1", "unknown", at=at(2)))

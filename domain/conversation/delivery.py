@@ -22,20 +22,24 @@ from typing import Any
 
 import msgspec
 from msgspec import UNSET
-
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.alerts.rules import raise_alert, resolve_alert
 from tandem.domain.budgets.rules import (
-    Deferral, delivery_deferral, engine_hold, record_deferral, unready_deferral, urgent_deferral, wake_deferral,
+    Deferral,
+    delivery_deferral,
+    engine_hold,
+    record_deferral,
+    unready_deferral,
+    urgent_deferral,
+    wake_deferral,
 )  # fmt: skip
+from tandem.domain.conversation.composition import require_payload
+from tandem.domain.conversation.state import refresh_candidate
 from tandem.domain.lifecycles import DELIVERY, MESSAGE, TURN
-from tandem.domain.delivery import composition
-from tandem.domain.delivery.composition import require_payload
 from tandem.domain.lookups import known_delivery, numbered_owner
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Conversation, Delivery, Turn, Update
-from tandem.domain.conversation.state import refresh_candidate
 from tandem.domain.state import State
 
 Emit = Callable[[ev.Event], None]
@@ -601,6 +605,3 @@ EVOLVERS = {
     ev.TurnEnded: _turn_ended,
 }
 REACTIONS: dict[type, Any] = {}
-
-# Composition (contract v1.2 section 6), with maps of its own.
-MORE_RULES = (composition,)

@@ -1,1 +1,0 @@
-"""The delivery area (domain/areas.py)."""
