@@ -23,7 +23,7 @@ from tandem.domain import inputs as inp
 from tandem.domain.actions import foreman, source_rule
 from tandem.domain.authority.rules import allows, check_authority
 from tandem.domain.budgets.rules import retry_at
-from tandem.domain.health.rules import note_progress
+from tandem.domain.tasks.progress import note_progress
 from tandem.domain.inbox.rules import outcome_update_events
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import ACTION, ATTEMPT, IN_FLIGHT
@@ -32,6 +32,9 @@ from tandem.domain.reasons import Rejected
 from tandem.domain.records import Action, Attempt, Grant
 from tandem.domain.reviews.rules import check_duplicate_batch, proposal_batch
 from tandem.domain.actions.state import add_action, move_action
+from tandem.domain.tasks.state import add_task_action
+from tandem.domain.authority.state import add_grant_action, set_grant_usage
+from tandem.domain.conversation.state import set_context_tokens
 from tandem.domain.state import State
 from tandem.domain.tools.rules import check_background_gates
 
@@ -476,8 +479,8 @@ def _action_proposed(state: State, event: ev.ActionProposed) -> None:
     for prerequisite in event.prerequisites:
         state.actions.by_id[prerequisite.operation_id].dependents.append(event.operation_id)
     if event.task_id is not None:
-        state.tasks.by_id[event.task_id].actions.append(event.operation_id)
-    state.authority.grants[event.grant_id].actions.append(event.operation_id)
+        add_task_action(state, event.task_id, event.operation_id)
+    add_grant_action(state, event.grant_id, event.operation_id)
     state.actions.by_cause.setdefault(event.cause_key, []).append(event.operation_id)
     add_action(state, action)
     _progressed(state, action, event)
@@ -579,13 +582,10 @@ def _scope_changed(state: State, event: ev.ScopePaused | ev.ScopeResumed) -> Non
 def _usage_reported(state: State, event: ev.UsageReported) -> None:
     # Role totals are the usage view's; decisions need the context and budgets.
     if event.conversation_id is not None and event.context_tokens is not None:
-        state.conversation.by_id[event.conversation_id].context_tokens = event.context_tokens
+        set_context_tokens(state, event.conversation_id, event.context_tokens)
     if event.grant_id is not None and event.grant_usage is not None:
-        grant = state.authority.grants[event.grant_id]
-        was_exhausted = grant.budget_exhausted
-        grant.usage = event.grant_usage
-        if grant.budget_exhausted != was_exhausted:
-            state.touch_grant(grant.grant_id)
+        if set_grant_usage(state, event.grant_id, event.grant_usage):
+            state.touch_grant(event.grant_id)
 
 
 def _budget_exhausted(state: State, event: ev.BudgetExhausted) -> None:

@@ -11,6 +11,7 @@ import datetime
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from msgspec.structs import replace
 from tandem.domain.facts import Envelope, PrerequisiteSpec, Revisions
 from tandem.domain.indexes import Timers, index_add, index_remove
 from tandem.domain.lifecycles import (
@@ -195,4 +196,26 @@ def _busy_changed(state: State, resource: str, operation_id: str, busy: bool) ->
         index_remove(state.actions.in_flight_by_resource, resource, operation_id)
     state.touch_resource(resource)
 
-__all__ = ['add_action', 'move_action', 'ActionsState', 'Attempt', 'Action']  # re-exported by domain/records.py
+
+# ------------------------------------------ what other areas ask of an action
+
+
+def restamp_grant(state: State, operation_id: str, revision: int) -> None:
+    """The action answers the grant's new revision (grant.revise re-stamps it)."""
+    action = state.actions.by_id[operation_id]
+    action.revisions = replace(action.revisions, grant=revision)
+
+
+def drop_deadline(state: State, deadline_at: datetime.datetime, operation_id: str) -> None:
+    """The action's execution deadline passed (contract v1.2 section 3.3): no timer."""
+    state.actions.deadline_timers.discard((deadline_at, operation_id))
+
+
+def charge_action_call(state: State, operation_id: str) -> Action:
+    """One allowed tool call charged to the action; the action."""
+    action = state.actions.by_id[operation_id]
+    action.calls += 1
+    return action
+
+
+__all__ = ['restamp_grant', 'drop_deadline', 'charge_action_call', 'add_action', 'move_action', 'ActionsState', 'Attempt', 'Action']  # re-exported by domain/records.py

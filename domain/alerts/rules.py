@@ -27,7 +27,8 @@ from collections.abc import Callable
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
-from tandem.domain.health.rules import expiry_due, progress_due, provider_incident_opened, unannounced_resume
+from tandem.domain.health.rules import expiry_due, provider_incident_opened, unannounced_resume
+from tandem.domain.tasks.progress import progress_due
 from tandem.domain.lifecycles import ALERT, OBLIGATION
 from tandem.domain.lookups import known_alert
 from tandem.domain.reasons import Rejected

@@ -19,7 +19,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from msgspec import UNSET
-from msgspec.structs import replace
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
@@ -27,8 +26,9 @@ from tandem.domain.lifecycles import ACTION, GRANT
 from tandem.domain.inputs import given
 from tandem.domain.lookups import known_grant
 from tandem.domain.reasons import Rejected
-from tandem.domain.records import Action, Config, Grant, Policy
+from tandem.domain.records import Action, Grant, Policy
 from tandem.domain.actions.state import move_action
+from tandem.domain.actions.state import restamp_grant
 from tandem.domain.state import State
 
 normalised_paths_cached_max = 65_536
@@ -385,8 +385,7 @@ def _grant_revised(state: State, event: ev.GrantRevised) -> None:
     grant.call_limit = given(event.call_limit)
     fence(state, event.fenced, event)
     for operation_id in event.restamped:
-        action = state.actions.by_id[operation_id]
-        action.revisions = replace(action.revisions, grant=event.revision)
+        restamp_grant(state, operation_id, event.revision)
     if grant.budget_exhausted != was_exhausted:
         state.touch_grant(grant.grant_id)
 

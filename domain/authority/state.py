@@ -7,6 +7,8 @@ fingerprint."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from dataclasses import dataclass, field
 from tandem.domain.lifecycles import (
     GRANT,
@@ -14,6 +16,10 @@ from tandem.domain.lifecycles import (
 
 
 Seconds = int
+
+if TYPE_CHECKING:
+    from tandem.domain.state import State
+
 
 
 @dataclass(slots=True)
@@ -83,4 +89,31 @@ class AuthorityState:
     rule_scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rule_id -> scopes (v1.2 section 2.4)
 
 
-__all__ = ['AuthorityState', 'Config', 'Policy', 'Grant', 'Seconds']  # re-exported by domain/records.py
+
+# ------------------------------------------ what other areas ask of a grant
+
+
+def add_grant_action(state: State, grant_id: str, operation_id: str) -> None:
+    """An action proposed under the grant (the actions area's ActionProposed)."""
+    state.authority.grants[grant_id].actions.append(operation_id)
+
+
+def set_grant_usage(state: State, grant_id: str, usage: Any) -> bool:
+    """The grant's usage as reported (usage.report); whether that changed
+    its budget's exhaustion."""
+    grant = state.authority.grants[grant_id]
+    was_exhausted = grant.budget_exhausted
+    grant.usage = usage
+    return grant.budget_exhausted != was_exhausted
+
+
+def charge_grant_call(state: State, grant_id: str) -> bool:
+    """One allowed tool call charged to the grant (contract v1.2 section
+    3.4); whether that changed its budget's exhaustion."""
+    grant = state.authority.grants[grant_id]
+    was_exhausted = grant.budget_exhausted
+    grant.calls += 1
+    return grant.budget_exhausted != was_exhausted
+
+
+__all__ = ['add_grant_action', 'set_grant_usage', 'charge_grant_call', 'AuthorityState', 'Config', 'Policy', 'Grant', 'Seconds']  # re-exported by domain/records.py

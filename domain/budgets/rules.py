@@ -25,6 +25,8 @@ from tandem.domain.alerts.rules import raise_alert
 from tandem.domain.lifecycles import ACTION
 from tandem.domain.records import Action, Conversation
 from tandem.domain.actions.state import move_action
+from tandem.domain.actions.state import drop_deadline
+from tandem.domain.conversation.state import set_deferred
 from tandem.domain.state import State
 
 Emit = Callable[[ev.Event], None]
@@ -327,14 +329,13 @@ def _on_attempt(state: State, event: ev.AttemptUpdated) -> list[ev.Event]:
 
 
 def _deadline_exceeded(state: State, event: ev.DeadlineExceeded) -> None:
-    state.actions.deadline_timers.discard((event.deadline_at, event.operation_id))
+    drop_deadline(state, event.deadline_at, event.operation_id)
     move_action(state, state.actions.by_id[event.operation_id], event.action_state)
 
 
 def _delivery_deferred(state: State, event: ev.DeliveryDeferred) -> None:
-    conversation = state.conversation.by_id[event.conversation_id]
     urgent = event.facts.urgent if event.facts is not None else None
-    conversation.deferred = (event.reason, event.until, urgent) if event.reason is not None else None
+    set_deferred(state, event.conversation_id, (event.reason, event.until, urgent) if event.reason is not None else None)
 
 
 # 3.7: the deferrals of every delivery, named first (3.10's order).

@@ -40,6 +40,7 @@ from tandem.domain.lifecycles import DELIVERY, MESSAGE, TURN
 from tandem.domain.lookups import known_delivery, numbered_owner
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Conversation, Delivery, Turn, Update
+from tandem.domain.inbox.state import hold_update
 from tandem.domain.state import State
 
 Emit = Callable[[ev.Event], None]
@@ -522,7 +523,7 @@ def _delivery_created(state: State, event: ev.DeliveryCreated) -> None:
     for cause_key, revision in delivery.included if conversation.role == "foreground" else ():
         update = state.inbox.updates[cause_key]
         if update.revision == revision:
-            update.held_by = event.delivery_id
+            hold_update(update, event.delivery_id)
             refresh_candidate(state, update)
     if event.messages:
         dispatched = MESSAGE.after[ev.DeliveryCreated]
@@ -546,7 +547,7 @@ def release(state: State, delivery: Delivery) -> None:
     for cause_key, _ in delivery.included:
         update = state.inbox.updates[cause_key]
         if update.held_by == delivery.delivery_id:
-            update.held_by = None
+            hold_update(update, None)
             refresh_candidate(state, update)
 
 

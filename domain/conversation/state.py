@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tandem.domain.inbox.state import DELIVERABLE_DISPOSITIONS, Update
 from tandem.domain.investigations.state import Checkpoint
@@ -175,4 +175,31 @@ class Turn:
     messages: list[str] = field(default_factory=list)
     deliveries: list[str] = field(default_factory=list)
     state: str = TURN.initial
-__all__ = ['drop_candidate', 'refresh_candidate', 'ConversationState', 'Message', 'Conversation', 'Delivery', 'Payload', 'Turn']
+
+
+# ------------------------------------- what other areas ask of a conversation
+
+
+def add_conversation_task(state: State, conversation_id: str, task_id: str) -> None:
+    """A task delegated from the conversation (the tasks area's TaskDelegated)."""
+    state.conversation.by_id[conversation_id].tasks.append(task_id)
+
+
+def set_context_tokens(state: State, conversation_id: str, tokens: int) -> None:
+    """The conversation's context as a usage report measured it."""
+    state.conversation.by_id[conversation_id].context_tokens = tokens
+
+
+def set_deferred(state: State, conversation_id: str, deferred: tuple[Any, ...] | None) -> None:
+    """What holds the conversation's next delivery back (contract v1.2 section 3.7), or None."""
+    state.conversation.by_id[conversation_id].deferred = deferred
+
+
+def record_checkpoint(state: State, conversation_id: str, checkpoint: Checkpoint) -> None:
+    """A background's checkpoint (contract v1.2 section 5.2): its latest, counted."""
+    conversation = state.conversation.by_id[conversation_id]
+    conversation.checkpoints += 1
+    conversation.checkpoint = checkpoint
+
+
+__all__ = ['add_conversation_task', 'set_context_tokens', 'set_deferred', 'record_checkpoint', 'drop_candidate', 'refresh_candidate', 'ConversationState', 'Message', 'Conversation', 'Delivery', 'Payload', 'Turn']

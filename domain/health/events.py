@@ -46,16 +46,4 @@ class HostResumed(Decision, frozen=True, kw_only=True):
     previous_at: datetime.datetime | None = None
 
 
-class TaskStalled(Decision, frozen=True, kw_only=True):
-    """An active, unheld task reached `last_progress_at + progress_deadline_s`
-    with no progress (`no_progress:{task_id}`): its last progress was
-    `last_progress_event` at `last_progress_at`."""
-
-    task_id: str
-    due_at: datetime.datetime
-    last_progress_at: datetime.datetime
-    last_progress_event: str
-    progress_deadline_s: int
-
-
-__all__ = ['HeartbeatRecorded', 'ProviderReadinessRecorded', 'HostSuspended', 'HostResumed', 'TaskStalled']  # every name here is the registry's: `ev.Name`
+__all__ = ['HeartbeatRecorded', 'ProviderReadinessRecorded', 'HostSuspended', 'HostResumed']  # every name here is the registry's: `ev.Name`

@@ -10,5 +10,4 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.ProviderReadinessRecorded: ("provider: provider",),
     ev.HostSuspended: ("host",),
     ev.HostResumed: ("host",),
-    ev.TaskStalled: ("task: task_id",),
 }

@@ -1,6 +1,6 @@
 """Health probes (contract v1.2 section 4): heartbeats and their own times,
-provider readiness, the host's suspend and resume, and task progress against
-its deadline.
+provider readiness, the host's suspend and resume (task progress against its
+deadline, section 4.4, is the tasks area's: domain/tasks/progress.py).
 
 A heartbeat counts at its **beat time**, `min(beat_at, at)` (`at` without
 `beat_at`): rows the daemon imports after downtime carry the time the
@@ -9,15 +9,11 @@ reports itself not ready (or whose known credential expiry passes) has the
 incident `provider/{provider}`; while it is open, the foreground pass
 delivers nothing to a conversation on that provider (section 4.3). A
 suspended host is not fresh, nor a resumed one until a heartbeat written
-since it woke (section 4.5). A task's progress (its delegation, revisions,
-its actions proposed, claimed, accepted and finished, its holds lifting)
-restarts its clock; an active, unheld task that reaches
-`last_progress_at + progress_deadline_s` is stalled (section 4.4).
+since it woke (section 4.5).
 
 The alerts area's time rules read the timers below (`unannounced_resume`,
-`progress_due`, `expiry_due`) in the order of contract v1.2 section 9; the
-alerts area raises and resolves the alerts. This module imports no other
-area, so the tasks and actions areas can note progress (`note_progress`).
+`expiry_due`) in the order of contract v1.2 section 9; the alerts area
+raises and resolves the alerts.
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ from tandem.domain import inputs as inp
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import HOST
 from tandem.domain.reasons import Rejected
-from tandem.domain.records import Provider, Task
+from tandem.domain.records import Provider
 from tandem.domain.state import State
 
 AUTH_EXPIRED = "auth_expired"
@@ -120,24 +116,6 @@ def unannounced_resume(state: State, cause: int, at: datetime.datetime) -> ev.Ho
     return ev.HostResumed(cause=cause, at=at, announced=False, running=_beaten_since(state, at), previous_at=previous)
 
 
-def progress_due(state: State, cause: int) -> tuple[datetime.datetime, ev.TaskStalled] | None:
-    """The earliest progress due time (ties by task id) and its stall."""
-    entries = state.health.progress_timers.entries
-    if not entries:
-        return None
-    due_at, task_id = entries[0]
-    task = state.tasks.by_id[task_id]
-    assert task.last_progress_at is not None and task.progress_deadline_s is not None
-    return due_at, ev.TaskStalled(
-        cause=cause,
-        task_id=task_id,
-        due_at=due_at,
-        last_progress_at=task.last_progress_at,
-        last_progress_event=task.last_progress_event,
-        progress_deadline_s=task.progress_deadline_s,
-    )
-
-
 def expiry_due(state: State, cause: int) -> tuple[datetime.datetime, ev.IncidentOpened] | None:
     """Section 4.3: the earliest known credential expiry not yet checked
     (ties by provider) whose incident is not open, and the incident it opens."""
@@ -166,42 +144,6 @@ def _last_ready(state: State, name: str) -> datetime.datetime | UnsetType:
     """A provider incident's last success: the provider's last ready report."""
     provider = state.health.providers.get(name)
     return provider.last_ready_at if provider is not None and provider.last_ready_at is not None else UNSET
-
-
-# ------------------------------------------------------------------ progress
-
-
-def note_progress(state: State, task_id: str, event_name: str) -> None:
-    """Section 4.4: the task progressed now (the input's `at`): its clock
-    restarts, and a raised no_progress is to be resolved (`state.unstalled`
-    keeps it until the alerts area resolves it)."""
-    task = state.tasks.by_id[task_id]
-    task.last_progress_at = state.last_at
-    task.last_progress_event = event_name
-    if task.stalled_at is not None:
-        task.stalled_at = None
-        state.unstalled.add(task_id)
-    reschedule_progress(state, task)
-
-
-def reschedule_progress(state: State, task: Task) -> None:
-    """Keep the task's progress timer in step: due at last progress +
-    deadline while it is active, unheld and not stalled; no timer otherwise."""
-    if task.progress_due_at is not None:
-        state.health.progress_timers.discard((task.progress_due_at, task.task_id))
-        task.progress_due_at = None
-    if task.state == "active" and task.progress_deadline_s is not None and not task.holds and task.stalled_at is None:
-        assert task.last_progress_at is not None
-        task.progress_due_at = task.last_progress_at + datetime.timedelta(seconds=task.progress_deadline_s)
-        state.health.progress_timers.add((task.progress_due_at, task.task_id))
-
-
-def task_ended(state: State, task: Task) -> None:
-    """A task no longer active: no timer, and its no_progress is resolved."""
-    if task.stalled_at is not None:
-        task.stalled_at = None
-        state.unstalled.add(task.task_id)
-    reschedule_progress(state, task)
 
 
 # ----------------------------------------------------------------- evolvers
@@ -243,12 +185,6 @@ def _host_resumed(state: State, event: ev.HostResumed) -> None:
         state.health.host_announced_at = event.at
 
 
-def _task_stalled(state: State, event: ev.TaskStalled) -> None:
-    task = state.tasks.by_id[event.task_id]
-    task.stalled_at = state.last_at
-    reschedule_progress(state, task)  # raised once per occurrence: no timer until it progresses
-
-
 def provider_incident_opened(state: State, event: ev.IncidentOpened) -> None:
     """An open provider incident covers a known expiry that has passed; its
     observed_at is what a provider_unready deferral says (section 4.3)."""
@@ -276,6 +212,5 @@ EVOLVERS = {
     ev.ProviderReadinessRecorded: _readiness_recorded,
     ev.HostSuspended: _host_suspended,
     ev.HostResumed: _host_resumed,
-    ev.TaskStalled: _task_stalled,
 }
 REACTIONS: dict[type, Any] = {}

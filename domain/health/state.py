@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
-from tandem.domain.indexes import Timers
 
 
 @dataclass(slots=True)
@@ -41,9 +40,6 @@ class HealthState:
     last_resume_at: datetime.datetime | None = None
     host_announced_at: datetime.datetime | None = None  # the latest host.suspend/resume's `at`
     providers: dict[str, Provider] = field(default_factory=dict)  # contract v1.2 section 4.3
-    # Contract v1.2 section 4.4: (progress_due_at, task_id) of each active, unheld task with a
-    # deadline (the stalled tasks that progressed or ended since are the pass's: State.unstalled).
-    progress_timers: Timers = field(default_factory=Timers)
 
 
 __all__ = ['HealthState', 'Provider']  # re-exported by domain/records.py

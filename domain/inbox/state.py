@@ -98,4 +98,12 @@ class InboxState:
     cards: dict[str, str] = field(default_factory=dict)  # card_id -> cause_key
 
 
-__all__ = ['InboxState', 'Source', 'SourceCause', 'Update', 'LatestObservation', 'DELIVERABLE_DISPOSITIONS']  # re-exported by domain/records.py
+# ------------------------------------------ what other areas ask of an update
+
+
+def hold_update(update: Update, delivery_id: str | None) -> None:
+    """The delivery that holds the update's revision now (None: none does)."""
+    update.held_by = delivery_id
+
+
+__all__ = ['hold_update', 'InboxState', 'Source', 'SourceCause', 'Update', 'LatestObservation', 'DELIVERABLE_DISPOSITIONS']  # re-exported by domain/records.py

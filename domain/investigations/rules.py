@@ -37,6 +37,7 @@ from tandem.domain.lifecycles import INVESTIGATION
 from tandem.domain.lookups import known_action, known_conversation, known_task
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Checkpoint, Conversation, Investigation
+from tandem.domain.conversation.state import record_checkpoint
 from tandem.domain.state import State
 from tandem.domain.tools.rules import binding_generation, check_background_gates
 
@@ -230,12 +231,11 @@ def _closed(state: State, event: ev.InvestigationClosed) -> None:
 
 
 def _checkpointed(state: State, event: ev.BackgroundCheckpointed) -> None:
-    conversation = state.conversation.by_id[event.conversation_id]
-    conversation.checkpoints += 1
-    conversation.checkpoint = Checkpoint(
+    checkpoint = Checkpoint(
         event.checkpoint_id, event.at, event.generation, event.epoch, event.intent_revision, event.sync_cursor,
         tuple(event.investigations), tuple(event.evidence_refs), event.tokens, len(event.summary.encode("utf-8")),
     )  # fmt: skip
+    record_checkpoint(state, event.conversation_id, checkpoint)
 
 
 # An outcome of `investigation.close` and the transition it takes.

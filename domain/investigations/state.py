@@ -7,6 +7,8 @@ fingerprint."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import datetime
 from dataclasses import dataclass, field
 
@@ -14,6 +16,10 @@ from tandem.domain.indexes import Timers
 from tandem.domain.lifecycles import (
     INVESTIGATION,
 )
+
+if TYPE_CHECKING:
+    from tandem.domain.state import State
+
 
 
 @dataclass(slots=True, frozen=True)
@@ -59,4 +65,12 @@ class InvestigationsState:
     timers: Timers = field(default_factory=Timers)
 
 
-__all__ = ['InvestigationsState', 'Checkpoint', 'Investigation']  # re-exported by domain/records.py
+# ----------------------------------- what other areas ask of an investigation
+
+
+def charge_investigation_call(state: State, investigation_id: str) -> None:
+    """One allowed tool call made for the investigation."""
+    state.investigations.by_id[investigation_id].calls += 1
+
+
+__all__ = ['charge_investigation_call', 'InvestigationsState', 'Checkpoint', 'Investigation']  # re-exported by domain/records.py

@@ -83,4 +83,17 @@ class QuestionResurfaced(Decision, frozen=True, kw_only=True):
     due_at: datetime.datetime | None = None  # first_seen_at + k x question_resurface_s
 
 
-__all__ = ['TaskDelegated', 'TaskRevised', 'TaskCompleted', 'TaskCancelled', 'QuestionRaised', 'QuestionAnswered', 'TaskHoldsChanged', 'QuestionResurfaced']  # every name here is the registry's: `ev.Name`
+
+class TaskStalled(Decision, frozen=True, kw_only=True):
+    """An active, unheld task reached `last_progress_at + progress_deadline_s`
+    with no progress (`no_progress:{task_id}`): its last progress was
+    `last_progress_event` at `last_progress_at`."""
+
+    task_id: str
+    due_at: datetime.datetime
+    last_progress_at: datetime.datetime
+    last_progress_event: str
+    progress_deadline_s: int
+
+
+__all__ = ['TaskDelegated', 'TaskRevised', 'TaskCompleted', 'TaskCancelled', 'QuestionRaised', 'QuestionAnswered', 'TaskHoldsChanged', 'QuestionResurfaced', 'TaskStalled']  # every name here is the registry's: `ev.Name`

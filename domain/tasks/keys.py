@@ -14,4 +14,5 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.QuestionAnswered: ("question: task_id/question_key", "task: task_id"),
     ev.QuestionResurfaced: ("question: task_id/question_key",),
     ev.TaskHoldsChanged: ("task: task_id", "holds: facts[].questions[].task_id/question_key"),
+    ev.TaskStalled: ("task: task_id",),
 }

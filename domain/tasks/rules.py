@@ -21,13 +21,15 @@ from msgspec import UNSET
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
 from tandem.domain.authority.rules import fence, issue_grant
-from tandem.domain.health.rules import note_progress, reschedule_progress, task_ended
+from tandem.domain.tasks import progress
+from tandem.domain.tasks.progress import note_progress, reschedule_progress, task_ended
 from tandem.domain.inputs import given
 from tandem.domain.lifecycles import ACTION, QUESTION, TASK
 from tandem.domain.lookups import known_conversation, known_task
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Question, Task
 from tandem.domain.tasks.state import index_question, unindex_question
+from tandem.domain.conversation.state import add_conversation_task
 from tandem.domain.state import State
 from tandem.domain.tools.rules import check_background_gates
 
@@ -193,7 +195,7 @@ def _task_delegated(state: State, event: ev.TaskDelegated) -> None:
     state.tasks.by_id[event.task_id] = task
     for dependency in event.depends_on:
         state.tasks.by_id[dependency].dependents.append(event.task_id)
-    state.conversation.by_id[event.conversation_id].tasks.append(event.task_id)
+    add_conversation_task(state, event.conversation_id, event.task_id)
     state.dirty_tasks.add(event.task_id)
     task.progress_deadline_s = given(event.progress_deadline_s)
     note_progress(state, event.task_id, "TaskDelegated")
@@ -320,3 +322,6 @@ EVOLVERS = {
     ev.TaskHoldsChanged: _task_holds_changed,
 }
 REACTIONS: dict[type, Any] = {}
+
+# Task progress against its deadline (contract v1.2 section 4.4), with maps of its own.
+MORE_RULES = (progress,)

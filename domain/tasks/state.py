@@ -79,6 +79,9 @@ class TasksState:
     question_ops: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # op id -> open questions listing it
     task_questions: dict[str, set[str]] = field(default_factory=dict)  # task -> open "task" question keys
     unknown_questions: set[tuple[str, str]] = field(default_factory=set)  # open "unknown" questions
+    # Contract v1.2 section 4.4: (progress_due_at, task_id) of each active, unheld task with a
+    # deadline (the stalled tasks that progressed or ended since are the pass's: State.unstalled).
+    progress_timers: Timers = field(default_factory=Timers)
 
 
 
@@ -110,4 +113,13 @@ def unindex_question(state: State, key: tuple[str, str], question: Question) -> 
                 if not listed:
                     del state.tasks.question_ops[operation_id]
 
-__all__ = ['index_question', 'unindex_question', 'TasksState', 'Task', 'Question']  # re-exported by domain/records.py
+
+# ------------------------------------------- what other areas ask of a task
+
+
+def add_task_action(state: State, task_id: str, operation_id: str) -> None:
+    """An action proposed for the task (the actions area's ActionProposed)."""
+    state.tasks.by_id[task_id].actions.append(operation_id)
+
+
+__all__ = ['add_task_action', 'index_question', 'unindex_question', 'TasksState', 'Task', 'Question']  # re-exported by domain/records.py

@@ -40,6 +40,9 @@ from tandem.domain.lifecycles import ACTION, IN_FLIGHT, INVESTIGATION, RUNTIME
 from tandem.domain.lookups import known_conversation
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Conversation, Runtime, ToolPolicy
+from tandem.domain.actions.state import charge_action_call
+from tandem.domain.authority.state import charge_grant_call
+from tandem.domain.investigations.state import charge_investigation_call
 from tandem.domain.state import State
 
 ISOLATION_ALERT = "isolation_unavailable"
@@ -554,15 +557,11 @@ def _tool_call_allowed(state: State, event: ev.ToolCallAllowed) -> None:
     runtime.calls_allowed += 1
     runtime.call_ids.add(event.call_id)
     if event.investigation_id is not UNSET:
-        state.investigations.by_id[event.investigation_id].calls += 1
+        charge_investigation_call(state, event.investigation_id)
     if event.operation_id is not None:
-        action = state.actions.by_id[event.operation_id]
-        action.calls += 1
-        grant = state.authority.grants[action.grant_id]
-        was_exhausted = grant.budget_exhausted
-        grant.calls += 1
-        if grant.budget_exhausted != was_exhausted:
-            state.touch_grant(grant.grant_id)
+        action = charge_action_call(state, event.operation_id)
+        if charge_grant_call(state, action.grant_id):
+            state.touch_grant(action.grant_id)
 
 
 def _tool_call_denied(state: State, event: ev.ToolCallDenied) -> None:

@@ -26,7 +26,7 @@ MUTATORS = frozenset({
     "move_to_end", "sort", "reverse",
 })  # fmt: skip
 # The marks the areas leave for the pass (any area may add to them).
-PASS_MARKS = frozenset({"dirty_actions", "dirty_tasks", "dirty_sources", "unstalled"})
+PASS_MARKS = frozenset({"dirty_actions", "dirty_tasks", "dirty_sources", "unstalled", "watchdog_fresh"})
 KERNEL = "kernel"
 PART_OF = {field.name: field.name for field in dataclasses.fields(State) if field.name in AREAS}
 
@@ -51,6 +51,18 @@ def _owner_of_annotation(annotation: ast.expr | None) -> str | None:
     names = set(re.findall(r"[A-Za-z_]\w*", text))
     owned = {OWNERS[name] for name in names if name in OWNERS}
     return owned.pop() if len(owned) == 1 else None
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds (`a`, `a, b`, `*rest`), not
+    those it writes through (`self.x` binds nothing)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
 
 
 class Function:
@@ -105,9 +117,8 @@ class Function:
                 if part is None or part.startswith(KERNEL):
                     continue
                 for target in targets:
-                    for name in ast.walk(target):
-                        if isinstance(name, ast.Name):
-                            self.aliases.setdefault(name.id, part)
+                    for name in _bound_names(target):
+                        self.aliases.setdefault(name, part)
 
     def writes(self) -> list[tuple[int, str, str]]:
         """(line, part, what) of every write reached from the state."""
