@@ -80,8 +80,8 @@ def results_of(commit: Commit) -> list[InputResult]:
 
 
 class ViewsDocument(Struct, frozen=True, forbid_unknown_fields=True):
-    """The document `tandem replay --json` prints (docs/contract.md section 7,
-    contract v1.2 section 11), plus the position: every view, and no other key
+    """The document `tandem replay --json` prints (docs/contract/views.md,
+    with every key added in v1.2), plus the position: every view, and no other key
     (the schema's `additionalProperties: false`, so a view the document forgets
     fails the service's own schema check)."""
 
@@ -187,7 +187,7 @@ def input_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schemas (OpenAPI components) of one input as POST /v1/inputs
     takes it, made from the input Structs the edge decodes with: `Input` (one
     of the kinds, told apart by `type`) and one per kind and shared part. As a
-    trace line (docs/contract.md section 3), but `at` may be left out, and the kinds
+    trace line (docs/contract/), but `at` may be left out, and the kinds
     only the runtime records (`daemon.start`, `daemon.stop`) are not there."""
     (root,), components = msgspec.json.schema_components([AnyInput], ref_template="#/components/schemas/{name}")
     reserved = {

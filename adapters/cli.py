@@ -24,7 +24,7 @@ from tandem.adapters.trace import TraceInvalid
 
 DESCRIPTION = (
     "Tandem: the durable core of a foreground/background agent orchestrator. "
-    "Inputs (JSON Lines traces, docs/contract.md) are decided into immutable events "
+    "Inputs (JSON Lines traces, docs/contract/) are decided into immutable events "
     "in an append-only store; views are folds of those events."
 )
 EPILOG = f"Stores: {store_url_help}\nExit codes: 0 done, 1 store or file unusable, 2 bad usage or bad trace."

@@ -106,7 +106,7 @@ VIEW_NAME = Parameter(
     name="name",
     param_in="path",
     required=True,
-    description="a view of docs/contract.md section 7; another name is 404 `unknown_view`",
+    description="a view of docs/contract/views.md; another name is 404 `unknown_view`",
     schema=Schema(type=OpenAPIType.STRING, enum=list(VIEW_NAMES)),
 )
 KIND = _query("kind", "only a thing of this kind", Schema(type=OpenAPIType.STRING, enum=list(KINDS)))
@@ -124,7 +124,7 @@ LAST_EVENT_ID = Parameter(
 INPUTS_BODY = RequestBody(
     required=True,
     description=f"One input (`{JSON}`, at most {single_body_bytes_max} bytes) or a batch (`{NDJSON}`, at most "
-    f"{batch_body_bytes_max} bytes): the inputs of a trace (docs/contract.md section 3), `at` and `actor` optional.",
+    f"{batch_body_bytes_max} bytes): the inputs of a trace (docs/contract/), `at` and `actor` optional.",
     content={
         JSON: OpenAPIMediaType(schema=Reference(ref=f"#/components/schemas/{INPUT_SCHEMA_NAME}")),
         # As OpenAPI 3.1 has no schema for a sequence of JSON texts: the items,
@@ -160,7 +160,7 @@ def authenticate(request: Request) -> str:
     "/v1/inputs",
     status_code=200,
     summary="Submit one input (application/json) or a batch (application/x-ndjson)",
-    description="The same inputs as a trace (docs/contract.md section 3), checked, decided and committed in one "
+    description="The same inputs as a trace (docs/contract/), checked, decided and committed in one "
     "transaction. The bearer token is the actor. `at` may be left out (the server stamps it). "
     "(Served by the fast path of adapters/http_inputs.py; this handler describes it and serves the same.)",
     responses=ERRORS_WRITE,

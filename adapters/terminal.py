@@ -1,5 +1,5 @@
 """Text from inputs is data: on a terminal or in a log line it is shown, never
-obeyed (docs/contract.md section 10, "Text on a terminal").
+obeyed (docs/contract/views.md, "Text on a terminal").
 
 `printable` (replay/printable.py, so that explain's text is safe too) escapes what a terminal would act on or that would hide what
 follows: C0 controls (newline and tab too: a log line is one line), DEL, C1

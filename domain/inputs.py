@@ -1,4 +1,4 @@
-"""Inputs: the commands of docs/contract.md section 3, one tagged msgspec Struct per kind.
+"""Inputs: the commands of docs/contract/ (its README lists every kind), one tagged msgspec Struct per kind.
 
 A trace line is decoded once, at the edge, into one of these Structs by
 `INPUT_DECODER`; past that point nothing re-parses JSON. A decode failure is a

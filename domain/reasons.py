@@ -1,5 +1,5 @@
-"""Reason codes: exactly the contract's (docs/contract.md Appendix A, v1.2
-section 13), each with its words.
+"""Reason codes: exactly the contract's (docs/contract/README.md, Appendix A
+and the reason codes added in v1.2), each with its words.
 
 Each area declares the codes it is the first to raise and the blocking codes
 it causes, with their words, in `domain/<area>/reasons.py`; this module keeps

@@ -58,7 +58,7 @@ def record(state: State, value: inp.Input, seq: int, file: str | None, line: int
 def decide(state: State, value: inp.Input, seq: int) -> list[ev.Event]:
     """Pure: no I/O, no clock (time is the input's `at`), no mutation of the
     state. Checks run in the contract's order (section 1): idempotency,
-    `not_authorized`, then the kind's checks in the order docs/contract.md lists
+    `not_authorized`, then the kind's checks in the order docs/contract/ lists
     them; the first that fails is the reason. A rejection raises `Rejected`
     before any event is made, so a refused input changes nothing."""
     if value.id is not None:

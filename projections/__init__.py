@@ -1,4 +1,4 @@
-"""Projections: the views of docs/contract.md section 7, each a fold over events.
+"""Projections: the views of docs/contract/views.md, each a fold over events.
 
 `Views` folds every event into every view and tracks the position it has
 reached; `document()` is what `tandem replay TRACE --json` prints.

@@ -1,5 +1,5 @@
-"""Text from inputs, escaped to be shown, never obeyed (docs/contract.md
-section 10, "Text on a terminal"): C0 controls (newline and tab too: a log
+"""Text from inputs, escaped to be shown, never obeyed (docs/contract/views.md,
+"Text on a terminal"): C0 controls (newline and tab too: a log
 line is one line), DEL, C1 controls, the bidirectional overrides and
 isolates (U+202A–U+202E, U+2066–U+2069), and lone surrogates (a file name's
 bytes that are not UTF-8), written as `\\x1b`, `\\u202e`, `\\udcff`; a backslash

@@ -3,7 +3,7 @@
 Every event the engine decides by itself names the input that caused it
 (`cause`, the seq of the `InputAccepted`/`InputRejected` that opens its
 transaction, which carries the trace file, line and input id) and the facts it
-relied on (docs/contract.md section 8; `domain/events.py`, `domain/provenance.py`).
+relied on (docs/contract/README.md, "Provenance"; `domain/events.py`, `domain/provenance.py`).
 This package walks those links over a store's log and re-decides nothing: it
 never runs `decide`, `evolve` or the pass. A fact names what it relied on by
 key (a task, grant or policy revision, an operation, a question, a heartbeat,

@@ -1,4 +1,4 @@
-"""Screenshots of every console page, for docs/console/ and the README:
+"""Screenshots of every console page, for docs/console/ and docs/api.md's console section:
 
     .venv/bin/python -m tests.browser.screenshots [--out docs/console]
 

@@ -1,7 +1,7 @@
 """Hostile text from a trace, shown by the console in Chromium: markup,
 `javascript:` links, terminal escapes (SGR colours, an OSC 8 hyperlink),
 bidirectional overrides and other control characters, in every free-text
-field docs/contract.md has (a task's goal, a card's summary, a comment's
+field docs/contract/ has (a task's goal, a card's summary, a comment's
 text, a question's blocking reason and recipient, an incident's and an
 approval's detail, an action's target and resource), in the ids actors
 choose (task, operation, question key, card, incident, approval request,

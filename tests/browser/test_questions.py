@@ -1,5 +1,5 @@
 """/questions in Chromium, on a small trace of our own with two open
-questions (docs/contract.md 3.2): `db` on t2 lists the operations x1 (of t2)
+questions (docs/contract/tasks.md, question holds): `db` on t2 lists the operations x1 (of t2)
 and y1 (of t3), `docs` on t1 holds the whole task (its action w1). The
 question raised first is `db`, on the later task: the page lists questions
 oldest first, the view by task and key.

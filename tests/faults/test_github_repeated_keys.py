@@ -1,5 +1,5 @@
 """Issue 22, point 7: a GitHub delivery with a key repeated in one object is
-refused, as an input with one is (README, "A bad trace writes nothing").
+refused, as an input with one is (docs/replay-tools.md, "A bad trace writes nothing").
 
 JSON leaves a repeated key to the reader: msgspec and Python keep the last
 value, other readers the first or refuse. A delivery whose comment says

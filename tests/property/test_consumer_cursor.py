@@ -204,7 +204,7 @@ class Reference:
         if from_background:
             # recorded (a local revision), but no update changes (no feedback
             # loop), and it is not what later observations are compared with
-            # (engine decision, README "Extensions and decisions")
+            # (engine decision, docs/contract/decisions.md)
             return
         source.latest = fields["fingerprint"]
         if version is not None:

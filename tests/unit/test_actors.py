@@ -1,8 +1,10 @@
-"""Who may send each input kind (contract section 1: "the first is the
-default"; a kind that says nothing accepts only `human`) is written twice,
-in the contract and on each kind's class (`actors`, gathered in `ACTORS` of
-domain/inputs.py): here they are compared, kind by kind, so that neither a
-kind left at the default by mistake nor a misspelt actor goes unnoticed."""
+"""Who may send each input kind (contract, "A trace": "the first is the
+default"; a kind that says nothing accepts only `human`) is written three times:
+in the contract's tables of every kind (docs/contract/README.md), under each
+kind's heading in its area's file (docs/contract/AREA.md), and on each kind's
+class (`actors`, gathered in `ACTORS` of domain/inputs.py). Here they are
+compared, kind by kind, so that neither a kind left out of a table, or left at
+the default by mistake, nor a misspelt actor goes unnoticed."""
 
 from __future__ import annotations
 
@@ -10,34 +12,43 @@ import re
 import typing
 from pathlib import Path
 
-from tandem.domain.inputs import ACTORS, accepted_actors
-from tandem.domain.inputs import AnyInput
+from tandem.domain.inputs import ACTORS, AnyInput, accepted_actors
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+CONTRACT = Path(__file__).resolve().parents[2] / "docs" / "contract"
 KINDS = {cls.__struct_config__.tag for cls in typing.get_args(AnyInput)}
+TABLES = ("### Every kind at a glance", "### Kinds added in v1.2")
 
 
-def _v1_table() -> dict[str, tuple[str, ...]]:
-    """docs/contract.md's "Every kind at a glance": kind -> actors, in order."""
-    text = (DOCS / "contract.md").read_text(encoding="utf-8")
-    table = text.split("### Every kind at a glance", 1)[1].split("\n### ", 1)[0]
+def _table(heading: str) -> dict[str, tuple[str, ...]]:
+    """One of docs/contract/README.md's tables of kinds: kind -> actors, in order."""
+    text = (CONTRACT / "README.md").read_text(encoding="utf-8")
+    table = text.split(heading + "\n", 1)[1].split("\n#", 1)[0]
     found = {}
     for kind, actors in re.findall(r"^\| \[`([a-z_.]+)`\]\([^)]*\) \| ([^|]+) \|", table, re.M):
         found[kind] = ("human",) if actors.strip() == "human only" else tuple(re.findall(r"`(\w+)`", actors))
     return found
 
 
-def _v12_actors() -> dict[str, tuple[str, ...]]:
-    """docs/contract-v1.2.md: the first "Actor ..." line after each kind's heading."""
+def _tables() -> dict[str, tuple[str, ...]]:
+    return {kind: actors for heading in TABLES for kind, actors in _table(heading).items()}
+
+
+def _headings() -> dict[str, tuple[str, ...]]:
+    """Each area file: the "Actor ..." or "**Human only.**" line that follows a
+    kind's heading, before the next heading."""
     found = {}
-    kind = None
-    for line in (DOCS / "contract-v1.2.md").read_text(encoding="utf-8").splitlines():
-        heading = re.match(r"#{3,4} (?:[\d.]+ )?`([a-z_.]+)`(?: / `[a-z_.]+`)?$", line)
-        if heading:
-            kind = heading.group(1)
-        elif kind is not None and line.startswith("Actor "):
-            found[kind] = tuple(re.findall(r"`(\w+)`", line.split(".", 1)[0]))
-            kind = None
+    for page in sorted(CONTRACT.glob("*.md")):
+        kind = None
+        for line in page.read_text(encoding="utf-8").splitlines():
+            heading = re.match(r"#{2,5} `([a-z_.]+)`(?: / `[a-z_.]+`)?$", line)
+            if line.startswith("#"):
+                kind = heading.group(1) if heading else None
+            elif kind is not None and line.startswith("Actor "):
+                found[kind] = tuple(re.findall(r"`(\w+)`", line.split(".", 1)[0]))
+                kind = None
+            elif kind is not None and line.startswith("**Human only.**"):
+                found[kind] = ("human",)
+                kind = None
     return found
 
 
@@ -46,12 +57,18 @@ def test_every_key_of_the_actors_table_is_an_input_kind() -> None:
 
 
 def test_the_contract_and_the_actors_table_agree_kind_by_kind() -> None:
-    written = {**_v1_table(), **_v12_actors()}
-    assert len(_v1_table()) >= 45, "the contract's table was not read"
-    missing = sorted(KINDS - set(written))
-    differ = {kind: (actors, accepted_actors(kind)) for kind, actors in written.items() if accepted_actors(kind) != actors}
-    assert not differ, f"contract vs ACTORS: {differ}"
-    assert not missing or set(missing) <= _PAIRED, f"kinds whose actors the contract does not state: {missing}"
+    assert len(_table(TABLES[0])) >= 45, "the contract's table was not read"
+    assert len(_table(TABLES[1])) >= 12, "the table of v1.2's kinds was not read"
+    for written in (_tables(), _headings()):
+        missing = sorted(KINDS - set(written))
+        differ = {kind: (actors, accepted_actors(kind)) for kind, actors in written.items() if accepted_actors(kind) != actors}
+        assert not differ, f"contract vs ACTORS: {differ}"
+        assert not missing or set(missing) <= _PAIRED, f"kinds whose actors the contract does not state: {missing}"
+
+
+def test_every_kind_has_its_row_in_a_table_of_kinds() -> None:
+    """The tables list every kind, `host.resume` included."""
+    assert set(_tables()) == KINDS, sorted(KINDS ^ set(_tables()))
 
 
 # Kinds documented under one heading with another (`host.suspend` / `host.resume`):

@@ -1,10 +1,10 @@
 """The docs stand on their own: a clone of this repository is all a user has.
 
 README.md and docs/ never point outside the repository (the contract is
-docs/contract.md, the HTTP API docs/api.md, the design docs/design.md; the RFC
+docs/contract/, the HTTP API docs/api.md, the design docs/design.md; the RFC
 is cited by name and section), nor does any other file of it (code, tests,
-fixtures, scripts), and the links of the contract and the API pages land on a
-heading.
+fixtures, scripts), and the links of the contract's pages and the API page land
+on a heading.
 """
 
 from __future__ import annotations
@@ -74,7 +74,10 @@ def _anchors(path: Path) -> set[str]:
     return anchors
 
 
-@pytest.mark.parametrize("name", ["contract.md", "api.md"])
+PAGES = [*sorted(p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs" / "contract").glob("*.md")), "api.md"]
+
+
+@pytest.mark.parametrize("name", PAGES)
 def test_the_links_of_the_contract_and_the_api_land(name: str) -> None:
     page = ROOT / "docs" / name
     broken = []

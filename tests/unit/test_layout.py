@@ -107,9 +107,9 @@ def test_no_module_imports_another_modules_private_names() -> None:
     assert not wrong, wrong
 
 
-def test_the_readme_names_the_module_of_every_input_kind() -> None:
-    """README's "Layout" table says in which area each input kind is decided;
-    it must be what domain/rules.py holds (the area is the decider's folder)."""
+def test_the_design_names_the_module_of_every_input_kind() -> None:
+    """docs/design.md's "Layout" table says in which area each input kind is
+    decided; it must be what domain/rules.py holds (the area is the decider's folder)."""
     import fnmatch
     import inspect
     import re
@@ -117,7 +117,7 @@ def test_the_readme_names_the_module_of_every_input_kind() -> None:
     from tandem.domain import rules
 
     table: dict[str, str] = {}
-    for kinds, module in re.findall(r"^\| ((?:`[^`]+`[, ]*)+)[^|]*\| `domain/(\w+)/` \|$", (ROOT / "README.md").read_text(), re.M):
+    for kinds, module in re.findall(r"^\| ((?:`[^`]+`[, ]*)+)[^|]*\| `domain/(\w+)/` \|$", (ROOT / "docs" / "design.md").read_text(), re.M):
         for pattern in re.findall(r"`([^`]+)`", kinds):
             table[pattern] = module
     for kind, decider in rules.DECIDERS.items():

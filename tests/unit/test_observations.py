@@ -3,7 +3,7 @@ of 3.3; the `inbox`, `health.backlog` and `cards` views of section 7).
 
 Given inputs, when one more input, then its events and the views.
 
-Engine decisions where the spec is silent, taken as given here (README,
+Engine decisions where the spec is silent, taken as given here (docs/contract/decisions.md,
 "Extensions and decisions"): a background-origin observation gets its
 source's next local revision but revises no update and does not become the
 fingerprint or version later observations are compared with (commit 7618748;

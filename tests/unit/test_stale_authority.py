@@ -1,6 +1,6 @@
 """A refused attempt returns its action to pending only under current
 authority: never a claim under a task, grant or policy revision that moved
-while the attempt was out (README: decisions where the spec is silent)."""
+while the attempt was out (docs/contract/decisions.md: decisions where the spec is silent)."""
 
 from __future__ import annotations
 
