@@ -13,7 +13,7 @@ from tandem.replay.explain.keys import Key
 from tandem.replay.explain.log import Entry, Resolver, of_type, source
 from tandem.replay.explain.model import Fact, Waiting
 
-# The rules of the foreground pass (docs/contract/delivery.md, "The foreground pass", the same numbers).
+# The rules of the foreground pass (docs/contract/conversation.md, "The foreground pass", the same numbers).
 _RULES = {
     "human_turn": "contract section 5.3 rule 3: idle with a human message queued: a human turn",
     "wake": "contract section 5.3 rule 4: idle, something deliverable, no * pause: one coalesced wake",

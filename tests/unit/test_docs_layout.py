@@ -12,27 +12,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tandem.domain.areas import AREAS  # docs/contract/ has a file of each area's name
+
 from tests.unit.test_docs_self_contained import NOT_OURS, TEXT_SUFFIXES, _anchors
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 CONTRACT = ROOT / "docs" / "contract"
 README_LINES_MAX = 250
-AREAS = (
-    "authority",
-    "tasks",
-    "actions",
-    "inbox",
-    "reviews",
-    "consumer",
-    "conversation",
-    "delivery",
-    "alerts",
-    "budgets",
-    "tools",
-    "health",
-    "investigations",
-)
 OLD_PAGES = ("contract.md", "contract-v1.2.md")
 # A fixture trace's comment lines are bytes of the trace: its SourceProgressed
 # digest (fixtures/event-digests.json) pins them, so its old citation stays,
