@@ -12,10 +12,10 @@ checkpoint's tokens; its **optional part** the untriaged updates, oldest
 does not fit in `context_limit - reserve`, no reseed is made and the
 background is `context_recovery_required` until it fits (below) or its
 next reset. A background's deliveries hold nothing and count as delivered for nothing. A
-refused reseed is due again (domain/delivery.py's receipt), and replaced
+refused reseed is due again (domain/conversation/delivery.py's receipt), and replaced
 once the back-off allows. Until the reseed of its epoch is accepted, the
 background's gated inputs are refused `context_not_reseeded`
-(domain/tools.py's `check_background_gates`, section 5.4).
+(domain/tools/rules.py's `check_background_gates`, section 5.4).
 
 Context recovery is a hold the background can leave (section 5.3's
 Decision): every pass costs the required part of a background in recovery

@@ -2,7 +2,7 @@
 (re-exported by domain/events.py, where the rest are: `ev.InputAccepted` is
 this module's). Every other event is a `Decision`, naming its input's
 sequence number in `cause`. A module of their own so that the events of an
-area kept apart (domain/tool_events.py, domain/health_events.py, ...) share
+area kept apart (domain/tools/events.py, domain/health/events.py, ...) share
 them without importing domain/events.py.
 """
 

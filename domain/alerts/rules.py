@@ -16,7 +16,7 @@ area with reactions; a task action's outcome opening its delivery obligation,
 and a completed turn meeting it, are reactions too); `rules.reacting` runs
 them after every event is applied, so a rule reads the state that event made.
 The rest are decided by the pass: the time rules (`run_time_rules`, first in
-every pass), the urgent rule (domain/delivery.py's `urgent_rule`, after each foreground) and
+every pass), the urgent rule (domain/conversation/delivery.py's `urgent_rule`, after each foreground) and
 compaction (the delivery area's wake).
 """
 

@@ -3,7 +3,7 @@ investigations and its checkpoints.
 
 An investigation is a background's bounded inquiry into a cause: open from
 `investigation.open` for `investigation_max_s` and `investigation_calls_max`
-tool calls (the calls that name it, counted by domain/tools.py); whichever
+tool calls (the calls that name it, counted by domain/tools/rules.py); whichever
 runs out first makes it `exhausted` and raises
 `investigation_exhausted:{investigation_id}` (its later calls are denied
 `budget_exhausted`); `investigation.close` concludes, abandons or delegates

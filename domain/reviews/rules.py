@@ -2,12 +2,12 @@
 
 `source.alias` says that one source (an SCM path's review) is the same
 object as another (the internal run's): from then on the inbox judges an
-observation naming the alias as one of its canonical source (domain/inbox.py,
+observation naming the alias as one of its canonical source (domain/inbox/rules.py,
 `_judged`). An alias observed before it was one (SCM first) brings the causes
 it revised into the batch of its canonical source's latest cause, or, that
 cause having none, both into batch `alias:{alias_of}`.
 
-A cause joins a batch at its first observation naming one (domain/inbox.py,
+A cause joins a batch at its first observation naming one (domain/inbox/rules.py,
 `BatchRevised`); `duplicate_batch` keeps a batch to one fix: no proposal for
 a cause of a batch while an action for another of its causes is live, or
 succeeded and the batch has not moved past the revision it counted as

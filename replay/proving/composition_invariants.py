@@ -1,6 +1,6 @@
 """The catalog's invariant of contract v1.2 section 6 (delivery composition):
 "freeze a bounded manifest and exact payload durably before provider I/O".
-Restated from the state, not asked of domain/composition.py, so the check
+Restated from the state, not asked of domain/conversation/composition.py, so the check
 does not share the code it checks."""
 
 from __future__ import annotations

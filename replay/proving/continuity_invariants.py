@@ -5,7 +5,7 @@ but its way out of context recovery (contract v1.2 sections 5.4, 14); and
 context recovery is a hold a background can leave (sections 5.2, 5.3, issue
 23). Restated from the state (the checkpoint's epoch, summary bytes and
 refs, the deliveries of the current epoch, the foreground's tasks, grants,
-questions and actions), not asked of domain/tools.py's gate or
+questions and actions), not asked of domain/tools/rules.py's gate or
 domain/background_pass.py's costs, so the checks do not share the code they
 check."""
 

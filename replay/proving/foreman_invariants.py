@@ -1,7 +1,7 @@
 """The catalog's invariants of contract v1.2 section 8 (Foreman): maintenance
 work yields to the owner of the session it concerns, and only to that owner.
 Restated from the state (replay/proving/restated.py's `active_owners`,
-`affected_via`, `owners_affecting`), not asked of domain/foreman.py or
+`affected_via`, `owners_affecting`), not asked of domain/actions/foreman.py or
 domain/dispatch.py, so the checks do not share the code they check."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The catalog's invariant of contract v1.2 section 1 (tool policy and runtime
 admission): "no tool outside the admitted allowlist is ever allowed"
 (contract v1.2 section 14). Restated from the state, not asked of
-domain/tools.py, so the check does not share the code it checks."""
+domain/tools/rules.py, so the check does not share the code it checks."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 routing table "urgent + idle -> notify now; coalesced wake if permitted, else
 next boundary". Restated from the state (which updates are deliverable and
 urgent, what holds a foreground, the room left: written out here, the
-back-off from restated.py), not asked of domain/budgets.py or
-domain/delivery.py, so the check does not share the code it checks."""
+back-off from restated.py), not asked of domain/budgets/rules.py or
+domain/conversation/delivery.py, so the check does not share the code it checks."""
 
 from __future__ import annotations
 
