@@ -8,6 +8,7 @@ fingerprint."""
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -104,13 +105,18 @@ class ActionsState:
     maintenance: set[str] = field(default_factory=set)  # live maintenance actions (contract v1.2 section 8.1)
     # Contract v1.2 section 8.1: conversation -> resource -> the non-terminal actions of its
     # tasks naming it (what a foreground's work names: the maintenance there is affected by it).
+    # Read only for maintenance, so kept only while some is live: built from the live actions
+    # when the first maintenance action comes, dropped when the last one ends.
     work_resources: dict[str, dict[str, set[str]]] = field(default_factory=dict)
 
 
 
 def _work_named(state: State, action: Action, live: bool) -> None:
     """A task's action became live or ended: what its foreground's work names
-    changed, so the pending maintenance on its resource (owner_active, v1.2 section 8.1)."""
+    changed, so the pending maintenance on its resource (owner_active, v1.2 section 8.1).
+    Nothing to keep while no maintenance is live (`work_resources`)."""
+    if not state.actions.maintenance:
+        return
     conversation_id = state.tasks.by_id[action.task_id].conversation_id  # type: ignore[index]
     if live:
         index_add(state.actions.work_resources.setdefault(conversation_id, {}), action.resource, action.operation_id)
@@ -137,9 +143,31 @@ def add_action(state: State, action: Action) -> None:
     if action.source_revision is not None:
         state.dirty_sources.add(operation_id)
     if action.priority == "maintenance":
+        first = not state.actions.maintenance
         state.actions.maintenance.add(operation_id)
+        if first:
+            _name_live_work(state)
     if action.task_id is not None:
         _work_named(state, action, live=True)
+
+
+def _live(state: State) -> Iterator[str]:
+    """Every action not terminal: pending, fenced or in flight."""
+    yield from state.actions.pending
+    yield from state.actions.fenced
+    for operation_ids in state.actions.in_flight_by_resource.values():
+        yield from operation_ids
+
+
+def _name_live_work(state: State) -> None:
+    """`work_resources` from the live task actions (the first maintenance action came)."""
+    named = state.actions.work_resources
+    assert not named, "work_resources is kept only while maintenance is live"
+    for operation_id in _live(state):
+        action = state.actions.by_id[operation_id]
+        if action.task_id is not None:
+            conversation_id = state.tasks.by_id[action.task_id].conversation_id
+            index_add(named.setdefault(conversation_id, {}), action.resource, operation_id)
 
 
 def move_action(state: State, action: Action, new_state: str) -> None:
@@ -175,6 +203,8 @@ def move_action(state: State, action: Action, new_state: str) -> None:
         if action.deadline_at is not None:
             state.actions.deadline_timers.discard((action.deadline_at, operation_id))
         state.actions.maintenance.discard(operation_id)
+        if not state.actions.maintenance:
+            state.actions.work_resources.clear()  # no maintenance: nothing reads it
         if action.task_id is not None:
             _work_named(state, action, live=False)
         if action.dependents:
