@@ -1,13 +1,13 @@
 """The decision state: the container the areas' evolvers fill and their
 deciders and the pass read, rebuilt by folding the log.
 
-It holds the records (domain/records.py) and the indexes that make the
-dispatch pass cost what an input touches rather than a scan of every live
-action (by prerequisite, resource, task, grant, cause and conversation; the
-open questions by what they hold; the foreground's candidate updates; the
-time rules' timers), and the `dirty_*` sets through which evolve tells the
-pass what to look at again. What an event does to it is the areas' business;
-keeping an index in step with a record is this module's.
+It holds the input record's fields (written only by domain/rules.py), one
+part per area (`state.actions`, `state.tasks`, ...: each area's records and
+the indexes that make the dispatch pass cost what an input touches, declared
+and kept in step in `domain/<area>/state.py`, written only by that area), and
+the marks the areas leave for the pass (`dirty_*`, `unstalled`). Its methods
+are the queries that read across parts and the marking of what the pass must
+look at again.
 """
 
 from __future__ import annotations
@@ -54,19 +54,18 @@ class State:
     idempotency: dict[str, bytes] = field(default_factory=dict)  # input id -> body digest
     traces: dict[str, TraceProgress] = field(default_factory=dict)  # ingest progress by trace name
     previous_at: datetime.datetime | None = None  # the `at` of the input before the last one
-    # ---- the areas' parts
-    actions: ActionsState = field(default_factory=ActionsState)
-    tasks: TasksState = field(default_factory=TasksState)
+    # ---- the areas' parts, in domain/areas.py's order
     authority: AuthorityState = field(default_factory=AuthorityState)
-    conversation: ConversationState = field(default_factory=ConversationState)
+    tasks: TasksState = field(default_factory=TasksState)
+    actions: ActionsState = field(default_factory=ActionsState)
     inbox: InboxState = field(default_factory=InboxState)
-    alerts: AlertsState = field(default_factory=AlertsState)
-    investigations: InvestigationsState = field(default_factory=InvestigationsState)
-    consumer: ConsumerState = field(default_factory=ConsumerState)
     reviews: ReviewsState = field(default_factory=ReviewsState)
+    consumer: ConsumerState = field(default_factory=ConsumerState)
+    conversation: ConversationState = field(default_factory=ConversationState)
+    alerts: AlertsState = field(default_factory=AlertsState)
     tools: ToolsState = field(default_factory=ToolsState)
     health: HealthState = field(default_factory=HealthState)
-    # ---- indexes
+    investigations: InvestigationsState = field(default_factory=InvestigationsState)
     # ---- what the pass must look at again (filled by evolve, emptied by the pass)
     dirty_actions: set[str] = field(default_factory=set)
     dirty_tasks: set[str] = field(default_factory=set)
