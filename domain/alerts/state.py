@@ -1,6 +1,7 @@
 """The alerts area's part of the decision state: its records, one mutable
-dataclass per thing, filled by its evolvers (domain/records.py gathers every
-area's; domain/state.py holds them and the indexes over them). A record's
+dataclass per thing, and its part of the State (`state.<area>`: the records
+and the indexes over them), written only by this area's code (domain/records.py
+gathers every area's records; domain/state.py holds the parts). A record's
 `state` starts where its lifecycle starts and moves only as its events say.
 Records are pickled in snapshots: their module is part of the snapshot
 fingerprint."""
