@@ -449,30 +449,11 @@ _ATTEMPT_CLAIMED = ATTEMPT.after[ev.ActionClaimed]
 
 def _action_proposed(state: State, event: ev.ActionProposed) -> None:
     action = Action(
-        operation_id=event.operation_id,
+        proposal=event,
         order=len(state.actions.by_id),
-        cause_key=event.cause_key,
-        operation=event.operation,
-        target=event.target,
-        resource=event.resource,
-        write_paths=list(event.write_paths),
-        task_id=event.task_id,
-        rule_id=event.rule_id,
-        grant_id=event.grant_id,
-        prerequisites=list(event.prerequisites),
         revisions=event.input_revisions,
-        unattended=event.unattended,
-        proposed_by=event.proposed_by,
-        generation=event.generation,
-        cause_revision=event.cause_revision,
         state=_PROPOSED,
         source_revision=given(event.source_revision),
-        target_sha=given(event.target_sha),
-        moot_statuses=tuple(event.moot_statuses) if event.moot_statuses is not UNSET else (),
-        runtime_id=given(event.runtime_id),
-        priority=given(event.priority) or "normal",
-        batch_id=given(event.batch_id),
-        batch_revision=event.batch_revision if event.batch_revision is not UNSET else 0,
     )
     if action.runtime_id is not None:
         state.actions.by_runtime.setdefault(action.runtime_id, set()).add(event.operation_id)
@@ -541,8 +522,9 @@ def _action_outcome_reported(state: State, event: ev.ActionOutcomeReported) -> N
 
 def _progressed(state: State, action: Action, event: ev.Event) -> None:
     """Contract v1.2 section 4.4: what a task's action does is its task's progress."""
-    if action.task_id is not None and state.tasks.by_id[action.task_id].state == "active":
-        note_progress(state, action.task_id, type(event).__name__)
+    task_id = action.proposal.task_id
+    if task_id is not None and state.tasks.by_id[task_id].state == "active":
+        note_progress(state, task_id, type(event).__name__)
 
 
 def _evidence_attached(state: State, event: ev.EvidenceAttached) -> None:

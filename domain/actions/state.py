@@ -11,10 +11,13 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
 
+from msgspec import UNSET
 from msgspec.structs import replace
-from tandem.domain.facts import Envelope, PrerequisiteSpec, Revisions
+from tandem.domain.actions.events import ActionProposed
+from tandem.domain.facts import Envelope, Revisions
 from tandem.domain.indexes import Timers, index_add, index_remove
 from tandem.domain.lifecycles import (
     ACTION,
@@ -35,47 +38,65 @@ class Attempt:
     envelope: Envelope
 
 
+def _given(value: Any) -> Any:
+    return None if value is UNSET else value
+
+
 @dataclass(slots=True)
 class Action:
-    operation_id: str
+    """An action: its proposal (the event, kept as it is: what it was
+    proposed as never changes, so it is read through it, not copied) and
+    what its later events changed."""
+
+    proposal: ActionProposed
     order: int  # proposal order: the pass claims in this order
-    cause_key: str
-    operation: str
-    target: str
-    resource: str
-    write_paths: list[str]
-    task_id: str | None
-    rule_id: str | None
-    grant_id: str
-    prerequisites: list[PrerequisiteSpec]
-    revisions: Revisions
-    unattended: bool
-    proposed_by: str
-    generation: int | None
-    cause_revision: int
+    revisions: Revisions  # what it was last validated under (re-stamped by grant.revise, revalidation)
     state: str = ACTION.initial
+    # Contract v1.2 section 2: the cause's revision it answers (None: it names none); revalidation moves it.
+    source_revision: int | None = None
     attempts: list[Attempt] = field(default_factory=list)
     outcome: str | None = None
     artifact_revision: str | None = None
     evidence_ref: str | None = None
     blocked_by: tuple[str, ...] = ()
     dependents: list[str] = field(default_factory=list)  # actions listing this one as a prerequisite
-    # Contract v1.2 section 2: the cause's revision it answers (None: it names none), and
-    # what makes it pointless; its evidence refs (the outcome's, then those attached).
-    source_revision: int | None = None
-    target_sha: str | None = None
-    moot_statuses: tuple[str, ...] = ()
-    evidence_refs: list[str] = field(default_factory=list)
+    evidence_refs: list[str] = field(default_factory=list)  # the outcome's, then those attached
     awaiting_evidence: tuple[str, ...] = ()  # as of its last ActionBlocked (dispatch.awaiting_evidence)
     deadline_at: datetime.datetime | None = None  # its first claim + execution_deadline_s (v1.2 section 3.3)
     first_claim_at: datetime.datetime | None = None  # when it was (only with a deadline)
     retry_at: datetime.datetime | None = None  # not claimed before (v1.2 section 3.5), once refused
-    runtime_id: str | None = None  # contract v1.2 section 1.4: the worker runtime executing it
     calls: int = 0  # allowed tool calls charged to it
-    priority: str = "normal"  # contract v1.2 section 8.1: "maintenance" yields to the owner
-    # Contract v1.2 section 7.3: its cause's batch when it was proposed, and that batch's revision then.
-    batch_id: str | None = None
-    batch_revision: int = 0
+
+    # What it was proposed as (ActionProposed's fields, contract sections 4 and v1.2 1.4, 2, 7.3, 8.1).
+    operation_id = property(attrgetter("proposal.operation_id"))
+    cause_key = property(attrgetter("proposal.cause_key"))
+    operation = property(attrgetter("proposal.operation"))
+    target = property(attrgetter("proposal.target"))
+    resource = property(attrgetter("proposal.resource"))
+    write_paths = property(attrgetter("proposal.write_paths"))
+    task_id = property(attrgetter("proposal.task_id"))
+    rule_id = property(attrgetter("proposal.rule_id"))
+    grant_id = property(attrgetter("proposal.grant_id"))
+    prerequisites = property(attrgetter("proposal.prerequisites"))
+    unattended = property(attrgetter("proposal.unattended"))
+    proposed_by = property(attrgetter("proposal.proposed_by"))
+    generation = property(attrgetter("proposal.generation"))
+    cause_revision = property(attrgetter("proposal.cause_revision"))
+    target_sha = property(lambda self: _given(self.proposal.target_sha))
+    runtime_id = property(lambda self: _given(self.proposal.runtime_id))  # the worker runtime executing it
+    batch_id = property(lambda self: _given(self.proposal.batch_id))  # its cause's batch when proposed
+    batch_revision = property(lambda self: _given(self.proposal.batch_revision) or 0)  # that batch's revision
+
+    @property
+    def moot_statuses(self) -> tuple[str, ...]:
+        """What makes it pointless (contract v1.2 section 2)."""
+        statuses = self.proposal.moot_statuses
+        return () if statuses is UNSET else tuple(statuses)
+
+    @property
+    def priority(self) -> str:
+        """"maintenance" yields to the owner (contract v1.2 section 8.1)."""
+        return _given(self.proposal.priority) or "normal"
 
     @property
     def terminal(self) -> bool:
@@ -148,7 +169,7 @@ def add_action(state: State, action: Action) -> None:
         state.actions.maintenance.add(operation_id)
         if first:
             _name_live_work(state)
-    if action.task_id is not None:
+    if action.proposal.task_id is not None:
         _work_named(state, action, live=True)
 
 
@@ -177,25 +198,27 @@ def move_action(state: State, action: Action, new_state: str) -> None:
     if old == new_state:
         return
     action.state = new_state
-    operation_id = action.operation_id
-    resource = action.resource
+    proposal = action.proposal  # its fields read once (the Action's properties read them one by one)
+    operation_id = proposal.operation_id
+    resource = proposal.resource
+    actions = state.actions
     if old == "pending":
-        state.actions.backing_off.pop(operation_id, None)
-        state.actions.pending.discard(operation_id)
-        index_remove(state.actions.pending_by_resource, resource, operation_id)
-        index_remove(state.actions.pending_by_task, action.task_id, operation_id)
-        index_remove(state.actions.pending_by_grant, action.grant_id, operation_id)
+        actions.backing_off.pop(operation_id, None)
+        actions.pending.discard(operation_id)
+        index_remove(actions.pending_by_resource, resource, operation_id)
+        index_remove(actions.pending_by_task, proposal.task_id, operation_id)
+        index_remove(actions.pending_by_grant, proposal.grant_id, operation_id)
         action.blocked_by = ()
     elif old == "fenced":
-        state.actions.fenced.discard(operation_id)
+        actions.fenced.discard(operation_id)
     if new_state == "pending":
-        state.actions.pending.add(operation_id)
-        index_add(state.actions.pending_by_resource, resource, operation_id)
-        index_add(state.actions.pending_by_task, action.task_id, operation_id)
-        index_add(state.actions.pending_by_grant, action.grant_id, operation_id)
+        actions.pending.add(operation_id)
+        index_add(actions.pending_by_resource, resource, operation_id)
+        index_add(actions.pending_by_task, proposal.task_id, operation_id)
+        index_add(actions.pending_by_grant, proposal.grant_id, operation_id)
         state.dirty_actions.add(operation_id)
     elif new_state == "fenced":
-        state.actions.fenced.add(operation_id)
+        actions.fenced.add(operation_id)
     was_busy = old in IN_FLIGHT
     is_busy = new_state in IN_FLIGHT
     if was_busy != is_busy:
@@ -206,7 +229,7 @@ def move_action(state: State, action: Action, new_state: str) -> None:
         state.actions.maintenance.discard(operation_id)
         if not state.actions.maintenance:
             state.actions.work_resources.clear()  # no maintenance: nothing reads it
-        if action.task_id is not None:
+        if proposal.task_id is not None:
             _work_named(state, action, live=False)
         if action.dependents:
             # The outcome its dependents wait for is known now (prerequisite_*).
