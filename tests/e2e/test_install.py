@@ -1,6 +1,7 @@
 """Installed, Tandem is one import name: `tandem.domain`, `tandem.replay`,
-`tandem.adapters`, ... (pyproject.toml maps the repository's folders under
-it), so an orchestrator that embeds it keeps its own `domain` or `adapters`.
+`tandem.adapters`, `tandem.client`, ... (pyproject.toml maps the
+repository's folders under it), so an orchestrator that embeds it keeps its
+own `domain` or `adapters`.
 
 A non-editable install into a fresh virtualenv, imported from outside the
 checkout, serving the lifecycle SVGs (package data from docs/lifecycles); and
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("domain", "projections", "adapters", "replay")
+FOLDERS = ("domain", "projections", "adapters", "replay", "client")
 install_timeout_s = 300
 BARE = re.compile(rf"^\s*(from|import) ({'|'.join(FOLDERS)})(\.|\s|$)", re.M)
 
@@ -51,6 +52,8 @@ def test_a_wheel_install_imports_as_tandem_from_anywhere(tmp_path: Path) -> None
         "import sys, tandem.domain, tandem.replay\n"
         "from tandem.replay import Engine\n"
         "from tandem.adapters.client import Client\n"
+        "from tandem.client import AsyncClient, inputs\n"
+        "assert inputs.HumanMessage(conversation_id='fg', message_id='m1', text='hi').kind == 'human.message'\n"
         "from tandem.adapters.store import open_store\n"
         f"assert {str(ROOT)!r} not in tandem.domain.__file__, tandem.domain.__file__\n"
         "Engine(open_store('memory:'))\n"
@@ -60,7 +63,7 @@ def test_a_wheel_install_imports_as_tandem_from_anywhere(tmp_path: Path) -> None
         "assert all(lifecycle_svg(name).startswith(b'<?xml') for name in LIFECYCLE_NAMES)\n"
         "drawn = sorted(p.name for p in files('tandem.lifecycle_diagrams').iterdir() if p.name.endswith(('.svg', '.dot')))\n"
         "assert drawn == sorted(f'{name}.svg' for name in LIFECYCLE_NAMES), drawn\n"
-        "for bare in ('domain', 'adapters', 'replay', 'projections'):\n"
+        "for bare in ('domain', 'adapters', 'replay', 'projections', 'client'):\n"
         "    try:\n"
         "        __import__(bare)\n"
         "    except ModuleNotFoundError:\n"

@@ -1,9 +1,10 @@
 """The house rules, checked: sizes (no file over `file_lines_max`, no
 function over `function_lines_max`) and the layering of docs/design.md (adapters
--> replay -> projections -> domain; domain areas import no other area's
-private names; the proving tools are imported only by tests and the `check`
-command), and the live edge's calls only down: the parser takes its rules
-as data, and the application service loads no web framework."""
+-> replay -> projections -> domain; the client beside them, on the domain
+alone; domain areas import no other area's private names; the proving tools
+are imported only by tests and the `check` command), and the live edge's
+calls only down: the parser takes its rules as data, and the application
+service loads no web framework."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("domain", "projections", "replay", "adapters")
+PACKAGES = ("domain", "projections", "replay", "adapters", "client")
 file_lines_max = 700
 function_lines_max = 60
 # Allowed above the function limit, each with why (a generated table or a
@@ -25,7 +26,13 @@ LAYER_MAY_IMPORT = {
     "projections": {"projections", "domain"},
     "replay": {"replay", "projections", "domain"},
     "adapters": {"adapters", "replay", "projections", "domain"},
+    # The public client talks HTTP to a server: of Tandem it needs the input
+    # kinds and reason words alone, never the server's side.
+    "client": {"client", "domain"},
 }
+# adapters/client.py, the first client kept for its users, is a shim over
+# tandem.client's connection: the one module of the server's side that imports it.
+CLIENT_SHIM = "adapters/client.py"
 
 
 def sources(*folders: str) -> list[Path]:
@@ -66,7 +73,8 @@ def test_dependencies_point_one_way() -> None:
         for path in sources(layer):
             for module, _ in imports(path):
                 parts = module.split(".")
-                if parts[0] == "tandem" and len(parts) > 1 and parts[1] in PACKAGES and parts[1] not in allowed:
+                shim = str(path.relative_to(ROOT)) == CLIENT_SHIM and parts[1:2] == ["client"]
+                if parts[0] == "tandem" and len(parts) > 1 and parts[1] in PACKAGES and parts[1] not in allowed and not shim:
                     wrong.append(f"{path.relative_to(ROOT)} imports {module}")
     assert not wrong, wrong
 
@@ -201,6 +209,16 @@ def test_the_lower_layers_load_no_adapter() -> None:
     loaded = _loaded_by(statement)
     assert set(modules) <= set(loaded), sorted(set(modules) - set(loaded))
     assert not [name for name in loaded if name.startswith("tandem.adapters")], loaded
+
+
+def test_the_client_loads_nothing_of_the_server() -> None:
+    """Importing tandem.client loads none of adapters, replay or projections,
+    nor the web framework: a process that only talks to a server needs the
+    domain's input kinds and nothing else of Tandem."""
+    loaded = _loaded_by("import tandem.client")
+    assert "tandem.client.sync" in loaded and "tandem.client.asynchronous" in loaded, loaded
+    server_side = [name for name in loaded if name.split(".")[:2] in (["tandem", "adapters"], ["tandem", "replay"], ["tandem", "projections"])]
+    assert not server_side and not [name for name in loaded if name.startswith("litestar")], server_side
 
 
 def test_the_parse_path_takes_no_hooks() -> None:
