@@ -23,7 +23,7 @@ PATH_CHARACTERS = re.compile(r"[A-Za-z0-9_.*/-]+")
 PATH_SUFFIXES = (".py", ".md", ".json", ".jsonl")
 PLACEHOLDER = re.compile(r"(?<![A-Za-z])(?:NN|NAME|AREA)(?![A-Za-z])")
 CONSTANT = re.compile(r"_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
-CODE_FOLDERS = ("domain", "projections", "replay", "adapters", "tests")
+CODE_FOLDERS = ("domain", "projections", "replay", "adapters", "client", "tests")
 
 
 def code_spans(text: str) -> list[str]:
