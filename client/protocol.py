@@ -196,7 +196,7 @@ def submitting(values: Sequence[Input], batch: bool, policy: RetryPolicy, head_s
     ]  # fmt: skip
     duplicates = [result for result in results if result.reason == "duplicate_input"]
     if tries > 1 and duplicates:
-        high = min(result.events[0].position for result in duplicates if result.events) - 1
+        high = min((result.events[0].position for result in duplicates if result.events), default=answer.position + 1) - 1
         found = yield from originals({result.id for result in duplicates if result.id}, head_seen, high, policy)
         results = [found.get(result.id, result) if result.reason == "duplicate_input" else result for result in results]  # type: ignore[arg-type]
     return BatchResult(position=answer.position, results=tuple(results), inputs=tuple(sent))
