@@ -5,6 +5,14 @@ The states each event leaves an action and an attempt in are the lifecycles' (`A
 Contract v1.2 (section 2.6) adds, after the v1 keys: `reason` (why the
 engine put it in its state: fenced, cancel_requested, cancelled, exhausted,
 superseded; null in every other state), `source_revision` and `evidence_refs`.
+
+The executor's extension (docs/contract/views.md, "What an executor reads")
+appends what an executor needs to do the work: `target`, `write_paths`,
+`input_revisions` (the revisions it was last validated under, as the engine
+keeps them: proposed, re-stamped by a grant revision, replaced by a
+revalidation) and, while an attempt is out with the executor, that attempt's
+`attempt_id` and frozen `envelope`. `out` keeps the actions with an attempt
+out, in claim order (the work queue, projections/work.py).
 """
 
 from __future__ import annotations
@@ -22,6 +30,35 @@ from tandem.projections.base import View, picked_rows, rfc3339, sorted_rows
 _PROPOSED = ACTION.after[ev.ActionProposed]
 _CLAIMED = ACTION.after[ev.ActionClaimed]
 _ATTEMPT_CLAIMED = ATTEMPT.after[ev.ActionClaimed]
+_IN_FLIGHT = ACTION.in_flight
+
+
+def _given(value: Any) -> Any:
+    return None if value is UNSET else value
+
+
+def envelope_row(envelope: ev.Envelope) -> dict[str, Any]:
+    """An attempt's frozen envelope as the `actions` view shows it: every
+    field, null where the claim set none, times in RFC 3339."""
+    return {
+        "operation": envelope.operation,
+        "target": envelope.target,
+        "resource": envelope.resource,
+        "write_paths": list(envelope.write_paths),
+        "task_revision": envelope.task_revision,
+        "grant_revision": envelope.grant_revision,
+        "policy_revision": envelope.policy_revision,
+        "intent_revision": envelope.intent_revision,
+        "source_revision": _given(envelope.source_revision),
+        "target_sha": _given(envelope.target_sha),
+        "deadline_at": rfc3339(_given(envelope.deadline_at)),
+        "runtime_id": _given(envelope.runtime_id),
+        "tool_policy_revision": _given(envelope.tool_policy_revision),
+    }
+
+
+def revisions_row(revisions: ev.Revisions) -> dict[str, Any]:
+    return {"task": revisions.task, "grant": revisions.grant, "intent": revisions.intent}
 
 
 class ActionsView(View):
@@ -31,6 +68,10 @@ class ActionsView(View):
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
         self.cancelled_tasks: set[str] = set()
+        # The actions with an attempt out with the executor, by claim: their
+        # claim's number (claims counted from 1), the work queue's order.
+        self.out: dict[str, int] = {}
+        self.claims = 0
 
     def _set_state(self, operation_id: str, state: str, reason: str | None = None) -> None:
         """A new state and its reason (contract v1.2 section 2.6): `reason`, or
@@ -42,6 +83,10 @@ class ActionsView(View):
             row["state"] = state
             row["blocked_by"] = []  # blocked_by is [] in every state but pending
             row["retry_at"] = None  # so is retry_at
+            if state not in _IN_FLIGHT:  # no attempt out with the executor now
+                row["attempt_id"] = None
+                row["envelope"] = None
+                self.out.pop(operation_id, None)
         if reason is not None:
             row["reason"] = reason
 
@@ -70,6 +115,12 @@ class ActionsView(View):
             "deadline_at": None,
             "retry_at": None,
             "batch_id": event.batch_id if event.batch_id is not UNSET else None,  # contract v1.2 section 7.3
+            # What an executor reads (an extension, docs/contract/views.md):
+            "target": event.target,
+            "write_paths": list(event.write_paths),
+            "input_revisions": revisions_row(event.input_revisions),
+            "attempt_id": None,
+            "envelope": None,
         }
 
     def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> None:
@@ -77,11 +128,16 @@ class ActionsView(View):
         reason = "task_revised" if type(event) is ev.TaskRevised else "authority_narrowed"
         for operation_id in event.fenced:
             self._set_state(operation_id, fenced, reason)
+        if type(event) is ev.GrantRevised:  # the actions it still allows answer its new revision
+            for operation_id in event.restamped:
+                self.rows[operation_id]["input_revisions"]["grant"] = event.revision
 
     def _revalidated(self, event: ev.ActionRevalidated) -> None:
         self._set_state(event.operation_id, ACTION.after[ev.ActionRevalidated])
+        row = self.rows[event.operation_id]
+        row["input_revisions"] = revisions_row(event.input_revisions)
         if event.source_revision is not UNSET:
-            self.rows[event.operation_id]["source_revision"] = event.source_revision
+            row["source_revision"] = event.source_revision
 
     def _task_cancelled(self, event: ev.TaskCancelled) -> None:
         self.cancelled_tasks.add(event.task_id)  # its actions' ActionCancelled follow it
@@ -116,6 +172,10 @@ class ActionsView(View):
         if event.envelope.deadline_at is not UNSET:
             row["deadline_at"] = rfc3339(event.envelope.deadline_at)
         self._set_state(event.operation_id, _CLAIMED)
+        row["attempt_id"] = event.attempt_id
+        row["envelope"] = envelope_row(event.envelope)
+        self.claims += 1
+        self.out[event.operation_id] = self.claims
 
     def _attempt(self, event: ev.AttemptUpdated) -> None:
         self.rows[event.operation_id]["attempts"][-1]["state"] = event.attempt_state
@@ -123,6 +183,8 @@ class ActionsView(View):
         self._set_state(event.operation_id, event.action_state, refusal if refusal != "retry" else None)
         if event.retry_at is not UNSET:
             self.rows[event.operation_id]["retry_at"] = rfc3339(event.retry_at)
+        if event.restamped is not None:  # back to pending under its grant's new revision
+            self.rows[event.operation_id]["input_revisions"] = revisions_row(event.restamped)
 
     def _outcome(self, event: ev.ActionOutcomeReported) -> None:
         row = self.rows[event.operation_id]
