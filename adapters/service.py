@@ -41,6 +41,7 @@ from tandem.adapters.runtime import LiveEngine, LockLost, ReadOnly, Runtime
 from tandem.adapters.sessions import Sessions
 from tandem.adapters.stream import Hub
 from tandem.adapters.tokens import TokenTable
+from tandem.projections.rows import VALUE_VIEWS
 from tandem.replay.commits import Commit, EventRow, events_page, summarize
 from tandem.replay.edge import Credential
 from tandem.replay.engine import input_boundary, project
@@ -52,7 +53,6 @@ log = logging.getLogger("tandem.serve")
 
 reader_threads_max = 4
 inline_body_bytes_max = 65_536  # bigger bodies are decided in a worker thread
-VALUE_VIEWS = ("health", "usage")  # views whose body is a value, not rows
 # A 503 says when to try again (`Retry-After`, seconds): a store that failed
 # is folded again at the next request, and a standby takes over in well under
 # a second (docs/operations.md).
