@@ -238,14 +238,15 @@ def _latest_attempt(action: Action, attempt_id: str) -> Attempt:
     return action.attempts[-1]
 
 
-# attempt event -> action event, for each receipt/reconcile result
-_RECEIPT_EVENTS = {
+# attempt event -> action event, for each receipt/reconcile result (and, below, each
+# outcome's action event): what the work queue offers an executor, projections/work.py
+RECEIPT_EVENTS = {
     "queued": ("receipt_queued", "queue"),
     "accepted": ("receipt_accepted", "accept"),
     "unknown": ("receipt_unknown", "lose_track"),
     "refused": ("receipt_refused", "refuse"),
 }
-_RECONCILE_EVENTS = {
+RECONCILE_EVENTS = {
     "accepted": ("reconcile_accepted", "accept"),
     "not_received": ("reconcile_not_received", "refuse"),
 }
@@ -316,22 +317,22 @@ def _refusal_facts(state: State, action: Action, reason: str) -> ev.RefusalFacts
 
 def decide_receipt(state: State, value: inp.ExecutorReceipt, seq: int) -> list[ev.Event]:
     action = known_action(state, value.operation_id)
-    attempt_event, action_event = _RECEIPT_EVENTS[value.result]
+    attempt_event, action_event = RECEIPT_EVENTS[value.result]
     return _attempt_transition(state, value, seq, action, attempt_event, action_event)
 
 
 def decide_reconcile(state: State, value: inp.ExecutorReconcile, seq: int) -> list[ev.Event]:
     action = known_action(state, value.operation_id)
-    attempt_event, action_event = _RECONCILE_EVENTS[value.observed]
+    attempt_event, action_event = RECONCILE_EVENTS[value.observed]
     return _attempt_transition(state, value, seq, action, attempt_event, action_event)
 
 
-_OUTCOME_EVENTS = {"succeeded": "succeed", "failed": "fail", "cancelled": "confirm_cancel"}
+OUTCOME_EVENTS = {"succeeded": "succeed", "failed": "fail", "cancelled": "confirm_cancel"}
 
 
 def decide_outcome(state: State, value: inp.ExecutorOutcome, seq: int) -> list[ev.Event]:
     action = known_action(state, value.operation_id)
-    action_state = ACTION.target(action.state, _OUTCOME_EVENTS[value.outcome])
+    action_state = ACTION.target(action.state, OUTCOME_EVENTS[value.outcome])
     if action_state is None:
         raise Rejected("stale_attempt", f"{action.operation_id!r} is {action.state}: no outcome {value.outcome!r} expected")
     attempt = action.attempts[-1] if action.attempts else None
