@@ -11,13 +11,32 @@ from typing import Any
 
 import msgspec
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import Operation, Parameter, RequestBody
+from litestar.openapi.spec import Operation, Parameter, Reference, RequestBody
 from msgspec import UNSET, Struct, UnsetType
 
 from tandem.replay.edge import RESERVED_KINDS
 from tandem.domain import events as ev
 from tandem.domain.inputs import AnyInput, format_at
+from tandem.projections.rows import (
+    VALUE_VIEWS,
+    VIEW_ROWS,
+    ActionRow,
+    AlertRow,
+    CardRow,
+    ConsumerRow,
+    ConversationRow,
+    HealthValue,
+    InboxRow,
+    InvestigationRow,
+    QuestionRow,
+    RejectionRow,
+    RuntimeRow,
+    TaskRow,
+    UsageValue,
+)
+from tandem.projections.work import WorkBody
 from tandem.replay.commits import Commit
+from tandem.replay.explain.model import Document as ExplainDocument
 
 
 class LineError(Struct, frozen=True):
@@ -83,30 +102,33 @@ class ViewsDocument(Struct, frozen=True, forbid_unknown_fields=True):
     """The document `tandem replay --json` prints (docs/contract/views.md,
     with every key added in v1.2), plus the position: every view, and no other key
     (the schema's `additionalProperties: false`, so a view the document forgets
-    fails the service's own schema check)."""
+    fails the service's own schema check). Each view's rows are its Struct of
+    projections/rows.py."""
 
     position: int
-    tasks: list[dict[str, Any]]
-    actions: list[dict[str, Any]]
-    inbox: list[dict[str, Any]]
-    questions: list[dict[str, Any]]
-    alerts: list[dict[str, Any]]
-    conversations: list[dict[str, Any]]
-    consumers: list[dict[str, Any]]
-    health: dict[str, Any]
-    usage: dict[str, Any]
-    cards: list[dict[str, Any]]
-    rejections: list[dict[str, Any]]
-    runtimes: list[dict[str, Any]]  # contract v1.2 section 1.6
-    investigations: list[dict[str, Any]]  # contract v1.2 section 5.5
+    tasks: list[TaskRow]
+    actions: list[ActionRow]
+    inbox: list[InboxRow]
+    questions: list[QuestionRow]
+    alerts: list[AlertRow]
+    conversations: list[ConversationRow]
+    consumers: list[ConsumerRow]
+    health: HealthValue
+    usage: UsageValue
+    cards: list[CardRow]
+    rejections: list[RejectionRow]
+    runtimes: list[RuntimeRow]  # contract v1.2 section 1.6
+    investigations: list[InvestigationRow]  # contract v1.2 section 5.5
 
 
-class ViewBody(Struct, frozen=True, omit_defaults=True):
-    """One view: `rows`, or for `health` and `usage` a `value`."""
+def _view_body(name: str) -> type[Struct]:
+    """`{"position", "rows"}` of one view (`{"position", "value"}` for a value view), typed."""
+    row = VIEW_ROWS[name]
+    field: tuple[str, Any] = ("value", row) if name in VALUE_VIEWS else ("rows", list[row])  # type: ignore[valid-type]
+    return msgspec.defstruct(f"{name.title()}View", [("position", int), field], frozen=True, forbid_unknown_fields=True, module=__name__)
 
-    position: int
-    rows: list[dict[str, Any]] | UnsetType = UNSET
-    value: dict[str, Any] | UnsetType = UNSET
+
+VIEW_BODIES: dict[str, type[Struct]] = {name: _view_body(name) for name in VIEW_ROWS}
 
 
 class InputRefBody(Struct, frozen=True):
@@ -212,13 +234,47 @@ def input_schemas() -> dict[str, dict[str, Any]]:
 
 INPUT_SCHEMAS = input_schemas()
 
+SCHEMA_REF = "#/components/schemas/{name}"
+VIEW_BODY_SCHEMA_NAME = "ViewBody"
+# Every answer of the API, by the Struct the service encodes it from (or
+# that describes what it encodes: the views are dicts, their rows' Structs
+# projections/rows.py); the GitHub route's is added by the app.
+ANSWERS: tuple[type[Struct], ...] = (
+    InputsResponse,
+    ErrorBody,
+    ViewsDocument,
+    *VIEW_BODIES.values(),
+    EventsPage,
+    Health,
+    ExplainDocument,
+    WorkBody,
+)
 
-def documented(parameters: Sequence[Parameter] = (), request_body: RequestBody | None = None) -> type[Operation]:
+
+def answer_schemas(answers: Sequence[type[Struct]]) -> dict[str, dict[str, Any]]:
+    """The JSON Schemas (OpenAPI components) of the answers, made by msgspec
+    from their Structs, as it encodes and decodes them (a Struct that refuses
+    unknown fields says `additionalProperties: false`); and `ViewBody`, any
+    of the views' bodies (`GET /v1/views/{name}`: which one, its name says)."""
+    _, components = msgspec.json.schema_components(answers, ref_template=SCHEMA_REF)
+    components[VIEW_BODY_SCHEMA_NAME] = {
+        "title": VIEW_BODY_SCHEMA_NAME,
+        "description": "One view, as its name says: `rows` of that view's row schema, or for `health` and `usage` "
+        "its `value` (any of, not one of: an empty list of rows is every list view's)",
+        "anyOf": [{"$ref": SCHEMA_REF.format(name=body.__name__)} for body in VIEW_BODIES.values()],
+    }
+    return components
+
+
+def documented(
+    parameters: Sequence[Parameter] = (), request_body: RequestBody | None = None, answer: str | None = None
+) -> type[Operation]:
     """An Operation class (Litestar's `operation_class=`) that adds, to what
     Litestar derives from a handler's signature, the parameters and the body
     the handler reads and checks itself (so that its own checks and error
     codes apply, not Litestar's). A parameter named as one Litestar derived
-    (a path parameter) replaces it."""
+    (a path parameter) replaces it. `answer`: the component its 200 answer
+    is (when the handler's signature cannot say it: `ViewBody`)."""
 
     @dataclass
     class Documented(Operation):
@@ -233,5 +289,10 @@ def documented(parameters: Sequence[Parameter] = (), request_body: RequestBody |
                 self.parameters = [*derived, *parameters]
             if request_body is not None:
                 self.request_body = request_body
+            if answer is not None:
+                assert self.responses is not None
+                content = self.responses["200"].content  # type: ignore[union-attr]
+                assert content is not None
+                content["application/json"].schema = Reference(ref=SCHEMA_REF.format(name=answer))
 
     return Documented

@@ -38,18 +38,21 @@ from litestar.openapi.spec import (
 from litestar.response import Redirect, Stream
 
 from tandem.adapters.api_schema import (
+    ANSWERS,
     BEARER,
     ERRORS_READ,
     ERRORS_WRITE,
     INPUT_SCHEMA_NAME,
     INPUT_SCHEMAS,
+    VIEW_BODY_SCHEMA_NAME,
     Degraded,
     ErrorBody,
     EventsPage,
+    ExplainDocument,
     Health,
     InputsResponse,
-    ViewBody,
     ViewsDocument,
+    answer_schemas,
     documented,
     error_body,
 )
@@ -65,13 +68,14 @@ from tandem.adapters.http_inputs import (
     service_of,
     single_body_bytes_max,
 )
-from tandem.adapters.github_webhook import post_github
+from tandem.adapters.github_webhook import GithubAnswer, post_github
 from tandem.adapters.service import ApiError, Service
 from tandem.adapters.stream import StreamsFull
 from tandem.adapters.console import SECURITY_HEADERS, NeedsSignIn, console_routes
 from tandem.adapters.sessions import session_cookie
 from tandem.adapters.console.templating import render as render_page
 from tandem.projections import VIEW_NAMES
+from tandem.projections.work import WorkBody
 from tandem.replay.commits import events_page_max
 from tandem.replay.explain import KINDS
 
@@ -121,22 +125,38 @@ LAST_EVENT_ID = Parameter(
     "over 1,000 or not a position of this store, one `reset`), then live ones",
     schema=Schema(type=OpenAPIType.STRING),
 )
+INPUT_REF = Reference(ref=f"#/components/schemas/{INPUT_SCHEMA_NAME}")
+# As OpenAPI 3.1 has no schema for a sequence of JSON texts: the items,
+# written one per line (blank lines and `//` lines are skipped).
+NDJSON_BATCH = OpenAPIMediaType(
+    schema=Schema(
+        type=OpenAPIType.ARRAY,
+        items=INPUT_REF,
+        description=f"the inputs, one per line, each as `{JSON}` takes it (UTF-8): not a JSON array",
+    )
+)
 INPUTS_BODY = RequestBody(
     required=True,
     description=f"One input (`{JSON}`, at most {single_body_bytes_max} bytes) or a batch (`{NDJSON}`, at most "
-    f"{batch_body_bytes_max} bytes): the inputs of a trace (docs/contract/), `at` and `actor` optional.",
+    f"{batch_body_bytes_max} bytes): the inputs of a trace (docs/contract/), `at` and `actor` optional. "
+    "(A generated client sends a batch to /v1/inputs/batch, as a JSON array.)",
+    content={JSON: OpenAPIMediaType(schema=INPUT_REF), NDJSON: NDJSON_BATCH},
+)
+BATCH_BODY = RequestBody(
+    required=True,
+    description=f"A batch, at most {batch_body_bytes_max} bytes, one transaction: a JSON array of inputs (`{JSON}`: "
+    f"item N is the batch's line N), or the inputs one per line (`{NDJSON}`, as POST /v1/inputs takes a batch).",
     content={
-        JSON: OpenAPIMediaType(schema=Reference(ref=f"#/components/schemas/{INPUT_SCHEMA_NAME}")),
-        # As OpenAPI 3.1 has no schema for a sequence of JSON texts: the items,
-        # written one per line (blank lines and `//` lines are skipped).
-        NDJSON: OpenAPIMediaType(
-            schema=Schema(
-                type=OpenAPIType.ARRAY,
-                items=Reference(ref=f"#/components/schemas/{INPUT_SCHEMA_NAME}"),
-                description=f"the inputs, one per line, each as `{JSON}` takes it (UTF-8): not a JSON array",
-            )
+        JSON: OpenAPIMediaType(
+            schema=Schema(type=OpenAPIType.ARRAY, items=INPUT_REF, description="the inputs, in order: item N is line N")
         ),
+        NDJSON: NDJSON_BATCH,
     },
+)
+RUNTIME_ID = _query(
+    "runtime_id",
+    "only the work of this worker runtime (the actions that name it, `envelope.runtime_id`); empty: 400",
+    Schema(type=OpenAPIType.STRING, min_length=1),
 )
 
 
@@ -169,12 +189,32 @@ def authenticate(request: Request) -> str:
     security=BEARER,
 )
 async def post_inputs(request: Request) -> Response[InputsResponse]:
+    return await _inputs_answer(request, batch_route=False)
+
+
+@post(
+    "/v1/inputs/batch",
+    status_code=200,
+    summary="Submit a batch: a JSON array (application/json) or one input a line (application/x-ndjson)",
+    description="The inputs of a batch, checked whole, then decided and committed in one transaction, as "
+    "POST /v1/inputs takes an application/x-ndjson batch; a JSON array's item N is the batch's line N.",
+    responses=ERRORS_WRITE,
+    request_max_body_size=batch_body_bytes_max + 1,
+    operation_class=documented(request_body=BATCH_BODY),
+    security=BEARER,
+)
+async def post_inputs_batch(request: Request) -> Response[InputsResponse]:
+    return await _inputs_answer(request, batch_route=True)
+
+
+async def _inputs_answer(request: Request, batch_route: bool) -> Response[InputsResponse]:
     service = service_of(request)
 
     async def read(limit: int) -> bytes:
         return await read_limited(request.stream(), request.headers.get("content-length"), limit)
 
-    body = await accept_inputs(service, request.headers.get("authorization"), request.query_params.items(), request.headers.get("content-type", ""), read)
+    headers = request.headers
+    body = await accept_inputs(service, headers.get("authorization"), request.query_params.items(), headers.get("content-type", ""), read, batch_route)
     return Response(body, media_type=JSON)
 
 
@@ -221,10 +261,10 @@ async def _views_answer(request: Request, name: str | None) -> bytes:
     "/v1/views/{name:str}",
     summary="One view (?at= as for /v1/views)",
     responses=ERRORS_READ,
-    operation_class=documented([VIEW_NAME, AT]),
+    operation_class=documented([VIEW_NAME, AT], answer=VIEW_BODY_SCHEMA_NAME),
     security=BEARER,
 )
-async def get_view(request: Request, name: FromPath[str]) -> Response[ViewBody]:
+async def get_view(request: Request, name: FromPath[str]) -> Response[Any]:
     authenticate(request)
     if name not in VIEW_NAMES:
         raise ApiError(404, "unknown_view", f"no view {name!r}; views: {', '.join(VIEW_NAMES)}")
@@ -259,7 +299,7 @@ async def get_events(request: Request) -> Response[EventsPage]:
     operation_class=documented([KIND]),
     security=BEARER,
 )
-async def get_explain(request: Request, id: FromPath[str]) -> Response[dict[str, Any]]:
+async def get_explain(request: Request, id: FromPath[str]) -> Response[ExplainDocument]:
     authenticate(request)
     thing = raw_tail(request.scope, "/v1/explain/") or id.lstrip("/")
     kind = request.query_params.get("kind")
@@ -268,6 +308,24 @@ async def get_explain(request: Request, id: FromPath[str]) -> Response[dict[str,
     if not thing.strip():
         raise ApiError(404, "unknown_id", "no id given")
     return Response(await service_of(request).explain(thing, kind), media_type=JSON)
+
+
+@get(
+    "/v1/work",
+    summary="The work queue: every attempt out with the executor, oldest claim first, with what to do and what to send back",
+    description="Exact at the engine's position (the answer's `position`): the actions view's attempts that are "
+    "`submitting`, `queued`, `accepted` or `unknown`, or whose action is `cancel_requested` (`stop`), each with its "
+    "frozen envelope and the executor inputs the engine accepts for it now.",
+    responses=ERRORS_READ,
+    operation_class=documented([RUNTIME_ID]),
+    security=BEARER,
+)
+async def get_work(request: Request) -> Response[WorkBody]:
+    authenticate(request)
+    runtime_id = request.query_params.get("runtime_id")
+    if runtime_id is not None and not runtime_id.strip():
+        raise ApiError(400, "invalid_query", "?runtime_id=: a runtime's id, not empty (leave it out for all the work)")
+    return Response(await service_of(request).work(runtime_id), media_type=JSON)
 
 
 @get("/v1/health", summary="Liveness without a token", responses={503: ERRORS_READ[503]})
@@ -382,7 +440,7 @@ async def _secured(response: Response[Any]) -> Response[Any]:
     return response
 
 
-ROUTES = [post_inputs, get_views, get_view, get_events, get_explain, get_health, head_health, get_stream, post_github]
+ROUTES = [post_inputs, post_inputs_batch, get_views, get_view, get_events, get_explain, get_work, get_health, head_health, get_stream, post_github]
 
 
 def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] = (), on_shutdown: list[Callable[[], Awaitable[None]]] = ()) -> Litestar:  # type: ignore[assignment]
@@ -404,9 +462,13 @@ def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] 
         debug=False,
     )
     app.state.service = service
-    # Litestar makes its components from the handlers' types; the inputs'
-    # schemas come from the input Structs themselves (api_schema.input_schemas).
+    # Litestar refers to components by the handlers' types; every component
+    # is then msgspec's own schema of its Struct: the answers'
+    # (api_schema.answer_schemas), the inputs' (api_schema.input_schemas).
     schemas = app.openapi_schema.components.schemas
-    assert schemas is not None and not INPUT_SCHEMAS.keys() & schemas.keys(), "component names clash"
-    schemas.update(INPUT_SCHEMAS)  # type: ignore[arg-type]  # plain JSON Schema, written as it is
+    answers = answer_schemas([*ANSWERS, GithubAnswer])
+    assert schemas is not None and not INPUT_SCHEMAS.keys() & answers.keys(), "component names clash"
+    assert schemas.keys() <= answers.keys(), f"components not made from a Struct: {sorted(schemas.keys() - answers.keys())}"
+    schemas.update(answers)  # type: ignore[arg-type]  # plain JSON Schema, written as it is
+    schemas.update(INPUT_SCHEMAS)  # type: ignore[arg-type]
     return app

@@ -25,6 +25,7 @@ from litestar import Request
 from tandem.adapters.api_schema import InputsResponse, error_body, results_of
 from tandem.adapters.service import ApiError, Service
 from tandem.adapters.tokens import TokenTable
+from tandem.domain.nesting import lone_surrogate_error
 from tandem.replay.edge import EdgeRefused, TokenActor
 from tandem.replay.traces import TraceInvalid, line_bytes_max
 
@@ -116,11 +117,17 @@ async def accept_inputs(
     query: Iterable[tuple[str, str]],
     content_type: str,
     read: Callable[[int], Awaitable[bytes]],
+    batch_route: bool = False,
 ) -> bytes:
-    """The route: authenticate, read, decide and commit; the 200 body (JSON)."""
+    """The route: authenticate, read, decide and commit; the 200 body (JSON).
+    `batch_route` (POST /v1/inputs/batch): the body is a batch whatever its
+    type, and `application/json` is a JSON array of inputs."""
     actor = actor_of_request(service.tokens, authorization, query)
-    batch = media_type(content_type) == NDJSON
+    kind = media_type(content_type)
+    batch = batch_route or kind == NDJSON
     data = await read(batch_body_bytes_max if batch else single_body_bytes_max)
+    if batch_route and kind == JSON:
+        data = array_lines(data)
     try:
         commit = await service.submit(data, batch, TokenActor(actor))
     except TraceInvalid as invalid:
@@ -130,6 +137,22 @@ async def accept_inputs(
     except EdgeRefused as refused:
         raise ApiError(refused.status, refused.code, refused.message) from None
     return _encoder.encode(InputsResponse(position=commit.position, results=results_of(commit)))
+
+
+_array = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def array_lines(data: bytes) -> bytes:
+    """A JSON array of inputs as the batch of lines it stands for: item N,
+    its bytes as sent, is line N (a newline between tokens becomes a space:
+    in valid JSON none is inside a string). Not an array: 400 `invalid_input`,
+    line 1 (the body)."""
+    try:
+        items = _array.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        message = f"the body is not a JSON array of inputs: {lone_surrogate_error(data) or error}"
+        raise ApiError(400, "invalid_input", f"1 bad line(s): line 1: {message}", [{"line": 1, "message": message}]) from None
+    return b"\n".join(bytes(item).replace(b"\r", b" ").replace(b"\n", b" ") for item in items)
 
 
 # ----------------------------------------------------------------- fast path

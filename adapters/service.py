@@ -42,6 +42,7 @@ from tandem.adapters.sessions import Sessions
 from tandem.adapters.stream import Hub
 from tandem.adapters.tokens import TokenTable
 from tandem.projections.rows import VALUE_VIEWS
+from tandem.projections.work import WorkBody, work_items
 from tandem.replay.commits import Commit, EventRow, events_page, summarize
 from tandem.replay.edge import Credential
 from tandem.replay.engine import input_boundary, project
@@ -264,6 +265,17 @@ class Service:
         body = msgspec.json.encode(view_body(views.document() if name is None else views.view(name), name, position))
         self.rendered[key] = (position, body)
         return body
+
+    async def work(self, runtime_id: str | None) -> bytes:
+        """The work queue (projections/work.py) at the engine's position, encoded."""
+
+        def work() -> bytes:
+            views = self.engine.views
+            assert views is not None
+            actions = views.by_name["actions"]
+            return msgspec.json.encode(WorkBody(position=self.engine.state.position, items=work_items(actions, runtime_id)))  # type: ignore[arg-type]
+
+        return await self.with_engine(work)
 
     async def events(self, after: int, limit: int) -> tuple[list[EventRow], int | None]:
         """Up to `limit` events after `after`, and where the next page starts."""

@@ -63,6 +63,8 @@ OPERATIONS = {  # at least these (API.md); every operation the document has is t
     "GET /v1/events",
     "GET /v1/explain/{id}",
     "GET /v1/health",
+    "POST /v1/inputs/batch",
+    "GET /v1/work",
 }
 
 
@@ -142,6 +144,8 @@ def test_every_operation_answers_as_its_openapi_document_says(served: Served) ->
     # Generated inputs did reach the engine, one at a time and in batches.
     assert answered[("POST /v1/inputs", "application/json", 200)] > 0
     assert answered[("POST /v1/inputs", "application/x-ndjson", 200)] > 0
+    assert answered[("POST /v1/inputs/batch", "application/json", 200)] > 0
+    assert answered[("GET /v1/work", "-", 200)] > 0
 
 
 def test_health_when_the_store_cannot_be_read_is_the_declared_503(served: Served) -> None:
