@@ -257,6 +257,8 @@ def answer_schemas(answers: Sequence[type[Struct]]) -> dict[str, dict[str, Any]]
     unknown fields says `additionalProperties: false`); and `ViewBody`, any
     of the views' bodies (`GET /v1/views/{name}`: which one, its name says)."""
     _, components = msgspec.json.schema_components(answers, ref_template=SCHEMA_REF)
+    for schema in components.values():
+        _open_tuples(schema)
     components[VIEW_BODY_SCHEMA_NAME] = {
         "title": VIEW_BODY_SCHEMA_NAME,
         "description": "One view, as its name says: `rows` of that view's row schema, or for `health` and `usage` "
@@ -264,6 +266,20 @@ def answer_schemas(answers: Sequence[type[Struct]]) -> dict[str, dict[str, Any]]
         "anyOf": [{"$ref": SCHEMA_REF.format(name=body.__name__)} for body in VIEW_BODIES.values()],
     }
     return components
+
+
+def _open_tuples(schema: Any) -> None:
+    """Drop a tuple's `items: false` (no item past its `prefixItems`), which
+    its `maxItems` says already: generators (openapi-python-client) cannot
+    read a boolean schema, and refuse the whole document for it."""
+    if isinstance(schema, dict):
+        if "prefixItems" in schema and schema.get("items") is False and "maxItems" in schema:
+            del schema["items"]
+        for value in schema.values():
+            _open_tuples(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _open_tuples(value)
 
 
 def documented(
