@@ -7,7 +7,6 @@ results, ids, retries, `Rejected`.
     tandem = Client("http://127.0.0.1:8765", token)
     result = tandem.submit({"type": "human.message", "conversation_id": "fg", "message_id": "m1", "text": "hi"})
     tandem.view("actions")["rows"]
-    tandem.work()["items"]                    # what an executor is to do, and send back
 
 A thin shim over tandem.client's connection (client/transport.py): the same
 socket, the same `ApiError` and `Message` classes. A rejected input comes
@@ -72,11 +71,6 @@ class Client:
 
     def explain(self, thing: str, kind: str | None = None) -> dict[str, Any]:
         return self.request("GET", f"/v1/explain/{quote(thing, safe='')}" + query(kind=kind))
-
-    def work(self, runtime_id: str | None = None) -> dict[str, Any]:
-        """The work queue: {position, items}, each item an attempt out with
-        the executor, what to do and the inputs to send back (docs/api.md)."""
-        return self.request("GET", "/v1/work" + query(runtime_id=runtime_id))
 
     def health(self) -> dict[str, Any]:
         try:

@@ -138,5 +138,5 @@ def test_the_queue_keeps_claim_order_says_stop_and_filters_by_runtime(server: Se
         executor.request("GET", "/v1/work?runtime_id=")
     assert (refused.value.status, refused.value.code) == (400, "invalid_query")
     with pytest.raises(ApiError) as unauthenticated:
-        Client(server.url, "not-a-token-" * 3).work()
-    assert unauthenticated.value.status == 401
+        Client(server.url, "not-a-token-" * 3).request("GET", "/v1/work")
+    assert (unauthenticated.value.status, unauthenticated.value.code) == (401, "unauthenticated")
