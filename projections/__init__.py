@@ -1,12 +1,15 @@
 """Projections: the views of docs/contract/views.md, each a fold over events.
 
 `Views` folds every event into every view and tracks the position it has
-reached; `document()` is what `tandem replay TRACE --json` prints.
+reached; `document()` is what `tandem replay TRACE --json` prints. Applied
+one event at a time (`apply`, the live engine's way), it also keeps which
+views changed and, of the keyed ones, which rows: `row_changes()` says
+them in the live stream's words, `take_changed()` starts over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tandem.projections.actions import ActionsView
@@ -75,20 +78,44 @@ class Views:
                 self.named_handlers_by_event.setdefault(event_type, []).append((bound, view.name))
         self.position = 0
         self.changed: set[str] = set()  # views `apply` changed since `take_changed`
+        # Since `take_changed`: the keys each keyed view's handlers touched,
+        # the views a handler changed without saying which rows, and what
+        # each view's `change` needs to know of it as it was then.
+        self.touched: dict[str, set[Any]] = {name: set() for name, view in self.by_name.items() if view.key is not None}
+        self.whole: set[str] = set()
+        self.marks: dict[str, Any] = {name: view.mark() for name, view in self.by_name.items()}
 
     def apply(self, event: Any) -> None:
         handlers = self.named_handlers_by_event.get(type(event))
         if handlers is not None:
             for handler, name in handlers:
-                if handler(event) is not False:
+                keys = handler(event)
+                if keys is not False:
                     self.changed.add(name)
+                    if keys is None or keys is True:
+                        self.whole.add(name)
+                    elif keys:
+                        self.touched[name].update(keys)
         self.position += 1
 
     def take_changed(self) -> list[str]:
-        """The views `apply` changed since the last call, in document order."""
+        """The views `apply` changed since the last call, in document order;
+        their row changes start over."""
         changed = [name for name in self.by_name if name in self.changed]
         self.changed.clear()
+        for keys in self.touched.values():
+            keys.clear()
+        self.whole.clear()
+        self.marks = {name: view.mark() for name, view in self.by_name.items()}
         return changed
+
+    def row_changes(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(name, what changed) for each view `apply` changed since
+        `take_changed` (take them before it), in document order, each
+        rendered as it is asked for: docs/api.md, "Row changes"."""
+        for name, view in self.by_name.items():
+            if name in self.changed:
+                yield name, view.change(None if name in self.whole else self.touched.get(name, ()), self.marks[name])
 
     def document(self) -> dict[str, Any]:
         return {name: view.render() for name, view in self.by_name.items()}

@@ -238,6 +238,9 @@ class HealthView(View):
     }
     quiet = {ev.InputAccepted: _clock, ev.InputRejected: _clock}
 
+    def change(self, touched: Any, since: Any) -> dict[str, Any]:
+        return {"value": self.render()}
+
     def _fresh(self) -> bool:
         return (
             self.host == HOST.initial  # running

@@ -43,6 +43,20 @@ class RejectionsView(View):
     handlers = {ev.InputAccepted: _accepted, ev.InputRejected: _rejected}
     quiet = {ev.InputAccepted: _file}
 
-    def render(self) -> list[dict[str, Any]]:
+    def mark(self) -> tuple[int, bool]:
+        return len(self.rows), self.several
+
+    def change(self, touched: Any, since: tuple[int, bool]) -> dict[str, Any]:
+        """The rows appended since, or every row once the rows sent before
+        changed (they show `file` from the second file on)."""
+        count, several = since
+        if several != self.several:
+            return {"rows": self.render()}
+        return {"appended": [self._shown(row) for row in self.rows[count:]]}
+
+    def _shown(self, row: dict[str, Any]) -> dict[str, Any]:
         # `file` only when the store holds several traces (contract section 1, 7).
-        return [row if self.several else {k: v for k, v in row.items() if k != "file"} for row in self.rows]
+        return row if self.several else {k: v for k, v in row.items() if k != "file"}
+
+    def render(self) -> list[dict[str, Any]]:
+        return [self._shown(row) for row in self.rows]
