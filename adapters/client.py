@@ -12,6 +12,7 @@ once (only when nothing of the answer came back).
     tandem.view("actions")["rows"]
     for message in tandem.stream(last_event_id=result["position"]):
         ...                                   # Message(id, event, data)
+    # A copy of the views kept by the row changes: adapters/replica.py.
 
 Errors the server sends come back as `ApiError` (status, code, message,
 errors); a 503 `store_unavailable` is safe to retry with the same input `id`s.
@@ -206,14 +207,20 @@ class Client:
     # ------------------------------------------------------------- stream
 
     def stream(
-        self, last_event_id: int | None = None, views: Iterable[str] | None = None, timeout_s: float | None = None
+        self,
+        last_event_id: int | None = None,
+        views: Iterable[str] | None = None,
+        timeout_s: float | None = None,
+        rows: bool = False,
     ) -> Iterator[Message]:
         """Messages as they come (a connection of its own; comment lines are
-        skipped). Resume with the last `id` you saw."""
+        skipped). Resume with the last `id` you saw. With `rows`, each
+        `change` holds its row changes (`?rows=1`; adapters/replica.py
+        applies them)."""
         extra = {"Accept": "text/event-stream"}
         if last_event_id is not None:
             extra["Last-Event-ID"] = str(last_event_id)
-        query = _query(views=",".join(views) if views is not None else None)
+        query = _query(views=",".join(views) if views is not None else None, rows=1 if rows else None)
         connection = self._connect(timeout_s)
         try:
             connection.sendall(self._head("GET", "/v1/stream" + query, extra, None))
