@@ -4,11 +4,14 @@ changes equals `GET /v1/views` after every commit (single inputs, a batch, a
 rejection, a tick that moves the clock); a stream resumed with
 `Last-Event-ID` brings a replica left behind up to date, also after a
 restart (the messages rebuilt from the log carry the row changes the live
-ones did); `?views=` combines with `rows=1`; a bad `rows` is 400."""
+ones did); `?views=` combines with `rows=1`; a bad `rows` is 400, and
+/openapi.json describes the parameter."""
 
 from __future__ import annotations
 
 import copy
+import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,6 +114,10 @@ def test_a_rows_stream_keeps_a_replica_equal_to_the_views(tmp_path: Path) -> Non
 
 def test_a_bad_rows_value_is_invalid_query(tmp_path: Path) -> None:
     with Served(tmp_path, f"sqlite:///{tmp_path}/events.db", NO_RUNTIME) as server:
+        with urllib.request.urlopen(server.url + "/openapi.json", timeout=WAIT_S) as answer:
+            parameters = json.load(answer)["paths"]["/v1/stream"]["get"]["parameters"]
+        (rows,) = [parameter for parameter in parameters if parameter["name"] == "rows"]
+        assert rows["in"] == "query" and rows["schema"]["enum"] == ["0", "1"] and "Row changes" in rows["description"]
         for bad in ("2", "yes", "", "true", "01"):
             refused = Stream(server, query=f"?rows={bad}&views=tasks")
             assert_error(refused.error, 400, "invalid_query")
