@@ -46,7 +46,7 @@ class ActionsView(View):
         if reason is not None:
             row["reason"] = reason
 
-    def _proposed(self, event: ev.ActionProposed) -> tuple[str]:
+    def _proposed(self, event: ev.ActionProposed) -> str:
         self.rows[event.operation_id] = {
             "operation_id": event.operation_id,
             "task_id": event.task_id,
@@ -72,7 +72,7 @@ class ActionsView(View):
             "retry_at": None,
             "batch_id": event.batch_id if event.batch_id is not UNSET else None,  # contract v1.2 section 7.3
         }
-        return (event.operation_id,)
+        return event.operation_id
 
     def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> list[str]:
         fenced = ACTION.after[type(event)]
@@ -81,62 +81,62 @@ class ActionsView(View):
             self._set_state(operation_id, fenced, reason)
         return event.fenced
 
-    def _revalidated(self, event: ev.ActionRevalidated) -> tuple[str]:
+    def _revalidated(self, event: ev.ActionRevalidated) -> str:
         self._set_state(event.operation_id, ACTION.after[ev.ActionRevalidated])
         if event.source_revision is not UNSET:
             self.rows[event.operation_id]["source_revision"] = event.source_revision
-        return (event.operation_id,)
+        return event.operation_id
 
     def _task_cancelled(self, event: ev.TaskCancelled) -> tuple[()]:
         self.cancelled_tasks.add(event.task_id)  # its actions' ActionCancelled follow it
         return ()
 
-    def _cancelled(self, event: ev.ActionCancelled) -> tuple[str]:
+    def _cancelled(self, event: ev.ActionCancelled) -> str:
         row = self.rows[event.operation_id]
         reason = "task_cancelled" if row["task_id"] in self.cancelled_tasks else "human"
         self._set_state(event.operation_id, ACTION.after[ev.ActionCancelled], reason)
-        return (event.operation_id,)
+        return event.operation_id
 
-    def _cancel_requested(self, event: ev.ActionCancelRequested) -> tuple[str]:
+    def _cancel_requested(self, event: ev.ActionCancelRequested) -> str:
         self._set_state(event.operation_id, ACTION.after[ev.ActionCancelRequested], event.reason)
-        return (event.operation_id,)
+        return event.operation_id
 
-    def _source_rule(self, event: ev.SourceRuleApplied) -> tuple[str]:
+    def _source_rule(self, event: ev.SourceRuleApplied) -> str:
         moved = ACTION.state_after(event)  # superseded or fenced; None: re-stamped
         if moved is not None:
             self._set_state(event.operation_id, moved, event.reason)
         self.rows[event.operation_id]["source_revision"] = event.source_revision
-        return (event.operation_id,)
+        return event.operation_id
 
-    def _fix_superseded(self, event: ev.BatchFixSuperseded) -> tuple[str]:  # contract v1.2 section 7.3
+    def _fix_superseded(self, event: ev.BatchFixSuperseded) -> str:  # contract v1.2 section 7.3
         self._set_state(event.operation_id, ACTION.after[ev.BatchFixSuperseded], "duplicate_batch")
-        return (event.operation_id,)
+        return event.operation_id
 
-    def _evidence(self, event: ev.EvidenceAttached) -> tuple[str]:
+    def _evidence(self, event: ev.EvidenceAttached) -> str:
         row = self.rows[event.operation_id]
         if event.evidence_ref not in row["evidence_refs"]:
             row["evidence_refs"].append(event.evidence_ref)
         if event.artifact_revision is not None:
             row["artifact_revision"] = event.artifact_revision
-        return (event.operation_id,)
+        return event.operation_id
 
-    def _claimed(self, event: ev.ActionClaimed) -> tuple[str]:
+    def _claimed(self, event: ev.ActionClaimed) -> str:
         row = self.rows[event.operation_id]
         row["attempts"].append({"attempt_id": event.attempt_id, "state": _ATTEMPT_CLAIMED})
         if event.envelope.deadline_at is not UNSET:
             row["deadline_at"] = rfc3339(event.envelope.deadline_at)
         self._set_state(event.operation_id, _CLAIMED)
-        return (event.operation_id,)
+        return event.operation_id
 
-    def _attempt(self, event: ev.AttemptUpdated) -> tuple[str]:
+    def _attempt(self, event: ev.AttemptUpdated) -> str:
         self.rows[event.operation_id]["attempts"][-1]["state"] = event.attempt_state
         refusal = event.refusal.reason if event.refusal is not None else None
         self._set_state(event.operation_id, event.action_state, refusal if refusal != "retry" else None)
         if event.retry_at is not UNSET:
             self.rows[event.operation_id]["retry_at"] = rfc3339(event.retry_at)
-        return (event.operation_id,)
+        return event.operation_id
 
-    def _outcome(self, event: ev.ActionOutcomeReported) -> tuple[str]:
+    def _outcome(self, event: ev.ActionOutcomeReported) -> str:
         row = self.rows[event.operation_id]
         row["outcome"] = event.outcome
         row["artifact_revision"] = event.artifact_revision
@@ -144,25 +144,25 @@ class ActionsView(View):
         if event.attempt_state is not None:
             row["attempts"][-1]["state"] = event.attempt_state
         self._set_state(event.operation_id, event.action_state)
-        return (event.operation_id,)
+        return event.operation_id
 
-    def _blocked(self, event: ev.ActionBlocked) -> tuple[str]:
+    def _blocked(self, event: ev.ActionBlocked) -> str:
         row = self.rows[event.operation_id]
         row["blocked_by"] = list(event.blocked_by)
         if "retry_backoff" not in event.blocked_by:
             row["retry_at"] = None
-        return (event.operation_id,)
+        return event.operation_id
 
-    def _deadline(self, event: ev.DeadlineExceeded) -> tuple[str]:
+    def _deadline(self, event: ev.DeadlineExceeded) -> str:
         moved = self.rows[event.operation_id]["state"] != event.action_state  # a cancel_requested one stays as it was
         self._set_state(event.operation_id, event.action_state, "deadline" if moved else None)
-        return (event.operation_id,)
+        return event.operation_id
 
-    def _call(self, event: ev.ToolCallAllowed) -> tuple[str] | bool:
+    def _call(self, event: ev.ToolCallAllowed) -> str | bool:
         if event.operation_id is None:
             return False
         self.rows[event.operation_id]["calls"] += 1
-        return (event.operation_id,)
+        return event.operation_id
 
     handlers = {
         ev.ActionProposed: _proposed,

@@ -17,7 +17,7 @@ class AlertsView(View):
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
 
-    def _raised(self, event: ev.AlertRaised) -> tuple[str]:
+    def _raised(self, event: ev.AlertRaised) -> str:
         row = self.rows.get(event.alert_id)
         if row is None:
             self.rows[event.alert_id] = {
@@ -28,17 +28,17 @@ class AlertsView(View):
                 "last_raised_at": event.at,
                 "count": 1,
             }
-            return (event.alert_id,)
+            return event.alert_id
         row.update(state=ALERT.after[ev.AlertRaised], last_raised_at=event.at, count=row["count"] + 1)
-        return (event.alert_id,)
+        return event.alert_id
 
-    def _seen(self, event: ev.AlertSeen) -> tuple[str]:
+    def _seen(self, event: ev.AlertSeen) -> str:
         self.rows[event.alert_id]["state"] = ALERT.after[ev.AlertSeen]
-        return (event.alert_id,)
+        return event.alert_id
 
-    def _resolved(self, event: ev.AlertResolved) -> tuple[str]:
+    def _resolved(self, event: ev.AlertResolved) -> str:
         self.rows[event.alert_id]["state"] = ALERT.after[ev.AlertResolved]
-        return (event.alert_id,)
+        return event.alert_id
 
     handlers = {ev.AlertRaised: _raised, ev.AlertSeen: _seen, ev.AlertResolved: _resolved}
 

@@ -7,15 +7,15 @@ Views re-decide nothing: events carry the states they set.
 A handler may return False to say that what `render()` gives is as it was
 (the live stream names only the views a commit changed); any other return
 means it may have changed. A keyed list view's handlers (its `key` set)
-return instead the keys of the rows whose rendering they may have changed,
-as a tuple, list or set (maybe empty): the stream's row changes render
-those rows alone (docs/api.md, "Row changes"). True or None means anything
-may have changed: the view is then sent whole. A row's keys must name every
-row whose rendering a handler changes, also through what `rendered` reads
-beside the row (a task's progress times, a conversation's running turn,
-an inbox row's holder). The fold of stored events reads no return value.
-Where working the answer out costs more than the handler's effect, `quiet`
-names a handler with the same effect and no such answer: the fold of stored
+return instead the key of the row whose rendering they may have changed,
+or the keys as a tuple, list or set (maybe empty): the stream's row changes
+render those rows alone (docs/api.md, "Row changes"). They must name every
+row whose rendering they change, also through what `rendered` reads beside
+the row (a task's progress times, a conversation's running turn, an inbox
+row's holder). True or None means anything may have changed: the view is
+then sent whole. The fold of stored events reads no return value. Where
+working the answer out costs more than the handler's effect, `quiet` names
+a handler with the same effect and no such answer: the fold of stored
 events (replay, snapshots) calls it instead (e.g. every input's clock tick
 in `health`).
 """
@@ -62,17 +62,12 @@ class View:
         """One row of a keyed view as `render()` gives it."""
         return row
 
-    def mark(self) -> Any:
-        """What `change` needs to know of the view as the last change left it
-        (`Views.take_changed`); None for most."""
-        return None
-
-    def change(self, touched: Iterable[Any] | None, since: Any) -> dict[str, Any]:
-        """What changed since the last change was taken, in the stream's
-        words (docs/api.md, "Row changes"), given the keys the handlers
-        touched (None: anything may have changed) and the `mark()` then.
-        Keyed views: their touched rows as rendered, and the touched keys
-        no row has now; any other list: the rows whole."""
+    def change(self, touched: Iterable[Any] | None) -> dict[str, Any]:
+        """What changed since the last change was taken (`Views.take_changed`),
+        in the stream's words (docs/api.md, "Row changes"), given the keys the
+        handlers touched (None: anything may have changed). Keyed views:
+        their touched rows as rendered, and the touched keys no row has now;
+        any other list: the rows whole."""
         if self.key is None or touched is None:
             return {"rows": self.render()}
         rows: dict[str, dict[str, Any]] = self.rows  # type: ignore[attr-defined]

@@ -16,9 +16,9 @@ class CardsView(View):
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
 
-    def _proposed(self, event: ev.CardProposed) -> tuple[str]:
+    def _proposed(self, event: ev.CardProposed) -> str:
         self.rows[event.card_id] = {"card_id": event.card_id, "cause_key": event.cause_key, "summary": event.summary}
-        return (event.card_id,)
+        return event.card_id
 
     handlers = {ev.CardProposed: _proposed}
 

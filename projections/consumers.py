@@ -19,7 +19,7 @@ class ConsumersView(View):
         self.rows: dict[str, dict[str, Any]] = {}
         self.watermarks: dict[tuple[str, int], int] = {}
 
-    def _created(self, event: ev.ConsumerCreated) -> tuple[str]:
+    def _created(self, event: ev.ConsumerCreated) -> str:
         self.rows[event.consumer_id] = {
             "consumer_id": event.consumer_id,
             "epoch": event.epoch,
@@ -29,34 +29,34 @@ class ConsumersView(View):
             "gaps": 0,
             "skipped": 0,
         }
-        return (event.consumer_id,)
+        return event.consumer_id
 
-    def _moved(self, event: ev.CursorMoved) -> tuple[str]:
+    def _moved(self, event: ev.CursorMoved) -> str:
         row = self.rows[event.consumer_id]
         row.update(epoch=event.epoch, seq=event.seq)
         row["max_deleted_seq"] = self.watermarks.get((event.consumer_id, event.epoch), 0)
-        return (event.consumer_id,)
+        return event.consumer_id
 
-    def _skipped(self, event: ev.EntriesSkipped) -> tuple[str]:
+    def _skipped(self, event: ev.EntriesSkipped) -> str:
         self.rows[event.consumer_id]["skipped"] += event.count
-        return (event.consumer_id,)
+        return event.consumer_id
 
-    def _watermark(self, event: ev.WatermarkRaised) -> tuple[str]:
+    def _watermark(self, event: ev.WatermarkRaised) -> str:
         self.watermarks[(event.consumer_id, event.epoch)] = event.max_deleted_seq
         row = self.rows[event.consumer_id]
         if row["epoch"] == event.epoch:
             row["max_deleted_seq"] = event.max_deleted_seq
-        return (event.consumer_id,)
+        return event.consumer_id
 
-    def _started(self, event: ev.ReconciliationStarted) -> tuple[str]:
+    def _started(self, event: ev.ReconciliationStarted) -> str:
         self.rows[event.consumer_id]["state"] = CONSUMER.after[ev.ReconciliationStarted]
-        return (event.consumer_id,)
+        return event.consumer_id
 
-    def _committed(self, event: ev.ReconciliationCommitted) -> tuple[str]:
+    def _committed(self, event: ev.ReconciliationCommitted) -> str:
         row = self.rows[event.consumer_id]
         row.update(epoch=event.epoch, seq=event.seq, state=CONSUMER.after[ev.ReconciliationCommitted], gaps=event.gaps)
         row["max_deleted_seq"] = self.watermarks.get((event.consumer_id, event.epoch), 0)
-        return (event.consumer_id,)
+        return event.consumer_id
 
     handlers = {
         ev.ConsumerCreated: _created,

@@ -87,10 +87,10 @@ class InboxView(View):
             latest=latest,
         )
 
-    def _recorded(self, event: ev.ObservationRecorded) -> tuple[str] | bool:
+    def _recorded(self, event: ev.ObservationRecorded) -> str | bool:
         if event.out_of_order is True:
             self.rows[event.cause_key]["out_of_order"] += 1  # an earlier one set the time it is behind
-            return (event.cause_key,)
+            return event.cause_key
         if event.update_revision is None:
             return False  # a background's own activity: no update
         latest = {
@@ -102,28 +102,28 @@ class InboxView(View):
             "truncated": event.truncated is True,
         }
         self._revised(event, event.update_revision, not event.complete, latest)
-        return (event.cause_key,)
+        return event.cause_key
 
-    def _repeated(self, event: ev.ObservationRepeated) -> tuple[str] | tuple[()]:
+    def _repeated(self, event: ev.ObservationRepeated) -> str | tuple[()]:
         if not event.counted:
             return ()
         row = self.rows[event.cause_key]
         row["repeats"] += 1
         row["last_seen_at"] = event.at
-        return (event.cause_key,)
+        return event.cause_key
 
-    def _engine_revised(self, event: ev.UpdateRevised) -> tuple[str]:
+    def _engine_revised(self, event: ev.UpdateRevised) -> str:
         self._revised(event, event.revision, False, None)  # no observation behind it: no latest
-        return (event.cause_key,)
+        return event.cause_key
 
-    def _triaged(self, event: ev.UpdateTriaged) -> tuple[str]:
+    def _triaged(self, event: ev.UpdateTriaged) -> str:
         self.rows[event.cause_key].update(
             triage_state=UPDATE.after[ev.UpdateTriaged],
             disposition=event.disposition,
             action_priority=event.action_priority,
             notification_priority=event.notification_priority,
         )
-        return (event.cause_key,)
+        return event.cause_key
 
     def _delivery(self, event: ev.DeliveryCreated) -> list[str]:
         included = [(cause_key, revision) for cause_key, revision in event.included]
@@ -176,22 +176,22 @@ class InboxView(View):
             touched.append(cause_key)
         return touched
 
-    def _obligation(self, event: ev.ObligationOpened) -> tuple[str]:
+    def _obligation(self, event: ev.ObligationOpened) -> str:
         self.obligated.add(event.cause_key)
-        return (event.cause_key,)
+        return event.cause_key
 
-    def _obligation_met(self, event: ev.ObligationMet) -> tuple[str]:
+    def _obligation_met(self, event: ev.ObligationMet) -> str:
         self.obligated.discard(event.cause_key)
-        return (event.cause_key,)
+        return event.cause_key
 
-    def _alert_raised(self, event: ev.AlertRaised) -> tuple[str] | tuple[()]:
+    def _alert_raised(self, event: ev.AlertRaised) -> str | tuple[()]:
         if event.cause_key is None:
             return ()
         self.alert_causes[event.alert_id] = event.cause_key
         self.alerted.setdefault(event.cause_key, set()).add(event.alert_id)
-        return (event.cause_key,)
+        return event.cause_key
 
-    def _alert_lowered(self, event: ev.AlertSeen | ev.AlertResolved) -> tuple[str] | tuple[()]:
+    def _alert_lowered(self, event: ev.AlertSeen | ev.AlertResolved) -> str | tuple[()]:
         cause_key = self.alert_causes.get(event.alert_id)
         alerts = self.alerted.get(cause_key) if cause_key is not None else None
         if alerts is None:
@@ -199,13 +199,13 @@ class InboxView(View):
         alerts.discard(event.alert_id)
         if not alerts:
             del self.alerted[cause_key]  # type: ignore[arg-type]
-        return (cause_key,)  # type: ignore[return-value]
+        return cause_key  # type: ignore[return-value]
 
-    def _joined(self, event: ev.BatchJoined | ev.BatchRevised) -> tuple[str] | bool:
+    def _joined(self, event: ev.BatchJoined | ev.BatchRevised) -> str | bool:
         if type(event) is ev.BatchRevised and not event.joined:
             return False
         self.batch_of[event.cause_key] = event.batch_id
-        return (event.cause_key,)
+        return event.cause_key
 
     handlers = {
         ev.BatchJoined: _joined,

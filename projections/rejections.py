@@ -32,27 +32,26 @@ class RejectionsView(View):
     def _accepted(self, event: ev.InputAccepted) -> bool:
         several = self.several
         self._file(event)
-        return several != self.several  # rows show `file` from the second file on
+        return several != self.several  # rows show `file` from the second file on: all changed
 
-    def _rejected(self, event: ev.InputRejected) -> None:
+    def _rejected(self, event: ev.InputRejected) -> tuple[int] | bool:
+        """The new row's index, or True when every row changed (`file` shows from now on)."""
+        several = self.several
         self._file(event)
         self.rows.append(
             {"line": event.line, "type": event.input.input_type, "reason": event.reason, "file": event.file}
         )
+        return several != self.several or (len(self.rows) - 1,)
 
     handlers = {ev.InputAccepted: _accepted, ev.InputRejected: _rejected}
     quiet = {ev.InputAccepted: _file}
 
-    def mark(self) -> tuple[int, bool]:
-        return len(self.rows), self.several
-
-    def change(self, touched: Any, since: tuple[int, bool]) -> dict[str, Any]:
-        """The rows appended since, or every row once the rows sent before
-        changed (they show `file` from the second file on)."""
-        count, several = since
-        if several != self.several:
+    def change(self, touched: Any) -> dict[str, Any]:
+        """The rows appended (their indexes touched), or every row once the
+        rows sent before changed (they show `file` from the second file on)."""
+        if touched is None:
             return {"rows": self.render()}
-        return {"appended": [self._shown(row) for row in self.rows[count:]]}
+        return {"appended": [self._shown(self.rows[index]) for index in sorted(touched)]}
 
     def _shown(self, row: dict[str, Any]) -> dict[str, Any]:
         # `file` only when the store holds several traces (contract section 1, 7).

@@ -44,13 +44,13 @@ class RuntimesView(View):
         row["tool_policy_revision"] = event.tool_policy_revision
         row["tools"] = list(event.tools)
 
-    def _admitted(self, event: ev.RuntimeAdmitted) -> tuple[str]:
+    def _admitted(self, event: ev.RuntimeAdmitted) -> str:
         self._profile(event, None)
-        return (event.runtime_id,)
+        return event.runtime_id
 
-    def _refused(self, event: ev.RuntimeRefused) -> tuple[str]:
+    def _refused(self, event: ev.RuntimeRefused) -> str:
         self._profile(event, event.reason)
-        return (event.runtime_id,)
+        return event.runtime_id
 
     def _policy(self, event: ev.ToolPolicySet) -> list[str] | bool:
         for runtime_id in event.revoked:
@@ -61,17 +61,17 @@ class RuntimesView(View):
             self.rows[runtime_id]["tool_policy_revision"] = event.revision
         return [*event.revoked, *event.restamped] or False
 
-    def _fenced(self, event: ev.RuntimeFenced) -> tuple[str]:
+    def _fenced(self, event: ev.RuntimeFenced) -> str:
         self.rows[event.runtime_id]["state"] = RUNTIME.after[ev.RuntimeFenced]
-        return (event.runtime_id,)
+        return event.runtime_id
 
-    def _allowed(self, event: ev.ToolCallAllowed) -> tuple[str]:
+    def _allowed(self, event: ev.ToolCallAllowed) -> str:
         self.rows[event.runtime_id]["calls_allowed"] += 1
-        return (event.runtime_id,)
+        return event.runtime_id
 
-    def _denied(self, event: ev.ToolCallDenied) -> tuple[str]:
+    def _denied(self, event: ev.ToolCallDenied) -> str:
         self.rows[event.runtime_id]["calls_denied"] += 1
-        return (event.runtime_id,)
+        return event.runtime_id
 
     handlers = {
         ev.RuntimeAdmitted: _admitted,

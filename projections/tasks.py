@@ -39,7 +39,7 @@ class TasksView(View):
         self.now = event.input.at
         return False
 
-    def _progress(self, task_id: str | None) -> tuple[str] | tuple[()]:
+    def _progress(self, task_id: str | None) -> str | tuple[()]:
         """Contract v1.2 section 4.4: the task progressed now (if active); the task touched."""
         row = self.rows.get(task_id) if task_id is not None else None
         if row is None or row["state"] != "active":
@@ -48,7 +48,7 @@ class TasksView(View):
         task_id = row["task_id"]
         self.stalled.discard(task_id)
         self.last_progress[task_id] = self.now
-        return (task_id,)
+        return task_id
 
     def rendered(self, row: dict[str, Any]) -> dict[str, Any]:
         """The row as read: a copy, its two times computed (contract v1.2 section 4.4)."""
@@ -60,7 +60,7 @@ class TasksView(View):
             due = last + datetime.timedelta(seconds=deadline)
         return {**row, "last_progress_at": _formatted(last), "progress_due_at": _formatted(due)}
 
-    def _delegated(self, event: ev.TaskDelegated) -> tuple[str]:
+    def _delegated(self, event: ev.TaskDelegated) -> str:
         self.rows[event.task_id] = {
             "task_id": event.task_id,
             "revision": 1,
@@ -79,7 +79,7 @@ class TasksView(View):
         self.last_progress[event.task_id] = self.now
         if event.progress_deadline_s is not UNSET:
             self.deadlines[event.task_id] = event.progress_deadline_s
-        return (event.task_id,)
+        return event.task_id
 
     def _grant(self, event: ev.GrantIssued | ev.GrantRevised) -> list[str]:
         self.grant_revisions[event.grant_id] = event.revision
@@ -90,61 +90,61 @@ class TasksView(View):
                 touched.append(row["task_id"])
         return touched
 
-    def _revised(self, event: ev.TaskRevised) -> tuple[str]:
+    def _revised(self, event: ev.TaskRevised) -> str:
         row = self.rows[event.task_id]
         row["revision"] = event.revision
         row["goal"] = event.goal
         if event.progress_deadline_s is not UNSET:
             self.deadlines[event.task_id] = event.progress_deadline_s
         self._progress(event.task_id)
-        return (event.task_id,)
+        return event.task_id
 
-    def _completed(self, event: ev.TaskCompleted) -> tuple[str]:
+    def _completed(self, event: ev.TaskCompleted) -> str:
         self.rows[event.task_id]["state"] = TASK.after[ev.TaskCompleted]
-        return (event.task_id,)
+        return event.task_id
 
-    def _cancelled(self, event: ev.TaskCancelled) -> tuple[str]:
+    def _cancelled(self, event: ev.TaskCancelled) -> str:
         self.rows[event.task_id]["state"] = TASK.after[ev.TaskCancelled]
-        return (event.task_id,)
+        return event.task_id
 
-    def _holds(self, event: ev.TaskHoldsChanged) -> tuple[str]:
+    def _holds(self, event: ev.TaskHoldsChanged) -> str:
         row = self.rows[event.task_id]
         row["holds"] = list(event.holds)
         if not row["holds"]:
             self._progress(event.task_id)
-        return (event.task_id,)
+        return event.task_id
 
-    def _stalled(self, event: ev.TaskStalled) -> tuple[str]:
+    def _stalled(self, event: ev.TaskStalled) -> str:
         self.stalled.add(event.task_id)
-        return (event.task_id,)
+        return event.task_id
 
-    def _action(self, event: ev.ActionClaimed | ev.ActionOutcomeReported | ev.EvidenceAttached) -> tuple[str] | tuple[()]:
+    def _action(self, event: ev.ActionClaimed | ev.ActionOutcomeReported | ev.EvidenceAttached) -> str | tuple[()]:
         return self._progress(self.action_tasks.get(event.operation_id))
 
-    def _attempt(self, event: ev.AttemptUpdated) -> tuple[str] | tuple[()]:
+    def _attempt(self, event: ev.AttemptUpdated) -> str | tuple[()]:
         if event.attempt_state == "accepted":
             return self._progress(self.action_tasks.get(event.operation_id))
         return ()
 
-    def _raised(self, event: ev.QuestionRaised) -> tuple[str]:
+    def _raised(self, event: ev.QuestionRaised) -> str:
         key = (event.task_id, event.question_key)
         if key not in self.open_questions:
             self.open_questions.add(key)
             self.rows[event.task_id]["open_questions"] += 1
-        return (event.task_id,)
+        return event.task_id
 
-    def _answered(self, event: ev.QuestionAnswered) -> tuple[str]:
+    def _answered(self, event: ev.QuestionAnswered) -> str:
         self.open_questions.discard((event.task_id, event.question_key))
         self.rows[event.task_id]["open_questions"] -= 1
-        return (event.task_id,)
+        return event.task_id
 
-    def _proposed(self, event: ev.ActionProposed) -> tuple[str] | tuple[()]:
+    def _proposed(self, event: ev.ActionProposed) -> str | tuple[()]:
         if event.task_id is None:
             return ()
         self.rows[event.task_id]["actions"].append(event.operation_id)
         self.action_tasks[event.operation_id] = event.task_id
         self._progress(event.task_id)
-        return (event.task_id,)
+        return event.task_id
 
     handlers = {
         ev.TaskDelegated: _delegated,

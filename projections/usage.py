@@ -29,7 +29,7 @@ class UsageView(View):
 
     handlers = {ev.UsageReported: _reported}
 
-    def change(self, touched: Any, since: Any) -> dict[str, Any]:
+    def change(self, touched: Any) -> dict[str, Any]:
         return {"value": self.render()}
 
     def render(self) -> dict[str, Any]:

@@ -111,3 +111,23 @@ def test_row_changes_over_the_bound_are_none(monkeypatch: pytest.MonkeyPatch) ->
         engine.submit(line.item)
     assert [commit.rows is None for commit in commits] == [False] * 7 + [True, False]
     assert "tasks" in commits[7].views
+
+
+@pytest.mark.parametrize("path", [path for path in TRACES if _valid(path)], ids=lambda path: Path(path).name)
+def test_the_health_views_deliverable_counts_are_kept_after_every_event(path: str) -> None:
+    """`health` counts the deliverable causes as they change (its render
+    walks no candidates, so a commit's `value` costs no more with more
+    causes): after every event, the counts are the candidates no delivery holds."""
+    engine, _ = live_engine()
+    assert engine.views is not None and engine.store is not None
+    for line in read_trace(path).lines:
+        engine.submit(line.item)
+    views = Views()
+    health = views.by_name["health"]
+    for _, event in engine.store.read(after=0):
+        views.apply(event)
+        walked: dict[str, int] = {}
+        for cause_key, foreground_id in health.candidates.items():  # type: ignore[attr-defined]
+            if cause_key not in health.holder:  # type: ignore[attr-defined]
+                walked[foreground_id] = walked.get(foreground_id, 0) + 1
+        assert health.deliverable == walked, event  # type: ignore[attr-defined]
