@@ -4,8 +4,9 @@ changes equals `GET /v1/views` after every commit (single inputs, a batch, a
 rejection, a tick that moves the clock); a stream resumed with
 `Last-Event-ID` brings a replica left behind up to date, also after a
 restart (the messages rebuilt from the log carry the row changes the live
-ones did); `?views=` combines with `rows=1`; a bad `rows` is 400, and
-/openapi.json describes the parameter."""
+ones did); `?views=` combines with `rows=1`; a follower sends the row
+changes its writer sends; a bad `rows` is 400, and /openapi.json describes
+the parameter."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from typing import Any
 from tandem.adapters.client import Client, Message
 from tandem.adapters.commands.demo import EXAMPLE
 from tandem.adapters.replica import Replica
-from tests.e2e.serving import Served
+from tests.e2e.serving import Served, store_head
+from tests.e2e.test_follow import caught_up
 from tests.e2e.test_serve import DELEGATE, NO_RUNTIME, WAIT_S, Stream, assert_error, sender, trace_inputs, without_at
+from tests.e2e.test_serve_faults import message, open_conversation
 
 
 def changes(messages: Iterator[Message], count: int) -> list[Message]:
@@ -122,3 +125,24 @@ def test_a_bad_rows_value_is_invalid_query(tmp_path: Path) -> None:
             refused = Stream(server, query=f"?rows={bad}&views=tasks")
             assert_error(refused.error, 400, "invalid_query")
             assert "?rows=" in refused.error.body["error"]["message"], bad
+
+
+def test_a_follower_sends_the_row_changes_the_writer_sends(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/events.db"
+    quiet = ("--stream-keepalive", "600")
+    with Served(tmp_path, url, NO_RUNTIME, *quiet, name="writer") as writer:
+        open_conversation(writer)
+        with Served(tmp_path, url, "--follow", "--interval", "0.1", *quiet, name="follower") as follower:
+            reader, client = follower.client("human"), writer.client("human")
+            caught_up(follower, store_head(url))
+            replica = Replica(reader.views())
+            on_follower = reader.stream(last_event_id=replica.position, rows=True, timeout_s=WAIT_S)
+            on_writer = client.stream(last_event_id=replica.position, rows=True, timeout_s=WAIT_S)
+            positions = [client.submit(message(f"m{number}", id=f"m{number}"))["position"] for number in range(3)]
+            followed, written = changes(on_follower, 3), changes(on_writer, 3)
+            assert [message.data for message in followed] == [message.data for message in written]
+            assert [message.id for message in followed] == positions
+            for change in followed:
+                replica.apply(change.data)
+            caught_up(follower, positions[-1])
+            assert replica.document() == reader.views() == client.views()
