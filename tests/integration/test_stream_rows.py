@@ -63,6 +63,9 @@ def follow(engine: LiveEngine, commits: list[Commit], lines: list[Any], replica:
         assert commit.rows is not None, line.item.line
         rows = json.loads(commit.rows)
         assert list(rows) == commit.views, (line.item.line, list(rows), commit.views)
+        # A keyed view says its rows, never itself whole (its cost is what changed).
+        whole = [name for name, change in rows.items() if views.by_name[name].key is not None and "key" not in change]
+        assert not whole, (line.item.line, whole)
         assert replica.apply({"position": commit.position, "rows": rows})
         expected = as_json({**views.document(), "position": commit.position})
         got = replica.document()
