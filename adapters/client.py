@@ -81,8 +81,14 @@ class Client:
             raise
 
     def stream(
-        self, last_event_id: int | None = None, views: Iterable[str] | None = None, timeout_s: float | None = None
+        self,
+        last_event_id: int | None = None,
+        views: Iterable[str] | None = None,
+        timeout_s: float | None = None,
+        rows: bool = False,
     ) -> Iterator[Message]:
         """Messages as they come (a connection of its own; comment lines are
-        skipped). Resume with the last `id` you saw."""
-        return self.connection.stream(last_event_id, views, timeout_s)
+        skipped). Resume with the last `id` you saw. With `rows`, each
+        `change` holds its row changes (`?rows=1`; tandem.client.replica
+        applies them)."""
+        return self.connection.stream(last_event_id, views, timeout_s, rows)

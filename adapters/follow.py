@@ -226,7 +226,7 @@ class Follower:
             evolve(state, event)
             views.apply(event)
         engine.committed = state.position
-        commit = Commit(after, events, views.take_changed())
+        commit = Commit(after, events, *engine.take_changes())
         for listener in engine.listeners:
             listener(commit)
 

@@ -117,6 +117,12 @@ KIND = _query("kind", "only a thing of this kind", Schema(type=OpenAPIType.STRIN
 VIEWS = _query(
     "views", "only the commits that changed one of these views (names, comma-separated)", Schema(type=OpenAPIType.STRING)
 )
+ROWS = _query(
+    "rows",
+    "1: every `change` message's data also holds `rows`, each named view's row changes (docs/api.md, \"Row "
+    "changes\"), and a `reset` comes where a message's changes were not kept; 0 (the default): without",
+    Schema(type=OpenAPIType.STRING, enum=["0", "1"], default="0"),
+)
 LAST_EVENT_ID = Parameter(
     name="Last-Event-ID",
     param_in="header",
@@ -365,17 +371,27 @@ def _views_filter(request: Request) -> frozenset[str] | None:
     return names
 
 
+def _rows_flag(request: Request) -> bool:
+    text = request.query_params.get("rows")
+    if text is None or text == "0":
+        return False
+    if text == "1":
+        return True
+    raise ApiError(400, "invalid_query", f"?rows={text[:40]!r}: 1 (each message with its row changes) or 0")
+
+
 @get(
     "/v1/stream",
     summary="Server-Sent Events: one `change` message per commit (id = the position after it)",
     responses={**ERRORS_READ, 503: ERRORS_READ[503]},
     media_type="text/event-stream",
-    operation_class=documented([VIEWS, LAST_EVENT_ID]),
+    operation_class=documented([VIEWS, ROWS, LAST_EVENT_ID]),
     security=BEARER,
 )
 async def get_stream(request: Request) -> Stream:
     authenticate(request)
     views = _views_filter(request)
+    rows = _rows_flag(request)
     last = (request.headers.get("last-event-id") or "").strip()  # empty: no id (EventSource sends none)
     last_event_id = whole_number(last) if last else None
     if last and last_event_id is None:
@@ -387,7 +403,7 @@ async def get_stream(request: Request) -> Stream:
     assert hub is not None
     abort = service.connection_aborter(request.scope) if service.connection_aborter is not None else None
     try:
-        client, first = hub.subscribe(last_event_id, views, abort)
+        client, first = hub.subscribe(last_event_id, views, abort, rows)
     except StreamsFull as full:
         raise ApiError(503, "too_many_streams", f"{full}; retry later") from None
     return Stream(

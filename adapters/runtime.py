@@ -54,7 +54,7 @@ from tandem.adapters.watchdog import WatchdogUnreadable, facts_read_max, read_fa
 from tandem.adapters.writer_lock import WriterLock, WriterLocked, acquire_writer_lock, claim_store
 from tandem.domain import events as ev
 from tandem.domain.inputs import decode_input
-from tandem.replay.commits import Commit
+from tandem.replay.commits import Commit, encoded_row_changes
 from tandem.replay.edge import SPOOL_ACTORS_DEFAULT, Credential, LiveEdge
 from tandem.replay.engine import Engine, Located
 from tandem.replay.port import Fenced, StoreError, WriterClaim
@@ -93,12 +93,17 @@ class LiveEngine(Engine):
     `committed` is the store's head as of the last commit or fold: what may
     be read without holding the engine while a batch is being decided in a
     worker thread (`state.position` moves with every event decided, before
-    anything is committed)."""
+    anything is committed).
+
+    `rows_wanted` says whether a commit's row changes are to be rendered
+    (the stream's hub answers it: a stream asked for them, or may resume
+    asking); a commit carries them then, encoded, else None."""
 
     def __init__(self, store: Any, **options: Any) -> None:
         self.listeners: list[Callable[[Commit], None]] = []
         self.stale = False
         self.committed = 0
+        self.rows_wanted: Callable[[], bool] = _never
         super().__init__(store, **options)
 
     def _rebuild(self) -> None:
@@ -128,13 +133,26 @@ class LiveEngine(Engine):
         self.committed = self.state.position
         if not produced:
             return Commit(head, produced)
-        commit = Commit(head, produced, self.views.take_changed() if self.views is not None else [])
+        commit = Commit(head, produced, *self.take_changes())
         for listener in self.listeners:
             listener(commit)
         return commit
 
+    def take_changes(self) -> tuple[list[str], bytes | None]:
+        """The views changed since the last take, in document order, and
+        their row changes when wanted (else None); then they start over."""
+        views = self.views
+        if views is None:
+            return [], None
+        rows = encoded_row_changes(views) if self.rows_wanted() else None
+        return views.take_changed(), rows
+
     def submit_batch(self, items: Sequence[Located], trailer: Any = ()) -> list[ev.Event]:
         return self.commit(items, trailer).events
+
+
+def _never() -> bool:
+    return False
 
 
 # --------------------------------------------------------- watchdog import

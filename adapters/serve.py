@@ -142,6 +142,7 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
         history = with_changed_views(engine.store, tail_commits(engine.store, head, resume_messages_max))
         service.hub = Hub(asyncio.get_running_loop(), history, head, args.stream_clients_max, args.stream_keepalive)
         engine.listeners.append(service.on_commit)
+        engine.rows_wanted = service.hub.wants_rows  # row changes rendered only while a stream may want them
         engine.listeners.append(service.indexing.on_commit)  # before the build reads the head
         service.indexing.start(service.reader)
         follower = service.follower

@@ -15,6 +15,14 @@ with a `reset` and no longer counts towards `stream_clients_max`. Only the
 event loop's thread touches the hub; commits made in another thread reach
 it through `publish_threadsafe`.
 
+A stream may ask for each message's row changes (`?rows=1`, docs/api.md,
+"Row changes"): a message keeps them as the commit made them (rendered
+only while `wants_rows`: a rows stream is open, or was while the ring's
+messages were made, so that it can resume), at most
+`resume_rows_bytes_max` of them in the ring, the oldest dropped first. A
+rows stream is sent a `reset` where a message it should get has none (too
+big, dropped, or made while nobody wanted them), and goes on.
+
 A client that stopped reading leaves its stream waiting in a send that never
 completes (the server's socket buffers are full), where neither the `reset`
 nor a stop can reach it; it would hold its connection, and a graceful stop,
@@ -42,6 +50,7 @@ client_queue_messages_max = 1_000
 client_queue_bytes_max = 64 * 1_048_576  # a batch of 50k inputs makes a message of a few MiB
 resume_messages_max = 1_000
 resume_inputs_max = 50_000  # ~250 bytes each, message bytes included: ~12 MiB at most
+resume_rows_bytes_max = 32 * 1_048_576  # the kept messages' row changes, as sent (each at most ~4 MiB)
 views_changed_cached_max = 4_096  # sets of event types a commit held (few in practice)
 keepalive_s_default = 15.0
 # A cut-off or stopped stream not waiting in a send is given this long to
@@ -64,21 +73,29 @@ VIEW_ORDER = {name: number for number, name in enumerate(Views().by_name)}
 
 class Message:
     """One commit's message; its bytes are made when first sent (a commit
-    nobody is streaming costs a ring entry and its inputs' facts, no encoding)."""
+    nobody is streaming costs a ring entry and its inputs' facts, no
+    encoding). With row changes, its bytes for rows streams are made at once
+    (`rows_wire`; None: it has none)."""
 
-    __slots__ = ("position", "after", "views", "inputs", "_ordered", "_wire")
+    __slots__ = ("position", "after", "views", "inputs", "_ordered", "_wire", "rows_wire")
 
     def __init__(self, summary: CommitSummary, views: frozenset[str], ordered: list[str]) -> None:
         self.position, self.after, self.views = summary.position, summary.after, views
         self.inputs: tuple[InputFacts, ...] = summary.input_facts()  # not the records: the inputs are not kept
         self._ordered = ordered
         self._wire: bytes | None = None
+        self.rows_wire = self._encoded(summary.rows) if summary.rows is not None else None
+
+    def _encoded(self, rows: bytes | None = None) -> bytes:
+        data = {"position": self.position, "views": self._ordered, "inputs": facts_json(self.inputs)}
+        if rows is not None:
+            data["rows"] = msgspec.Raw(rows)
+        return b"id: %d\nevent: change\ndata: %s\n\n" % (self.position, msgspec.json.encode(data))
 
     @property
     def wire(self) -> bytes:
         if self._wire is None:
-            data = msgspec.json.encode({"position": self.position, "views": self._ordered, "inputs": facts_json(self.inputs)})
-            self._wire = b"id: %d\nevent: change\ndata: %s\n\n" % (self.position, data)
+            self._wire = self._encoded()
         return self._wire
 
 
@@ -106,6 +123,7 @@ class StreamsFull(Exception):
 @dataclass(eq=False)  # clients are told apart by identity (a set holds them)
 class Client:
     views: frozenset[str] | None  # None: every message
+    rows: bool = False  # each message with its row changes (`?rows=1`), or a reset where it has none
     queue: deque[bytes] = field(default_factory=deque)
     queued_bytes: int = 0
     ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -119,7 +137,10 @@ class Client:
         """Queue `message` if it concerns this client; False once cut off."""
         if self.views is not None and not (self.views & message.views):
             return True
-        wire = message.wire
+        if self.rows:
+            wire = message.rows_wire if message.rows_wire is not None else reset_wire(message.position)
+        else:
+            wire = message.wire
         if len(self.queue) >= client_queue_messages_max or self.queued_bytes + len(wire) > client_queue_bytes_max:
             self.cut_off = True
             self.ready.set()
@@ -143,12 +164,17 @@ class Hub:
         self.loop_thread = threading.get_ident()  # a hub is made in its loop's thread
         self.ring: deque[Message] = deque()
         self.ring_inputs = 0  # the inputs of the ring's messages
+        self.ring_rows_bytes = 0  # the bytes of their row changes, as sent
         # Resumable from here on: every commit after `since` is in the ring.
         self.since = head
         for summary in history:
             self._keep(message_of(summary))
         self.head = head
         self.clients: set[Client] = set()
+        self.rows_clients = 0  # of `clients`, those that asked for row changes
+        # The last position a rows stream was open at (or the start's head:
+        # one may have been before a restart): it may resume from there.
+        self.rows_seen = head
         self.ending: set[Client] = set()  # cut off, their stream not over yet
         self.clients_max = clients_max
         self.keepalive_s = keepalive_s
@@ -168,18 +194,41 @@ class Hub:
         message = message_of(summary)
         self._keep(message)
         self.head = message.position
+        if self.rows_clients:
+            self.rows_seen = message.position
         for client in list(self.clients):
             if not client.offer(message):
-                self.clients.discard(client)  # cut off: it no longer holds a place
+                self._leave(client)  # cut off: it no longer holds a place
                 self.ending.add(client)
                 self._end(client)
 
+    def wants_rows(self) -> bool:
+        """Whether the next commit's row changes are to be rendered: a rows
+        stream is open, or was at a position the ring still resumes from.
+        (Read from the committing thread: a stream opened meanwhile gets a
+        reset where its first message has none.)"""
+        return self.rows_clients > 0 or self.rows_seen >= self.since
+
+    def _leave(self, client: Client) -> None:
+        if client in self.clients:
+            self.clients.discard(client)
+            self.rows_clients -= client.rows
+
     def _keep(self, message: Message) -> None:
-        """Into the ring, the oldest out past its bounds (the newest stays, whatever its size)."""
+        """Into the ring, the oldest out past its bounds (the newest stays,
+        whatever its size); past `resume_rows_bytes_max`, the oldest row changes out."""
         self.ring.append(message)
         self.ring_inputs += len(message.inputs)
+        self.ring_rows_bytes += len(message.rows_wire or b"")
         while len(self.ring) > 1 and (len(self.ring) > resume_messages_max or self.ring_inputs > resume_inputs_max):
-            self.ring_inputs -= len(self.ring.popleft().inputs)
+            dropped = self.ring.popleft()
+            self.ring_inputs -= len(dropped.inputs)
+            self.ring_rows_bytes -= len(dropped.rows_wire or b"")
+        for kept in self.ring:
+            if self.ring_rows_bytes <= resume_rows_bytes_max or kept is message:
+                break
+            self.ring_rows_bytes -= len(kept.rows_wire or b"")
+            kept.rows_wire = None
         self.since = self.ring[0].after
 
     def close(self) -> None:
@@ -207,26 +256,39 @@ class Hub:
     # ---------------------------------------------------------- subscribe
 
     def subscribe(
-        self, last_event_id: int | None, views: frozenset[str] | None, abort: Callable[[], None] | None = None
+        self,
+        last_event_id: int | None,
+        views: frozenset[str] | None,
+        abort: Callable[[], None] | None = None,
+        rows: bool = False,
     ) -> tuple[Client, bytes]:
         """A new client and what it must be sent first (missed messages, or a
-        reset). `abort` drops its connection. Raises StreamsFull."""
+        reset); with `rows`, each message with its row changes. `abort`
+        drops its connection. Raises StreamsFull."""
         if len(self.clients) >= self.clients_max or self.closing:
             raise StreamsFull(f"{len(self.clients)} streams are open, the most this server keeps ({self.clients_max})")
-        client = Client(views, abort=abort)
+        client = Client(views, rows, abort=abort)
         self.clients.add(client)
-        return client, self._backlog(last_event_id, views)
+        if rows:
+            self.rows_clients += 1
+            self.rows_seen = max(self.rows_seen, self.head)
+        return client, self._backlog(last_event_id, views, rows)
 
-    def _backlog(self, last_event_id: int | None, views: frozenset[str] | None) -> bytes:
+    def _backlog(self, last_event_id: int | None, views: frozenset[str] | None, rows: bool) -> bytes:
         if last_event_id is None or last_event_id == self.head:
             return b""
         if last_event_id > self.head or last_event_id < self.since:
             return reset_wire(self.head)
-        return b"".join(
-            message.wire
+        missed = [
+            message
             for message in self.ring
             if message.position > last_event_id and (views is None or views & message.views)
-        )
+        ]
+        if not rows:
+            return b"".join(message.wire for message in missed)
+        if any(message.rows_wire is None for message in missed):
+            return reset_wire(self.head)  # row changes not kept (too big, or dropped): reload
+        return b"".join(message.rows_wire for message in missed)  # type: ignore[misc]
 
     async def messages(self, client: Client, first: bytes) -> AsyncIterator[bytes]:
         """The bytes of one stream: the backlog, then live messages, with a
@@ -258,5 +320,5 @@ class Hub:
                 last = client.cut_off or client.closed
         finally:
             client.ended = True
-            self.clients.discard(client)
+            self._leave(client)
             self.ending.discard(client)

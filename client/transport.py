@@ -150,13 +150,15 @@ class Connection:
             self._socket.close()
             self._socket = None
 
-    def stream(self, last_event_id: int | None, views: Iterable[str] | None, timeout_s: float | None) -> Iterator[Message]:
+    def stream(
+        self, last_event_id: int | None, views: Iterable[str] | None, timeout_s: float | None, rows: bool = False
+    ) -> Iterator[Message]:
         """`GET /v1/stream` on a connection of its own: the messages as they
-        come; an error answer raises ApiError."""
+        come (with `rows`, each change's row changes); an error answer raises ApiError."""
         extra = {"Accept": "text/event-stream"}
         if last_event_id is not None:
             extra["Last-Event-ID"] = str(last_event_id)
-        path = "/v1/stream" + query(views=",".join(views) if views is not None else None)
+        path = "/v1/stream" + query(views=",".join(views) if views is not None else None, rows=1 if rows else None)
         connection = self._connect(timeout_s)
         try:
             connection.sendall(self._head("GET", path, extra, None))

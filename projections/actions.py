@@ -63,6 +63,7 @@ def revisions_row(revisions: ev.Revisions) -> dict[str, Any]:
 
 class ActionsView(View):
     name = "actions"
+    key = "operation_id"  # each handler returns the operation ids it touched
 
     def __init__(self) -> None:
         super().__init__()
@@ -90,7 +91,7 @@ class ActionsView(View):
         if reason is not None:
             row["reason"] = reason
 
-    def _proposed(self, event: ev.ActionProposed) -> None:
+    def _proposed(self, event: ev.ActionProposed) -> str:
         self.rows[event.operation_id] = {
             "operation_id": event.operation_id,
             "task_id": event.task_id,
@@ -122,8 +123,9 @@ class ActionsView(View):
             "attempt_id": None,
             "envelope": None,
         }
+        return event.operation_id
 
-    def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> None:
+    def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> list[str]:
         fenced = ACTION.after[type(event)]
         reason = "task_revised" if type(event) is ev.TaskRevised else "authority_narrowed"
         for operation_id in event.fenced:
@@ -131,42 +133,51 @@ class ActionsView(View):
         if type(event) is ev.GrantRevised:  # the actions it still allows answer its new revision
             for operation_id in event.restamped:
                 self.rows[operation_id]["input_revisions"]["grant"] = event.revision
+            return [*event.fenced, *event.restamped]
+        return event.fenced
 
-    def _revalidated(self, event: ev.ActionRevalidated) -> None:
+    def _revalidated(self, event: ev.ActionRevalidated) -> str:
         self._set_state(event.operation_id, ACTION.after[ev.ActionRevalidated])
         row = self.rows[event.operation_id]
         row["input_revisions"] = revisions_row(event.input_revisions)
         if event.source_revision is not UNSET:
             row["source_revision"] = event.source_revision
+        return event.operation_id
 
-    def _task_cancelled(self, event: ev.TaskCancelled) -> None:
+    def _task_cancelled(self, event: ev.TaskCancelled) -> tuple[()]:
         self.cancelled_tasks.add(event.task_id)  # its actions' ActionCancelled follow it
+        return ()
 
-    def _cancelled(self, event: ev.ActionCancelled) -> None:
+    def _cancelled(self, event: ev.ActionCancelled) -> str:
         row = self.rows[event.operation_id]
         reason = "task_cancelled" if row["task_id"] in self.cancelled_tasks else "human"
         self._set_state(event.operation_id, ACTION.after[ev.ActionCancelled], reason)
+        return event.operation_id
 
-    def _cancel_requested(self, event: ev.ActionCancelRequested) -> None:
+    def _cancel_requested(self, event: ev.ActionCancelRequested) -> str:
         self._set_state(event.operation_id, ACTION.after[ev.ActionCancelRequested], event.reason)
+        return event.operation_id
 
-    def _source_rule(self, event: ev.SourceRuleApplied) -> None:
+    def _source_rule(self, event: ev.SourceRuleApplied) -> str:
         moved = ACTION.state_after(event)  # superseded or fenced; None: re-stamped
         if moved is not None:
             self._set_state(event.operation_id, moved, event.reason)
         self.rows[event.operation_id]["source_revision"] = event.source_revision
+        return event.operation_id
 
-    def _fix_superseded(self, event: ev.BatchFixSuperseded) -> None:  # contract v1.2 section 7.3
+    def _fix_superseded(self, event: ev.BatchFixSuperseded) -> str:  # contract v1.2 section 7.3
         self._set_state(event.operation_id, ACTION.after[ev.BatchFixSuperseded], "duplicate_batch")
+        return event.operation_id
 
-    def _evidence(self, event: ev.EvidenceAttached) -> None:
+    def _evidence(self, event: ev.EvidenceAttached) -> str:
         row = self.rows[event.operation_id]
         if event.evidence_ref not in row["evidence_refs"]:
             row["evidence_refs"].append(event.evidence_ref)
         if event.artifact_revision is not None:
             row["artifact_revision"] = event.artifact_revision
+        return event.operation_id
 
-    def _claimed(self, event: ev.ActionClaimed) -> None:
+    def _claimed(self, event: ev.ActionClaimed) -> str:
         row = self.rows[event.operation_id]
         row["attempts"].append({"attempt_id": event.attempt_id, "state": _ATTEMPT_CLAIMED})
         if event.envelope.deadline_at is not UNSET:
@@ -176,8 +187,9 @@ class ActionsView(View):
         row["envelope"] = envelope_row(event.envelope)
         self.claims += 1
         self.out[event.operation_id] = self.claims
+        return event.operation_id
 
-    def _attempt(self, event: ev.AttemptUpdated) -> None:
+    def _attempt(self, event: ev.AttemptUpdated) -> str:
         self.rows[event.operation_id]["attempts"][-1]["state"] = event.attempt_state
         refusal = event.refusal.reason if event.refusal is not None else None
         self._set_state(event.operation_id, event.action_state, refusal if refusal != "retry" else None)
@@ -185,8 +197,9 @@ class ActionsView(View):
             self.rows[event.operation_id]["retry_at"] = rfc3339(event.retry_at)
         if event.restamped is not None:  # back to pending under its grant's new revision
             self.rows[event.operation_id]["input_revisions"] = revisions_row(event.restamped)
+        return event.operation_id
 
-    def _outcome(self, event: ev.ActionOutcomeReported) -> None:
+    def _outcome(self, event: ev.ActionOutcomeReported) -> str:
         row = self.rows[event.operation_id]
         row["outcome"] = event.outcome
         row["artifact_revision"] = event.artifact_revision
@@ -194,22 +207,25 @@ class ActionsView(View):
         if event.attempt_state is not None:
             row["attempts"][-1]["state"] = event.attempt_state
         self._set_state(event.operation_id, event.action_state)
+        return event.operation_id
 
-    def _blocked(self, event: ev.ActionBlocked) -> None:
+    def _blocked(self, event: ev.ActionBlocked) -> str:
         row = self.rows[event.operation_id]
         row["blocked_by"] = list(event.blocked_by)
         if "retry_backoff" not in event.blocked_by:
             row["retry_at"] = None
+        return event.operation_id
 
-    def _deadline(self, event: ev.DeadlineExceeded) -> None:
+    def _deadline(self, event: ev.DeadlineExceeded) -> str:
         moved = self.rows[event.operation_id]["state"] != event.action_state  # a cancel_requested one stays as it was
         self._set_state(event.operation_id, event.action_state, "deadline" if moved else None)
+        return event.operation_id
 
-    def _call(self, event: ev.ToolCallAllowed) -> bool:
+    def _call(self, event: ev.ToolCallAllowed) -> str | bool:
         if event.operation_id is None:
             return False
         self.rows[event.operation_id]["calls"] += 1
-        return True
+        return event.operation_id
 
     handlers = {
         ev.ActionProposed: _proposed,

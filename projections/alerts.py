@@ -11,12 +11,13 @@ from tandem.projections.base import View, rfc3339, sorted_rows
 
 class AlertsView(View):
     name = "alerts"
+    key = "alert_id"  # each handler returns the alert it touched
 
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
 
-    def _raised(self, event: ev.AlertRaised) -> None:
+    def _raised(self, event: ev.AlertRaised) -> str:
         row = self.rows.get(event.alert_id)
         if row is None:
             self.rows[event.alert_id] = {
@@ -27,19 +28,22 @@ class AlertsView(View):
                 "last_raised_at": event.at,
                 "count": 1,
             }
-            return
+            return event.alert_id
         row.update(state=ALERT.after[ev.AlertRaised], last_raised_at=event.at, count=row["count"] + 1)
+        return event.alert_id
 
-    def _seen(self, event: ev.AlertSeen) -> None:
+    def _seen(self, event: ev.AlertSeen) -> str:
         self.rows[event.alert_id]["state"] = ALERT.after[ev.AlertSeen]
+        return event.alert_id
 
-    def _resolved(self, event: ev.AlertResolved) -> None:
+    def _resolved(self, event: ev.AlertResolved) -> str:
         self.rows[event.alert_id]["state"] = ALERT.after[ev.AlertResolved]
+        return event.alert_id
 
     handlers = {ev.AlertRaised: _raised, ev.AlertSeen: _seen, ev.AlertResolved: _resolved}
 
+    def rendered(self, row: dict[str, Any]) -> dict[str, Any]:
+        return {**row, "first_raised_at": rfc3339(row["first_raised_at"]), "last_raised_at": rfc3339(row["last_raised_at"])}
+
     def render(self) -> list[dict[str, Any]]:
-        return [
-            {**row, "first_raised_at": rfc3339(row["first_raised_at"]), "last_raised_at": rfc3339(row["last_raised_at"])}
-            for row in sorted_rows(self.rows)
-        ]
+        return [self.rendered(row) for row in sorted_rows(self.rows)]

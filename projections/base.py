@@ -6,10 +6,18 @@ Views re-decide nothing: events carry the states they set.
 
 A handler may return False to say that what `render()` gives is as it was
 (the live stream names only the views a commit changed); any other return
-means it may have changed. Where working that out costs more than the
-handler's effect, `quiet` names a handler with the same effect and no such
-answer: the fold of stored events (replay, snapshots), which reads no
-answer, calls it instead (e.g. every input's clock tick in `health`).
+means it may have changed. A keyed list view's handlers (its `key` set)
+return instead the key of the row whose rendering they may have changed,
+or the keys as a tuple, list or set (maybe empty): the stream's row changes
+render those rows alone (docs/api.md, "Row changes"). They must name every
+row whose rendering they change, also through what `rendered` reads beside
+the row (a task's progress times, a conversation's running turn, an inbox
+row's holder). True or None means anything may have changed: the view is
+then sent whole. The fold of stored events reads no return value. Where
+working the answer out costs more than the handler's effect, `quiet` names
+a handler with the same effect and no such answer: the fold of stored
+events (replay, snapshots) calls it instead (e.g. every input's clock tick
+in `health`).
 """
 
 from __future__ import annotations
@@ -30,10 +38,14 @@ def rfc3339(value: datetime.datetime | None) -> str | None:
 
 class View:
     name: ClassVar[str]
-    handlers: ClassVar[dict[type, Callable[[Any, Any], None]]]
+    handlers: ClassVar[dict[type, Callable[[Any, Any], Any]]]
     # For the fold of stored events: handlers with the same effect as those
     # in `handlers` for their classes, without the changed-or-not answer.
-    quiet: ClassVar[dict[type, Callable[[Any, Any], None]]] = {}
+    quiet: ClassVar[dict[type, Callable[[Any, Any], Any]]] = {}
+    # A keyed list view: the name of its rows' first key, by which `rows`
+    # holds them and `render()` sorts them; its handlers return the keys
+    # they touched. None: the view says its changes otherwise (`change`).
+    key: ClassVar[str | None] = None
 
     def __init__(self) -> None:
         self.position = 0
@@ -45,6 +57,26 @@ class View:
 
     def render(self) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def rendered(self, row: dict[str, Any]) -> dict[str, Any]:
+        """One row of a keyed view as `render()` gives it."""
+        return row
+
+    def change(self, touched: Iterable[Any] | None) -> dict[str, Any]:
+        """What changed since the last change was taken (`Views.take_changed`),
+        in the stream's words (docs/api.md, "Row changes"), given the keys the
+        handlers touched (None: anything may have changed). Keyed views:
+        their touched rows as rendered, and the touched keys no row has now;
+        any other list: the rows whole."""
+        if self.key is None or touched is None:
+            return {"rows": self.render()}
+        rows: dict[str, dict[str, Any]] = self.rows  # type: ignore[attr-defined]
+        keys = sorted(touched)
+        return {
+            "key": self.key,
+            "upserted": [self.rendered(rows[key]) for key in keys if key in rows],
+            "removed": [key for key in keys if key not in rows],
+        }
 
 
 def sorted_rows(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from tandem.projections.base import View, rfc3339, sorted_rows
 
 class ConversationsView(View):
     name = "conversations"
+    key = "conversation_id"  # each handler returns the conversation it touched
 
     def __init__(self) -> None:
         super().__init__()
@@ -37,7 +38,7 @@ class ConversationsView(View):
         self.turn_messages: dict[str, list[str]] = {}  # a human turn's messages (forgotten when it completes)
         self.observed: set[str] = set()
 
-    def _opened(self, event: ev.ConversationOpened) -> None:
+    def _opened(self, event: ev.ConversationOpened) -> str:
         self.rows[event.conversation_id] = {
             "conversation_id": event.conversation_id,
             "role": event.role,
@@ -56,17 +57,20 @@ class ConversationsView(View):
             "stop_requested": None,  # contract v1.2 section 8.2 (computed in render)
             "checkpoint": None,  # contract v1.2 section 5.5
         }
+        return event.conversation_id
 
-    def _bound(self, event: ev.BackgroundBound) -> None:
+    def _bound(self, event: ev.BackgroundBound) -> str:
         self.rows[event.foreground_id]["generation"] = event.generation
+        return event.foreground_id
 
-    def _queued(self, event: ev.MessageQueued) -> None:
+    def _queued(self, event: ev.MessageQueued) -> str:
         row = self.rows[event.conversation_id]
         row["queue"].append(event.message_id)
         row["intent_revision"] = event.intent_revision
         self.texts[event.conversation_id, event.message_id] = event.text
+        return event.conversation_id
 
-    def _edited(self, event: ev.QueueEdited) -> None:
+    def _edited(self, event: ev.QueueEdited) -> str:
         row = self.rows[event.conversation_id]
         if event.op == "withdraw":
             row["queue"].remove(event.message_id)
@@ -74,6 +78,7 @@ class ConversationsView(View):
         else:
             self.texts[event.conversation_id, event.message_id] = event.text or ""
         row["intent_revision"] = event.intent_revision
+        return event.conversation_id
 
     def _observed(self, event: ev.ObservationRecorded) -> bool:
         """Its cause's new revision is external text (contract v1.2 section 6)."""
@@ -93,13 +98,15 @@ class ConversationsView(View):
         joined = "\x1e".join(self.texts[conversation_id, message_id] for message_id in messages)
         return "sha256:" + hashlib.sha256(joined.encode("utf-8")).hexdigest()
 
-    def _synced(self, event: ev.IntentSynced) -> None:
+    def _synced(self, event: ev.IntentSynced) -> str:
         self.rows[event.conversation_id]["synced_intent_revision"] = event.synced_revision
+        return event.conversation_id
 
-    def _turn_started(self, event: ev.TurnStarted) -> None:
+    def _turn_started(self, event: ev.TurnStarted) -> str:
         self.running[event.conversation_id] = event.turn_id
+        return event.conversation_id
 
-    def _delivery(self, event: ev.DeliveryCreated) -> None:
+    def _delivery(self, event: ev.DeliveryCreated) -> str:
         row = self.rows[event.conversation_id]
         delivery: dict[str, Any]
         row["deliveries"].append(
@@ -125,16 +132,18 @@ class ConversationsView(View):
         if event.messages:
             sent = set(event.messages)
             row["queue"] = [m for m in row["queue"] if m not in sent]
+        return event.conversation_id
 
-    def _composed(self, event: ev.DeliveryComposed) -> None:
+    def _composed(self, event: ev.DeliveryComposed) -> str:
         self.delivery_rows[event.delivery_id]["payload"] = {
             "ref": event.payload_ref,
             "digest": event.payload_digest,
             "adapter": event.adapter,
             "tokens": event.tokens,
         }
+        return event.conversation_id
 
-    def _receipted(self, event: ev.DeliveryReceipted) -> None:
+    def _receipted(self, event: ev.DeliveryReceipted) -> str:
         self.delivery_rows[event.delivery_id]["attempt_state"] = event.attempt_state
         row = self.rows[event.conversation_id]
         row["context_tokens"] = event.context_tokens
@@ -142,8 +151,9 @@ class ConversationsView(View):
             row["refusals"] = 0
         elif event.attempt_state in ("refused", "not_received"):
             row["refusals"] += 1
+        return event.conversation_id
 
-    def _turn_ended(self, event: ev.TurnEnded) -> None:
+    def _turn_ended(self, event: ev.TurnEnded) -> str:
         self.running.pop(event.conversation_id, None)
         row = self.rows[event.conversation_id]
         row["queue"] = list(event.requeued) + row["queue"]
@@ -151,25 +161,30 @@ class ConversationsView(View):
         if event.outcome == "completed":
             for message_id in handled:  # handled: never dispatched again
                 self.texts.pop((event.conversation_id, message_id), None)
+        return event.conversation_id
 
-    def _reset(self, event: ev.ContextReset) -> None:
+    def _reset(self, event: ev.ContextReset) -> str:
         row = self.rows[event.conversation_id]
         row["epoch"] = event.epoch
         row["context_tokens"] = 0
+        return event.conversation_id
 
-    def _recovery(self, event: ev.RecoveryChanged) -> None:
+    def _recovery(self, event: ev.RecoveryChanged) -> str:
         self.recovery[event.conversation_id] = event.recovery is not None
+        return event.conversation_id
 
-    def _failure_hold(self, event: ev.FailureHoldChanged) -> None:
+    def _failure_hold(self, event: ev.FailureHoldChanged) -> str:
         self.failure_held[event.conversation_id] = event.held
         if not event.held:
             self.rows[event.conversation_id]["refusals"] = 0  # the human's release (contract v1.2 section 3.6)
+        return event.conversation_id
 
-    def _deferred(self, event: ev.DeliveryDeferred) -> None:
+    def _deferred(self, event: ev.DeliveryDeferred) -> str:
         deferred = None if event.reason is None else {"until": rfc3339(event.until), "reason": event.reason}
         self.rows[event.conversation_id]["deferred"] = deferred
+        return event.conversation_id
 
-    def _checkpointed(self, event: ev.BackgroundCheckpointed) -> None:
+    def _checkpointed(self, event: ev.BackgroundCheckpointed) -> str:
         self.rows[event.conversation_id]["checkpoint"] = {
             "checkpoint_id": event.checkpoint_id,
             "at": rfc3339(event.at),
@@ -181,10 +196,13 @@ class ConversationsView(View):
             "evidence_refs": list(event.evidence_refs),
             "tokens": event.tokens,
         }
+        return event.conversation_id
 
-    def _usage(self, event: ev.UsageReported) -> None:
-        if event.conversation_id is not None and event.context_tokens is not None:
-            self.rows[event.conversation_id]["context_tokens"] = event.context_tokens
+    def _usage(self, event: ev.UsageReported) -> str | tuple[()]:
+        if event.conversation_id is None or event.context_tokens is None:
+            return ()
+        self.rows[event.conversation_id]["context_tokens"] = event.context_tokens
+        return event.conversation_id
 
     handlers = {
         ev.ConversationOpened: _opened,
@@ -207,22 +225,24 @@ class ConversationsView(View):
         ev.BackgroundCheckpointed: _checkpointed,
     }
 
-    def render(self) -> list[dict[str, Any]]:
-        # Copies: `state` and `stop_requested` are computed here, never
+    def rendered(self, row: dict[str, Any]) -> dict[str, Any]:
+        # A copy: `state` and `stop_requested` are computed here, never
         # written into the fold (a snapshot keeps the fold alone).
-        rows = [dict(row) for row in sorted_rows(self.rows)]
-        for row in rows:
-            conversation_id = row["conversation_id"]
-            # The first that applies (contract section 7).
-            if self.recovery.get(conversation_id):
-                row["state"] = "context_recovery_required"
-            elif self.failure_held.get(conversation_id):
-                row["state"] = "failure_held"
-            elif conversation_id in self.running:
-                row["state"] = "running"
-            else:
-                row["state"] = "idle"
-            # Contract v1.2 section 8.2: a failure hold asks the running turn to stop, until its end.
-            held = self.failure_held.get(conversation_id, False)
-            row["stop_requested"] = self.running.get(conversation_id) if held else None
-        return rows
+        row = dict(row)
+        conversation_id = row["conversation_id"]
+        # The first that applies (contract section 7).
+        if self.recovery.get(conversation_id):
+            row["state"] = "context_recovery_required"
+        elif self.failure_held.get(conversation_id):
+            row["state"] = "failure_held"
+        elif conversation_id in self.running:
+            row["state"] = "running"
+        else:
+            row["state"] = "idle"
+        # Contract v1.2 section 8.2: a failure hold asks the running turn to stop, until its end.
+        held = self.failure_held.get(conversation_id, False)
+        row["stop_requested"] = self.running.get(conversation_id) if held else None
+        return row
+
+    def render(self) -> list[dict[str, Any]]:
+        return [self.rendered(row) for row in sorted_rows(self.rows)]

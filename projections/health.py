@@ -44,6 +44,9 @@ class HealthView(View):
         self.revisions: dict[str, int] = {}  # cause -> current revision
         self.candidates: dict[str, str] = {}  # cause -> the foreground it is deliverable to, if not held
         self.holder: dict[str, str] = {}  # cause -> the delivery holding its current revision
+        # Foreground -> its deliverable causes (candidates no delivery holds),
+        # counted as they change: rendering costs no walk of the candidates.
+        self.deliverable: dict[str, int] = {}
         self.deliveries: dict[str, tuple[str, int, list[tuple[str, int]]]] = {}  # id -> (conversation, epoch, included)
         self.backoff: set[str] = set()  # conversations deferred by `backoff`
         self.engine_held: set[str] = set()
@@ -103,17 +106,35 @@ class HealthView(View):
         self.untriaged[event.cause_key] = event.at
         self._new_revision(event.cause_key, event.revision)
 
+    # A cause counts in `deliverable` while it is a candidate no delivery holds.
+
     def _new_revision(self, cause_key: str, revision: int) -> None:
         self.revisions[cause_key] = revision
-        self.candidates.pop(cause_key, None)
-        self.holder.pop(cause_key, None)
+        candidate = self.candidates.pop(cause_key, None)
+        if self.holder.pop(cause_key, None) is None and candidate is not None:
+            self._count(candidate, -1)
 
     def _triaged(self, event: ev.UpdateTriaged) -> None:
-        self.untriaged.pop(event.cause_key, None)
-        if event.disposition in DELIVERABLE_DISPOSITIONS and event.foreground_id is not None:
-            self.candidates[event.cause_key] = event.foreground_id
+        cause_key = event.cause_key
+        self.untriaged.pop(cause_key, None)
+        before = self.candidates.get(cause_key)
+        after = event.foreground_id if event.disposition in DELIVERABLE_DISPOSITIONS else None
+        if after is not None:
+            self.candidates[cause_key] = after
+        elif before is not None:
+            del self.candidates[cause_key]
+        if before != after and cause_key not in self.holder:
+            if before is not None:
+                self._count(before, -1)
+            if after is not None:
+                self._count(after, 1)
+
+    def _count(self, foreground_id: str, change: int) -> None:
+        left = self.deliverable.get(foreground_id, 0) + change
+        if left:
+            self.deliverable[foreground_id] = left
         else:
-            self.candidates.pop(event.cause_key, None)
+            del self.deliverable[foreground_id]
 
     # The handlers below return False when nothing the view shows changed
     # (`Views.apply`: the view is not named as changed by that event).
@@ -124,8 +145,11 @@ class HealthView(View):
         changed = False
         for cause_key, revision in included:
             if self.revisions.get(cause_key) == revision:
+                candidate = self.candidates.get(cause_key)
+                if candidate is not None and cause_key not in self.holder:
+                    self._count(candidate, -1)
                 self.holder[cause_key] = event.delivery_id
-                changed = changed or cause_key in self.candidates
+                changed = changed or candidate is not None
         return changed
 
     def _release(self, delivery_id: str) -> bool:
@@ -133,7 +157,10 @@ class HealthView(View):
         for cause_key, _ in self.deliveries[delivery_id][2]:
             if self.holder.get(cause_key) == delivery_id:
                 del self.holder[cause_key]
-                changed = changed or cause_key in self.candidates
+                candidate = self.candidates.get(cause_key)
+                if candidate is not None:
+                    self._count(candidate, 1)
+                changed = changed or candidate is not None
         return changed
 
     def _receipted(self, event: ev.DeliveryReceipted) -> bool:
@@ -238,6 +265,9 @@ class HealthView(View):
     }
     quiet = {ev.InputAccepted: _clock, ev.InputRejected: _clock}
 
+    def change(self, touched: Any) -> dict[str, Any]:
+        return {"value": self.render()}
+
     def _fresh(self) -> bool:
         return (
             self.host == HOST.initial  # running
@@ -246,10 +276,10 @@ class HealthView(View):
             and (self.now - self.heartbeat_at).total_seconds() <= self.max_age_s
         )
 
-    def _degraded(self, deliverable: dict[str, int]) -> list[str]:
+    def _degraded(self) -> list[str]:
         holds = {
             "backlog": self.backlog_degraded_at is not None and len(self.untriaged) >= self.backlog_degraded_at,
-            "over_wake_batch_max": any(count > self.wake_batch_max for count in deliverable.values()),
+            "over_wake_batch_max": any(count > self.wake_batch_max for count in self.deliverable.values()),
             "delivery_backoff": bool(self.backoff),
             "delivery_failing": bool(self.engine_held),
             "action_backoff": bool(self.backing_off),
@@ -259,10 +289,6 @@ class HealthView(View):
 
     def render(self) -> dict[str, Any]:
         fresh = self._fresh()
-        deliverable: dict[str, int] = {}
-        for cause_key, foreground_id in self.candidates.items():
-            if cause_key not in self.holder:
-                deliverable[foreground_id] = deliverable.get(foreground_id, 0) + 1
         return {
             "watchdog_generation": self.generation,
             "last_heartbeat_at": rfc3339(self.heartbeat_at),
@@ -272,7 +298,7 @@ class HealthView(View):
             "backlog": {
                 "untriaged": len(self.untriaged),
                 "oldest_untriaged_at": rfc3339(min(self.untriaged.values())) if self.untriaged else None,
-                "deliverable": sum(deliverable.values()),
+                "deliverable": sum(self.deliverable.values()),
             },
             "last_heartbeat_imported_at": rfc3339(self.heartbeat_imported_at),
             "host": self.host,
@@ -281,5 +307,5 @@ class HealthView(View):
             "providers": [dict(self.providers[name]) for name in sorted(self.providers)],
             "tool_policy_revision": self.tool_policy_revision,
             "isolation_unavailable": sorted(self.refused_runtimes),
-            "degraded": self._degraded(deliverable),
+            "degraded": self._degraded(),
         }

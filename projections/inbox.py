@@ -24,6 +24,11 @@ def _latest(latest: dict[str, Any] | None) -> dict[str, Any] | None:
 
 class InboxView(View):
     name = "inbox"
+    # Each handler returns the causes it touched: those whose row changed,
+    # and those whose `retained` or `batch_id` may have (they are computed
+    # when read, from the holders, the deliveries' states, the obligations,
+    # the alerts and the batches).
+    key = "cause_key"
 
     def __init__(self) -> None:
         super().__init__()
@@ -82,10 +87,10 @@ class InboxView(View):
             latest=latest,
         )
 
-    def _recorded(self, event: ev.ObservationRecorded) -> bool | None:
+    def _recorded(self, event: ev.ObservationRecorded) -> str | bool:
         if event.out_of_order is True:
             self.rows[event.cause_key]["out_of_order"] += 1  # an earlier one set the time it is behind
-            return None
+            return event.cause_key
         if event.update_revision is None:
             return False  # a background's own activity: no update
         latest = {
@@ -97,39 +102,52 @@ class InboxView(View):
             "truncated": event.truncated is True,
         }
         self._revised(event, event.update_revision, not event.complete, latest)
-        return None
+        return event.cause_key
 
-    def _repeated(self, event: ev.ObservationRepeated) -> None:
-        if event.counted:
-            row = self.rows[event.cause_key]
-            row["repeats"] += 1
-            row["last_seen_at"] = event.at
+    def _repeated(self, event: ev.ObservationRepeated) -> str | tuple[()]:
+        if not event.counted:
+            return ()
+        row = self.rows[event.cause_key]
+        row["repeats"] += 1
+        row["last_seen_at"] = event.at
+        return event.cause_key
 
-    def _engine_revised(self, event: ev.UpdateRevised) -> None:
+    def _engine_revised(self, event: ev.UpdateRevised) -> str:
         self._revised(event, event.revision, False, None)  # no observation behind it: no latest
+        return event.cause_key
 
-    def _triaged(self, event: ev.UpdateTriaged) -> None:
+    def _triaged(self, event: ev.UpdateTriaged) -> str:
         self.rows[event.cause_key].update(
             triage_state=UPDATE.after[ev.UpdateTriaged],
             disposition=event.disposition,
             action_priority=event.action_priority,
             notification_priority=event.notification_priority,
         )
+        return event.cause_key
 
-    def _delivery(self, event: ev.DeliveryCreated) -> None:
+    def _delivery(self, event: ev.DeliveryCreated) -> list[str]:
         included = [(cause_key, revision) for cause_key, revision in event.included]
         self.deliveries[event.delivery_id] = (event.conversation_id, event.epoch, included)
         self.delivery_states[event.delivery_id] = DELIVERY.after[ev.DeliveryCreated]
+        held = []
         for cause_key, revision in included:
             if self.rows[cause_key]["revision"] == revision:
                 self.holder[cause_key] = event.delivery_id
+                held.append(cause_key)
+        return held
 
-    def _release(self, delivery_id: str) -> None:
+    def _release(self, delivery_id: str) -> list[str]:
+        """The causes `delivery_id` held, released now: those it no longer holds."""
+        released = []
         for cause_key, _ in self.deliveries[delivery_id][2]:
             if self.holder.get(cause_key) == delivery_id:
                 del self.holder[cause_key]
+                released.append(cause_key)
+        return released
 
-    def _receipted(self, event: ev.DeliveryReceipted) -> None:
+    def _receipted(self, event: ev.DeliveryReceipted) -> list[str]:
+        """Touches every cause it includes: its state shows in the rows it
+        holds (`retained`), and an acceptance in their delivered revision."""
         self.delivery_states[event.delivery_id] = event.attempt_state
         conversation_id, epoch, included = self.deliveries[event.delivery_id]
         if event.releases:
@@ -140,43 +158,54 @@ class InboxView(View):
                 if row["delivered_revision"] is None or revision > row["delivered_revision"]:
                     row["delivered_revision"] = revision
                 self.delivered_in.setdefault(conversation_id, set()).add(cause_key)
+        return [cause_key for cause_key, _ in included]
 
-    def _turn_ended(self, event: ev.TurnEnded) -> None:
-        for delivery_id in event.released:
-            self._release(delivery_id)
+    def _turn_ended(self, event: ev.TurnEnded) -> list[str]:
+        return [cause_key for delivery_id in event.released for cause_key in self._release(delivery_id)]
 
-    def _reset(self, event: ev.ContextReset) -> None:
+    def _reset(self, event: ev.ContextReset) -> list[str]:
         self.epochs[event.conversation_id] = event.epoch
-        for delivery_id, (conversation_id, epoch, _) in self.deliveries.items():
-            if conversation_id == event.conversation_id and epoch < event.epoch:
-                self._release(delivery_id)
+        touched = [
+            cause_key
+            for delivery_id, (conversation_id, epoch, _) in self.deliveries.items()
+            if conversation_id == event.conversation_id and epoch < event.epoch
+            for cause_key in self._release(delivery_id)
+        ]
         for cause_key in self.delivered_in.pop(event.conversation_id, set()):
             self.rows[cause_key]["delivered_revision"] = None  # earlier epochs count for nothing now
+            touched.append(cause_key)
+        return touched
 
-    def _obligation(self, event: ev.ObligationOpened) -> None:
+    def _obligation(self, event: ev.ObligationOpened) -> str:
         self.obligated.add(event.cause_key)
+        return event.cause_key
 
-    def _obligation_met(self, event: ev.ObligationMet) -> None:
+    def _obligation_met(self, event: ev.ObligationMet) -> str:
         self.obligated.discard(event.cause_key)
+        return event.cause_key
 
-    def _alert_raised(self, event: ev.AlertRaised) -> None:
-        if event.cause_key is not None:
-            self.alert_causes[event.alert_id] = event.cause_key
-            self.alerted.setdefault(event.cause_key, set()).add(event.alert_id)
+    def _alert_raised(self, event: ev.AlertRaised) -> str | tuple[()]:
+        if event.cause_key is None:
+            return ()
+        self.alert_causes[event.alert_id] = event.cause_key
+        self.alerted.setdefault(event.cause_key, set()).add(event.alert_id)
+        return event.cause_key
 
-    def _alert_lowered(self, event: ev.AlertSeen | ev.AlertResolved) -> None:
+    def _alert_lowered(self, event: ev.AlertSeen | ev.AlertResolved) -> str | tuple[()]:
         cause_key = self.alert_causes.get(event.alert_id)
         alerts = self.alerted.get(cause_key) if cause_key is not None else None
-        if alerts is not None:
-            alerts.discard(event.alert_id)
-            if not alerts:
-                del self.alerted[cause_key]  # type: ignore[arg-type]
+        if alerts is None:
+            return ()
+        alerts.discard(event.alert_id)
+        if not alerts:
+            del self.alerted[cause_key]  # type: ignore[arg-type]
+        return cause_key  # type: ignore[return-value]
 
-    def _joined(self, event: ev.BatchJoined | ev.BatchRevised) -> bool:
+    def _joined(self, event: ev.BatchJoined | ev.BatchRevised) -> str | bool:
         if type(event) is ev.BatchRevised and not event.joined:
             return False
         self.batch_of[event.cause_key] = event.batch_id
-        return True
+        return event.cause_key
 
     handlers = {
         ev.BatchJoined: _joined,
@@ -196,27 +225,25 @@ class InboxView(View):
         ev.UpdateTriaged: _triaged,
     }
 
-    def render(self) -> list[dict[str, Any]]:
-        rows = [
-            {
-                **row,
-                "first_seen_at": rfc3339(row["first_seen_at"]),
-                "last_seen_at": rfc3339(row["last_seen_at"]),
-                "latest": _latest(row["latest"]),
-                "batch_id": self.batch_of.get(row["cause_key"]),
-            }
-            for row in sorted_rows(self.rows)
-        ]
-        for row in rows:
-            holder = self.holder.get(row["cause_key"])
-            deliverable = row["disposition"] in DELIVERABLE_DISPOSITIONS and holder is None
-            in_flight = holder is not None and self.delivery_states[holder] in DELIVERY.in_flight
-            cause_key = row["cause_key"]
-            row["retained"] = (
+    def rendered(self, row: dict[str, Any]) -> dict[str, Any]:
+        cause_key = row["cause_key"]
+        holder = self.holder.get(cause_key)
+        deliverable = row["disposition"] in DELIVERABLE_DISPOSITIONS and holder is None
+        in_flight = holder is not None and self.delivery_states[holder] in DELIVERY.in_flight
+        return {
+            **row,
+            "first_seen_at": rfc3339(row["first_seen_at"]),
+            "last_seen_at": rfc3339(row["last_seen_at"]),
+            "retained": (
                 row["triage_state"] == UPDATE.initial
                 or deliverable
                 or in_flight
                 or cause_key in self.obligated
                 or cause_key in self.alerted
-            )
-        return rows
+            ),
+            "latest": _latest(row["latest"]),
+            "batch_id": self.batch_of.get(cause_key),
+        }
+
+    def render(self) -> list[dict[str, Any]]:
+        return [self.rendered(row) for row in sorted_rows(self.rows)]

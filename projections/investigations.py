@@ -16,12 +16,13 @@ from tandem.projections.base import View, rfc3339, sorted_rows
 
 class InvestigationsView(View):
     name = "investigations"
+    key = "investigation_id"  # each handler returns the investigation it touched
 
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
 
-    def _opened(self, event: ev.InvestigationOpened) -> None:
+    def _opened(self, event: ev.InvestigationOpened) -> str:
         self.rows[event.investigation_id] = {
             "investigation_id": event.investigation_id,
             "conversation_id": event.conversation_id,
@@ -34,21 +35,24 @@ class InvestigationsView(View):
             "evidence_refs": [],
             "operation_id": None,
         }
+        return event.investigation_id
 
-    def _exhausted(self, event: ev.InvestigationExhausted) -> None:
+    def _exhausted(self, event: ev.InvestigationExhausted) -> str:
         self.rows[event.investigation_id]["state"] = INVESTIGATION.after[ev.InvestigationExhausted]
+        return event.investigation_id
 
-    def _closed(self, event: ev.InvestigationClosed) -> None:
+    def _closed(self, event: ev.InvestigationClosed) -> str:
         row = self.rows[event.investigation_id]
         row["state"] = INVESTIGATION.state_after(event)
         row["evidence_refs"] = list(event.evidence_refs)
         row["operation_id"] = event.operation_id
+        return event.investigation_id
 
-    def _allowed(self, event: ev.ToolCallAllowed) -> bool:
+    def _allowed(self, event: ev.ToolCallAllowed) -> str | bool:
         if event.investigation_id is UNSET:
             return False
         self.rows[event.investigation_id]["calls"] += 1
-        return True
+        return event.investigation_id
 
     handlers = {
         ev.InvestigationOpened: _opened,

@@ -10,6 +10,9 @@ from tandem.projections.base import View, rfc3339
 
 
 class QuestionsView(View):
+    """Keyed by (task_id, question_key): no one field names a row, so the
+    stream sends this view whole when it changes (`View.change`)."""
+
     name = "questions"
 
     def __init__(self) -> None:

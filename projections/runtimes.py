@@ -14,6 +14,7 @@ from tandem.projections.base import View, sorted_rows
 
 class RuntimesView(View):
     name = "runtimes"
+    key = "runtime_id"  # each handler returns the runtimes it touched
 
     def __init__(self) -> None:
         super().__init__()
@@ -43,29 +44,34 @@ class RuntimesView(View):
         row["tool_policy_revision"] = event.tool_policy_revision
         row["tools"] = list(event.tools)
 
-    def _admitted(self, event: ev.RuntimeAdmitted) -> None:
+    def _admitted(self, event: ev.RuntimeAdmitted) -> str:
         self._profile(event, None)
+        return event.runtime_id
 
-    def _refused(self, event: ev.RuntimeRefused) -> None:
+    def _refused(self, event: ev.RuntimeRefused) -> str:
         self._profile(event, event.reason)
+        return event.runtime_id
 
-    def _policy(self, event: ev.ToolPolicySet) -> bool:
+    def _policy(self, event: ev.ToolPolicySet) -> list[str] | bool:
         for runtime_id in event.revoked:
             row = self.rows[runtime_id]
             row["state"] = RUNTIME.after[ev.ToolPolicySet]
             row["reason"] = event.revoked_because[runtime_id].check
         for runtime_id in event.restamped:
             self.rows[runtime_id]["tool_policy_revision"] = event.revision
-        return bool(event.revoked or event.restamped)
+        return [*event.revoked, *event.restamped] or False
 
-    def _fenced(self, event: ev.RuntimeFenced) -> None:
+    def _fenced(self, event: ev.RuntimeFenced) -> str:
         self.rows[event.runtime_id]["state"] = RUNTIME.after[ev.RuntimeFenced]
+        return event.runtime_id
 
-    def _allowed(self, event: ev.ToolCallAllowed) -> None:
+    def _allowed(self, event: ev.ToolCallAllowed) -> str:
         self.rows[event.runtime_id]["calls_allowed"] += 1
+        return event.runtime_id
 
-    def _denied(self, event: ev.ToolCallDenied) -> None:
+    def _denied(self, event: ev.ToolCallDenied) -> str:
         self.rows[event.runtime_id]["calls_denied"] += 1
+        return event.runtime_id
 
     handlers = {
         ev.RuntimeAdmitted: _admitted,

@@ -17,6 +17,7 @@ from tandem.projections.base import View, picked_rows, rfc3339, sorted_rows
 
 class TasksView(View):
     name = "tasks"
+    key = "task_id"  # each handler returns the task ids it touched
 
     def __init__(self) -> None:
         super().__init__()
@@ -38,17 +39,18 @@ class TasksView(View):
         self.now = event.input.at
         return False
 
-    def _progress(self, task_id: str | None) -> None:
-        """Contract v1.2 section 4.4: the task progressed now (if active)."""
+    def _progress(self, task_id: str | None) -> str | tuple[()]:
+        """Contract v1.2 section 4.4: the task progressed now (if active); the task touched."""
         row = self.rows.get(task_id) if task_id is not None else None
         if row is None or row["state"] != "active":
-            return
+            return ()
         assert self.now is not None
         task_id = row["task_id"]
         self.stalled.discard(task_id)
         self.last_progress[task_id] = self.now
+        return task_id
 
-    def _rendered(self, row: dict[str, Any]) -> dict[str, Any]:
+    def rendered(self, row: dict[str, Any]) -> dict[str, Any]:
         """The row as read: a copy, its two times computed (contract v1.2 section 4.4)."""
         task_id = row["task_id"]
         last = self.last_progress[task_id]
@@ -58,7 +60,7 @@ class TasksView(View):
             due = last + datetime.timedelta(seconds=deadline)
         return {**row, "last_progress_at": _formatted(last), "progress_due_at": _formatted(due)}
 
-    def _delegated(self, event: ev.TaskDelegated) -> None:
+    def _delegated(self, event: ev.TaskDelegated) -> str:
         self.rows[event.task_id] = {
             "task_id": event.task_id,
             "revision": 1,
@@ -70,65 +72,79 @@ class TasksView(View):
             "holds": [],
             "open_questions": 0,
             "actions": [],
-            "last_progress_at": None,  # computed when read (`_rendered`)
+            "last_progress_at": None,  # computed when read (`rendered`)
             "progress_due_at": None,
         }
         assert self.now is not None
         self.last_progress[event.task_id] = self.now
         if event.progress_deadline_s is not UNSET:
             self.deadlines[event.task_id] = event.progress_deadline_s
+        return event.task_id
 
-    def _grant(self, event: ev.GrantIssued | ev.GrantRevised) -> None:
+    def _grant(self, event: ev.GrantIssued | ev.GrantRevised) -> list[str]:
         self.grant_revisions[event.grant_id] = event.revision
+        touched = []
         for row in self.rows.values():
             if row["grant_id"] == event.grant_id:
                 row["grant_revision"] = event.revision
+                touched.append(row["task_id"])
+        return touched
 
-    def _revised(self, event: ev.TaskRevised) -> None:
+    def _revised(self, event: ev.TaskRevised) -> str:
         row = self.rows[event.task_id]
         row["revision"] = event.revision
         row["goal"] = event.goal
         if event.progress_deadline_s is not UNSET:
             self.deadlines[event.task_id] = event.progress_deadline_s
         self._progress(event.task_id)
+        return event.task_id
 
-    def _completed(self, event: ev.TaskCompleted) -> None:
+    def _completed(self, event: ev.TaskCompleted) -> str:
         self.rows[event.task_id]["state"] = TASK.after[ev.TaskCompleted]
+        return event.task_id
 
-    def _cancelled(self, event: ev.TaskCancelled) -> None:
+    def _cancelled(self, event: ev.TaskCancelled) -> str:
         self.rows[event.task_id]["state"] = TASK.after[ev.TaskCancelled]
+        return event.task_id
 
-    def _holds(self, event: ev.TaskHoldsChanged) -> None:
+    def _holds(self, event: ev.TaskHoldsChanged) -> str:
         row = self.rows[event.task_id]
         row["holds"] = list(event.holds)
         if not row["holds"]:
             self._progress(event.task_id)
+        return event.task_id
 
-    def _stalled(self, event: ev.TaskStalled) -> None:
+    def _stalled(self, event: ev.TaskStalled) -> str:
         self.stalled.add(event.task_id)
+        return event.task_id
 
-    def _action(self, event: ev.ActionClaimed | ev.ActionOutcomeReported | ev.EvidenceAttached) -> None:
-        self._progress(self.action_tasks.get(event.operation_id))
+    def _action(self, event: ev.ActionClaimed | ev.ActionOutcomeReported | ev.EvidenceAttached) -> str | tuple[()]:
+        return self._progress(self.action_tasks.get(event.operation_id))
 
-    def _attempt(self, event: ev.AttemptUpdated) -> None:
+    def _attempt(self, event: ev.AttemptUpdated) -> str | tuple[()]:
         if event.attempt_state == "accepted":
-            self._progress(self.action_tasks.get(event.operation_id))
+            return self._progress(self.action_tasks.get(event.operation_id))
+        return ()
 
-    def _raised(self, event: ev.QuestionRaised) -> None:
+    def _raised(self, event: ev.QuestionRaised) -> str:
         key = (event.task_id, event.question_key)
         if key not in self.open_questions:
             self.open_questions.add(key)
             self.rows[event.task_id]["open_questions"] += 1
+        return event.task_id
 
-    def _answered(self, event: ev.QuestionAnswered) -> None:
+    def _answered(self, event: ev.QuestionAnswered) -> str:
         self.open_questions.discard((event.task_id, event.question_key))
         self.rows[event.task_id]["open_questions"] -= 1
+        return event.task_id
 
-    def _proposed(self, event: ev.ActionProposed) -> None:
-        if event.task_id is not None:
-            self.rows[event.task_id]["actions"].append(event.operation_id)
-            self.action_tasks[event.operation_id] = event.task_id
-            self._progress(event.task_id)
+    def _proposed(self, event: ev.ActionProposed) -> str | tuple[()]:
+        if event.task_id is None:
+            return ()
+        self.rows[event.task_id]["actions"].append(event.operation_id)
+        self.action_tasks[event.operation_id] = event.task_id
+        self._progress(event.task_id)
+        return event.task_id
 
     handlers = {
         ev.TaskDelegated: _delegated,
@@ -151,11 +167,11 @@ class TasksView(View):
     }
 
     def render(self) -> list[dict[str, Any]]:
-        return [self._rendered(row) for row in sorted_rows(self.rows)]
+        return [self.rendered(row) for row in sorted_rows(self.rows)]
 
     def pick(self, keys: Iterable[str]) -> list[dict[str, Any]]:
         rows = self.rows
-        return picked_rows({key: self._rendered(rows[key]) for key in set(keys) if key in rows}, keys)
+        return picked_rows({key: self.rendered(rows[key]) for key in set(keys) if key in rows}, keys)
 
 
 # A task's times are formatted when read, and read again at every position a

@@ -29,5 +29,8 @@ class UsageView(View):
 
     handlers = {ev.UsageReported: _reported}
 
+    def change(self, touched: Any) -> dict[str, Any]:
+        return {"value": self.render()}
+
     def render(self) -> dict[str, Any]:
         return {role: dict(self.totals[role]) for role in ROLES}

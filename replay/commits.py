@@ -19,6 +19,11 @@ stream resumed after a restart still sends one message per commit:
 * anything else (an input with no file, the runtime's own) is a commit of
   its own. (The runtime commits the watchdog rows it imports together; read
   back from the log they are one commit each.)
+
+A commit may carry its **row changes** (`encoded_row_changes`): what changed in
+each view it changed, in the stream's words (docs/api.md, "Row changes"),
+encoded as it committed (the views move on), or None when nobody asked or
+when they were over `message_rows_bytes_max`.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import msgspec
 from tandem.domain import events as ev
 from tandem.domain.events import decode_event, event_name
 from tandem.domain.inputs import format_at
+from tandem.projections import Views
 from tandem.replay.port import EventStore
 from tandem.replay.snapshot import views_at
 
@@ -40,6 +46,9 @@ RECORDS = (ev.InputAccepted, ev.InputRejected)
 tail_window_events_first = 4_096
 events_page_max = 1_000
 record_search_window_first = 64
+# A commit's row changes are kept (and sent) up to this size, encoded; a
+# bigger commit's are not: a stream that asked for them gets a `reset`.
+message_rows_bytes_max = 4 * 1_048_576
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +58,7 @@ class Commit:
     head_before: int
     events: list[ev.Event]
     views: list[str] = field(default_factory=list)  # the views it changed, in document order
+    rows: bytes | None = None  # its row changes, encoded (`encoded_row_changes`), when they were asked for
 
     @property
     def position(self) -> int:
@@ -66,6 +76,7 @@ class CommitSummary:
     # The views it changed, in document order, when known (a live commit);
     # None when read back from the log (then: the views that fold its events).
     views: tuple[str, ...] | None = None
+    rows: bytes | None = None  # its row changes, encoded, when known and not too big
 
     def input_facts(self) -> tuple[InputFacts, ...]:
         """(type, actor, at, accepted) per input: what a stream message says
@@ -84,10 +95,25 @@ def facts_json(facts: Iterable[InputFacts]) -> list[dict[str, Any]]:
     return [{"type": kind, "actor": actor, "at": format_at(at), "accepted": accepted} for kind, actor, at, accepted in facts]
 
 
-def summarize(after: int, events: list[ev.Event], views: Iterable[str] | None = None) -> CommitSummary:
+def summarize(after: int, events: list[ev.Event], views: Iterable[str] | None = None, rows: bytes | None = None) -> CommitSummary:
     records = tuple(event for event in events if isinstance(event, RECORDS))
     changed = tuple(views) if views is not None else None
-    return CommitSummary(after, after + len(events), frozenset(map(type, events)), records, changed)
+    return CommitSummary(after, after + len(events), frozenset(map(type, events)), records, changed, rows)
+
+
+def encoded_row_changes(views: Views) -> bytes | None:
+    """The row changes of the views' changes since `take_changed` (call it
+    before), encoded as a JSON object of view name to change; None once they
+    pass `message_rows_bytes_max` (the rest is not even rendered)."""
+    parts: list[bytes] = []
+    size = 2
+    for name, change in views.row_changes():
+        part = msgspec.json.encode(name) + b":" + msgspec.json.encode(change)
+        size += len(part) + 1
+        if size > message_rows_bytes_max:
+            return None
+        parts.append(part)
+    return b"{" + b",".join(parts) + b"}"
 
 
 def split_commits(positioned: Iterable[tuple[int, ev.Event]]) -> Iterator[CommitSummary]:
@@ -125,9 +151,10 @@ def tail_commits(store: EventStore, head: int, count: int) -> list[CommitSummary
 
 
 def with_changed_views(store: EventStore, commits: list[CommitSummary]) -> list[CommitSummary]:
-    """The same commits, each naming the views it changed, as a live commit
-    does: the views as they were before the first (from the newest snapshot
-    before it), then each commit's events folded and the changes taken."""
+    """The same commits, each naming the views it changed and holding its
+    row changes, as a live commit does: the views as they were before the
+    first (from the newest snapshot before it), then each commit's events
+    folded and the changes taken."""
     if not commits:
         return []
     views = views_at(store, commits[0].after)
@@ -138,7 +165,8 @@ def with_changed_views(store: EventStore, commits: list[CommitSummary]) -> list[
     for position, event in store.read(after=commits[0].after, until=commits[-1].position):  # one read
         views.apply(event)
         if position == commit.position:
-            exact.append(dataclasses.replace(commit, views=tuple(views.take_changed())))
+            rows = encoded_row_changes(views)
+            exact.append(dataclasses.replace(commit, views=tuple(views.take_changed()), rows=rows))
             commit = next(ends, commit)
     assert len(exact) == len(commits), (len(exact), len(commits))
     return exact
