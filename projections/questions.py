@@ -29,10 +29,13 @@ class QuestionsView(View):
             "affected": event.affected,
             "first_seen_at": rfc3339(event.first_seen_at),
             "times_raised": event.times_raised,
+            "answer": None,  # an extension (docs/contract/views.md): the answer, once answered
         }
 
     def _answered(self, event: ev.QuestionAnswered) -> None:
-        self.rows[(event.task_id, event.question_key)]["state"] = QUESTION.after[ev.QuestionAnswered]
+        row = self.rows[(event.task_id, event.question_key)]
+        row["state"] = QUESTION.after[ev.QuestionAnswered]
+        row["answer"] = event.answer
 
     handlers = {ev.QuestionRaised: _raised, ev.QuestionAnswered: _answered}
 

@@ -168,6 +168,7 @@ class QuestionRow(Row):
     affected: list[str] | Literal["task", "unknown"]
     first_seen_at: str
     times_raised: int
+    answer: str | None  # an extension: the answer, once answered (null while open)
 
 
 class AlertRow(Row):
