@@ -24,6 +24,7 @@ from tandem.client import inputs
 from tandem.client.asynchronous import AsyncClient
 from tandem.client.errors import ApiError, BatchRejected, Rejected
 from tandem.client.protocol import RetryPolicy
+from tandem.client.replica import Change, Replica
 from tandem.client.results import (
     ROW_KEYS,
     BatchResult,
@@ -37,6 +38,8 @@ from tandem.client.results import (
     Result,
     View,
     Views,
+    Work,
+    WorkItem,
 )
 from tandem.client.sync import Client
 
@@ -59,5 +62,9 @@ __all__ = [
     "Health",
     "Message",
     "ROW_KEYS",
+    "Work",
+    "WorkItem",
+    "Change",
+    "Replica",
     "inputs",
 ]

@@ -14,16 +14,18 @@ the sync client; this module only drives it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
 
-from tandem.client import protocol
+from tandem.client import protocol, replica
 from tandem.client.errors import api_error
 from tandem.client.inputs import Input
 from tandem.client.protocol import Lost, Pause, Reply, Request, RetryPolicy, Steps, T, query
-from tandem.client.results import BatchResult, EventPage, Explained, Health, Message, Result, View, Views
+from tandem.client.replica import Change, Clock, wait_s_default
+from tandem.client.results import BatchResult, EventPage, Explained, Health, Message, Result, View, Views, Work
 from tandem.client.sse import MessageParser
 from tandem.client.transport import seconds, timeout_s_default
 
@@ -120,15 +122,20 @@ class AsyncClient:
     # ------------------------------------------------------------- stream
 
     async def stream(
-        self, last_event_id: int | None = None, views: Iterable[str] | None = None, timeout_s: float | None = None
+        self,
+        last_event_id: int | None = None,
+        views: Iterable[str] | None = None,
+        timeout_s: float | None = None,
+        rows: bool = False,
     ) -> AsyncIterator[Message]:
         """The live stream's messages as they come; resume with the last
         `id` you saw. Not retried: on a lost connection, call it again with
-        that id. `timeout_s`: the longest wait for a byte (None: no limit)."""
+        that id. `timeout_s`: the longest wait for a byte (None: no limit).
+        `rows`: each change carries its row changes (`?rows=1`)."""
         headers = {"Accept": "text/event-stream"}
         if last_event_id is not None:
             headers["Last-Event-ID"] = str(last_event_id)
-        path = "/v1/stream" + query(views=",".join(views) if views is not None else None)
+        path = "/v1/stream" + query(views=",".join(views) if views is not None else None, rows=1 if rows else None)
         async with self.http.stream("GET", path, headers=headers, timeout=httpx.Timeout(timeout_s)) as response:
             if response.status_code != 200:
                 body = await response.aread()
@@ -138,6 +145,74 @@ class AsyncClient:
                 for message in parser.feed(chunk):
                     yield message
 
-    # Row changes go here, driven by the stream's rows (`GET /v1/stream?rows=1`,
-    # docs/api.md): `wait_for(view, predicate, timeout)` and `watch(views)`,
-    # yielding each view's row changes (a `reset`: reload the views). Not yet.
+    # -------------------------------------------------- waiting on changes
+
+    async def work(self, runtime_id: str | None = None) -> Work:
+        """The work queue (`GET /v1/work`), as Client.work."""
+        return await self._run(protocol.work_steps(runtime_id, self.retry))
+
+    async def watch(self, views: Iterable[str] | None = None, *, timeout_s: float | None = None) -> AsyncIterator[Change]:
+        """The views as they change, commit by commit: as Client.watch."""
+        async for change in self._watch(views, timeout_s, None):
+            yield change
+
+    async def wait_for(
+        self,
+        view: str,
+        predicate: Callable[[Any], bool] = lambda row: True,
+        *,
+        key: str | tuple[str, ...] | None = None,
+        timeout_s: float = wait_s_default,
+    ) -> Any:
+        """Wait until `view` has a row that passes `predicate`: as Client.wait_for."""
+        deadline = time.monotonic() + timeout_s
+        async for change in self._watch([view], None, deadline):
+            match = replica.found(change, view, predicate, key)
+            if match is not replica.NOTHING:
+                return match
+        raise AssertionError("watch ends only by raising")  # pragma: no cover
+
+    async def _watch(self, views: Iterable[str] | None, idle_s: float | None, deadline: float | None) -> AsyncIterator[Change]:
+        names = list(views) if views is not None else None
+        kept = replica.Replica(await self.views())
+        yield replica.reloaded(kept)
+        clock = Clock(idle_s, deadline)
+        lost = 0
+        while True:
+            messages: asyncio.Queue[Message | BaseException] = asyncio.Queue()
+            reader = asyncio.create_task(self._read(kept.position, names, messages))
+            try:
+                while True:
+                    try:
+                        message = await asyncio.wait_for(messages.get(), clock.tick_s)
+                    except TimeoutError:
+                        message = None
+                    if isinstance(message, BaseException):
+                        raise message
+                    clock.check(message is not None)
+                    if message is None:
+                        continue
+                    lost = 0
+                    if message.event == "reset":
+                        kept = replica.Replica(await self.views())
+                        yield replica.reloaded(kept)
+                    elif message.event == "change" and kept.apply(message.data):
+                        yield replica.changed(kept.position, message.data, kept)
+            except (ConnectionError, TimeoutError, httpx.TransportError) as error:
+                if isinstance(error, TimeoutError) and clock.expired():
+                    raise
+                lost += 1
+                if lost >= self.retry.attempts_max:
+                    raise
+                await asyncio.sleep(self.retry.delay_first_s)
+            finally:
+                reader.cancel()
+
+    async def _read(self, after: int, names: list[str] | None, into: asyncio.Queue[Message | BaseException]) -> None:
+        """The rows stream's messages into `into`; how it ended, last."""
+        try:
+            async for message in self.stream(after, names, None, rows=True):
+                await into.put(message)
+            await into.put(ConnectionError("the stream ended"))
+        except Exception as error:  # handed to the waiting side
+            await into.put(error)

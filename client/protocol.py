@@ -40,6 +40,7 @@ from tandem.client.results import (
     Result,
     View,
     Views,
+    Work,
     decoded,
     row_of,
     view_of,
@@ -281,6 +282,12 @@ def view_steps(name: str, at: int | None, policy: RetryPolicy) -> Steps[View]:
 def row_steps(name: str, key: str | tuple[str, ...], at: int | None, policy: RetryPolicy) -> Steps[dict[str, Any] | None]:
     view = yield from view_steps(name, at, policy)
     return row_of(view, key)
+
+
+def work_steps(runtime_id: str | None, policy: RetryPolicy) -> Steps[Work]:
+    data = yield from reading(Request("GET", "/v1/work" + query(runtime_id=runtime_id)), policy)
+    work: Work = decoded(data, Work)
+    return work
 
 
 def explain_steps(thing: str, kind: str | None, policy: RetryPolicy) -> Steps[Explained]:

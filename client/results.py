@@ -220,3 +220,80 @@ def row_of(view: View, key: str | tuple[str, ...]) -> dict[str, Any] | None:
         if tuple(row.get(name) for name in names) == wanted:
             return row
     return None
+
+
+# ------------------------------------------------------------ the work queue
+
+
+class Envelope(Struct, frozen=True, kw_only=True):
+    """An attempt's frozen envelope (docs/contract/views.md, "What an
+    executor reads"): what to do, on what, the only paths it may write, and
+    the revisions it was validated under. Times are RFC 3339 strings."""
+
+    operation: str
+    target: str
+    resource: str
+    write_paths: list[str]
+    task_revision: int | None
+    grant_revision: int
+    policy_revision: int
+    intent_revision: int | None
+    source_revision: int | None = None
+    target_sha: str | None = None
+    deadline_at: str | None = None
+    runtime_id: str | None = None
+    tool_policy_revision: int | None = None
+
+
+class WorkReply(Struct, frozen=True, kw_only=True):
+    """An input the engine accepts for the attempt now: of kind `type`, with
+    `operation_id` (and `attempt_id` unless None), and `choose` set to one
+    of `values` (docs/api.md, "The work queue")."""
+
+    type: str
+    operation_id: str
+    attempt_id: str | None
+    choose: str
+    values: list[str]
+
+
+class WorkItem(Struct, frozen=True, kw_only=True):
+    """An attempt out with the executor (`GET /v1/work`): what to do
+    (`envelope`) and what to send back (`replies`, the awaited one first)."""
+
+    operation_id: str
+    attempt_id: str
+    action_state: str
+    attempt_state: str
+    stop: bool  # cancel_requested: stop the work, then report how it ended
+    awaits: str  # the kind the engine waits for: replies[0].type
+    task_id: str | None
+    rule_id: str | None
+    cause_key: str
+    envelope: Envelope
+    replies: list[WorkReply]
+
+    def reply(self, choice: str, kind: str | None = None, **fields: Any) -> Any:
+        """The input answering this item: of `kind` (default: what it
+        awaits), with `choice` for the field it chooses (one of its
+        `values`) and any optional `fields` (an outcome's
+        `artifact_revision`, `evidence_ref`, an `id`); a typed input."""
+        from tandem.client.inputs import parse
+
+        kind = self.awaits if kind is None else kind
+        wanted = next((reply for reply in self.replies if reply.type == kind), None)
+        if wanted is None:
+            raise ValueError(f"{self.attempt_id} takes no {kind} now; it takes: {', '.join(r.type for r in self.replies)}")
+        if choice not in wanted.values:
+            raise ValueError(f"{kind} for {self.attempt_id}: {wanted.choose} must be one of {wanted.values}, not {choice!r}")
+        body = {"type": kind, "operation_id": wanted.operation_id, wanted.choose: choice, **fields}
+        if wanted.attempt_id is not None:
+            body["attempt_id"] = wanted.attempt_id
+        return parse(body)
+
+
+class Work(Struct, frozen=True, kw_only=True):
+    """`GET /v1/work`: the attempts out with the executor at `position`, oldest claim first."""
+
+    position: int
+    items: list[WorkItem]

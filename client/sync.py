@@ -12,13 +12,14 @@ once (give each thread its own). What each call does is client/protocol.py's.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from tandem.client import protocol
+from tandem.client import protocol, replica
 from tandem.client.inputs import Input
 from tandem.client.protocol import Lost, Pause, Reply, RetryPolicy, Steps, T
-from tandem.client.results import BatchResult, EventPage, Explained, Health, Message, Result, View, Views
+from tandem.client.replica import Change, Clock, wait_s_default
+from tandem.client.results import BatchResult, EventPage, Explained, Health, Message, Result, View, Views, Work
 from tandem.client.transport import Connection, timeout_s_default
 
 
@@ -111,6 +112,65 @@ class Client:
         connection, call it again with that id."""
         return self.connection.stream(last_event_id, views, timeout_s)
 
-    # Row changes go here, driven by the stream's rows (`GET /v1/stream?rows=1`,
-    # docs/api.md): `wait_for(view, predicate, timeout)` and `watch(views)`,
-    # yielding each view's row changes (a `reset`: reload the views). Not yet.
+    # -------------------------------------------------- waiting on changes
+
+    def work(self, runtime_id: str | None = None) -> Work:
+        """The work queue (`GET /v1/work`): the attempts out with the
+        executor, oldest claim first, each with what to send back."""
+        return self._run(protocol.work_steps(runtime_id, self.retry))
+
+    def watch(self, views: Iterable[str] | None = None, *, timeout_s: float | None = None) -> Iterator[Change]:
+        """The views as they change, commit by commit (the stream's row
+        changes, `?rows=1`): first the views as they are (`reset`), then a
+        Change per commit that changed one of `views` (None: any), its
+        `replica` equal to `GET /v1/views` at its `position`. A `reset` of
+        the stream reloads the views; a lost stream is resumed where the
+        replica is (tried as `retry` says). `timeout_s`: raise TimeoutError
+        when nothing came for this long (None: wait for ever)."""
+        return self._watch(views, timeout_s, None)
+
+    def wait_for(
+        self,
+        view: str,
+        predicate: Callable[[Any], bool] = lambda row: True,
+        *,
+        key: str | tuple[str, ...] | None = None,
+        timeout_s: float = wait_s_default,
+    ) -> Any:
+        """Wait until `view` has a row that passes `predicate` (the row keyed
+        `key`, when given; the value, for `health` and `usage`) and return
+        it: as it is now if it passes, else as the first commit that makes
+        it pass. Driven by the stream, not by polling; TimeoutError after
+        `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        for change in self._watch([view], None, deadline):
+            match = replica.found(change, view, predicate, key)
+            if match is not replica.NOTHING:
+                return match
+        raise AssertionError("watch ends only by raising")  # pragma: no cover
+
+    def _watch(self, views: Iterable[str] | None, idle_s: float | None, deadline: float | None) -> Iterator[Change]:
+        names = list(views) if views is not None else None
+        kept = replica.Replica(self.views())
+        yield replica.reloaded(kept)
+        clock = Clock(idle_s, deadline)
+        lost = 0
+        while True:
+            try:
+                for message in self.connection.ticking(kept.position, names, clock.tick_s, rows=True):
+                    clock.check(message is not None)
+                    if message is None:
+                        continue
+                    lost = 0
+                    if message.event == "reset":
+                        kept = replica.Replica(self.views())
+                        yield replica.reloaded(kept)
+                    elif message.event == "change" and kept.apply(message.data):
+                        yield replica.changed(kept.position, message.data, kept)
+            except (ConnectionError, TimeoutError) as error:
+                if isinstance(error, TimeoutError) and clock.expired():
+                    raise
+                lost += 1
+                if lost >= self.retry.attempts_max:
+                    raise
+                time.sleep(self.retry.delay_first_s)

@@ -155,25 +155,40 @@ class Connection:
     ) -> Iterator[Message]:
         """`GET /v1/stream` on a connection of its own: the messages as they
         come (with `rows`, each change's row changes); an error answer raises ApiError."""
+        return self.ticking(last_event_id, views, timeout_s, rows, False)  # type: ignore[return-value]
+
+    def ticking(
+        self, last_event_id: int | None, views: Iterable[str] | None, tick_s: float | None, rows: bool, ticks: bool = True
+    ) -> Iterator[Message | None]:
+        """`stream`, yielding None each time `tick_s` passes without a byte
+        (with `ticks`), so that a caller can keep its own deadline."""
         extra = {"Accept": "text/event-stream"}
         if last_event_id is not None:
             extra["Last-Event-ID"] = str(last_event_id)
         path = "/v1/stream" + query(views=",".join(views) if views is not None else None, rows=1 if rows else None)
-        connection = self._connect(timeout_s)
+        connection = self._connect(tick_s)
         try:
             connection.sendall(self._head("GET", path, extra, None))
-            yield from _stream_messages(connection)
+            yield from _stream_messages(connection, ticks)
         finally:
             connection.close()
 
 
-def _stream_messages(connection: socket.socket) -> Iterator[Message]:
-    """Parse `text/event-stream` from the chunked answer; an error answer raises ApiError."""
+def _stream_messages(connection: socket.socket, ticking: bool = False) -> Iterator[Message | None]:
+    """Parse `text/event-stream` from the chunked answer; an error answer
+    raises ApiError. `ticking`: a read that times out yields None (a tick:
+    the caller looks at its clock) and the stream goes on."""
     answer = _Answer(bounded=False)
     parser = httptools.HttpResponseParser(answer)
     messages = MessageParser()
     while not answer.complete:
-        chunk = connection.recv(receive_bytes)
+        try:
+            chunk = connection.recv(receive_bytes)
+        except TimeoutError:
+            if not ticking:
+                raise
+            yield None
+            continue
         if not chunk:
             return
         parser.feed_data(chunk)
