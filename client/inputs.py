@@ -20,6 +20,11 @@ differences, both the edge's (docs/api.md, "Inputs"):
   `TypeError` from the constructor (`Unexpected keyword argument 'colour'`),
   or a `ValidationError` from `parse` (`Object contains unknown field
   `colour``).
+- a rule that depends on who sends the input (`action.propose` needs
+  `generation` from `background`) is checked when it is made only if the
+  input names its `actor`. Naming none, the input is the token's, which the
+  client does not know: the server checks it for the token's actor (a
+  `400 invalid_input` naming the field).
 
 `id` may be left out too: the client gives the input one before its first
 send (a uuid) and resends it with that id (docs/api.md, "The Python client").
@@ -70,14 +75,15 @@ class Input(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="
 
 def check(value: Input) -> None:
     """Raise msgspec.ValidationError, naming the field, unless the server's
-    edge would decode `value` (with a stand-in `at` when it has none)."""
+    edge would decode `value` (with a stand-in `at` when it has none), for
+    whichever token sends it when it names no actor."""
     try:
         fields = msgspec.to_builtins(value)
     except TypeError as error:  # a value JSON cannot hold: say which field
         raise msgspec.ValidationError(f"{error} - at `$.{_unencodable(value)}`") from None
     if value.at is UNSET:  # type: ignore[attr-defined]
         fields["at"] = check_at
-    domain.decode_input(_encoder.encode(fields))
+    domain.decode_input(_encoder.encode(fields), domain.Unnamed.UNKNOWN)
 
 
 def _unencodable(value: Input) -> str:

@@ -7,6 +7,7 @@ the file limit.
 from __future__ import annotations
 
 import datetime
+import enum
 from typing import Annotated, Any, ClassVar, Literal
 
 from msgspec import UNSET, Meta, Struct
@@ -33,6 +34,14 @@ Actor = Literal["human", "foreground", "background", "daemon", "executor", "sour
 HUMAN_ONLY: tuple[Actor, ...] = ("human",)
 
 
+class Unnamed(enum.Enum):
+    """Who sends an input that names no `actor`, as its decoder is told
+    (`decode_input`); an actor's name (the token's, over HTTP) says it too."""
+
+    KIND_DEFAULT = "the kind's default actor"  # a trace line, a spool file
+    UNKNOWN = "not known here"  # the client: its token's actor, which it does not know
+
+
 def given(value: Any) -> Any:
     """A field's value, or None when the input left it out (UNSET)."""
     return None if value is UNSET else value
@@ -56,6 +65,28 @@ class Input(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", k
     def sender(self) -> str:
         """The actor, or the kind's default actor when none was given."""
         return self.actor if self.actor is not None else self.actors[0]
+
+    def check_sent_by(self, sender: str | None) -> None:
+        """The kind's rules that depend on who sends it (ValueError), with
+        the rules between its fields that come after them: none unless the
+        kind has some. `sender` None: not known (the client's check), and the
+        rules that need it pass.
+
+        A kind with such rules runs them from `__post_init__` only when the
+        input names its actor; one that names none is checked by
+        `decode_input` once it knows who the sender will be recorded as (the
+        kind's default in a trace, the token's actor over HTTP)."""
+
+    def check_named_sender(self) -> None:
+        """`__post_init__` of a kind with rules that depend on who sends it."""
+        if self.actor is not None:
+            self.check_sent_by(self.actor)
+
+
+def require_from(value: Input, sender: str | None, actor: str, name: str) -> None:
+    """Field `name` is required when `actor` sends `value` (contract: "from `background`")."""
+    if sender == actor and getattr(value, name) is UNSET:
+        raise ValueError(f"`{name}` is required when the actor is {actor}")
 
 
 def require_one_of(value: Input, *names: str) -> None:

@@ -50,6 +50,7 @@ from tandem.domain.input_base import (  # noqa: F401 (re-exported: `inp.Identifi
     HUMAN_ONLY,
     given,
     Input,
+    Unnamed,
     require_one_of,
     require_exactly_one,
 )
@@ -82,6 +83,14 @@ ACTORS: dict[str, tuple[str, ...]] = {cls.__struct_config__.tag: cls.actors for 
 
 def accepted_actors(kind: str) -> tuple[str, ...]:
     return ACTORS.get(kind, HUMAN_ONLY)
+
+
+# The kinds with rules that depend on who sends them (`Input.check_sent_by`):
+# an input of one that names no actor is checked by `decode_input`, for the
+# sender it is told.
+SENDER_CHECKED: frozenset[type[Input]] = frozenset(
+    cls for cls in _KINDS if cls.check_sent_by is not Input.check_sent_by
+)
 
 INPUT_KINDS: tuple[str, ...] = tuple(cls.__struct_config__.tag for cls in AnyInput.__args__)  # type: ignore[attr-defined]
 INPUT_DECODER = msgspec.json.Decoder(AnyInput)
@@ -131,13 +140,20 @@ def format_at(moment: datetime.datetime) -> str:
     return text.removesuffix(".000000") + "Z"
 
 
-def decode_input(line: bytes | str) -> AnyInput:
+def decode_input(line: bytes | str, unnamed: str | Unnamed = Unnamed.KIND_DEFAULT) -> AnyInput:
     """Decode one trace line; raises msgspec.ValidationError / DecodeError.
 
     This is the edge: `at` must be UTC, nesting within `nesting_depth_max`,
     every integer within `integer_magnitude_max` and no key repeated in an
     object here. Stored inputs (decoded inside events) were checked when they
-    arrived and are not checked again."""
+    arrived and are not checked again.
+
+    `unnamed`: who sends the input if it names no actor, for the rules that
+    depend on it (`generation` from `background`): the kind's default (a
+    trace line: `actor` stays unset), an actor's name (HTTP: the token's,
+    and the input is returned as that actor's, `actor` filled in), or not
+    known (`Unnamed.UNKNOWN`, the client's check: those rules are left to
+    the server)."""
     try:
         value = INPUT_DECODER.decode(line)
     except msgspec.DecodeError as error:
@@ -148,6 +164,8 @@ def decode_input(line: bytes | str) -> AnyInput:
         if path is None:
             raise  # not deep input: the caller's stack was already nearly full
         raise too_deep_error(path) from None
+    if value.actor is None:
+        value = _sent_by(value, unnamed)
     fields = _FREE_FORM_FIELDS.get(type(value))
     # Only free-form fields can nest beyond the schema, and no deeper than the
     # line has opening brackets (C-speed counts: most lines skip the walk).
@@ -163,6 +181,18 @@ def decode_input(line: bytes | str) -> AnyInput:
     if refused is not None:
         raise refused
     return value
+
+
+def _sent_by(value: Input, unnamed: str | Unnamed) -> Input:
+    """`value`, which names no actor, checked for who sends it (`decode_input`)."""
+    try:
+        if isinstance(unnamed, str):
+            return msgspec.structs.replace(value, actor=unnamed)  # its __post_init__ checks it for that actor
+        if type(value) in SENDER_CHECKED:
+            value.check_sent_by(value.actors[0] if unnamed is Unnamed.KIND_DEFAULT else None)
+        return value
+    except ValueError as error:  # said as msgspec says a rule of `__post_init__`
+        raise msgspec.ValidationError(str(error)) from None
 
 
 def canonical_body(value: Input) -> bytes:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from tandem.domain.inputs import Input, decode_input, format_at
+from tandem.domain.inputs import Input, Unnamed, decode_input, format_at
 
 at_ahead_max_s = 300
 RESERVED_KINDS: tuple[str, ...] = ("daemon.start", "daemon.stop")
@@ -88,6 +88,12 @@ class TokenActor:
 
     actor: str
 
+    @property
+    def unnamed(self) -> str:
+        """Who sends an input that names no actor: the token's actor (its
+        rules that depend on the sender are checked for it when decoded)."""
+        return self.actor
+
     def admit(self, value: Input, line: int) -> Input:
         if value.actor is None:
             return msgspec.structs.replace(value, actor=self.actor)
@@ -107,6 +113,12 @@ class SpoolActors:
     `actor`, or the kind's default actor when it names none)."""
 
     actors: tuple[str, ...]
+
+    @property
+    def unnamed(self) -> Unnamed:
+        """Who sends an input that names no actor: the kind's default, as in
+        a trace (and so it is recorded)."""
+        return Unnamed.KIND_DEFAULT
 
     def admit(self, value: Input, line: int) -> Input:
         if value.sender not in self.actors:
@@ -180,14 +192,15 @@ class LiveEdge:
         return value
 
 
-def decode_live(raw: bytes) -> tuple[Input, bool]:
+def decode_live(raw: bytes, unnamed: str | Unnamed = Unnamed.KIND_DEFAULT) -> tuple[Input, bool]:
     """Decode one input that may leave `at` out: (input, stamped). A missing
     `at` is given a placeholder here and the real stamp by `LiveEdge.place`.
+    `unnamed`: who sends it if it names no actor (`Credential.unnamed`).
     Raises what `decode_input` raises for anything else."""
     try:
-        return decode_input(raw), False
+        return decode_input(raw, unnamed), False
     except msgspec.ValidationError as error:
         if str(error) != _missing_at:
             raise
     opening = raw.index(b"{")  # msgspec found an object, so there is one
-    return decode_input(raw[: opening + 1] + _placeholder_at + raw[opening + 1 :]), True
+    return decode_input(raw[: opening + 1] + _placeholder_at + raw[opening + 1 :], unnamed), True

@@ -223,7 +223,7 @@ def _decode(raw: bytes, number: int, previous_at: datetime.datetime | None, live
         if live is None:
             value, stamped = decode_input(raw), False
         else:
-            value, stamped = decode_live(raw)
+            value, stamped = decode_live(raw, live.credential.unnamed)
     except (msgspec.ValidationError, msgspec.DecodeError) as error:
         return _message(error)
     if live is not None:

@@ -16,6 +16,7 @@ from tandem.domain.input_base import (
     Tokens,
     list_items_max,
     require_exactly_one,
+    require_from,
 )
 
 
@@ -57,9 +58,11 @@ class ProposeAction(Input, tag="action.propose"):
     priority: Literal["normal", "maintenance"] | UnsetType = UNSET  # contract v1.2 section 8.1
 
     def __post_init__(self) -> None:
+        self.check_named_sender()  # naming no actor, it is checked by decode_input, for its sender
+
+    def check_sent_by(self, sender: str | None) -> None:
         require_exactly_one(self, "task_id", "rule_id")
-        if self.sender == "background" and self.generation is UNSET:
-            raise ValueError("`generation` is required when the actor is background")
+        require_from(self, sender, "background", "generation")
         for name in ("target_sha", "moot_statuses"):
             if getattr(self, name) is not UNSET and self.source_revision is UNSET:
                 raise ValueError(f"`{name}` needs `source_revision`")
@@ -73,8 +76,10 @@ class RevalidateAction(Input, tag="action.revalidate"):
     source_revision: Revision | UnsetType = UNSET  # contract v1.2 section 2.3
 
     def __post_init__(self) -> None:
-        if self.sender == "background" and self.generation is UNSET:
-            raise ValueError("`generation` is required when the actor is background")
+        self.check_named_sender()  # naming no actor, it is checked by decode_input, for its sender
+
+    def check_sent_by(self, sender: str | None) -> None:
+        require_from(self, sender, "background", "generation")
 
 
 class CancelAction(Input, tag="action.cancel"):

@@ -127,3 +127,35 @@ def test_the_domains_own_checks_run_nested_paths_and_kinds_named() -> None:
         inputs.parse({"type": "human.mesage"})
     with pytest.raises(msgspec.ValidationError, match=r"Expected `int`, got `str` - at `\$.tokens`"):
         inputs.parse({"type": "human.message", "conversation_id": "fg", "message_id": "m1", "text": "hi", "tokens": "3"})
+
+
+PROPOSAL = {
+    "operation_id": "op-1", "cause_key": "api:op-1", "operation": "worker.start", "target": "build", "resource": "wt-1",
+    "task_id": "api", "grant_id": "g-api", "input_revisions": {"grant": 1},
+}  # fmt: skip
+GENERATION_MISSING = "`generation` is required when the actor is background"
+
+
+@pytest.mark.parametrize("tag, fields", [("action.propose", PROPOSAL), ("action.revalidate", {"operation_id": "op-1", "input_revisions": {"grant": 1}})])
+def test_a_rule_that_depends_on_the_sender_waits_for_the_server_when_no_actor_is_named(tag: str, fields: dict[str, object]) -> None:
+    # Naming no actor, the input is its token's, which the client does not know:
+    # it is made, and sent without `generation`; the server checks it for the token.
+    made = inputs.parse({"type": tag, **fields})
+    assert made.actor is None and made.generation is msgspec.UNSET  # type: ignore[attr-defined]
+    assert b'"generation"' not in made.encoded() and b'"actor"' not in made.encoded()
+    made_so = inputs.KINDS[tag](**{**fields, "input_revisions": inputs.InputRevisions(grant=1)})  # type: ignore[arg-type]
+    assert made_so == made
+    # Naming its actor, it is checked when made; a trace line naming none is
+    # the kind's default's (background) and refused.
+    with pytest.raises(msgspec.ValidationError, match=GENERATION_MISSING):
+        inputs.parse({"type": tag, "actor": "background", **fields})
+    with pytest.raises(msgspec.ValidationError, match=GENERATION_MISSING):
+        domain.decode_input(msgspec.json.encode({"type": tag, "at": "2026-03-01T09:00:00Z", **fields}))
+    assert inputs.parse({"type": tag, "actor": "human", **fields}).actor == "human"
+
+
+def test_the_senders_other_rules_still_run_when_no_actor_is_named() -> None:
+    with pytest.raises(msgspec.ValidationError, match="`target_sha` needs `source_revision`"):
+        inputs.parse({"type": "action.propose", **PROPOSAL, "target_sha": "abc"})
+    with pytest.raises(msgspec.ValidationError, match="exactly one of `task_id` and `rule_id`"):
+        inputs.parse({"type": "action.propose", **PROPOSAL, "rule_id": "r"})
