@@ -70,7 +70,7 @@ from tandem.adapters.http_inputs import (
 )
 from tandem.adapters.github_webhook import GithubAnswer, post_github
 from tandem.adapters.service import ApiError, Service
-from tandem.adapters.stream import StreamsFull
+from tandem.adapters.stream import StreamsClosed, StreamsFull
 from tandem.adapters.console import SECURITY_HEADERS, NeedsSignIn, console_routes
 from tandem.adapters.sessions import session_cookie
 from tandem.adapters.console.templating import render as render_page
@@ -406,6 +406,8 @@ async def get_stream(request: Request) -> Stream:
         client, first = hub.subscribe(last_event_id, views, abort, rows)
     except StreamsFull as full:
         raise ApiError(503, "too_many_streams", f"{full}; retry later") from None
+    except StreamsClosed as closed:
+        raise ApiError(503, "stopping", str(closed)) from None
     return Stream(
         hub.messages(client, first),
         media_type="text/event-stream",

@@ -120,6 +120,10 @@ class StreamsFull(Exception):
     """`stream_clients_max` clients are connected already."""
 
 
+class StreamsClosed(Exception):
+    """The server is stopping: it opens no new stream."""
+
+
 @dataclass(eq=False)  # clients are told apart by identity (a set holds them)
 class Client:
     views: frozenset[str] | None  # None: every message
@@ -264,8 +268,10 @@ class Hub:
     ) -> tuple[Client, bytes]:
         """A new client and what it must be sent first (missed messages, or a
         reset); with `rows`, each message with its row changes. `abort`
-        drops its connection. Raises StreamsFull."""
-        if len(self.clients) >= self.clients_max or self.closing:
+        drops its connection. Raises StreamsClosed, StreamsFull."""
+        if self.closing:
+            raise StreamsClosed("the server is stopping: it opens no new stream; connect again once it is back")
+        if len(self.clients) >= self.clients_max:
             raise StreamsFull(f"{len(self.clients)} streams are open, the most this server keeps ({self.clients_max})")
         client = Client(views, rows, abort=abort)
         self.clients.add(client)

@@ -88,3 +88,21 @@ def test_a_commit_over_the_bound_alone_is_kept_alone() -> None:
         assert len(hub.ring) == 1 and hub.since == 3  # the newest is always resumable from just before it
     finally:
         loop.close()
+
+
+def test_a_stopping_hub_refuses_new_streams_as_stopping_not_as_full() -> None:
+    """Once the server stops, a new stream is refused with what is true (it
+    is stopping), not with "too many streams" (there may be none open)."""
+    loop = asyncio.new_event_loop()
+    try:
+        hub = Hub(loop, [], 0)
+        hub.subscribe(None, None)
+        hub.close()
+        try:
+            hub.subscribe(None, None)
+        except stream.StreamsClosed as closed:
+            assert "stopping" in str(closed)
+        else:
+            raise AssertionError("a stopping hub opened a stream")
+    finally:
+        loop.close()
