@@ -105,12 +105,17 @@ class Client:
     # ------------------------------------------------------------- stream
 
     def stream(
-        self, last_event_id: int | None = None, views: Iterable[str] | None = None, timeout_s: float | None = None
+        self,
+        last_event_id: int | None = None,
+        views: Iterable[str] | None = None,
+        timeout_s: float | None = None,
+        rows: bool = False,
     ) -> Iterator[Message]:
         """The live stream's messages as they come, on a connection of its
         own; resume with the last `id` you saw. Not retried: on a lost
-        connection, call it again with that id."""
-        return self.connection.stream(last_event_id, views, timeout_s)
+        connection, call it again with that id. `rows`: each change carries
+        its row changes (`?rows=1`; `watch` applies them for you)."""
+        return self.connection.stream(last_event_id, views, timeout_s, rows)
 
     # -------------------------------------------------- waiting on changes
 
