@@ -161,3 +161,16 @@ def test_a_resend_whose_original_is_not_after_the_head_seen_is_a_rejection() -> 
         single(server.run(submitting([value], False, RetryPolicy(), 13)))
     assert rejected.value.code == "duplicate_input" and rejected.value.input.id == ident
     assert [request.path for request in server.requests[2:]] == ["/v1/events?after=13&limit=1"]
+
+
+def test_the_work_queue_structs_name_the_servers_fields() -> None:
+    """The client's work queue Structs (lenient: a key a newer server adds
+    is ignored) name exactly the fields of the server's (strict) ones, so
+    they cannot drift apart unnoticed."""
+    from tandem.client import results
+    from tandem.projections import rows, work
+
+    pairs = [(results.Envelope, rows.ActionEnvelope), (results.WorkReply, work.Reply),
+             (results.WorkItem, work.WorkItem), (results.Work, work.WorkBody)]
+    for mine, theirs in pairs:
+        assert mine.__struct_fields__ == theirs.__struct_fields__, (mine.__name__, theirs.__name__)
