@@ -7,30 +7,20 @@ those actions."""
 
 from __future__ import annotations
 
-import glob
 from pathlib import Path
 
 import pytest
 
 from tandem.adapters.runtime import LiveEngine
 from tandem.adapters.store import open_store
-from tandem.adapters.trace import TraceInvalid, read_trace
+from tandem.adapters.trace import read_trace
 from tandem.domain.lifecycles import ACTION
 from tandem.projections.actions import envelope_row, revisions_row
 
-ROOT = Path(__file__).resolve().parents[2]
-TRACES = sorted(glob.glob(str(ROOT / "fixtures" / "**" / "*.jsonl"), recursive=True))
+from tests.integration.fixture_traces import VALID_TRACES, trace_id
 
 
-def _valid(path: str) -> bool:
-    try:
-        read_trace(path)
-    except TraceInvalid:
-        return False
-    return True
-
-
-@pytest.mark.parametrize("path", [path for path in TRACES if _valid(path)], ids=lambda path: Path(path).name)
+@pytest.mark.parametrize("path", VALID_TRACES, ids=trace_id)
 def test_the_executor_keys_are_the_engine_s_record_after_every_input(path: str) -> None:
     engine = LiveEngine(open_store("memory:"))
     assert engine.views is not None

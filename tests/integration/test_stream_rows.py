@@ -8,9 +8,7 @@ restarted server rebuilds its resume ring) are the live ones, byte for byte.
 
 from __future__ import annotations
 
-import glob
 import json
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -19,21 +17,12 @@ import pytest
 from tandem.client.replica import Replica
 from tandem.adapters.runtime import LiveEngine
 from tandem.adapters.store import open_store
-from tandem.adapters.trace import TraceInvalid, parse_trace, read_trace
+from tandem.adapters.trace import parse_trace, read_trace
 from tandem.projections import Views
 from tandem.replay import commits as commits_module
 from tandem.replay.commits import Commit, summarize, with_changed_views
 
-ROOT = Path(__file__).resolve().parents[2]
-TRACES = sorted(glob.glob(str(ROOT / "fixtures" / "**" / "*.jsonl"), recursive=True))
-
-
-def _valid(path: str) -> bool:
-    try:
-        read_trace(path)
-    except TraceInvalid:
-        return False
-    return True
+from tests.integration.fixture_traces import ROOT, VALID_TRACES, trace_id
 
 
 def as_json(value: Any) -> Any:
@@ -73,7 +62,7 @@ def follow(engine: LiveEngine, commits: list[Commit], lines: list[Any], replica:
         assert not wrong, (f"line {line.item.line} ({line.item.input.input_type}): the replica's {wrong} differ", rows)
 
 
-@pytest.mark.parametrize("path", [path for path in TRACES if _valid(path)], ids=lambda path: Path(path).name)
+@pytest.mark.parametrize("path", VALID_TRACES, ids=trace_id)
 def test_a_replica_kept_by_the_row_changes_equals_the_views(path: str) -> None:
     engine, commits = live_engine()
     replica = Replica(as_json({**Views().document(), "position": 0}))
@@ -116,7 +105,7 @@ def test_row_changes_over_the_bound_are_none(monkeypatch: pytest.MonkeyPatch) ->
     assert "tasks" in commits[7].views
 
 
-@pytest.mark.parametrize("path", [path for path in TRACES if _valid(path)], ids=lambda path: Path(path).name)
+@pytest.mark.parametrize("path", VALID_TRACES, ids=trace_id)
 def test_the_health_views_deliverable_counts_are_kept_after_every_event(path: str) -> None:
     """`health` counts the deliverable causes as they change (its render
     walks no candidates, so a commit's `value` costs no more with more

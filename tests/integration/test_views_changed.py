@@ -4,30 +4,19 @@ no view (a tick while nothing is due) names none."""
 
 from __future__ import annotations
 
-import glob
-from pathlib import Path
 
 import pytest
 
 from tandem.adapters.runtime import LiveEngine, Runtime, Settings
 from tandem.adapters.store import open_store
-from tandem.adapters.trace import TraceInvalid, parse_trace, read_trace
+from tandem.adapters.trace import parse_trace, read_trace
 from tandem.replay.commits import Commit
 from tandem.replay.edge import TokenActor
 
-ROOT = Path(__file__).resolve().parents[2]
-TRACES = sorted(glob.glob(str(ROOT / "fixtures" / "**" / "*.jsonl"), recursive=True))
+from tests.integration.fixture_traces import VALID_TRACES, trace_id
 
 
-def _valid(path: str) -> bool:
-    try:
-        read_trace(path)
-    except TraceInvalid:
-        return False
-    return True
-
-
-@pytest.mark.parametrize("path", [path for path in TRACES if _valid(path)], ids=lambda path: Path(path).name)
+@pytest.mark.parametrize("path", VALID_TRACES, ids=trace_id)
 def test_every_changed_view_is_named(path: str) -> None:
     engine = LiveEngine(open_store("memory:"))
     commits: list[Commit] = []
