@@ -22,7 +22,6 @@ from tandem.domain.reasons import Rejected
 from tandem.domain.rules import decide
 from tandem.projections.actions import envelope_row
 from tandem.projections.work import work_items
-from tandem.replay.commits import Commit
 
 ROOT = Path(__file__).resolve().parents[2]
 
