@@ -37,7 +37,8 @@ import msgspec
 
 from tandem.adapters.follow import Follower
 from tandem.adapters.log_index import IndexKeeper
-from tandem.adapters.runtime import LiveEngine, LockLost, ReadOnly, Runtime
+from tandem.adapters.group_commit import GroupCommit, Outcome
+from tandem.adapters.runtime import Body, LiveEngine, LockLost, ReadOnly, Runtime
 from tandem.adapters.sessions import Sessions
 from tandem.adapters.stream import Hub
 from tandem.adapters.tokens import TokenTable
@@ -74,6 +75,9 @@ class ApiError(Exception):
     def __init__(self, status: int, code: str, message: str, errors: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.errors = status, code, message, errors
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copied as it was made (each request of a failed group gets one)
+        return (ApiError, (self.status, self.code, self.message, self.errors))
 
     def headers(self) -> dict[str, str]:
         """The headers the error adds: `Retry-After` on every 503."""
@@ -135,6 +139,10 @@ class Service:
     github_secret: bytes | None = None
     # A follower or standby (adapters/follow.py); None: this server is the store's writer.
     follower: Follower | None = None
+    grouping: GroupCommit = field(init=False)  # the requests' inputs, committed in groups
+
+    def __post_init__(self) -> None:
+        self.grouping = GroupCommit(self.commit_group, alone=lambda: self.runtime.start_deferred)
 
     @property
     def engine(self) -> LiveEngine:
@@ -218,12 +226,18 @@ class Service:
 
     async def submit(self, data: bytes, batch: bool, credential: Credential) -> Commit:
         """Live inputs (one, or a batch of lines) from `credential`: parsed
-        and checked whole by the live edge's rules, then committed in one
-        transaction; its `Commit`. Raises TraceInvalid or EdgeRefused
-        (nothing written), or ApiError (the store, the writer lock)."""
-        return await self.with_engine(
-            lambda: self.runtime.submit_body(data, batch, credential), inline=len(data) <= inline_body_bytes_max
-        )
+        and checked whole by the live edge's rules, then committed, with the
+        requests that came meanwhile, in one transaction (adapters/group_commit.py);
+        its own `Commit`. Raises TraceInvalid or EdgeRefused (nothing of it
+        written), or ApiError (the store, the writer lock: nothing of its group written)."""
+        return await self.grouping.submit(Body(data, batch, credential))
+
+    async def commit_group(self, bodies: list[Body]) -> list[Outcome]:
+        """Decide and commit a group of requests, holding the engine: on the
+        event loop when their bodies are small together (as one small body
+        is), else in a worker thread, so that the loop serves reads meanwhile."""
+        inline = sum(len(body.data) for body in bodies) <= inline_body_bytes_max
+        return await self.with_engine(lambda: self.runtime.submit_bodies(bodies), inline=inline)
 
     async def position(self) -> int:
         """The engine's position now (what a request that records nothing answers)."""
