@@ -4,7 +4,8 @@ this same runtime; serve adds HTTP in front of it).
 
 It applies inputs from four places:
 
-* **HTTP clients** (`tandem serve`, through adapters/service.py): `submit_body`;
+* **HTTP clients** (`tandem serve`, through adapters/service.py): `submit_bodies`,
+  several requests in one transaction (adapters/group_commit.py);
 * **the spool folder** (`adapters/spool.py`): trace files renamed into it,
   applied in name order exactly once, speaking only for `--spool-actors`;
 * **the watchdog's SQLite file**, read-only: each heartbeat, incident and

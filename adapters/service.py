@@ -8,7 +8,8 @@ do), the reader store, the tokens, the console's sessions, the live
 stream's hub and the log's index; and it does what every door asks:
 
 * `submit`: live inputs parsed with the live edge's rules (replay/traces.py,
-  replay/edge.py) and committed in one transaction, its one `Commit` back;
+  replay/edge.py) and committed, with the requests that came meanwhile, in
+  one transaction (adapters/group_commit.py), its own `Commit` back;
 * `views` (live, or `?at=`), `events`, `explain`: reads;
 * `with_engine`: any use of the engine, one at a time (`engine_lock`, an
   asyncio lock: in order); small work on the event loop, big batches and a
