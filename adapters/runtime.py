@@ -38,12 +38,13 @@ import datetime
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tandem.adapters.process import ProcessError, log
+from tandem.adapters.group_commit import Body, commit_bodies
 from tandem.adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
 from tandem.adapters.ingest import ingest_batch_inputs_max
 from tandem.adapters.side_files import SideFiles
@@ -57,7 +58,7 @@ from tandem.domain import events as ev
 from tandem.domain.inputs import decode_input
 from tandem.replay.commits import Commit, encoded_row_changes
 from tandem.replay.edge import SPOOL_ACTORS_DEFAULT, Credential, LiveEdge
-from tandem.replay.engine import Engine, Located, PartFailed
+from tandem.replay.engine import Engine, Located
 from tandem.replay.port import Fenced, StoreError, WriterClaim
 from tandem.replay.traces import Trace, parse_single, parse_trace
 
@@ -84,17 +85,6 @@ class ReadOnly(Exception):
 
 
 # ------------------------------------------------------------ the engine
-
-
-@dataclass(frozen=True, slots=True)
-class Body:
-    """One request's inputs as they came (`POST /v1/inputs`, a console
-    form, a webhook delivery): the bytes, whether they are a batch (JSON
-    Lines), and who sends them."""
-
-    data: bytes
-    batch: bool
-    credential: Credential
 
 
 class LiveEngine(Engine):
@@ -353,65 +343,26 @@ class Runtime:
         return outcome
 
     def submit_bodies(self, bodies: Sequence[Body]) -> list[Commit | Exception]:
-        """The inputs of several requests (a group: adapters/group_commit.py)
-        in one transaction, each request as `submit_body` would take it after
-        the ones before it: validated whole against the state they left, its
-        `file` `http@P` with P the position before its first event, its own
-        `Commit`. What each is answered, in order: its Commit, or why it alone
-        was refused (TraceInvalid, EdgeRefused; or its decision's failure, a
-        bug: the group is then decided again without it). A failure of the
-        transaction (the store, the writer lock) is raised: nothing written."""
+        """The inputs of several requests in one transaction, each its own
+        (adapters/group_commit.py, `commit_bodies`): what each is answered,
+        in order. A failure of the transaction is raised: nothing written."""
         if self.read_only is not None:
             raise ReadOnly(self.read_only())
         assert self.engine is not None
         self.engine.ensure_current()
-        failed: dict[int, Exception] = {}
-        while True:
-            outcomes: list[Commit | Exception | None] = [failed.get(index) for index in range(len(bodies))]
-            failing = self._commit_group(bodies, outcomes)
-            if failing is None:
-                break
-            failed[failing[0]] = failing[1]
+        outcomes = commit_bodies(self.engine, bodies, self._parse)
         self.last_activity = self.monotonic()
         try:
             self._record_deferred_start()
         except StoreError as error:  # the requests' inputs are recorded: say so; the start comes next time
             log(f"daemon.start not recorded yet ({error}); it is recorded with the next input")
-        return [outcome for outcome in outcomes if outcome is not None]
+        return outcomes
 
-    def _commit_group(self, bodies: Sequence[Body], outcomes: list[Commit | Exception | None]) -> tuple[int, Exception] | None:
-        """Parse and decide each request not answered yet, in order, then
-        commit them all; None, or (the request, the error) when deciding one
-        failed (nothing committed, the engine folded the store again)."""
-        engine = self.engine
-        assert engine is not None
-        deciding: list[int] = []  # the request of each part
-
-        def parts() -> Iterator[list[Located]]:
-            for index, body in enumerate(bodies):
-                if outcomes[index] is not None:
-                    continue
-                head = engine.state.position
-                name = f"http@{head}"
-                try:
-                    edge = self.edge(body.credential)
-                    trace: Trace = parse_trace(body.data, name, name, live=edge) if body.batch else parse_single(body.data, name, edge)
-                except Exception as refused:  # TraceInvalid, EdgeRefused (or a bug): this request's alone
-                    outcomes[index] = refused
-                    continue
-                if not trace.lines:
-                    outcomes[index] = Commit(head, [])
-                    continue
-                deciding.append(index)
-                yield [line.item for line in trace.lines]
-
-        try:
-            commits = engine.commit_parts(parts())
-        except PartFailed as failed:
-            return deciding[failed.index], failed.error
-        for index, commit in zip(deciding, commits):
-            outcomes[index] = commit
-        return None
+    def _parse(self, body: Body, head: int) -> Trace:
+        """A request's inputs by the live edge's rules, its file `http@{head}`."""
+        name = f"http@{head}"
+        edge = self.edge(body.credential)
+        return parse_trace(body.data, name, name, live=edge) if body.batch else parse_single(body.data, name, edge)
 
     def _start_due(self) -> bool:
         """Whether a deferred daemon.start is to be recorded now: the store holds an input."""

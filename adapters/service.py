@@ -38,8 +38,8 @@ import msgspec
 
 from tandem.adapters.follow import Follower
 from tandem.adapters.log_index import IndexKeeper
-from tandem.adapters.group_commit import GroupCommit, Outcome
-from tandem.adapters.runtime import Body, LiveEngine, LockLost, ReadOnly, Runtime
+from tandem.adapters.group_commit import Body, GroupCommit, Outcome
+from tandem.adapters.runtime import LiveEngine, LockLost, ReadOnly, Runtime
 from tandem.adapters.sessions import Sessions
 from tandem.adapters.stream import Hub
 from tandem.adapters.tokens import TokenTable
@@ -131,6 +131,8 @@ class Service:
     # The server's way to drop a request's connection at once (by its ASGI
     # scope), for a stream whose client stopped reading (adapters/stream.py).
     connection_aborter: Callable[[dict[str, Any]], Callable[[], None] | None] | None = None
+    # How many requests the server has read and not answered yet (None: unknown): group commit's hint.
+    requests_under_way: Callable[[], int] | None = None
     lock_lost: str | None = None  # why, once it was
     commits_inline: bool = True  # the store is local (SQLite, memory): small commits on the loop
     sessions: Sessions = field(default_factory=Sessions)  # the console's signed-in browsers
@@ -143,7 +145,11 @@ class Service:
     grouping: GroupCommit = field(init=False)  # the requests' inputs, committed in groups
 
     def __post_init__(self) -> None:
-        self.grouping = GroupCommit(self.commit_group, alone=lambda: self.runtime.start_deferred)
+        self.grouping = GroupCommit(self.commit_group, alone=lambda: self.runtime.start_deferred, crowded=self._crowded)
+
+    def _crowded(self) -> bool:
+        """Whether another request than the caller's is under way in the server (unknown: yes)."""
+        return self.requests_under_way is None or self.requests_under_way() > 1
 
     @property
     def engine(self) -> LiveEngine:

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tandem.adapters.group_commit import GroupCommit, inputs_at_most
-from tandem.adapters.runtime import Body, Runtime, Settings
+from tandem.adapters.group_commit import Body, GroupCommit, inputs_at_most
+from tandem.adapters.runtime import Runtime, Settings
 from tandem.adapters.service import ApiError, Service
 from tandem.adapters.tokens import TokenTable
 from tandem.replay.commits import Commit
@@ -288,3 +288,23 @@ def test_a_deferred_start_goes_right_after_the_first_request_that_records(tmp_pa
     kinds = [json.loads(data).get("input", {}).get("type") for data in stored(service)]
     assert [kind for kind in kinds if kind is not None][:3] == ["conversation.open", "daemon.start", "human.message"][: count + 1]
     runtime.close()
+
+
+def test_a_request_alone_in_the_server_is_committed_at_once_as_a_group_of_one() -> None:
+    """Nothing else under way (`crowded()` false): no turn of the loop is
+    waited for; its answer, or its refusal, is its own."""
+    groups: list[list[bytes]] = []
+
+    async def commit(group: list[Body]) -> list[Any]:
+        groups.append([body.data for body in group])
+        return [ValueError("refused") if b"m1" in body.data else Commit(0, []) for body in group]
+
+    async def session() -> None:
+        grouping = GroupCommit(commit, crowded=lambda: False)
+        assert await grouping.submit(single("human", human_message("m0"))) == Commit(0, [])
+        with pytest.raises(ValueError):
+            await grouping.submit(single("human", human_message("m1")))
+        assert not grouping.leading and not grouping.queue
+
+    asyncio.run(session())
+    assert [len(group) for group in groups] == [1, 1]
