@@ -20,6 +20,8 @@ Three measurements, each on fresh SQLite stores (WAL, synchronous=FULL):
    POSTing one `observe` input per request (its own causes, `at` stamped by
    the server), durable inputs/s against raw sqlite3 single-row commits/s
    (bench/run.py's baseline) in the same rounds, rotated.  goal at 16 >= 3x
+   Beside each, "in-process": the same bodies in groups of as many, through
+   `Runtime.submit_bodies` in this process (the server's side without HTTP).
    With `--against PYTHON` (the interpreter of another checkout's virtualenv,
    e.g. a worktree of main), the same clients against that code's server too,
    in the same rounds: old and new side by side.
@@ -321,6 +323,27 @@ def http_concurrent(directory: str, clients: int, inputs: int, python: str = sys
     return each * clients / elapsed
 
 
+def engine_groups(directory: str, group: int, inputs: int) -> float:
+    """Inputs/s of the server's own side, in this process: the same requests'
+    bodies, `group` at a time, through `Runtime.submit_bodies` (parsing,
+    deciding, one transaction each group): what grouping gives without HTTP."""
+    from tandem.adapters.group_commit import Body
+    from tandem.adapters.runtime import Runtime, Settings
+    from tandem.replay.edge import TokenActor
+
+    runtime = Runtime(Settings(store_url=f"sqlite:///{directory}/events.db", runtime_inputs=False))
+    runtime.open()
+    bodies = [Body(observation(index % group, index // group), False, TokenActor("source")) for index in range(inputs)]
+    try:
+        started = time.perf_counter()
+        for begin in range(0, inputs, group):
+            runtime.submit_bodies(bodies[begin : begin + group])
+        elapsed = time.perf_counter() - started
+    finally:
+        runtime.close()
+    return inputs / elapsed
+
+
 def concurrent_rounds(fresh: Any, sizes: Sizes, against: str | None) -> dict[str, list[float]]:
     """Each side's figures, rounds rotated: the raw commit loop, then each
     client count against this code (and against `against`'s)."""
@@ -331,6 +354,7 @@ def concurrent_rounds(fresh: Any, sizes: Sizes, against: str | None) -> dict[str
         sides.append((f"new {clients}", lambda clients=clients: http_concurrent(fresh(), clients, sizes.concurrent_inputs)))
         if against is not None:
             sides.append((f"old {clients}", lambda clients=clients: http_concurrent(fresh(), clients, sizes.concurrent_inputs, against)))
+        sides.append((f"engine {clients}", lambda clients=clients: engine_groups(fresh(), clients, sizes.concurrent_inputs)))
     figures: dict[str, list[float]] = {name: [] for name, _ in sides}
     for repetition in range(sizes.repetitions):
         turn = repetition % len(sides)
@@ -345,7 +369,7 @@ def report_concurrent(figures: dict[str, list[float]], sizes: Sizes) -> bool:
     print(f"  raw sqlite3 single-row commits {raw:>8,.0f} /s   (min {min(figures['raw']):,.0f}, max {max(figures['raw']):,.0f})")
     met = True
     for clients in concurrent_clients:
-        for side in ("new", "old"):
+        for side in ("new", "old", "engine"):
             values = figures.get(f"{side} {clients}")
             if values is None:
                 continue
@@ -354,7 +378,7 @@ def report_concurrent(figures: dict[str, list[float]], sizes: Sizes) -> bool:
             if side == "new" and clients == 16:
                 met = rate / raw >= GOALS["concurrent_16"]
                 goal = f"   goal >= {GOALS['concurrent_16']}x   {'MET' if met else 'MISSED'}"
-            label = f"{clients} client{'s' if clients > 1 else ''}" + (" (--against)" if side == "old" else "")
+            label = f"{clients} client{'s' if clients > 1 else ''}" + {"new": "", "old": " (--against)", "engine": " in-process"}[side]
             print(f"  {label:<22} {rate:>8,.0f} inputs/s   {rate / raw:.2f}x raw   (min {min(values):,.0f}, max {max(values):,.0f}){goal}")
     print()
     return met
