@@ -1,9 +1,10 @@
 """`tandem serve` over loopback HTTP against the engine in-process, side by side in one run.
 
-    python bench/serve.py            # full sizes, a couple of minutes
+    python bench/serve.py            # full sizes, about 5 minutes
+    python bench/serve.py --only concurrent --against OTHER/.venv/bin/python   # 4 alone, old and new
     python bench/serve.py --quick    # small sizes (a smoke run)
 
-Three measurements, each on fresh SQLite stores (WAL, synchronous=FULL):
+Four measurements, each on fresh SQLite stores (WAL, synchronous=FULL):
 
 1. durable inputs/s, one input per transaction: `POST /v1/inputs` (one JSON
    input per request, one client, keep-alive, a real `tandem serve` process)
