@@ -12,8 +12,8 @@ flight; then it is let go. Checked:
 - the store's events equal, byte for byte, those of the same requests sent
   one at a time to a fresh server in the order they were committed, and
   `tandem verify` is clean on both;
-- the stream sends one message per request, and the same messages rebuilt
-  from the log after a restart;
+- the stream sends one message per request (with its own row changes), and
+  the same messages rebuilt from the log after a restart;
 - a transaction that fails fails every request in it (`503
   store_unavailable`, nothing of any of them recorded), and each resent
   with its ids is applied once.
@@ -195,7 +195,7 @@ def test_concurrent_requests_each_keep_their_own_and_equal_them_one_by_one(tmp_p
     server = Served(tmp_path, url, NO_RUNTIME, env=held(tmp_path)).start()
     try:
         assert Connection(server).exchange(OPEN)[0] == 200
-        with open_stream(server) as stream:
+        with open_stream(server, query="?rows=1") as stream:  # row changes too: each request's own
             wave = held_wave(server, tmp_path, request_of(0, 0), [request_of(client, 0) for client in range(1, clients_count)])
             appends = server.log().count(f"tandem-faults: call {APPEND}")
             assert appends == 3, f"the {clients_count - 1} requests sent meanwhile were not one transaction: {appends - 2} appends"
@@ -207,9 +207,10 @@ def test_concurrent_requests_each_keep_their_own_and_equal_them_one_by_one(tmp_p
             live = stream.messages(len(committed))
             assert [message.id for message in live] == [span[1] for span, _ in committed]  # one message per request
             assert [len(message.data["inputs"]) for message in live] == [len(answers[index][0].ids) for _, index in committed]
+            assert all(list(message.data["rows"]) == message.data["views"] for message in live)
         server.stop()
         server.start()  # resumed after a restart: the same messages, rebuilt from the log
-        with open_stream(server, last_event_id=committed[0][0][0] - 1) as stream:
+        with open_stream(server, last_event_id=committed[0][0][0] - 1, query="?rows=1") as stream:
             same(stream.messages(len(live)), live)
     finally:
         server.stop()
