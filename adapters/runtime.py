@@ -4,7 +4,8 @@ this same runtime; serve adds HTTP in front of it).
 
 It applies inputs from four places:
 
-* **HTTP clients** (`tandem serve`, through adapters/service.py): `submit_body`;
+* **HTTP clients** (`tandem serve`, through adapters/service.py): `submit_bodies`,
+  several requests in one transaction (adapters/group_commit.py);
 * **the spool folder** (`adapters/spool.py`): trace files renamed into it,
   applied in name order exactly once, speaking only for `--spool-actors`;
 * **the watchdog's SQLite file**, read-only: each heartbeat, incident and
@@ -37,12 +38,13 @@ import datetime
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tandem.adapters.process import ProcessError, log
+from tandem.adapters.group_commit import Body, commit_bodies
 from tandem.adapters.health_file import format_time, read_snapshot, utc_now, write_snapshot
 from tandem.adapters.ingest import ingest_batch_inputs_max
 from tandem.adapters.side_files import SideFiles
@@ -146,6 +148,27 @@ class LiveEngine(Engine):
             return [], None
         rows = encoded_row_changes(views) if self.rows_wanted() else None
         return views.take_changed(), rows
+
+    def commit_parts(self, parts: Iterable[Sequence[Located]]) -> list[Commit]:
+        """Decide and commit `parts` (Engine.submit_parts) in one
+        transaction: a `Commit` per part, each with the views it changed
+        (and their row changes, when wanted), told to every listener in
+        order (as if each were committed alone)."""
+        self.ensure_current()
+        commits: list[Commit] = []
+        head = self.state.position
+
+        def settled(events: list[ev.Event]) -> None:
+            before = commits[-1].position if commits else head
+            commits.append(Commit(before, events, *self.take_changes()))
+
+        self.submit_parts(parts, settled)
+        self.committed = self.state.position
+        for commit in commits:
+            if commit.events:
+                for listener in self.listeners:
+                    listener(commit)
+        return commits
 
     def submit_batch(self, items: Sequence[Located], trailer: Any = ()) -> list[ev.Event]:
         return self.commit(items, trailer).events
@@ -314,21 +337,32 @@ class Runtime:
         transaction, its one `Commit` returned. Their recorded `file` is
         `http@{head before}`: every input of one request shares it, so the
         log keeps where each request began and ended."""
+        (outcome,) = self.submit_bodies([Body(data, batch, credential)])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def submit_bodies(self, bodies: Sequence[Body]) -> list[Commit | Exception]:
+        """The inputs of several requests in one transaction, each its own
+        (adapters/group_commit.py, `commit_bodies`): what each is answered,
+        in order. A failure of the transaction is raised: nothing written."""
         if self.read_only is not None:
             raise ReadOnly(self.read_only())
         assert self.engine is not None
         self.engine.ensure_current()
-        head = self.engine.state.position
-        name = f"http@{head}"
-        edge = self.edge(credential)
-        trace: Trace = parse_trace(data, name, name, live=edge) if batch else parse_single(data, name, edge)
-        commit = self.engine.commit([line.item for line in trace.lines]) if trace.lines else Commit(head, [])
+        outcomes = commit_bodies(self.engine, bodies, self._parse)
         self.last_activity = self.monotonic()
         try:
             self._record_deferred_start()
-        except StoreError as error:  # the request's inputs are recorded: say so; the start comes next time
+        except StoreError as error:  # the requests' inputs are recorded: say so; the start comes next time
             log(f"daemon.start not recorded yet ({error}); it is recorded with the next input")
-        return commit
+        return outcomes
+
+    def _parse(self, body: Body, head: int) -> Trace:
+        """A request's inputs by the live edge's rules, its file `http@{head}`."""
+        name = f"http@{head}"
+        edge = self.edge(body.credential)
+        return parse_trace(body.data, name, name, live=edge) if body.batch else parse_single(body.data, name, edge)
 
     def _start_due(self) -> bool:
         """Whether a deferred daemon.start is to be recorded now: the store holds an input."""

@@ -76,6 +76,7 @@ class _Server(uvicorn.Server):
         for service in services:
             service.stop_server = self.stop_soon
             service.connection_aborter = self.connection_aborter
+            service.requests_under_way = lambda: len(self.server_state.tasks)  # uvicorn's task per request read
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)

@@ -8,7 +8,8 @@ do), the reader store, the tokens, the console's sessions, the live
 stream's hub and the log's index; and it does what every door asks:
 
 * `submit`: live inputs parsed with the live edge's rules (replay/traces.py,
-  replay/edge.py) and committed in one transaction, its one `Commit` back;
+  replay/edge.py) and committed, with the requests that came meanwhile, in
+  one transaction (adapters/group_commit.py), its own `Commit` back;
 * `views` (live, or `?at=`), `events`, `explain`: reads;
 * `with_engine`: any use of the engine, one at a time (`engine_lock`, an
   asyncio lock: in order); small work on the event loop, big batches and a
@@ -37,6 +38,7 @@ import msgspec
 
 from tandem.adapters.follow import Follower
 from tandem.adapters.log_index import IndexKeeper
+from tandem.adapters.group_commit import Body, GroupCommit, Outcome
 from tandem.adapters.runtime import LiveEngine, LockLost, ReadOnly, Runtime
 from tandem.adapters.sessions import Sessions
 from tandem.adapters.stream import Hub
@@ -74,6 +76,9 @@ class ApiError(Exception):
     def __init__(self, status: int, code: str, message: str, errors: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.errors = status, code, message, errors
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copied as it was made (each request of a failed group gets one)
+        return (ApiError, (self.status, self.code, self.message, self.errors))
 
     def headers(self) -> dict[str, str]:
         """The headers the error adds: `Retry-After` on every 503."""
@@ -126,6 +131,8 @@ class Service:
     # The server's way to drop a request's connection at once (by its ASGI
     # scope), for a stream whose client stopped reading (adapters/stream.py).
     connection_aborter: Callable[[dict[str, Any]], Callable[[], None] | None] | None = None
+    # How many requests the server has read and not answered yet (None: unknown): group commit's hint.
+    requests_under_way: Callable[[], int] | None = None
     lock_lost: str | None = None  # why, once it was
     commits_inline: bool = True  # the store is local (SQLite, memory): small commits on the loop
     sessions: Sessions = field(default_factory=Sessions)  # the console's signed-in browsers
@@ -135,6 +142,14 @@ class Service:
     github_secret: bytes | None = None
     # A follower or standby (adapters/follow.py); None: this server is the store's writer.
     follower: Follower | None = None
+    grouping: GroupCommit = field(init=False)  # the requests' inputs, committed in groups
+
+    def __post_init__(self) -> None:
+        self.grouping = GroupCommit(self.commit_group, alone=lambda: self.runtime.start_deferred, crowded=self._crowded)
+
+    def _crowded(self) -> bool:
+        """Whether another request than the caller's is under way in the server (unknown: yes)."""
+        return self.requests_under_way is None or self.requests_under_way() > 1
 
     @property
     def engine(self) -> LiveEngine:
@@ -218,12 +233,18 @@ class Service:
 
     async def submit(self, data: bytes, batch: bool, credential: Credential) -> Commit:
         """Live inputs (one, or a batch of lines) from `credential`: parsed
-        and checked whole by the live edge's rules, then committed in one
-        transaction; its `Commit`. Raises TraceInvalid or EdgeRefused
-        (nothing written), or ApiError (the store, the writer lock)."""
-        return await self.with_engine(
-            lambda: self.runtime.submit_body(data, batch, credential), inline=len(data) <= inline_body_bytes_max
-        )
+        and checked whole by the live edge's rules, then committed, with the
+        requests that came meanwhile, in one transaction (adapters/group_commit.py);
+        its own `Commit`. Raises TraceInvalid or EdgeRefused (nothing of it
+        written), or ApiError (the store, the writer lock: nothing of its group written)."""
+        return await self.grouping.submit(Body(data, batch, credential))
+
+    async def commit_group(self, bodies: list[Body]) -> list[Outcome]:
+        """Decide and commit a group of requests, holding the engine: on the
+        event loop when their bodies are small together (as one small body
+        is), else in a worker thread, so that the loop serves reads meanwhile."""
+        inline = sum(len(body.data) for body in bodies) <= inline_body_bytes_max
+        return await self.with_engine(lambda: self.runtime.submit_bodies(bodies), inline=inline)
 
     async def position(self) -> int:
         """The engine's position now (what a request that records nothing answers)."""

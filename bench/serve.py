@@ -1,9 +1,10 @@
 """`tandem serve` over loopback HTTP against the engine in-process, side by side in one run.
 
-    python bench/serve.py            # full sizes, a couple of minutes
+    python bench/serve.py            # full sizes, about 5 minutes
+    python bench/serve.py --only concurrent --against OTHER/.venv/bin/python   # 4 alone, old and new
     python bench/serve.py --quick    # small sizes (a smoke run)
 
-Three measurements, each on fresh SQLite stores (WAL, synchronous=FULL):
+Four measurements, each on fresh SQLite stores (WAL, synchronous=FULL):
 
 1. durable inputs/s, one input per transaction: `POST /v1/inputs` (one JSON
    input per request, one client, keep-alive, a real `tandem serve` process)
@@ -16,6 +17,15 @@ Three measurements, each on fresh SQLite stores (WAL, synchronous=FULL):
 3. live stream latency: 50 clients on `/v1/stream` (in a process of their
    own), one input POSTed at a time; from the POST being sent, and from its
    answer, to each client's receipt of the commit's message: p50 and p99.
+4. concurrent clients (group commit): 1, 4, 16 and 64 clients at once, each
+   POSTing one `observe` input per request (its own causes, `at` stamped by
+   the server), durable inputs/s against raw sqlite3 single-row commits/s
+   (bench/run.py's baseline) in the same rounds, rotated.  goal at 16 >= 3x
+   Beside each, "in-process": the same bodies in groups of as many, through
+   `Runtime.submit_bodies` in this process (the server's side without HTTP).
+   With `--against PYTHON` (the interpreter of another checkout's virtualenv,
+   e.g. a worktree of main), the same clients against that code's server too,
+   in the same rounds: old and new side by side.
 
 The two sides of 1 and 2 alternate (A B, B A, ...) and medians are reported,
 because these 2-core machines are shared and noisy. The server and the
@@ -53,8 +63,9 @@ from tandem.adapters.trace import parse_trace  # noqa: E402
 from tandem.replay.engine import Engine  # noqa: E402
 from bench.workload import alternate, observation_trace, synthetic_trace  # noqa: E402
 
-GOALS = {"single": 0.6, "batch": 0.8}
+GOALS = {"single": 0.6, "batch": 0.8, "concurrent_16": 3.0}
 stream_clients = 50
+concurrent_clients = (1, 4, 16, 64)
 server_start_timeout_s = 30
 
 
@@ -64,10 +75,11 @@ class Sizes:
     single_actions: int  # synthetic_trace(actions): ~3.1 inputs an action
     batch_observations: int
     stream_commits: int
+    concurrent_inputs: int  # per client count, split among the clients
 
 
-FULL = Sizes(repetitions=5, single_actions=800, batch_observations=30_000, stream_commits=300)
-QUICK = Sizes(repetitions=3, single_actions=150, batch_observations=5_000, stream_commits=60)
+FULL = Sizes(repetitions=5, single_actions=800, batch_observations=30_000, stream_commits=300, concurrent_inputs=3_072)
+QUICK = Sizes(repetitions=3, single_actions=150, batch_observations=5_000, stream_commits=60, concurrent_inputs=640)
 batch_causes = 1_000
 
 
@@ -77,12 +89,12 @@ batch_causes = 1_000
 class Server:
     """A real `tandem serve` on a fresh SQLite store, on a free loopback port."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, python: str = sys.executable) -> None:
         self.tokens = {actor: new_token() for actor in ACTORS}
         tokens_file = Path(directory) / "tokens.json"
         write_tokens_file(tokens_file, self.tokens)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tandem.adapters.cli", "serve", "--store", f"sqlite:///{directory}/events.db",
+            [python, "-m", "tandem.adapters.cli", "serve", "--store", f"sqlite:///{directory}/events.db",
              "--tokens", str(tokens_file), "--listen", "127.0.0.1:0", "--no-runtime-inputs",
              "--stream-clients-max", str(stream_clients + 10)],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -265,6 +277,114 @@ def _percentile(values: list[float], percent: float) -> float:
     return values[index]
 
 
+# ------------------------------------------------------ concurrent clients
+
+
+def observation(client: int, number: int) -> bytes:
+    """One `observe` input of client `client`'s own cause, `at` left to the server."""
+    cause = f"{client}-{number % 8}"
+    status = "failed" if number % 2 == 0 else "passed"
+    return json.dumps({
+        "type": "observe", "source_id": f"ci-{cause}", "kind": "ci", "scope": f"https://scm/pr/{cause}",
+        "fingerprint": f"{status}#{number}", "status": status, "complete": True, "text": f"CI {status} on PR {cause}",
+    }).encode()  # fmt: skip
+
+
+def http_concurrent(directory: str, clients: int, inputs: int, python: str = sys.executable) -> float:
+    """Durable inputs/s with `clients` clients at once, each POSTing its
+    share of `inputs`, one input per request, one after the other."""
+    import threading
+
+    server = Server(directory, python)
+    each = inputs // clients
+    try:
+        connections = [Client(server.url, server.tokens["source"]) for _ in range(clients)]
+        bodies = [[observation(client, number) for number in range(each)] for client in range(clients)]
+        for connection in connections:
+            connection.health()  # connections open before the clock starts
+        start = threading.Barrier(clients + 1)
+
+        def work(connection: Client, mine: list[bytes]) -> None:
+            start.wait()
+            for body in mine:
+                connection.request("POST", "/v1/inputs", body, "application/json")
+
+        threads = [threading.Thread(target=work, args=pair) for pair in zip(connections, bodies)]
+        for thread in threads:
+            thread.start()
+        start.wait()
+        started = time.perf_counter()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+        for connection in connections:
+            connection.close()
+    finally:
+        server.stop()
+    return each * clients / elapsed
+
+
+def engine_groups(directory: str, group: int, inputs: int) -> float:
+    """Inputs/s of the server's own side, in this process: the same requests'
+    bodies, `group` at a time, through `Runtime.submit_bodies` (parsing,
+    deciding, one transaction each group): what grouping gives without HTTP."""
+    from tandem.adapters.group_commit import Body
+    from tandem.adapters.runtime import Runtime, Settings
+    from tandem.replay.edge import TokenActor
+
+    runtime = Runtime(Settings(store_url=f"sqlite:///{directory}/events.db", runtime_inputs=False))
+    runtime.open()
+    bodies = [Body(observation(index % group, index // group), False, TokenActor("source")) for index in range(inputs)]
+    try:
+        started = time.perf_counter()
+        for begin in range(0, inputs, group):
+            runtime.submit_bodies(bodies[begin : begin + group])
+        elapsed = time.perf_counter() - started
+    finally:
+        runtime.close()
+    return inputs / elapsed
+
+
+def concurrent_rounds(fresh: Any, sizes: Sizes, against: str | None) -> dict[str, list[float]]:
+    """Each side's figures, rounds rotated: the raw commit loop, then each
+    client count against this code (and against `against`'s)."""
+    from bench.run import raw_single_row_commits
+
+    sides: list[tuple[str, Any]] = [("raw", lambda: raw_single_row_commits(fresh(), sizes.concurrent_inputs))]
+    for clients in concurrent_clients:
+        sides.append((f"new {clients}", lambda clients=clients: http_concurrent(fresh(), clients, sizes.concurrent_inputs)))
+        if against is not None:
+            sides.append((f"old {clients}", lambda clients=clients: http_concurrent(fresh(), clients, sizes.concurrent_inputs, against)))
+        sides.append((f"engine {clients}", lambda clients=clients: engine_groups(fresh(), clients, sizes.concurrent_inputs)))
+    figures: dict[str, list[float]] = {name: [] for name, _ in sides}
+    for repetition in range(sizes.repetitions):
+        turn = repetition % len(sides)
+        for name, measure in sides[turn:] + sides[:turn]:
+            figures[name].append(measure())
+    return figures
+
+
+def report_concurrent(figures: dict[str, list[float]], sizes: Sizes) -> bool:
+    raw = statistics.median(figures["raw"])
+    print(f"4. concurrent clients, one input per request, {sizes.concurrent_inputs:,} inputs per client count")
+    print(f"  raw sqlite3 single-row commits {raw:>8,.0f} /s   (min {min(figures['raw']):,.0f}, max {max(figures['raw']):,.0f})")
+    met = True
+    for clients in concurrent_clients:
+        for side in ("new", "old", "engine"):
+            values = figures.get(f"{side} {clients}")
+            if values is None:
+                continue
+            rate = statistics.median(values)
+            goal = ""
+            if side == "new" and clients == 16:
+                met = rate / raw >= GOALS["concurrent_16"]
+                goal = f"   goal >= {GOALS['concurrent_16']}x   {'MET' if met else 'MISSED'}"
+            label = f"{clients} client{'s' if clients > 1 else ''}" + {"new": "", "old": " (--against)", "engine": " in-process"}[side]
+            print(f"  {label:<22} {rate:>8,.0f} inputs/s   {rate / raw:.2f}x raw   (min {min(values):,.0f}, max {max(values):,.0f}){goal}")
+    print()
+    return met
+
+
 # ------------------------------------------------------------------- report
 
 
@@ -283,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--tmp", help="where the scratch stores go (default: the system temp dir)")
+    parser.add_argument("--against", metavar="PYTHON", help="4. also against the server of this interpreter's tandem (another checkout)")
+    parser.add_argument("--only", choices=("concurrent",), help="run only measurement 4")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     scratch = tempfile.mkdtemp(prefix="tandem-serve-bench-", dir=args.tmp)
@@ -296,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         print(f"tandem serve benchmark: {os.cpu_count()} cores, python {sys.version.split()[0]}, {sizes}\n")
+        if args.only == "concurrent":
+            return 0 if report_concurrent(concurrent_rounds(fresh, sizes, args.against), sizes) else 1
         single = synthetic_trace(sizes.single_actions)
         single_inputs = token_actors_in_trace(single)
         a, b = alternate(lambda: http_single(fresh(), single_inputs), lambda: engine_single(fresh(), single), sizes.repetitions)
@@ -307,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
         latency = stream_latency(fresh(), sizes.stream_commits)
         print(f"3. live stream, {stream_clients} clients, {sizes.stream_commits} commits ({latency['messages']:,} messages)")
         print(f"  POST sent     -> message: p50 {latency['send_p50_ms']:.2f} ms, p99 {latency['send_p99_ms']:.2f} ms")
-        print(f"  POST answered -> message: p50 {latency['answer_p50_ms']:.2f} ms, p99 {latency['answer_p99_ms']:.2f} ms")
+        print(f"  POST answered -> message: p50 {latency['answer_p50_ms']:.2f} ms, p99 {latency['answer_p99_ms']:.2f} ms\n")
+        met.append(report_concurrent(concurrent_rounds(fresh, sizes, args.against), sizes))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0 if all(met) else 1

@@ -7,7 +7,9 @@ goes to the engine's listeners (the stream, the log's index) and back to
 whoever submitted it (the HTTP answer, the console's flash).
 
 A **commit** is one transaction: one input, a batch of inputs, or a batch
-and its trailer. Its boundaries are recoverable from the log alone, so a
+and its trailer; or one request of a group that `tandem serve` committed in
+one transaction (adapters/group_commit.py), which is a commit per request,
+live as read back. Its boundaries are recoverable from the log alone, so a
 stream resumed after a restart still sends one message per commit:
 
 * every input's events start with its record (`InputAccepted` /
@@ -53,7 +55,8 @@ message_rows_bytes_max = 4 * 1_048_576
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """One committed transaction: the head before it and the events it added."""
+    """One commit (a transaction, or one request's part of a group's): the
+    head before it and the events it added."""
 
     head_before: int
     events: list[ev.Event]

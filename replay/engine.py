@@ -101,6 +101,16 @@ class EngineBusy(AssertionError):
     the engine has ended)."""
 
 
+class PartFailed(Exception):
+    """Deciding part `index` of a group (`Engine.submit_parts`) raised
+    `error` (a bug: a decider raises nothing but rejections, which are
+    events): nothing was stored, and the engine folded the store again."""
+
+    def __init__(self, index: int, error: Exception) -> None:
+        super().__init__(f"part {index} of the transaction failed: {type(error).__name__}: {error}")
+        self.index, self.error = index, error
+
+
 @dataclass(frozen=True, slots=True)
 class Located:
     """An input with where it came from (trace file and 1-based line)."""
@@ -333,11 +343,60 @@ class Engine:
                 for event in produced:
                     apply_view(event)
         if produced and self.store is not None:
-            if self.snapshots_beside is not None:
-                self.collect_beside()  # first: the policy reckons with the size it wrote
-            if self._snapshot_due():
-                self._snapshot()
+            self._after_commit()
         return produced
+
+    def submit_parts(
+        self, parts: Iterable[Sequence[Located]], settled: Callable[[list[ev.Event]], None] | None = None
+    ) -> list[list[ev.Event]]:
+        """Several parts, each a sequence of inputs, in one transaction (the
+        requests of a group, `tandem serve`): every part's events, in order,
+        stored together or not at all. `parts` may be lazy: the next part is
+        taken once the one before it is decided, so what it holds may depend
+        on the state they left. Once the transaction is stored, each part's
+        events are folded into the views and `settled(events)` is told, part
+        by part (a live engine takes the views each part changed there). A
+        part whose decision raises is PartFailed: nothing is stored, and the
+        engine folds the store again."""
+        with self.exclusive():
+            head = self.state.position
+            decided: list[list[ev.Event]] = []
+            with collector_paused():
+                try:
+                    for index, items in enumerate(parts):
+                        decided.append(self._decide_part(index, items))
+                    produced = [event for part in decided for event in part]
+                    if self.store is not None and produced:
+                        self.store.append(produced, expected_head=head)
+                except BaseException:
+                    self._rebuild()  # the in-memory state ran ahead of the store
+                    raise
+                for part in decided:
+                    if self._kept_views is not None:
+                        apply_view = self._kept_views.apply
+                        for event in part:
+                            apply_view(event)
+                    if settled is not None:
+                        settled(part)
+            if produced and self.store is not None:
+                self._after_commit()
+            return decided
+
+    def _decide_part(self, index: int, items: Sequence[Located]) -> list[ev.Event]:
+        part: list[ev.Event] = []
+        try:
+            for item in items:
+                part.extend(self.decide(item))
+        except Exception as error:
+            raise PartFailed(index, error) from error
+        return part
+
+    def _after_commit(self) -> None:
+        """After a commit that stored events: a snapshot, if one is due."""
+        if self.snapshots_beside is not None:
+            self.collect_beside()  # first: the policy reckons with the size it wrote
+        if self._snapshot_due():
+            self._snapshot()
 
     # ----------------------------------------------------------- snapshots
 

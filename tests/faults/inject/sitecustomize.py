@@ -18,6 +18,11 @@ its answer is lost, as when a connection is cut at COMMIT; `fail_before`
 raises it instead of the call; `times` bounds how often it fires (default:
 always), `skip` lets that many calls through first, `armed_by` (another
 fault's target) keeps it from firing until that fault has fired.
+`touch_file` (a path) is created when a firing call starts, and
+`wait_for_file` holds a firing call until that path exists (at most
+`wait_max_s`, default 60): a test sees a call under way, does what must
+happen meanwhile, then lets it go (no timing); `report_calls` prints
+`tandem-faults: call TARGET` on standard error at every call.
 Production code holds no hook: this file is only ever on a test's PYTHONPATH.
 """
 
@@ -56,6 +61,9 @@ def _wrapped(fault: dict[str, Any], original: Any) -> Any:
     armed_by = fault.get("armed_by")
     counts = {"calls": 0, "fired": 0, "inside": 0}
     overlap = bool(fault.get("report_overlap", False))
+    calls = bool(fault.get("report_calls", False))
+    touch, gate = fault.get("touch_file"), fault.get("wait_for_file")
+    wait_max_s = float(fault.get("wait_max_s", 60))
     skip, times = int(fault.get("skip", 0)), fault.get("times")
     lock = threading.Lock()
 
@@ -81,11 +89,23 @@ def _wrapped(fault: dict[str, Any], original: Any) -> Any:
         with lock:
             counts["inside"] -= 1
 
+    def gated() -> None:
+        if touch is not None:
+            with open(touch, "w"):
+                pass
+        deadline = time.monotonic() + wait_max_s
+        while gate is not None and not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.005)
+
     @functools.wraps(original)
     def wrapper(*arguments: Any, **options: Any) -> Any:
         fire = firing()
+        if calls:
+            print(f"tandem-faults: call {fault['target']}", file=sys.stderr, flush=True)
         enter()
         try:
+            if fire:
+                gated()
             if fire and before:
                 time.sleep(before)
             if fire and refusal is not None:
