@@ -137,13 +137,17 @@ def processes(url: str, folder: Path, repo: Path) -> list[subprocess.Popen[str]]
     return [subprocess.Popen([sys.executable, *args], text=True) for args in started]
 
 
-def report(human: Client, url: str) -> dict:
+def report(human: Client, url: str, folder: Path, keep_serving: bool) -> dict:
+    """The task, its actions and their commits; where to see them."""
     task = human.row("tasks", "signup")
     print(f"\ntask signup: {task['state']} (revision {task['revision']})")
     for operation_id in task["actions"]:
         action = human.row("actions", operation_id)
         print(f"  {operation_id:8} {action['state']:10} {action['artifact_revision']}")
-    print(f"\nconsole: {url}/tasks/signup (sign in with the human token in tokens.json)")
+    if keep_serving:
+        print(f"\nconsole: {url}/tasks/signup (sign in at {url}/login with the human token in {folder / 'tokens.json'})")
+    else:
+        print(f"\nconsole: {url}/tasks/signup while it serves: run it with --keep-serving to browse it")
     return task
 
 
@@ -163,7 +167,7 @@ def run(folder: Path, keep_serving: bool) -> int:
         for thread in threads:
             thread.join(timeout=wait_s * 3)
         codes = [worker.wait(timeout=wait_s) for worker in workers]
-        task = report(tandem["human"], url)
+        task = report(tandem["human"], url, folder, keep_serving)
         if keep_serving:
             print("serving until Ctrl-C", flush=True)
             try:
