@@ -8,11 +8,14 @@ U+2066–U+2069), and lone surrogates (a file name's bytes that are not UTF-8;
 a strict stream would refuse to write them), written as `\\x1b`, `\\u202e`,
 `\\udcff`; a backslash stays as it is.
 
-`cells`, `pad` and `cut` measure, pad and cut printable text in display
-cells (see below), so that columns line up on a terminal.
+`cells`, `pad`, `cut` and `fold` measure, pad, cut and fold printable text in
+display cells (see below), so that columns line up on a terminal;
+`terminal_width` is the width a table fits in.
 """
 
 from __future__ import annotations
+
+import shutil
 
 import wcwidth
 from wcwidth.table_zero import ZERO_WIDTH
@@ -111,3 +114,31 @@ def cut(text: str, width: int) -> str:
     while kept and cells("".join(kept) + ellipsis) > width:  # a cluster may measure otherwise beside the others
         kept.pop()
     return "".join(kept) + ellipsis
+
+
+def fold(text: str, width: int) -> list[str]:
+    """`text` in pieces of at most `width` cells each, in order, split only
+    between grapheme clusters, after a space when one is in a piece's second
+    half: joined they are `text`, nothing cut (a cluster wider than `width`
+    is a piece alone). How a table shows a value it may not cut (an
+    identifier) in a column narrower than it."""
+    assert width >= 1, "a piece takes a cell at least"
+    if cells(text) <= width:
+        return [text]
+    pieces: list[str] = []
+    piece: list[str] = []
+    for cluster in wcwidth.iter_graphemes(text):
+        if piece and cells("".join(piece) + cluster) > width:
+            space = max((n for n, kept in enumerate(piece) if kept == " "), default=0)
+            split = space + 1 if space >= len(piece) // 2 else len(piece)
+            pieces.append("".join(piece[:split]))
+            piece = piece[split:]
+        piece.append(cluster)
+    pieces.append("".join(piece))
+    return pieces
+
+
+def terminal_width(default: int = 100) -> int:
+    """The cells a line of a table may take: `COLUMNS` if set (a positive
+    number), else the terminal's width when stdout is one, else `default`."""
+    return shutil.get_terminal_size((default, 24)).columns

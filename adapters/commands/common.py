@@ -9,6 +9,7 @@ this package.
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import unicodedata
 from collections.abc import Iterator
@@ -20,9 +21,9 @@ import msgspec
 from tandem.replay.edge import at_ahead_max_s
 from tandem.adapters.health_file import utc_now
 from tandem.adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
-from tandem.adapters.render import render_document, render_view
+from tandem.adapters.render import WIDE, Layout, known_columns, render_document, render_view
 from tandem.adapters.store import open_store, parse_store_url
-from tandem.adapters.terminal import printable
+from tandem.adapters.terminal import printable, terminal_width
 from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock, claim_store
 from tandem.domain.inputs import format_at
 from tandem.projections import VIEW_NAMES, Views
@@ -247,12 +248,61 @@ def view_name(text: str) -> str:
     return text
 
 
-def print_views(views: Views, view: str | None, json_output: bool) -> None:
-    """Every view, or the one named, as text or as JSON."""
+def column_names(text: str) -> tuple[str, ...]:
+    """An argparse type for --columns: `a,b` as ("a", "b"), none empty or named twice."""
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"an empty column name in {text!r}: give NAME,NAME,...")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"column(s) named twice: {', '.join(twice)}")
+    return names
+
+
+def table_options(parser: argparse.ArgumentParser, json_help: str) -> None:
+    """--json, --wide and --columns (one of them at most), for the commands that print views."""
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true", help=json_help)
+    shape.add_argument(
+        "--wide",
+        action="store_true",
+        help="tables with every column, however wide (without it they fit the terminal: COLUMNS, its width, or 100 "
+        "cells when stdout is not one, showing each view's first columns)",
+    )
+    shape.add_argument(
+        "--columns",
+        type=column_names,
+        metavar="NAME,...",
+        help="the one view printed with these columns, in this order (each a key of its rows)",
+    )
+
+
+def layout_of(args: argparse.Namespace, view: str | None) -> Layout:
+    """How the tables are laid out: every column with --wide (or --json), the
+    columns named with --columns (each checked against `view`'s: a
+    CliError, exit 2, before anything is written), else the view's default
+    columns that fit the terminal."""
+    if args.json or args.wide:
+        return WIDE
+    if args.columns is None:
+        return Layout(terminal_width())
+    if view is None:
+        raise CliError("--columns names the columns of one view: name the view too (VIEW, or --view NAME)", EXIT_USAGE)
+    known = known_columns(view)
+    for name in args.columns:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise CliError(f"--columns: {view} has no column {name!r}{hint}; its columns: {', '.join(known)}", EXIT_USAGE)
+    return Layout(terminal_width(), args.columns)
+
+
+def print_views(views: Views, view: str | None, json_output: bool, layout: Layout = WIDE) -> None:
+    """Every view, or the one named, as text laid out by `layout` or as JSON."""
     if json_output:
         value: Any = views.view(view) if view else views.document()
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode() + "\n")
     elif view:
-        sys.stdout.write(render_view(view, views.view(view)))
+        sys.stdout.write(render_view(view, views.view(view), layout))
     else:
-        sys.stdout.write(render_document(views.document()))
+        sys.stdout.write(render_document(views.document(), layout))

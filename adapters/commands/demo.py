@@ -7,7 +7,17 @@ import sys
 from pathlib import Path
 
 from tandem.adapters.commands import serve as serve_command
-from tandem.adapters.commands.common import CliError, ingest_files, open_or_fail, print_views, store_url_default
+from tandem.adapters.commands.common import (
+    CliError,
+    ingest_files,
+    layout_of,
+    open_or_fail,
+    print_views,
+    store_url_default,
+    table_options,
+    view_name,
+)
+from tandem.projections import VIEW_NAMES
 from tandem.adapters.ingest import ingest_batch_inputs_max
 from tandem.replay.engine import Engine
 
@@ -25,7 +35,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "gates" / "02_prere
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", default=store_url_default, metavar="URL", help=f"default {store_url_default}")
-    parser.add_argument("--json", action="store_true", help="print JSON (contract section 7)")
+    table_options(parser, "print JSON (contract section 7)")
+    parser.add_argument("--view", type=view_name, metavar="NAME", help=f"print one view only: {', '.join(VIEW_NAMES)}")
     parser.add_argument(
         "--serve",
         action="store_true",
@@ -48,6 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    layout = layout_of(args, args.view)  # before anything is written
     if not EXAMPLE.exists():
         raise CliError(f"the bundled example is missing: {EXAMPLE} (install from a checkout: pip install -e .)")
     with open_or_fail(args.store, writing=True) as store:
@@ -58,7 +70,7 @@ def run(args: argparse.Namespace) -> None:
     if args.serve:
         serve_demo(args)
     else:
-        print_views(engine.views, None, args.json)
+        print_views(engine.views, args.view, args.json, layout)
 
 
 def serve_demo(args: argparse.Namespace) -> None:

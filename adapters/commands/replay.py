@@ -8,8 +8,10 @@ from tandem.adapters.commands.common import (
     horizon_of,
     ingest_files,
     integer_at_least,
+    layout_of,
     open_or_fail,
     print_views,
+    table_options,
     trace_options,
     view_name,
 )
@@ -41,15 +43,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="LINE",
         help="time travel: apply only the inputs on lines 1..LINE (the whole trace is still validated)",
     )
-    parser.add_argument("--json", action="store_true", help="print the views as JSON (contract section 7)")
+    table_options(parser, "print the views as JSON (contract section 7)")
     parser.add_argument("--view", type=view_name, metavar="NAME", help=f"print one view only: {', '.join(VIEW_NAMES)}")
     trace_options(parser)
 
 
 def run(args: argparse.Namespace) -> None:
+    layout = layout_of(args, args.view)  # before anything is written
     with open_or_fail(args.store, writing=True) as store:  # memory: (the default) needs no lock
         engine = Engine(store)
         horizon = horizon_of(args, args.store)
         ingest_files(engine, [args.trace], args.name, args.batch, quiet=True, until_line=args.until, horizon=horizon)
     assert engine.views is not None
-    print_views(engine.views, args.view, args.json)
+    print_views(engine.views, args.view, args.json, layout)

@@ -9,9 +9,11 @@ from tandem.adapters.commands.common import (
     EXIT_USAGE,
     CliError,
     integer_at_least,
+    layout_of,
     open_or_fail,
     print_views,
     store_url_default,
+    table_options,
     view_name,
 )
 from tandem.projections import VIEW_NAMES
@@ -31,7 +33,7 @@ def position(text: str) -> int:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("view", nargs="?", type=view_name, metavar="VIEW", help=f"one of: {', '.join(VIEW_NAMES)}")
     parser.add_argument("--store", default=store_url_default, metavar="URL", help=f"default {store_url_default}")
-    parser.add_argument("--json", action="store_true", help="print JSON (contract section 7)")
+    table_options(parser, "print JSON (contract section 7)")
     parser.add_argument(
         "--at",
         type=position,
@@ -42,6 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    layout = layout_of(args, args.view)
     with open_or_fail(args.store, read_only=True) as store:
         until = None
         if args.at is not None:
@@ -56,4 +59,4 @@ def run(args: argparse.Namespace) -> None:
                     file=sys.stderr,
                 )
         views = project(store, until=until)
-    print_views(views, args.view, args.json)
+    print_views(views, args.view, args.json, layout)
