@@ -126,10 +126,17 @@ def _fit(heads: list[int], natural: list[int], free: list[bool], width: int, kep
     its natural width or `free_text_cells_least`/`folded_cells_least` cells;
     then the room left goes to the columns in order, free text last. With
     `droppable`, the last columns (past the first `kept`) are left out (the
-    list is shorter) while the least widths do not fit."""
+    list is shorter) while the least widths do not fit; if they still do
+    not, the last columns are narrower, down to their heads' widths (wider
+    than `width` only when the heads are)."""
     least = [min(n, max(h, free_text_cells_least if f else folded_cells_least)) for h, n, f in zip(heads, natural, free)]
     while droppable and len(least) > max(kept, 1) and _total(least) > width:
         least.pop()
+    excess = _total(least) - width
+    for i in reversed(range(len(least))):  # still too wide: the last columns narrower, down to their heads
+        taken = max(0, min(least[i] - max(heads[i], 1), excess))
+        least[i] -= taken
+        excess -= taken
     widths, room = list(least), width - _total(least)
     for i in sorted(range(len(widths)), key=lambda i: free[i]):
         given = max(0, min(natural[i] - widths[i], room))
