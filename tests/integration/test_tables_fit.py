@@ -200,3 +200,19 @@ def test_fold_keeps_every_character(text: str, width: int) -> None:
     pieces = fold(text, width)
     assert "".join(pieces) == text
     assert all(cells_of(piece) <= width or len(list(wcwidth.iter_graphemes(piece))) == 1 for piece in pieces)
+
+
+def test_without_columns_and_a_terminal_the_width_is_100() -> None:
+    """stdout a pipe, COLUMNS unset: 100 cells, as the README's example shows."""
+    import os
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "LINES")}
+    shown = subprocess.run(
+        [sys.executable, "-m", "tandem.adapters.cli", "replay", str(DEMO), "--view", "actions"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "\n" + shown.stdout + "```" in readme
