@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -124,7 +124,7 @@ class _Pending:
         self.skipped = 0
         self.last: TraceLine | None = None  # the last line read
 
-    def __iter__(self) -> Iterator[TraceLine]:
+    def __iter__(self) -> Generator[TraceLine, None, None]:
         progress, until_line = self.progress, self.until_line
         start_line = progress.line if progress is not None else 0
         checked = progress is None  # the store's prefix of this trace is this file's
@@ -188,7 +188,7 @@ def check_traces(
 def _first_to_apply(pending: _Pending, until_line: int | None, read_all: bool) -> TraceLine | None:
     """The first line `pending` yields (None if none, or if after
     `until_line`); `read_all`: read the rest of the file too."""
-    with closing(iter(pending)) as lines:  # type: ignore[type-var]
+    with closing(pending.__iter__()) as lines:  # closed: the file is not left open
         first = next(lines, None)
         if read_all:
             for _ in lines:

@@ -25,7 +25,7 @@ DESCRIPTION = (
     "a process of its own beside it, which it waits for before it exits. "
     "With --restamp (a backfill: an old trace into a store that took later inputs), an input earlier than the "
     "store's last input, or than the input applied before it, is applied at that `at` instead of refused, "
-    "so an id the store holds already is a recorded duplicate_input."
+    "so an id the store holds already is a recorded duplicate_input (idempotency_conflict if its body differs)."
 )
 EPILOG = None
 
