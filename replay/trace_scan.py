@@ -70,6 +70,7 @@ class ScannedTrace:
     groups: tuple[_Group, ...]
     leaps: tuple[Leap, ...]  # the first `time_leaps_kept_max`
     leaps_total: int
+    last_at: datetime.datetime | None = None  # the `at` of its last input
 
     def read(self) -> Iterator[tuple[TraceLine, bytes]]:
         """Each input line, with the file's bytes since the previous one's
@@ -139,7 +140,8 @@ def scan_trace(
     if group_lines:
         groups.append(_Group(end_offset, group.digest()))
     name = name if name is not None else Path(path).name
-    return ScannedTrace(path, name, inputs, tuple(groups), tuple(leaps.found), leaps.total)
+    last_at = previous_at if inputs else None
+    return ScannedTrace(path, name, inputs, tuple(groups), tuple(leaps.found), leaps.total, last_at)
 
 
 def _open(path: str) -> BinaryIO:

@@ -67,6 +67,11 @@ class Trace:
         """The inputs, each with its file name and line."""
         return [line.item for line in self.lines]
 
+    @property
+    def last_at(self) -> datetime.datetime | None:
+        """The `at` of its last input (None if it has none)."""
+        return self.lines[-1].item.input.at if self.lines else None
+
     def digest_until(self, offset: int) -> str:
         return hashlib.sha256(self.data[:offset]).hexdigest()
 

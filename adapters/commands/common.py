@@ -20,7 +20,7 @@ import msgspec
 
 from tandem.replay.edge import at_ahead_max_s
 from tandem.adapters.health_file import utc_now
-from tandem.adapters.ingest import TraceMismatch, ingest, ingest_batch_inputs_max
+from tandem.adapters.ingest import TraceMismatch, check_traces, ingest, ingest_batch_inputs_max
 from tandem.adapters.render import WIDE, Layout, known_columns, render_document, render_view
 from tandem.adapters.store import open_store, parse_store_url
 from tandem.adapters.terminal import printable, terminal_width
@@ -187,12 +187,13 @@ def horizon_of(args: argparse.Namespace, store_url: str) -> Horizon | None:
 
 def ingest_files(
     engine: Engine, paths: list[str], name: str | None, batch: int, quiet: bool, until_line: int | None = None,
-    warn_leaps: bool = False, horizon: Horizon | None = None,
+    warn_leaps: bool = False, horizon: Horizon | None = None, restamp: bool = False,
 ) -> None:  # fmt: skip
-    """Apply the traces at `paths`, in order, each validated before anything
+    """Apply the traces at `paths`, in order, all checked before anything
     is written; `until_line` keeps only the inputs on lines 1..until_line;
     `warn_leaps` (tandem ingest): say which inputs leap more than a day ahead;
-    `horizon`: refuse a line whose `at` is after it."""
+    `horizon`: refuse a line whose `at` is after it; `restamp` (tandem ingest
+    --restamp): apply inputs behind the store at its last `at`."""
     if name is not None and len(paths) > 1:
         raise CliError("--name names one trace; give one TRACE with it", EXIT_USAGE)
     traces = []
@@ -201,23 +202,33 @@ def ingest_files(
             traces.append(scan_trace(path, name, horizon=horizon))
         except FileNotFoundError as error:
             raise CliError(str(error), EXIT_USAGE) from error
+    with _ingest_errors():  # then each against the store and the traces before it
+        check_traces(engine, traces, restamp=restamp, until_line=until_line)
     for trace in traces:
         if warn_leaps:
             warn_of_time_leaps(trace)
-        try:
-            result = ingest(engine, trace, batch_inputs=batch, until_line=until_line)
-        except TraceMismatch as error:
-            raise CliError(str(error), EXIT_USAGE) from error
-        except TraceChanged as error:
-            raise CliError(f"{error}; every committed batch is whole: run again to resume") from error
-        except ConcurrencyError as error:
-            raise CliError(f"another writer appended to the store meanwhile; run again to resume ({error})") from error
+        with _ingest_errors():
+            result = ingest(engine, trace, batch_inputs=batch, until_line=until_line, restamp=restamp)
         if not quiet:
+            restamped = f", {result.restamped} restamped" if restamp else ""
             print(
-                f"{printable(trace.name)}: {result.applied} input(s) applied ({result.rejected} rejected), "
-                f"{result.skipped} already in the store",
+                f"{printable(trace.name)}: {result.applied} input(s) applied ({result.rejected} rejected"
+                f"{restamped}), {result.skipped} already in the store",
                 file=sys.stderr,
             )
+
+
+@contextmanager
+def _ingest_errors() -> Iterator[None]:
+    """What `ingest` raises besides a bad trace, as the CLI's errors."""
+    try:
+        yield
+    except TraceMismatch as error:
+        raise CliError(str(error), EXIT_USAGE) from error
+    except TraceChanged as error:
+        raise CliError(f"{error}; every committed batch is whole: run again to resume") from error
+    except ConcurrencyError as error:
+        raise CliError(f"another writer appended to the store meanwhile; run again to resume ({error})") from error
 
 
 time_leaps_shown_max = 5

@@ -16,12 +16,16 @@ HELP = "append traces to a persistent store (resumable)"
 DESCRIPTION = (
     "Append each TRACE to the store, committing --batch inputs per transaction. "
     "Interrupted and run again, it resumes after the last committed batch; no input is applied twice. "
-    "Every trace is validated before anything is written (a bad line: exit 2, `line N: ...`). A line whose `at` "
+    "Every trace is validated, and checked against the store and the traces before it, before anything is written "
+    "(a bad line: exit 2, `line N: ...`, naming the file). A line whose `at` "
     f"is more than {at_ahead_max_s} s ahead of this machine's clock is bad too, unless --allow-future: every later "
     "input, live ones too, would have to come after it. It holds the store's writer lock throughout: "
     "while another writer holds it, it exits 1 at once (`store URL is locked by pid N on HOST since T`). "
     "Every 50,000 events or so a snapshot (so that the next start folds only what came after) is written by "
-    "a process of its own beside it, which it waits for before it exits."
+    "a process of its own beside it, which it waits for before it exits. "
+    "With --restamp (a backfill: an old trace into a store that took later inputs), an input earlier than the "
+    "store's last input, or than the input applied before it, is applied at that `at` instead of refused, "
+    "so an id the store holds already is a recorded duplicate_input (idempotency_conflict if its body differs)."
 )
 EPILOG = None
 
@@ -30,6 +34,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("traces", metavar="TRACE", nargs="+", help="JSON Lines trace file(s), in order")
     parser.add_argument("--store", default=store_url_default, metavar="URL", help=f"default {store_url_default}")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
+    parser.add_argument(
+        "--restamp",
+        action="store_true",
+        help="record each input at the later of its own `at` and the `at` recorded before it (the store's last "
+        "input's, then the previous line's) instead of refusing an input behind the store",
+    )
     trace_options(parser)
 
 
@@ -38,7 +48,10 @@ def run(args: argparse.Namespace) -> None:
         # It prints no view, and its snapshots are written by a process beside it.
         engine = Engine(store, with_views=False, snapshots_beside=snapshots_beside_for(args.store))
         horizon = horizon_of(args, args.store)
-        ingest_files(engine, args.traces, args.name, args.batch, quiet=args.quiet, warn_leaps=True, horizon=horizon)
+        ingest_files(
+            engine, args.traces, args.name, args.batch, quiet=args.quiet, warn_leaps=True, horizon=horizon,
+            restamp=args.restamp,
+        )
         _finish_snapshot(engine, args.quiet)
 
 
