@@ -9,6 +9,7 @@ KEYS: dict[type[ev.Event], tuple[str, ...]] = {
     ev.ConsumerCreated: (),
     ev.CursorMoved: (),
     ev.EntriesSkipped: (),
+    ev.SequenceReset: (),
     ev.WatermarkRaised: (),
     ev.ReconciliationStarted: ("reconciliation: reconciliation_id",),
     ev.ReconciliationCommitted: ("reconciliation: reconciliation_id",),
