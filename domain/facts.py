@@ -289,7 +289,8 @@ class AlertFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     """What an alert's raise (or the engine's resolution) relied on; only the
     fields of its kind are set. `reason`: urgent "not_dispatchable" or
     "running_turn"; fallback_delivery "left_out" or "overdue";
-    reconciliation_required "epoch_changed" or "history_deleted"; for a
+    reconciliation_required "epoch_changed" or "history_deleted";
+    consumer_sequence_reset "sequence_reset"; for a
     resolution, the observed end ("accepted_delivery", "fresh_heartbeat",
     "answered", "limit_lifted", "reset", "wake_fits", "approval_resolved",
     "obligation_met", "recovered", "reconciled")."""
@@ -326,6 +327,10 @@ class AlertFacts(Struct, frozen=True, kw_only=True, omit_defaults=True):
     last_progress_at: datetime.datetime | None = None
     last_progress_event: str | None = None
     provider: str | None = None
+    # Tandem's consumer_sequence_reset: the first entry, at a seq the consumer had read, that is no repeat.
+    entry_seq: int | None = None
+    read_seq: int | None = None
+    source_id: str | None = None
     observed_at: datetime.datetime | None = None
     auth_expires_at: datetime.datetime | None = None
     # Budgets (contract v1.2 section 3): a deadline, an exhausted action, a failing conversation.

@@ -13,14 +13,14 @@ from tandem.replay.explain import KINDS, ExplainError, document, encode_json, re
 
 NAME = "explain"
 ORDER = 20
-HELP = "why an operation, attempt, delivery, turn, alert, question, task, obligation, cause, runtime or investigation is as it is"
+HELP = "why an operation, attempt, delivery, turn, alert, question, task, obligation, cause, runtime, investigation or consumer is as it is"
 DESCRIPTION = (
     "Walk the store's log for ID and print the causal chain that produced its current state: each decision "
     "(position, event, resulting state) with the input that caused it (seq, trace file and line, type, input id) "
     "and the facts it relied on (task, grant and policy revisions, prerequisite outcomes, heartbeat, question holds, "
     "binding generation), then what it is waiting for. ID may be an operation id, an attempt (op/a1), a delivery "
     "(fg/d2), a turn (fg/t2), an alert (urgent:...), a question (task_id/question_key), a task id, an obligation "
-    "(its operation id), a cause key, a reconciliation (consumer/r1), a runtime (bg-codex) or an investigation (inv-flaky); an id that names several of these is "
+    "(its operation id), a cause key, a reconciliation (consumer/r1), a runtime (bg-codex), an investigation (inv-flaky) or a change-log consumer (scm); an id that names several of these is "
     "explained once per kind, unless --kind picks one. Nothing is re-decided: see docs/explain.md."
 )
 EPILOG = "Exit codes: 0 explained; 1 the store could not be used, or nothing in it is named ID; 2 bad usage."

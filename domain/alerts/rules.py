@@ -9,7 +9,7 @@ condition starting again after the engine saw it end. `alert.seen` and
 `alert.resolve` are the human's; the engine resolves what it can observe.
 
 Most alerts are *reactions*: a fact the engine recorded (a reconciliation
-started, an approval opened, a budget reached, an incident, an obligation
+started or a sequence reset seen: domain/alerts/consumers.py; an approval opened, a budget reached, an incident, an obligation
 falling due) raises or resolves an alert in the same transaction, with the
 same cause. `REACTIONS` maps each such event type to its rule (the only
 area with reactions; a task action's outcome opening its delivery obligation,
@@ -94,31 +94,6 @@ def resolve_alert(
 def _at(state: State) -> datetime.datetime:
     assert state.last_at is not None  # a reaction always follows an input's record
     return state.last_at
-
-
-def _on_reconciliation_started(state: State, event: ev.ReconciliationStarted) -> list[ev.Event]:
-    return raise_alert(
-        state,
-        event.cause,
-        f"reconciliation_required:{event.consumer_id}",
-        _at(state),
-        detail=f"{event.reconciliation_id}: {event.reason}",
-        facts=ev.AlertFacts(
-            reason=event.reason, consumer_id=event.consumer_id, reconciliation_id=event.reconciliation_id
-        ),
-    )
-
-
-def _on_reconciliation_committed(state: State, event: ev.ReconciliationCommitted) -> list[ev.Event]:
-    return resolve_alert(
-        state,
-        event.cause,
-        f"reconciliation_required:{event.consumer_id}",
-        detail=f"{event.reconciliation_id} committed the cursor at epoch {event.epoch}, seq {event.seq}",
-        facts=ev.AlertFacts(
-            reason="reconciled", consumer_id=event.consumer_id, reconciliation_id=event.reconciliation_id
-        ),
-    )
 
 
 def _on_card(state: State, event: ev.CardProposed) -> list[ev.Event]:
@@ -670,8 +645,6 @@ EVOLVERS = {
     ev.ObligationDue: _obligation_due,
 }
 REACTIONS = {
-    ev.ReconciliationStarted: _on_reconciliation_started,
-    ev.ReconciliationCommitted: _on_reconciliation_committed,
     ev.CardProposed: _on_card,
     ev.ApprovalOpened: _on_approval_opened,
     ev.ApprovalResolved: _on_approval_resolved,
@@ -690,3 +663,9 @@ REACTIONS = {
     ev.ObligationMet: _on_obligation_met,
     ev.TaskStalled: _on_task_stalled,
 }
+
+# The consumers' alerts (reconciliation_required, consumer_sequence_reset) are
+# in their own module; it uses raise_alert and resolve_alert above.
+from tandem.domain.alerts import consumers  # noqa: E402
+
+MORE_RULES = (consumers,)

@@ -28,6 +28,22 @@ class EntriesSkipped(Decision, frozen=True, kw_only=True):
     cursor_seq: int  # the cursor they were at or below
 
 
+class SequenceReset(Decision, frozen=True, kw_only=True):
+    """Tandem's extension (docs/contract/consumer.md, "Sequence resets"): a
+    batch in the cursor's epoch carried, at a seq the consumer had read from
+    a batch (`entry_seq` <= `read_seq`), an entry the inbox's repeat rules do
+    not hold: the producer restarted its seq. Recorded after the batch's
+    `EntriesSkipped`; it names the first such entry and what it carried."""
+    consumer_id: str
+    epoch: int
+    cursor_seq: int  # the cursor the batch's skipped entries were at or below
+    read_seq: int  # the highest seq of this epoch the consumer applied from a batch
+    entry_seq: int
+    source_id: str
+    cause_key: str
+    fingerprint: str
+
+
 class WatermarkRaised(Decision, frozen=True, kw_only=True):
     consumer_id: str
     epoch: int
@@ -56,4 +72,4 @@ class ReconciliationCommitted(Decision, frozen=True, kw_only=True):
     watermark: int | None = None
 
 
-__all__ = ['ConsumerCreated', 'CursorMoved', 'EntriesSkipped', 'WatermarkRaised', 'ReconciliationStarted', 'ReconciliationCommitted']  # every name here is the registry's: `ev.Name`
+__all__ = ['ConsumerCreated', 'CursorMoved', 'EntriesSkipped', 'SequenceReset', 'WatermarkRaised', 'ReconciliationStarted', 'ReconciliationCommitted']  # every name here is the registry's: `ev.Name`

@@ -6,10 +6,11 @@ from __future__ import annotations
 from tandem.domain import events as ev
 
 KEYS: dict[type[ev.Event], tuple[str, ...]] = {
-    ev.ConsumerCreated: (),
-    ev.CursorMoved: (),
-    ev.EntriesSkipped: (),
-    ev.WatermarkRaised: (),
-    ev.ReconciliationStarted: ("reconciliation: reconciliation_id",),
-    ev.ReconciliationCommitted: ("reconciliation: reconciliation_id",),
+    ev.ConsumerCreated: ("consumer: consumer_id",),
+    ev.CursorMoved: ("consumer: consumer_id",),
+    ev.EntriesSkipped: ("consumer: consumer_id",),
+    ev.SequenceReset: ("consumer: consumer_id",),
+    ev.WatermarkRaised: ("consumer: consumer_id",),
+    ev.ReconciliationStarted: ("reconciliation: reconciliation_id", "consumer: consumer_id"),
+    ev.ReconciliationCommitted: ("reconciliation: reconciliation_id", "consumer: consumer_id"),
 }

@@ -10,6 +10,13 @@ applies the surviving facts (the repeat rules keep what was already seen),
 commits the cursor to (epoch, max(retained head, the epoch's watermark)) —
 within an epoch never backwards, so an empty log never resets it to 0 — and
 counts a visible gap.
+
+Entries at or below the cursor are skipped and counted. Tandem's extension
+(docs/contract/consumer.md, "Sequence resets"): when one of them, at a seq
+the consumer read from a batch, carries what the inbox does not hold, the
+producer restarted its seq: `SequenceReset` names it, and the alerts area
+raises `consumer_sequence_reset:{consumer_id}` (resolved when a
+reconciliation of the consumer commits).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from typing import Any
 
 from tandem.domain import events as ev
 from tandem.domain import inputs as inp
-from tandem.domain.inbox.rules import Draft, observation_events
+from tandem.domain.inbox.rules import Draft, default_cause_key, observation_events
 from tandem.domain.lifecycles import CONSUMER
 from tandem.domain.reasons import Rejected
 from tandem.domain.records import Consumer
@@ -66,9 +73,48 @@ def decide_batch(state: State, value: inp.LogBatch, seq: int) -> list[ev.Event]:
         events.append(
             ev.EntriesSkipped(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch, count=skipped, cursor_seq=cursor)
         )
+        if consumer is not None:
+            events.extend(_sequence_reset(state, consumer, value, seq))
     if fresh:
         events.append(ev.CursorMoved(cause=seq, consumer_id=value.consumer_id, epoch=value.epoch, seq=fresh[-1].seq))
     return events
+
+
+def _sequence_reset(state: State, consumer: Consumer, value: inp.LogBatch, seq: int) -> list[ev.Event]:
+    """Tandem's extension (docs/contract/consumer.md, "Sequence resets"): the
+    skipped entries at or below the seq this consumer read from this epoch's
+    batches, judged in order by the inbox's repeat and order rules (as if
+    applied); the first that is neither a repeat nor older than what the
+    inbox holds shows a producer that restarted its seq. A
+    seq only a reconciliation's commit passed was never read: its entries are
+    the gap the reconciliation counted, and are skipped as before."""
+    read = consumer.read.get(value.epoch, 0)
+    draft = Draft(state)  # a throwaway: the skipped entries are judged, never applied
+    for entry in value.entries:
+        if entry.seq > min(read, consumer.seq):
+            break  # seqs strictly increase: the rest were not read
+        judged = observation_events(state, draft, entry.observation, seq, value.at, "log")[0]
+        if not _resent(judged):
+            return [
+                ev.SequenceReset(
+                    cause=seq,
+                    consumer_id=consumer.consumer_id,
+                    epoch=value.epoch,
+                    cursor_seq=consumer.seq,
+                    read_seq=read,
+                    entry_seq=entry.seq,
+                    source_id=entry.observation.source_id,
+                    cause_key=default_cause_key(entry.observation),
+                    fingerprint=entry.observation.fingerprint,
+                )
+            ]
+    return []
+
+
+def _resent(judged: ev.Event) -> bool:
+    """A repeat, or an older version than the inbox holds (out of order by its
+    source_time): what a resend of an entry read before is judged as."""
+    return type(judged) is ev.ObservationRepeated or getattr(judged, "out_of_order", None) is True
 
 
 def _check_sequence(value: inp.LogBatch) -> None:
@@ -142,10 +188,15 @@ def _cursor_moved(state: State, event: ev.CursorMoved) -> None:
     consumer.epoch = event.epoch
     consumer.seq = event.seq
     consumer.reached[event.epoch] = max(consumer.reached.get(event.epoch, 0), event.seq)
+    consumer.read[event.epoch] = max(consumer.read.get(event.epoch, 0), event.seq)
 
 
 def _entries_skipped(state: State, event: ev.EntriesSkipped) -> None:
     state.consumer.by_id[event.consumer_id].skipped += event.count
+
+
+def _sequence_reset_seen(state: State, event: ev.SequenceReset) -> None:
+    state.consumer.by_id[event.consumer_id].resets += 1
 
 
 def _watermark_raised(state: State, event: ev.WatermarkRaised) -> None:
@@ -178,6 +229,7 @@ EVOLVERS = {
     ev.ConsumerCreated: _consumer_created,
     ev.CursorMoved: _cursor_moved,
     ev.EntriesSkipped: _entries_skipped,
+    ev.SequenceReset: _sequence_reset_seen,
     ev.WatermarkRaised: _watermark_raised,
     ev.ReconciliationStarted: _reconciliation_started,
     ev.ReconciliationCommitted: _reconciliation_committed,

@@ -23,11 +23,13 @@ class Consumer:
     seq: int = 0
     watermarks: dict[int, int] = field(default_factory=dict)  # epoch -> max_deleted_seq seen
     reached: dict[int, int] = field(default_factory=dict)  # epoch -> highest seq the cursor reached in it
+    read: dict[int, int] = field(default_factory=dict)  # epoch -> highest seq applied from a batch (not a commit)
     state: str = CONSUMER.initial
     reconciliation_id: str | None = None  # the open one
     reconciliations: int = 0  # ids issued: {consumer_id}/r{n}
     gaps: int = 0
     skipped: int = 0  # batch entries at or below the cursor
+    resets: int = 0  # sequence resets seen (Tandem's extension)
 
     def watermark(self, epoch: int | None = None) -> int:
         return self.watermarks.get(self.epoch if epoch is None else epoch, 0)

@@ -18,8 +18,8 @@ input; and, for a thing that can change, to its latest event in the log
 
 An id may be an operation, an attempt (`op/a1`), a delivery (`fg/d2`), a
 turn (`fg/t2`), an alert (`urgent:…`), a question (`task_id/question_key`),
-a task, an obligation (its operation id), a cause key or a reconciliation
-(`consumer/r1`). An id that is several of these (an operation and its
+a task, an obligation (its operation id), a cause key, a reconciliation
+(`consumer/r1`), a runtime, an investigation or a change-log consumer (`scm`). An id that is several of these (an operation and its
 obligation share an id) is explained once per kind, in `KINDS` order.
 
 The modules: `model` (the JSON model), `keys` (both directions of

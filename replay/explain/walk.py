@@ -10,6 +10,7 @@ import msgspec
 from tandem.replay.explain.alerts import Alert, Obligation
 from tandem.replay.explain.causes import Cause, Reconciliation
 from tandem.replay.explain.chain import Chain
+from tandem.replay.explain.consumers import Consumer
 from tandem.replay.explain.conversations import Delivery, Turn
 from tandem.replay.explain.indexed import IndexedReads
 from tandem.replay.explain.investigations import Investigation
@@ -29,6 +30,7 @@ CHAINS: dict[str, type[Chain]] = {
     chain.kind: chain
     for chain in (
         Operation, Attempt, Delivery, Turn, Alert, Question, Task, Obligation, Cause, Reconciliation, Runtime, Investigation,
+        Consumer,
     )
 }  # fmt: skip
 KINDS = tuple(CHAINS)
@@ -36,6 +38,9 @@ KINDS = tuple(CHAINS)
 # an id that names nothing lists them only when the store holds one (so a v1
 # store's message is what it was).
 LATER_KINDS: dict[str, Key] = {Runtime.kind: ("runtimes",), Investigation.kind: ("investigations",)}
+# Kinds an id that names nothing does not list: a consumer (Tandem's extension) is
+# left out so that that message stays what it was in every store.
+UNLISTED: frozenset[str] = frozenset({"consumer"})
 
 # Bounded output: the links of one explanation (the latest are kept).
 steps_max = 2_000
@@ -87,7 +92,9 @@ def _named(log: Any, identifier: str) -> list[str]:
 
 def _listed(log: Any) -> list[str]:
     """The kinds an id could name in this store (for the message of an id that names none)."""
-    return [kind for kind in KINDS if kind not in LATER_KINDS or log.by_key.get(LATER_KINDS[kind])]
+    return [
+        kind for kind in KINDS if kind not in UNLISTED and (kind not in LATER_KINDS or log.by_key.get(LATER_KINDS[kind]))
+    ]
 
 
 def _kinds(log: Any, identifier: str, kind: str | None) -> list[str]:

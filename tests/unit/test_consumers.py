@@ -150,9 +150,11 @@ def test_entries_at_or_below_the_cursor_are_skipped():
 
 
 def test_a_batch_entirely_at_or_below_the_cursor_changes_nothing_but_the_skipped_count():
-    engine = given(world(), log_batch([1, 2, 3]))
+    """A resend (each entry a repeat of what the inbox holds: Tandem's
+    "Sequence resets" tell it from a reset)."""
+    engine = given(world(), log_batch([entry(n, source_id=f"ci-{n}") for n in (1, 2, 3)]))
     before = snapshot(engine)
-    events = when(engine, log_batch([entry(1, fingerprint="x"), entry(3, fingerprint="y")]))
+    events = when(engine, log_batch([entry(1, source_id="ci-1"), entry(3, source_id="ci-3")]))
     assert rejection(events) is None
     assert kinds(events) == ["InputAccepted", "EntriesSkipped"]
     (skipped,) = of_type(events, ev.EntriesSkipped)
@@ -166,8 +168,14 @@ def test_a_producer_that_restarted_its_seq_is_seen_as_skipped_entries():
     """Contract v1.1: a producer that restarted `seq` at 1 in the same epoch
     has its whole batch skipped, and the consumers view counts every entry."""
     engine = given(world(), log_batch([1, 2, 3, 4, 5]))
-    when(engine, log_batch([entry(1, fingerprint="new-1"), entry(2, fingerprint="new-2"), entry(6, fingerprint="new-6")]))
+    events = when(
+        engine, log_batch([entry(1, fingerprint="new-1"), entry(2, fingerprint="new-2"), entry(6, fingerprint="new-6")])
+    )
     assert consumer_row(engine)["skipped"] == 2
+    # Tandem's extension ("Sequence resets"): not silent; seq 1 is the first entry named.
+    (reset,) = of_type(events, ev.SequenceReset)
+    assert (reset.entry_seq, reset.cursor_seq, reset.read_seq, reset.fingerprint) == (1, 5, 5, "new-1")
+    assert [e.alert_id for e in of_type(events, ev.AlertRaised)] == ["consumer_sequence_reset:scm"]
     assert row(engine) == (1, 6, 0, "consuming", 0)
     assert inbox_row(engine, CI)["revision"] == 6  # five, then seq 6 only
 
