@@ -15,12 +15,12 @@ Each ends with `tandem verify` clean and the input's id applied exactly once.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.client import aio
 from tandem.client import AsyncClient, Client, Result, RetryPolicy, inputs
 from tests.e2e.serving import Served, store_head
 from tests.faults.faults import faults_env, recorded_ids, verified
@@ -58,7 +58,7 @@ def submitted(server: Served, flavour: str, value: inputs.Input) -> Result:
         async with AsyncClient(server.url, server.tokens["human"], timeout_s=client_timeout_s, retry=PATIENT) as client:
             return await client.submit(value)
 
-    return asyncio.run(submit())
+    return aio.run(submit())
 
 
 @pytest.mark.parametrize("flavour", ["sync", "async"])

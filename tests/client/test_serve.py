@@ -7,15 +7,14 @@ server, its head does not move); and the typed reads."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import msgspec
 import pytest
 
+from tests.client import aio
 from tandem.client import ApiError, AsyncClient, BatchRejected, Client, Rejected, inputs
 from tandem.client.protocol import Request
 from tests.e2e.serving import Served, store_head
@@ -68,7 +67,7 @@ class Async:
                 method: Callable[..., Awaitable[Any]] = getattr(client, name)
                 return await method(*arguments, **options)
 
-        return asyncio.run(call())
+        return aio.run(call())
 
     @property
     def requests(self) -> int:
@@ -192,7 +191,7 @@ def test_the_stream_resumes_from_a_results_position(server: Served, flavour: str
                 async for received in client.stream(last_event_id=before.position, timeout_s=30):
                     return received
 
-        first = asyncio.run(first_message())
+        first = aio.run(first_message())
     assert (first.id, first.event, first.data["position"]) == (after.position, "change", after.position)
 
 

@@ -8,13 +8,13 @@ The sync and the async client go through the same checks."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
+from tests.client import aio
 from tandem.client import AsyncClient, Client, inputs
 from tests.e2e.serving import Served
 
@@ -104,7 +104,7 @@ def test_the_async_client_waits_alike(server: Served) -> None:
             return await human.wait_for("tasks", lambda row: row["state"] == "active", key="w4", timeout_s=30)
 
     thread = later(0.5, lambda: delegate(server, "w4"))
-    row = asyncio.run(wait())
+    row = aio.run(wait())
     thread.join()
     assert row["task_id"] == "w4"
 
