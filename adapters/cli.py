@@ -13,14 +13,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import sys
 from types import ModuleType
+from typing import NoReturn
 
 from tandem.adapters import commands
 from tandem.adapters.commands.common import EXIT_OK, EXIT_USAGE, CliError
 from tandem.adapters.store import store_url_help
 from tandem.adapters.terminal import printable
 from tandem.adapters.trace import TraceInvalid
+from tandem.replay.input_errors import did_you_mean
 
 DESCRIPTION = (
     "Tandem: the durable core of a foreground/background agent orchestrator. "
@@ -40,8 +43,25 @@ def command_modules() -> list[ModuleType]:
     return sorted(modules, key=lambda module: (module.ORDER, module.NAME))
 
 
+_invalid_choice = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)$")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose "invalid choice" (an unknown command, say)
+    also names the closest choices: `invalid choice: 'deamon' (did you mean
+    `daemon`?) (choose from ...)`."""
+
+    def error(self, message: str) -> NoReturn:
+        found = _invalid_choice.search(message)
+        if found is not None:
+            choices = re.findall(r"'([^']*)'", found["choices"])
+            hint = did_you_mean(found["word"], choices)
+            message = message[: found.start("word") + len(found["word"]) + 1] + hint + message[found.end("word") + 1 :]
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tandem", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -78,6 +78,7 @@ from tandem.projections import VIEW_NAMES
 from tandem.projections.work import WorkBody
 from tandem.replay.commits import events_page_max
 from tandem.replay.explain import KINDS
+from tandem.replay.input_errors import did_you_mean
 
 log = logging.getLogger("tandem.serve")
 
@@ -273,7 +274,7 @@ async def _views_answer(request: Request, name: str | None) -> bytes:
 async def get_view(request: Request, name: FromPath[str]) -> Response[Any]:
     authenticate(request)
     if name not in VIEW_NAMES:
-        raise ApiError(404, "unknown_view", f"no view {name!r}; views: {', '.join(VIEW_NAMES)}")
+        raise ApiError(404, "unknown_view", f"no view {name!r}{did_you_mean(name, VIEW_NAMES)}; views: {', '.join(VIEW_NAMES)}")
     return Response(await _views_answer(request, name), media_type=JSON)
 
 
@@ -367,7 +368,8 @@ def _views_filter(request: Request) -> frozenset[str] | None:
     names = frozenset(part.strip() for part in text.split(",") if part.strip())
     unknown = sorted(names - set(VIEW_NAMES))
     if unknown or not names:
-        raise ApiError(404, "unknown_view", f"?views={text!r}: no view {', '.join(unknown) or '(none given)'}; views: {', '.join(VIEW_NAMES)}")
+        named = ", ".join(name + did_you_mean(name, VIEW_NAMES) for name in unknown) or "(none given)"
+        raise ApiError(404, "unknown_view", f"?views={text!r}: no view {named}; views: {', '.join(VIEW_NAMES)}")
     return names
 
 

@@ -27,6 +27,7 @@ import msgspec
 from tandem.domain.inputs import Input, decode_input, format_at
 from tandem.replay.edge import LiveEdge, decode_live
 from tandem.replay.engine import Located
+from tandem.replay.input_errors import schema_message
 
 line_bytes_max = 1_048_576  # 1 MiB, contract section 1
 schema_errors_shown_max = 20
@@ -83,15 +84,6 @@ class Trace:
         for line in self.lines:
             yield line, self.data[start : line.end_offset]
             start = line.end_offset
-
-
-def _message(error: Exception) -> str:
-    text = str(error)
-    if isinstance(error, msgspec.DecodeError) and text.startswith("JSON is malformed"):
-        return "bad JSON: " + text.removeprefix("JSON is malformed: ")
-    if "Invalid value" in text and "$.type" in text:
-        return "unknown type " + text.split("Invalid value ", 1)[1].split(" - at", 1)[0]
-    return text
 
 
 time_leap_warning_s = 86_400  # an input more than a day after the one before it is worth a word
@@ -230,7 +222,7 @@ def _decode(raw: bytes, number: int, previous_at: datetime.datetime | None, live
         else:
             value, stamped = decode_live(raw, live.credential.unnamed)
     except (msgspec.ValidationError, msgspec.DecodeError) as error:
-        return _message(error)
+        return schema_message(error, raw)
     if live is not None:
         value = live.admit(value, number)
     if not stamped and previous_at is not None and value.at < previous_at:

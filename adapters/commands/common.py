@@ -28,6 +28,7 @@ from tandem.adapters.writer_lock import WriterLock, acquire_writer_lock, claim_s
 from tandem.domain.inputs import format_at
 from tandem.projections import VIEW_NAMES, Views
 from tandem.replay.engine import Engine
+from tandem.replay.input_errors import did_you_mean
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
 from tandem.replay.trace_scan import ScannedTrace, TraceChanged, scan_trace
 from tandem.replay.traces import Horizon
@@ -255,7 +256,7 @@ def warn_of_time_leaps(trace: ScannedTrace) -> None:
 def view_name(text: str) -> str:
     """An argparse type: one of the views of contract section 7."""
     if text not in VIEW_NAMES:
-        raise argparse.ArgumentTypeError(f"unknown view {text!r}; views: {', '.join(VIEW_NAMES)}")
+        raise argparse.ArgumentTypeError(f"unknown view {text!r}{did_you_mean(text, VIEW_NAMES)}; views: {', '.join(VIEW_NAMES)}")
     return text
 
 
