@@ -119,12 +119,14 @@ def run(args: argparse.Namespace) -> None:
     try:
         lock = spool_lock(settings)
     except ProcessError:
-        daemon.close()
+        daemon.close(refused=True)
         raise
     signal.signal(signal.SIGTERM, daemon.ask_to_stop)
     signal.signal(signal.SIGINT, daemon.ask_to_stop)
+    failed = True
     try:
         run_rounds(daemon, _Sleeper(daemon))
+        failed = False
     except ProcessError:
         stop_after_error(daemon)
         raise
@@ -133,7 +135,7 @@ def run(args: argparse.Namespace) -> None:
         stop_after_error(daemon)
         raise ProcessError(f"stopped after an error: {type(error).__name__}: {error}") from error
     finally:
-        daemon.close()
+        daemon.close(refused=failed)  # failed with no event stored: no store is left behind
         if lock is not None:
             lock.release()
 

@@ -65,14 +65,16 @@ class IdentityLocks:
             self._held.add(identity)
             return Attempt(identity, created, True)
 
-    def unlock(self, identity: Identity, remove: str | None = None) -> None:
+    def unlock(self, identity: Identity, remove: str | None = None, written_too: bool = False) -> None:
         """Release the lock on `identity`. With `remove`: if that path still
         names the file and the file is empty with no `-wal` beside it, remove
         it and close its descriptor: nothing was ever written to it (SQLite
-        leaves a database it wrote non-empty, or its `-wal` beside it)."""
+        leaves a database it wrote non-empty, or its `-wal` beside it). With
+        `written_too`, remove it even so (the caller knows it holds nothing
+        worth keeping)."""
         with self._guard:
             descriptor = self._open[identity]
-            if remove is not None and _unwritten(remove, identity) and _removed(remove):
+            if remove is not None and (written_too or _unwritten(remove, identity)) and _same(remove, identity) and _removed(remove):
                 del self._open[identity]
                 os.close(descriptor)
             else:
@@ -111,6 +113,13 @@ def _removed(path: str) -> bool:
     except OSError:
         return False  # left as it is: an empty database, which its next writer fills
     return True
+
+
+def _same(path: str, identity: Identity) -> bool:
+    try:
+        return identity_of(os.stat(path)) == identity
+    except OSError:
+        return False
 
 
 def _unwritten(path: str, identity: Identity) -> bool:

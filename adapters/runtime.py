@@ -650,9 +650,14 @@ class Runtime:
             self.engine.checkpoint(min_events=stop_snapshot_events_min)
         self.publish("stopped", expected_stop=expected)
 
-    def close(self) -> None:
+    def close(self, refused: bool = False) -> None:
+        """Close the store, release its lock. `refused`: the start (or the
+        run) failed, so a store this run created and left without an event
+        goes, with its lock file (`WriterLock.discard`)."""
         if self.engine is not None and self.engine.store is not None:
             self.engine.store.close()
         if self.lock is not None:
+            if refused:
+                self.lock.discard()
             self.lock.release()
             self.lock = None

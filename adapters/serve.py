@@ -113,7 +113,9 @@ class _Server(uvicorn.Server):
         return None
 
 
-def _bind(host: str, port: int) -> tuple[socket.socket, str]:
+def bind_listening(host: str, port: int) -> tuple[socket.socket, str]:
+    """A socket listening on HOST:PORT and its URL; ServeError if it cannot be
+    (a busy port): taken first, so that a refused start has touched nothing."""
     try:
         family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
     except ValueError:
@@ -212,7 +214,11 @@ def _ignore(number: int, frame: Any) -> None:
     """uvicorn raises the signal it handled again once it has stopped."""
 
 
-def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None) -> None:
+def run(
+    args: argparse.Namespace, announce: Callable[[str], None] | None = None, bound: tuple[socket.socket, str] | None = None
+) -> None:
+    """Serve until a stop. `bound`: the listening socket and its URL, when the
+    caller bound it (`tandem demo --serve`, before it writes anything)."""
     if getattr(args, "stores", None) is not None:
         _run_many(args, announce)
         return
@@ -224,15 +230,15 @@ def run(args: argparse.Namespace, announce: Callable[[str], None] | None = None)
         raise ServeError(str(error)) from None
     settings = daemon.settings_from(args, runtime_inputs=not args.no_runtime_inputs)
     _check_role(args, settings)
+    sock, address = bound if bound is not None else bind_listening(*args.listen)  # a busy port: before the store
     runtime = Runtime(settings)
-    undo: list[Callable[[], None]] = []  # releases what _open took, if the start fails
+    undo: list[Callable[[], None]] = [sock.close]  # releases what _open took, if the start fails
     try:
         follower, reader, spool_lock = _open(args, runtime, undo)
-        sock, address = _bind(*args.listen)
     except (ProcessError, StoreError) as error:
         for release in reversed(undo):
             release()
-        runtime.close()
+        runtime.close(refused=True)
         raise ServeError(str(error), getattr(error, "code", 1)) from None
     service = Service(
         runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql",
@@ -286,12 +292,12 @@ def _run_many(args: argparse.Namespace, announce: Callable[[str], None] | None) 
     shared = serve_many.shared_tokens(tables)
     if shared is not None:
         raise ServeError(f"stores {shared[0]!r} and {shared[1]!r} share a token: a token belongs to one store", EXIT_USAGE)
+    sock, address = bind_listening(*args.listen)  # a busy port: before any store
     members: list[serve_many.Member] = []
-    closing: list[Callable[[], None]] = []
+    closing: list[Callable[[], None]] = [sock.close]
     try:
         for entry, (_, tokens) in zip(entries, tables):
             members.append(_member(args, entry, tokens, closing))
-        sock, address = _bind(*args.listen)
     except (ProcessError, StoreError) as error:
         for close in reversed(closing):
             close()
@@ -312,7 +318,7 @@ def _member(args: argparse.Namespace, entry: Any, tokens: Any, closing: list[Cal
         except BaseException:
             for release in reversed(undo):
                 release()
-            runtime.close()
+            runtime.close(refused=True)
             raise
     except (ProcessError, StoreError) as error:
         raise ServeError(f"store {entry.name}: {error}", getattr(error, "code", 1)) from None

@@ -155,16 +155,19 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def write_tokens_file(path: Path, tokens: dict[str, str]) -> None:
+def write_tokens_file(path: Path, tokens: dict[str, str], exclusive: bool = False) -> os.stat_result:
     """Write a tokens file readable by its owner only (created 0600, never
-    world-readable even for a moment)."""
+    world-readable even for a moment); the file written. `exclusive`: only
+    a new file (FileExistsError if `path` is there already)."""
     body = msgspec.json.format(
         msgspec.json.encode({"tokens": [{"actor": actor, "token": token} for actor, token in tokens.items()]}),
         indent=2,
     )
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
+    descriptor = os.open(path, flags, 0o600)
     try:
         os.fchmod(descriptor, 0o600)
         os.write(descriptor, body + b"\n")
+        return os.fstat(descriptor)
     finally:
         os.close(descriptor)

@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 
 from tandem.adapters.file_lock import ExclusiveLock, LockHeld
 from tandem.adapters.identity_lock import Attempt, Identity, identity_locks, identity_of
-from tandem.adapters.store import StoreAddress, parse_store_url, postgres_connect_timeout_s, redacted
+from tandem.adapters.store import StoreAddress, open_store, parse_store_url, postgres_connect_timeout_s, redacted
 from tandem.replay.port import EventStore, StoreError, WriterClaim
 
 writer_lock_file_suffix = "-writer.lock"
@@ -123,6 +123,12 @@ class WriterLock:
 
     def check(self) -> None:
         """Raise StoreError if the lock is no longer ours (for long-running holders)."""
+
+    def discard(self) -> None:
+        """A refused run: at release, remove the files this lock created (an
+        SQLite database, its `-wal` and `-shm`, the lock file) if the store
+        holds no event. Call it once the store is closed. Memory and
+        PostgreSQL: nothing to remove."""
 
     def release(self) -> None:
         """Release the lock; a second call does nothing."""
@@ -195,11 +201,13 @@ def writer_lock_path(database: str) -> Path:
 
 
 class _FileWriterLock(WriterLock):
-    def __init__(self, url: str, path: Path, lock: ExclusiveLock, database: _HeldDatabase) -> None:
+    def __init__(self, url: str, path: Path, lock: ExclusiveLock, database: _HeldDatabase, created: bool) -> None:
         super().__init__(url, f"flock on {path} and on {database.path}")
         self.path = path
         self._lock = lock
         self._database = database
+        self._created = created  # the lock file did not exist before this lock
+        self._discarding = False
 
     def check(self) -> None:
         # Someone who deletes or replaces the file lets another writer lock a
@@ -211,13 +219,45 @@ class _FileWriterLock(WriterLock):
         if not same:
             raise StoreError(f"the writer lock of {redacted(self.url)} was lost: {self.path} was removed or replaced")
 
+    def discard(self) -> None:
+        self._discarding = True
+
     def release(self) -> None:
         if not self.released:
             try:
-                self._database.release()  # first: an unwritten file it made goes while the name is still locked
+                # First: what it made goes while the names are still locked.
+                self._database.release(discard=self._discarding and _holds_no_event(self.url, self._database.path))
+                if self._discarding and self._created and not os.path.exists(self._database.path):
+                    _remove_if_same(self.path, os.fstat(self._lock.file.fileno()))
             finally:
                 self._lock.release()
         super().release()
+
+
+def _holds_no_event(url: str, database: str) -> bool:
+    """Whether the SQLite store `url` (its file `database`) holds no event:
+    an empty file, or a store whose head is 0."""
+    if os.path.exists(database) and os.path.getsize(database) == 0:
+        return True
+    try:
+        store = open_store(url, read_only=True)
+    except StoreError:
+        return False  # not known to be empty: kept
+    try:
+        return store.head() == 0
+    except StoreError:
+        return False
+    finally:
+        store.close()
+
+
+def _remove_if_same(path: Path | str, status: os.stat_result) -> None:
+    """Remove `path` if it still names the file of `status` (not one put in its place)."""
+    try:
+        if identity_of(os.stat(path)) == identity_of(status):
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def _try_file_lock(url: str, address: StoreAddress) -> WriterLock | WriterHolder | None:
@@ -226,6 +266,7 @@ def _try_file_lock(url: str, address: StoreAddress) -> WriterLock | WriterHolder
     database = os.path.realpath(address.path)
     path = Path(database + writer_lock_file_suffix)
     holder = this_holder()
+    created = not path.exists()
     try:
         lock = ExclusiveLock(path, "the store has a writer", _record(holder))
     except LockHeld as error:
@@ -241,7 +282,7 @@ def _try_file_lock(url: str, address: StoreAddress) -> WriterLock | WriterHolder
         lock.release()
         return outcome
     lock.write(_record(holder, outcome.identity))
-    return _FileWriterLock(url, path, lock, outcome)
+    return _FileWriterLock(url, path, lock, outcome, created)
 
 
 class _HeldDatabase:
@@ -254,8 +295,15 @@ class _HeldDatabase:
         self.identity = attempt.identity
         self.created = attempt.created
 
-    def release(self) -> None:
-        identity_locks.unlock(self.identity, remove=self.path if self.created else None)
+    def release(self, discard: bool = False) -> None:
+        """Unlock; remove the file if this lock created it and it stayed
+        unwritten, or, with `discard` (a refused run, the store holding no
+        event), whatever it holds, with its `-wal` and `-shm`."""
+        if discard and self.created:
+            for side in ("-wal", "-shm", "-journal"):
+                if os.path.exists(self.path + side):
+                    _remove_if_same(self.path + side, os.stat(self.path + side))
+        identity_locks.unlock(self.identity, remove=self.path if self.created else None, written_too=discard)
 
 
 def _lock_database(url: str, database: str) -> _HeldDatabase | WriterHolder | None:

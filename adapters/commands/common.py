@@ -54,13 +54,19 @@ class CliError(Exception):
 @contextmanager
 def writer_lock_or_fail(url: str) -> Iterator[WriterLock]:
     """The store's writer lock (adapters/writer_lock.py) for the block;
-    refused at once (CliError, exit 1) while another writer holds it."""
+    refused at once (CliError, exit 1) while another writer holds it. A
+    block that fails (a refused command) with the store holding no event
+    leaves none of the files this run created (`WriterLock.discard`)."""
     try:
         lock = acquire_writer_lock(url)
     except StoreError as error:
         raise CliError(str(error)) from error
     with lock:
-        yield lock
+        try:
+            yield lock
+        except BaseException:
+            lock.discard()
+            raise
 
 
 def claim_or_fail(store: EventStore, lock: WriterLock) -> None:
@@ -186,23 +192,31 @@ def horizon_of(args: argparse.Namespace, store_url: str) -> Horizon | None:
     return Horizon(utc_now(), at_ahead_max_s, "give --allow-future if it is meant")
 
 
-def ingest_files(
-    engine: Engine, paths: list[str], name: str | None, batch: int, quiet: bool, until_line: int | None = None,
-    warn_leaps: bool = False, horizon: Horizon | None = None, restamp: bool = False,
-) -> None:  # fmt: skip
-    """Apply the traces at `paths`, in order, all checked before anything
-    is written; `until_line` keeps only the inputs on lines 1..until_line;
-    `warn_leaps` (tandem ingest): say which inputs leap more than a day ahead;
-    `horizon`: refuse a line whose `at` is after it; `restamp` (tandem ingest
-    --restamp): apply inputs behind the store at its last `at`."""
+def scan_traces(paths: list[str], name: str | None, horizon: Horizon | None = None) -> list[ScannedTrace]:
+    """Check every trace at `paths` (pass 1: streaming, nothing kept) before
+    anything is written, before even the store is opened or made: a bad line
+    raises TraceInvalid (exit 2), a missing file CliError (exit 2).
+    `horizon`: refuse a line whose `at` is after it."""
     if name is not None and len(paths) > 1:
         raise CliError("--name names one trace; give one TRACE with it", EXIT_USAGE)
     traces = []
-    for path in paths:  # check every trace before writing anything (pass 1: streaming, nothing kept)
+    for path in paths:
         try:
             traces.append(scan_trace(path, name, horizon=horizon))
         except FileNotFoundError as error:
             raise CliError(str(error), EXIT_USAGE) from error
+    return traces
+
+
+def ingest_files(
+    engine: Engine, traces: list[ScannedTrace], batch: int, quiet: bool, until_line: int | None = None,
+    warn_leaps: bool = False, restamp: bool = False,
+) -> None:  # fmt: skip
+    """Apply the traces `scan_traces` checked, in order, all checked against
+    the store before anything is written; `until_line` keeps only the inputs
+    on lines 1..until_line; `warn_leaps` (tandem ingest): say which inputs
+    leap more than a day ahead; `restamp` (tandem ingest --restamp): apply
+    inputs behind the store at its last `at`."""
     with _ingest_errors():  # then each against the store and the traces before it
         check_traces(engine, traces, restamp=restamp, until_line=until_line)
     for trace in traces:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tandem.adapters.commands.common import horizon_of, ingest_files, open_or_fail, store_url_default, trace_options
+from tandem.adapters.commands.common import horizon_of, ingest_files, open_or_fail, scan_traces, store_url_default, trace_options
 from tandem.replay.edge import at_ahead_max_s
 from tandem.adapters.snapshots_beside import snapshots_beside_for
 from tandem.replay.engine import Engine
@@ -44,14 +44,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    traces = scan_traces(args.traces, args.name, horizon_of(args, args.store))  # before the store is opened or made
     with open_or_fail(args.store, writing=True) as store:
         # It prints no view, and its snapshots are written by a process beside it.
         engine = Engine(store, with_views=False, snapshots_beside=snapshots_beside_for(args.store))
-        horizon = horizon_of(args, args.store)
-        ingest_files(
-            engine, args.traces, args.name, args.batch, quiet=args.quiet, warn_leaps=True, horizon=horizon,
-            restamp=args.restamp,
-        )
+        ingest_files(engine, traces, args.batch, quiet=args.quiet, warn_leaps=True, restamp=args.restamp)
         _finish_snapshot(engine, args.quiet)
 
 

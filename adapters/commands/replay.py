@@ -11,6 +11,7 @@ from tandem.adapters.commands.common import (
     layout_of,
     open_or_fail,
     print_views,
+    scan_traces,
     table_options,
     trace_options,
     view_name,
@@ -50,9 +51,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     layout = layout_of(args, args.view)  # before anything is written
+    traces = scan_traces([args.trace], args.name, horizon_of(args, args.store))  # before the store is opened or made
     with open_or_fail(args.store, writing=True) as store:  # memory: (the default) needs no lock
         engine = Engine(store)
-        horizon = horizon_of(args, args.store)
-        ingest_files(engine, [args.trace], args.name, args.batch, quiet=True, until_line=args.until, horizon=horizon)
+        ingest_files(engine, traces, args.batch, quiet=True, until_line=args.until)
     assert engine.views is not None
     print_views(engine.views, args.view, args.json, layout)
