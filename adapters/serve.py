@@ -3,11 +3,13 @@ front (adapters/http_api.py), on uvicorn.
 
 Start: load the tokens (a file readable by others, or a short token, is
 refused) and, with --github-secret-file, the webhook's secret (a file
-readable by others, or an empty secret, is refused), take the store's
-writer lock, take the spool's lock, fold the store, apply the waiting
-spool files and the watchdog's rows, record `daemon.start`, bind the
-socket, and once serving print `listening on http://HOST:PORT` as the
-first line on stdout. Then, besides requests, the runtime's rounds run
+readable by others, or an empty secret, is refused), bind the socket (a
+busy port refused before the store is touched), take the store's writer
+lock, take the spool's lock, fold the store, apply the waiting spool files
+and the watchdog's rows, record `daemon.start`, and once serving print
+`listening on http://HOST:PORT` as the first line on stdout. A start
+refused after the lock removes a store it made and wrote no event to
+(`Runtime.close(refused=True)`). Then, besides requests, the runtime's rounds run
 every `--interval` (spool, watchdog, idle tick, health snapshot).
 
 With --follow (or --standby while another process holds the writer lock)

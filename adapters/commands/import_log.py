@@ -27,6 +27,7 @@ from tandem.adapters.commands.common import EXIT_USAGE, CliError, batch_size, cl
 from tandem.adapters.store import store_url_help
 from tandem.adapters.terminal import printable
 from tandem.domain.events import AnyEvent, decode_event
+from tandem.replay.input_errors import json_message
 from tandem.domain.nesting import lone_surrogate_error, nesting_depth_max, repeated_key_error, too_deep
 from tandem.replay.port import ConcurrencyError, EventStore, StoreError
 
@@ -118,7 +119,7 @@ def check_line(number: int, line: bytes) -> str | None:
     except msgspec.ValidationError as error:
         return f"line {number}: not an event: {error}"
     except msgspec.DecodeError as error:
-        return f"line {number}: not JSON: {error}"
+        return f"line {number}: not JSON: " + json_message(str(error), line).removeprefix("bad JSON: ")
     return None
 
 

@@ -76,6 +76,13 @@ def test_import_of_a_bad_or_missing_file_creates_no_store(tmp_path: Path) -> Non
     assert "line 1: not an event: " in result.stderr and "is not an event log; nothing was written" in result.stderr
     missing = tandem("import", str(tmp_path / "missing.jsonl"), "--store", f"sqlite:///{tmp_path / 'x.db'}")
     assert missing.returncode == 1 and "cannot read" in missing.stderr, missing
+    cut = tmp_path / "inputs" / "cut.jsonl"
+    cut.write_text('{"event":\n')
+    result = tandem("import", str(cut), "--store", f"sqlite:///{tmp_path / 'x.db'}")
+    assert result.returncode == 2, result
+    assert result.stderr.startswith(
+        'line 1: not JSON: it ends too soon, at byte 9: a line cut short, or a closing `"`, `}` or `]` missing?\n'
+    )
     assert files(tmp_path) == {"inputs"}
 
 
