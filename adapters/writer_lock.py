@@ -33,7 +33,10 @@ after (device, inode) in a well-known folder, which two users, two mount
 namespaces (a private /tmp, a container) or a cleaner of /tmp would each
 split in two. A database that does not exist yet is created (empty) by the
 lock, locked by its identity, and the path checked to still name it; one
-that stays unwritten is removed at release.
+that stays unwritten is removed at release. A refused run (`discard`: the
+command failed) removes more, while it still holds the names: the database
+it created if the store holds no event, with its `-wal` and `-shm`, and then
+the lock file, if that run made it too (a refused command leaves no file).
 
 A file with more than one hard link is refused to every writer, holder or
 not: SQLite names its `-wal` and `-shm` after the name it opened (it
@@ -226,7 +229,8 @@ class _FileWriterLock(WriterLock):
         if not self.released:
             try:
                 # First: what it made goes while the names are still locked.
-                self._database.release(discard=self._discarding and _holds_no_event(self.url, self._database.path))
+                made = self._discarding and self._database.created
+                self._database.release(discard=made and _holds_no_event(self.url, self._database.path))
                 if self._discarding and self._created and not os.path.exists(self._database.path):
                     _remove_if_same(self.path, os.fstat(self._lock.file.fileno()))
             finally:
