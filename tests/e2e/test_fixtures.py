@@ -260,6 +260,12 @@ def test_bad_trace_writes_nothing_to_the_store(tmp_path: Path) -> None:
     url = f"sqlite:///{db}"  # sqlite:////abs/path.db
     result = tandem("replay", str(bad_trace(tmp_path)), "--json", "--store", url)
     assert result.returncode == 2, result.stderr
+    assert not db.exists()  # checked before the store is opened: none is made (issue 26)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("// nothing\n")
+    assert tandem("ingest", str(empty), "--store", url).returncode == 0  # an existing store, no event in it
+    result = tandem("replay", str(bad_trace(tmp_path)), "--json", "--store", url)
+    assert result.returncode == 2, result.stderr
     if db.exists():
         with sqlite3.connect(db) as connection:
             tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
