@@ -46,8 +46,8 @@ def did_you_mean(word: str, names: Iterable[str]) -> str:
 # ----------------------------------------------------------- schema errors
 
 
-_unknown_type = re.compile(r"^Invalid value '(?P<kind>.*)' - at `\$\.type`$", re.S)
-_unknown_field = re.compile(r"^Object contains unknown field `(?P<field>.*?)`(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
+_unknown_type = re.compile(r"^Invalid value '(?P<kind>.*)' - at `\$\.type`$", re.DOTALL)
+_unknown_field = re.compile(r"^Object contains unknown field `(?P<field>.*?)`(?: - at `(?P<path>\$[^`]*)`)?$", re.DOTALL)
 _byte = re.compile(r" \(byte (?P<byte>\d+)\)$")
 _type_only = msgspec.json.Decoder(dict[str, Any])
 

@@ -56,8 +56,8 @@ def test_an_unknown_name_gets_the_closest_known_ones(line: str, message: str) ->
         (MESSAGE + "}}",
          "line 1: bad JSON: more follows the input's end, at byte 104: one input per line (two on one line, or a `}` too many?)"),
         (MESSAGE.replace('"hi"', '"a\\q"') + "}",
-         'line 1: bad JSON: invalid escape `\\q` in a string, at byte 102: after a backslash JSON allows only '
-         '" \\ / b f n r t or uXXXX (write `\\\\` for a backslash itself)'),
+         ('line 1: bad JSON: invalid escape `\\q` in a string, at byte 102: after a backslash JSON allows only '
+          '" \\ / b f n r t or uXXXX (write `\\\\` for a backslash itself)')),
         (MESSAGE.replace('"hi"', '"h\ti"') + "}",
          "line 1: bad JSON: a control character (U+0009) in a string, at byte 100: write it escaped (`\\n`, `\\t`, `\\u00XX`)"),
         # Already clear: msgspec's words and its byte, as before.
