@@ -44,7 +44,10 @@ def digests(folder: Path) -> dict[str, str]:
 
 
 def later_trace(directory: Path) -> Path:
-    """A trace every store of the fixtures can take (after their last input)."""
+    """A trace every store of the fixtures can take (after their last input;
+    ahead of the clock, so ingested with --allow-future: the trace is checked
+    before the store is opened, issue 26, and must be valid for the writer to
+    reach the store's refusal)."""
     path = directory / "later.jsonl"
     path.write_text('{"type": "tick", "at": "2027-01-01T00:00:00Z", "actor": "daemon"}\n')
     return path
@@ -71,7 +74,7 @@ def test_in_a_folder_it_may_not_write_readers_work_and_a_writer_is_refused_namin
         done = as_a_user(*reader)
         assert done.returncode == 0, (reader, done.stderr)
     assert "clean" in as_a_user("verify", "--store", url).stdout
-    writer = as_a_user("ingest", str(later_trace(folder.parent)), "--store", url)
+    writer = as_a_user("ingest", str(later_trace(folder.parent)), "--allow-future", "--store", url)
     assert writer.returncode == 1, writer.stderr
     assert f"directory {str(folder)!r} is not writable" in writer.stderr and "Traceback" not in writer.stderr, writer.stderr
     assert digests(folder) == before  # nothing created, nothing changed
@@ -85,7 +88,7 @@ def test_a_store_file_it_may_not_write_reads_and_refuses_a_writer_naming_the_fil
     assert as_a_user("show", "--store", url).returncode == 0  # (SQLite's index beside it: a WAL reader's, docs/operations.md)
     before = digests(folder)
     assert before["events.db"] == log
-    writer = as_a_user("ingest", str(later_trace(folder.parent)), "--store", url)
+    writer = as_a_user("ingest", str(later_trace(folder.parent)), "--allow-future", "--store", url)
     assert writer.returncode == 1, writer.stderr
     assert f"{str(database)!r} is not writable" in writer.stderr and "Traceback" not in writer.stderr, writer.stderr
     assert digests(folder) == before
