@@ -17,10 +17,11 @@ import pytest
 
 from tandem.adapters.runtime import LiveEngine
 from tandem.adapters.store import open_store
-from tandem.adapters.trace import TraceInvalid, read_trace
+from tandem.adapters.trace import read_trace
 from tandem.domain import lifecycles
 from tandem.projections import VIEW_NAMES
 from tandem.projections.rows import STATE_LITERALS, VALUE_VIEWS, VIEW_ROWS
+from tests.integration.fixture_traces import VALID_TRACES
 
 ROOT = Path(__file__).resolve().parents[2]
 VIEWS = sorted((ROOT / "fixtures").glob("*/*.views.json"))
@@ -65,15 +66,7 @@ def test_each_state_literal_is_its_lifecycle_s_states() -> None:
         assert get_args(literal) == getattr(lifecycles, name).states, name
 
 
-def _valid(path: Path) -> bool:
-    try:
-        read_trace(str(path))
-    except TraceInvalid:
-        return False
-    return True
-
-
-TRACES = [path for path in sorted((ROOT / "fixtures").glob("**/*.jsonl")) if _valid(path)]
+TRACES = [Path(path) for path in VALID_TRACES]
 
 
 @pytest.mark.parametrize("path", TRACES, ids=lambda path: f"{path.parent.name}/{path.name}")

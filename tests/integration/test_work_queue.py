@@ -14,7 +14,7 @@ import pytest
 
 from tandem.adapters.runtime import LiveEngine
 from tandem.adapters.store import open_store
-from tandem.adapters.trace import TraceInvalid, read_trace
+from tandem.adapters.trace import read_trace
 from tandem.domain import events as ev
 from tandem.domain.inputs import decode_input, format_at
 from tandem.domain.lifecycles import ACTION
@@ -22,6 +22,7 @@ from tandem.domain.reasons import Rejected
 from tandem.domain.rules import decide
 from tandem.projections.actions import envelope_row
 from tandem.projections.work import work_items
+from tests.integration.fixture_traces import VALID_TRACES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,15 +34,7 @@ CHOICES = {
 }
 
 
-def _valid(path: Path) -> bool:
-    try:
-        read_trace(str(path))
-    except TraceInvalid:
-        return False
-    return True
-
-
-TRACES = [path for path in sorted((ROOT / "fixtures").glob("**/*.jsonl")) if _valid(path)]
+TRACES = [Path(path) for path in VALID_TRACES]
 
 
 def _accepted(engine: LiveEngine, at: str, kind: str, operation_id: str, attempt_id: str | None, field: str, value: str) -> bool:
