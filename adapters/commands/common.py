@@ -56,7 +56,8 @@ def writer_lock_or_fail(url: str) -> Iterator[WriterLock]:
     """The store's writer lock (adapters/writer_lock.py) for the block;
     refused at once (CliError, exit 1) while another writer holds it. A
     block that fails (a refused command) with the store holding no event
-    leaves none of the files this run created (`WriterLock.discard`)."""
+    leaves none of the files this run created (`WriterLock.discard`); a
+    block that fails because the store did (StoreError) leaves them."""
     try:
         lock = acquire_writer_lock(url)
     except StoreError as error:
@@ -64,8 +65,12 @@ def writer_lock_or_fail(url: str) -> Iterator[WriterLock]:
     with lock:
         try:
             yield lock
-        except BaseException:
-            lock.discard()
+        except BaseException as error:
+            # The store failing (a full disk, a lost database) is no refusal of
+            # the command's input: what it holds stays as it is, readable, and
+            # the same command resumes (docs/operations.md).
+            if not isinstance(error, StoreError) and not isinstance(error.__cause__, StoreError):
+                lock.discard()
             raise
 
 
