@@ -73,6 +73,7 @@ class InboxView(View):
                 "retained": True,
                 "latest": latest,
                 "batch_id": None,
+                "ignored": 0,
             }
             return
         row.update(
@@ -87,7 +88,21 @@ class InboxView(View):
             latest=latest,
         )
 
+    def _ignored(self, event: ev.ObservationRecorded) -> str:
+        """Extension (docs/sources.md): counted on its cause's row, made at
+        revision 0 (nothing to triage, not retained) when it has none."""
+        row = self.rows.get(event.cause_key)
+        if row is None:
+            self._revised(event, 0, False, None)
+            row = self.rows[event.cause_key]
+            row["triage_state"] = None
+        row["ignored"] += 1
+        row["last_seen_at"] = event.at
+        return event.cause_key
+
     def _recorded(self, event: ev.ObservationRecorded) -> str | bool:
+        if event.ignored is True:
+            return self._ignored(event)
         if event.out_of_order is True:
             self.rows[event.cause_key]["out_of_order"] += 1  # an earlier one set the time it is behind
             return event.cause_key

@@ -141,7 +141,7 @@ class InboxRow(Row):
     cause_key: str
     revision: int
     kind: str
-    triage_state: UpdateState
+    triage_state: UpdateState | None  # None: only ignored observations (revision 0)
     disposition: str | None
     action_priority: int | None
     notification_priority: int | None
@@ -154,6 +154,7 @@ class InboxRow(Row):
     retained: bool
     latest: InboxLatest | None
     batch_id: str | None
+    ignored: int  # extension: observations recorded as ignored (docs/contract/views.md)
 
 
 # --------------------------------------------------------- questions, alerts

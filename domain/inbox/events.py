@@ -42,6 +42,7 @@ class ObservationRecorded(Decision, frozen=True, kw_only=True):
     out_of_order: bool | UnsetType = UNSET  # True: counted, no revision, not the latest
     batch_id: str | UnsetType = UNSET  # contract v1.2 section 7.1, as given
     judged_as: str | UnsetType = UNSET  # section 7.2: `source_id` is an alias of this source
+    ignored: bool | UnsetType = UNSET  # extension: recorded for audit, no revision (docs/sources.md)
 
 
 class ObservationRepeated(Decision, frozen=True, kw_only=True):

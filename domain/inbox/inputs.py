@@ -42,6 +42,9 @@ class Observe(Input, tag="observe"):
     source_time: Annotated[datetime.datetime, Meta(tz=True)] | UnsetType = UNSET
     truncated: bool | UnsetType = UNSET
     batch_id: Identifier | UnsetType = UNSET  # contract v1.2 section 7.1
+    # Extension (docs/sources.md): recorded for audit, counted on its cause's
+    # inbox row, never a revision, a repeat, out of order or a batch member.
+    ignored: bool | UnsetType = UNSET
 
     def observation(self) -> ObservationFields:
         return ObservationFields(**{f: getattr(self, f) for f in ObservationFields.__struct_fields__})

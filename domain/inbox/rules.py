@@ -65,6 +65,8 @@ class Draft:
     versions: dict[SourceKey, set[str]] = field(default_factory=dict)
     latest_times: dict[SourceKey, datetime.datetime] = field(default_factory=dict)
     deleted_times: dict[SourceKey, datetime.datetime] = field(default_factory=dict)
+    deletions: dict[SourceKey, bool] = field(default_factory=dict)  # the latest is a deletion
+    ranks: dict[SourceKey, int] = field(default_factory=dict)  # the latest's status_rank
     revisions: dict[str, int] = field(default_factory=dict)
     latest_causes: dict[str, str] = field(default_factory=dict)  # source -> its latest cause (section 7.2)
     batches: dict[str, str] = field(default_factory=dict)  # cause_key -> the batch it joined (section 7.1)
@@ -113,6 +115,14 @@ class Draft:
         recorded = self._recorded(key)
         return self.deleted_times.get(key, recorded.deleted_time if recorded is not None else None)
 
+    def latest_deleted(self, key: SourceKey) -> bool:
+        recorded = self._recorded(key)
+        return self.deletions.get(key, recorded.latest_deleted if recorded is not None else False)
+
+    def latest_rank(self, key: SourceKey) -> int:
+        recorded = self._recorded(key)
+        return self.ranks.get(key, recorded.latest_rank if recorded is not None else 0)
+
     def update_revision(self, cause_key: str) -> int:
         if cause_key in self.revisions:
             return self.revisions[cause_key]
@@ -121,11 +131,12 @@ class Draft:
 
 def _repeat(draft: Draft, key: SourceKey, fields: inp.ObservationFields | inp.Observe, aliased: bool) -> bool:
     """Its source_version already recorded for the source and cause, or
-    without one, the fingerprint the latest one had. A deletion never is.
+    without one, the fingerprint the latest one had. A deletion is only when
+    the latest is the same deletion (the same fingerprint): resent, not new.
     An alias's observation (contract v1.2 section 7.2): either, since two
     paths seldom share version schemes."""
     if fields.deleted:
-        return False
+        return draft.latest_deleted(key) and draft.latest_fingerprint(key) == fields.fingerprint
     version = given(fields.source_version)
     if version is not None and draft.version_seen(key, version):  # type: ignore[arg-type]
         return True
@@ -155,13 +166,27 @@ def _batch_events(draft: Draft, cause_key: str, named: str | None, seq: int) -> 
     return [ev.BatchRevised(cause=seq, batch_id=batch_id, cause_key=cause_key, revision=revision, joined=joined)]
 
 
-def _out_of_order(draft: Draft, key: SourceKey, source_time: datetime.datetime | None) -> bool:
-    """Before the latest source_time of its source and cause, or not after
-    that source's deletion (so it never brings a deleted source back)."""
+def status_rank(complete: bool, status: str | None) -> int:
+    """An observation's status precedence, for equal source times: a
+    complete one after any partial one, `in_progress` after `queued`."""
+    return STATUS_RANK_COMPLETE if complete else STATUS_RANKS.get(status or "", 0)
+
+
+def _out_of_order(draft: Draft, key: SourceKey, fields: inp.ObservationFields | inp.Observe) -> bool:
+    """Before the latest source_time of its source and cause, or at the same
+    time with a status of lower precedence (a queued check after its
+    completion), or not after that source's deletion (so it never brings a
+    deleted source back)."""
+    source_time = given(fields.source_time)
     if source_time is None:
         return False
     latest, deleted = draft.latest_time(key), draft.deleted_time(key)
-    return (latest is not None and source_time < latest) or (deleted is not None and source_time <= deleted)
+    if latest is not None and (
+        source_time < latest  # type: ignore[operator]
+        or (source_time == latest and status_rank(fields.complete, given(fields.status)) < draft.latest_rank(key))  # type: ignore[arg-type]
+    ):
+        return True
+    return deleted is not None and source_time <= deleted  # type: ignore[operator]
 
 
 def _note(draft: Draft, key: SourceKey, fields: inp.ObservationFields | inp.Observe, late: bool) -> None:
@@ -172,6 +197,8 @@ def _note(draft: Draft, key: SourceKey, fields: inp.ObservationFields | inp.Obse
     if late:
         return  # not the latest: compared with nothing later
     draft.fingerprints[key] = fields.fingerprint
+    draft.deletions[key] = fields.deleted
+    draft.ranks[key] = status_rank(fields.complete, given(fields.status))  # type: ignore[arg-type]
     source_time = given(fields.source_time)
     if source_time is not None:
         draft.latest_times[key] = source_time  # type: ignore[assignment]
@@ -179,39 +206,63 @@ def _note(draft: Draft, key: SourceKey, fields: inp.ObservationFields | inp.Obse
             draft.deleted_times[key] = source_time  # type: ignore[assignment]
 
 
+def _from_background(state: State, fields: inp.ObservationFields | inp.Observe) -> bool:
+    origin = given(fields.origin_conversation)
+    conversation = state.conversation.by_id.get(origin) if isinstance(origin, str) else None
+    return conversation is not None and conversation.role == "background"
+
+
 def observation_events(
     state: State, draft: Draft, fields: inp.ObservationFields | inp.Observe, seq: int, at: datetime.datetime, via: str
 ) -> list[ev.Event]:
     """The event an observation causes (recorded, or a counted repeat), and
-    its batch's revision (contract v1.2 section 7.1)."""
+    its batch's revision (contract v1.2 section 7.1). An ignored one
+    (extension) is always recorded and compared with nothing."""
     source_id = fields.source_id
     canonical, cause_key = _judged(draft, fields)
     judged_as, key = canonical if canonical is not None else UNSET, (canonical or source_id, cause_key)
-    origin = given(fields.origin_conversation)
-    origin_conversation = state.conversation.by_id.get(origin) if isinstance(origin, str) else None
-    from_background = origin_conversation is not None and origin_conversation.role == "background"
-    if _repeat(draft, key, fields, canonical is not None):
-        counted = not from_background and draft.update_revision(cause_key) > 0
+    ignored = fields.ignored is True
+    # A background's own activity and an ignored observation are set aside:
+    # never a revision, and not what later observations are compared with
+    # (the update never saw them, so the same state reported otherwise is news).
+    aside = ignored or _from_background(state, fields)
+    if not ignored and _repeat(draft, key, fields, canonical is not None):
+        counted = not aside and draft.update_revision(cause_key) > 0
         return [ev.ObservationRepeated(
             cause=seq, via=via, source_id=source_id, cause_key=cause_key, counted=counted, at=at, judged_as=judged_as
         )]  # fmt: skip
-    late = not from_background and _out_of_order(draft, key, given(fields.source_time))  # type: ignore[arg-type]
+    late = not aside and _out_of_order(draft, key, fields)
     local_revision = draft.source_count(key[0]) + 1
     draft.source_counts[key[0]] = local_revision
-    draft.latest_causes[key[0]] = cause_key
+    if not ignored:
+        draft.latest_causes[key[0]] = cause_key
     update_revision = None
-    if not from_background:
-        # A background's own activity does not become what later observations
-        # are compared with: the update never saw it, so the same state
-        # reported otherwise is news, not a repeat.
+    if not aside:
         _note(draft, key, fields, late)
         if not late:
             update_revision = draft.update_revision(cause_key) + 1
             draft.revisions[cause_key] = update_revision
-    recorded = ev.ObservationRecorded(
+    recorded = _recorded_event(fields, seq, at, via, cause_key, local_revision, update_revision, late, judged_as)
+    if update_revision is None:
+        return [recorded]  # revises nothing, so joins and moves no batch
+    return [recorded, *_batch_events(draft, cause_key, given(fields.batch_id), seq)]
+
+
+def _recorded_event(
+    fields: inp.ObservationFields | inp.Observe,
+    seq: int,
+    at: datetime.datetime,
+    via: str,
+    cause_key: str,
+    local_revision: int,
+    update_revision: int | None,
+    late: bool,
+    judged_as: Any,
+) -> ev.ObservationRecorded:
+    return ev.ObservationRecorded(
         cause=seq,
         via=via,
-        source_id=source_id,
+        source_id=fields.source_id,
         local_revision=local_revision,
         cause_key=cause_key,
         kind=fields.kind,
@@ -225,7 +276,7 @@ def observation_events(
         evidence_ref=given(fields.evidence_ref),  # type: ignore[arg-type]
         tokens=given(fields.tokens),  # type: ignore[arg-type]
         deleted=fields.deleted,
-        origin_conversation=origin,  # type: ignore[arg-type]
+        origin_conversation=given(fields.origin_conversation),  # type: ignore[arg-type]
         update_revision=update_revision,
         at=at,
         subject=fields.subject,
@@ -234,10 +285,8 @@ def observation_events(
         out_of_order=True if late else UNSET,
         batch_id=fields.batch_id,
         judged_as=judged_as,
+        ignored=True if fields.ignored is True else UNSET,
     )
-    if update_revision is None:
-        return [recorded]  # revises nothing, so joins and moves no batch
-    return [recorded, *_batch_events(draft, cause_key, given(fields.batch_id), seq)]
 
 
 def decide_observe(state: State, value: inp.Observe, seq: int) -> list[ev.Event]:
@@ -336,6 +385,8 @@ def _observation_recorded(state: State, event: ev.ObservationRecorded) -> None:
     if source is None:
         source = state.inbox.sources[judged_as] = Source()  # type: ignore[index]
     source.count = event.local_revision
+    if event.ignored is True:
+        return  # recorded for audit: counted by the inbox view, nothing else
     source.latest_cause = event.cause_key
     late = event.out_of_order is True
     if event.update_revision is None and not late:
@@ -354,6 +405,8 @@ def _observation_recorded(state: State, event: ev.ObservationRecorded) -> None:
         cause.latest_time = event.source_time  # type: ignore[assignment]
         if event.deleted:
             cause.deleted_time = event.source_time  # type: ignore[assignment]
+    cause.latest_deleted = event.deleted
+    cause.latest_rank = status_rank(event.complete, event.status)
     assert event.update_revision is not None
     _revise_update(state, event, event.update_revision, not event.complete, event.tokens, _RECORDED)
 
@@ -436,3 +489,8 @@ EVOLVERS = {
     ev.CardProposed: _card_proposed,
 }
 REACTIONS: dict[type, Any] = {}
+
+# Status precedence at equal source times (docs/sources.md): partial
+# statuses by how far along they are; any complete observation ranks last.
+STATUS_RANKS = {"requested": 0, "waiting": 0, "pending": 0, "queued": 0, "in_progress": 1}
+STATUS_RANK_COMPLETE = 2

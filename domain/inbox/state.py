@@ -34,6 +34,8 @@ class SourceCause:
     versions: set[str] = field(default_factory=set)  # every source_version recorded, on any path
     latest_time: datetime.datetime | None = None  # the latest in-order source_time
     deleted_time: datetime.datetime | None = None  # source_time of its latest deletion
+    latest_deleted: bool = False  # the latest in-order observation is a deletion
+    latest_rank: int = 0  # its status's precedence (rules.status_rank): equal times are ordered by it
 
 
 @dataclass(slots=True)

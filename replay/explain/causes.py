@@ -69,6 +69,7 @@ class Cause(Chain):
         self.state = "no inbox update"
         self.related_ids: list[str] = []
         self.times: dict[str, tuple[datetime.datetime | None, datetime.datetime | None]] = {}
+        self.statuses: dict[str, str | None] = {}  # the latest in-order observation's status, per source
 
     def _update(self, event: Any, revision: int, disposition: str | None = None) -> None:
         self.revision, self.disposition = revision, disposition
@@ -79,6 +80,8 @@ class Cause(Chain):
     def observed(self, entry: Entry, event: ev.ObservationRecorded) -> Rendered:
         if event.out_of_order is True:
             summary = f"observed by {event.source_id} via {event.via}, out of order ({self._behind(event)}): no revision, not the latest"
+        elif event.ignored is True:
+            summary = f"observed by {event.source_id} via {event.via}, ignored (recorded for audit, never acted on): no revision"
         elif event.update_revision is None:
             summary = f"observed by {event.source_id} via {event.via}, from a background's own activity: no revision"
         else:
@@ -95,6 +98,7 @@ class Cause(Chain):
             return
         _, deleted = self.times.get(event.source_id, (None, None))
         self.times[event.source_id] = (event.source_time, event.source_time if event.deleted else deleted)  # type: ignore[assignment]
+        self.statuses[event.source_id] = "completed" if event.complete else event.status or "partial"
 
     def _behind(self, event: ev.ObservationRecorded) -> str:
         """Why it was out of order, from the cause's earlier observations."""
@@ -102,6 +106,9 @@ class Cause(Chain):
         at = rfc3339(event.source_time)  # type: ignore[arg-type]
         if latest is not None and event.source_time < latest:  # type: ignore[operator]
             return f"source time {at} is before the latest, {rfc3339(latest)}"
+        if latest is not None and event.source_time == latest and (deleted is None or latest > deleted):
+            status = "completed" if event.complete else event.status or "partial"
+            return f"source time {at} is the latest's, and {status} comes before its {self.statuses.get(event.source_id)}"
         return f"source time {at} is not after its deletion's, {rfc3339(deleted)}"
 
     def repeated(self, entry: Entry, event: ev.ObservationRepeated) -> Rendered:

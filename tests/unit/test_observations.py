@@ -198,14 +198,23 @@ def test_source_versions_are_per_source():
     assert len(recorded(events)) == 1
 
 
-def test_a_deleted_observation_is_never_a_repeat():
+def test_a_deletion_is_news_even_of_a_version_or_fingerprint_already_seen():
     engine = given(world(), observe(source_version="v1", fingerprint="f1"))
     by_version = when(engine, observe(source_version="v1", fingerprint="f1", deleted=True))
-    by_fingerprint = when(engine, observe(fingerprint="f1", deleted=True))
-    assert len(recorded(by_version)) == 1 and len(recorded(by_fingerprint)) == 1
+    assert len(recorded(by_version)) == 1
     assert recorded(by_version)[0].deleted is True
     row = inbox_row(engine, CI)
-    assert (row["revision"], row["repeats"]) == (3, 0)
+    assert (row["revision"], row["repeats"]) == (2, 0)
+
+
+def test_the_same_deletion_resent_is_a_repeat():
+    engine = given(world(), observe(fingerprint="f1"), observe(fingerprint="f1", deleted=True))
+    again = when(engine, observe(fingerprint="f1", deleted=True))
+    assert recorded(again) == [] and [type(e).__name__ for e in again[1:]] == ["ObservationRepeated"]
+    row = inbox_row(engine, CI)
+    assert (row["revision"], row["repeats"], row["latest"]["deleted"]) == (2, 1, True)
+    other = when(engine, observe(fingerprint="f2", deleted=True))  # another deletion: news
+    assert len(recorded(other)) == 1 and inbox_row(engine, CI)["revision"] == 3
 
 
 def test_a_repeat_does_not_change_partial():

@@ -203,3 +203,55 @@ def test_explain_of_a_cause_shows_each_observations_status_time_evidence_and_ord
     assert facts[0] == {"source_time": t(20), "evidence": "https://scm/c/1"}
     assert facts[1] == {"source_time": t(10), "truncated": True}
     assert cause.state == "revision 2, untriaged"
+
+
+# ------------------------------------------------ equal times, by status precedence
+
+
+def test_a_queued_check_at_its_completions_time_is_out_of_order():
+    engine = given(world())
+    when(engine, observe("run-1", "done", subject="ci", source_time=t(10), status="success", at=at(1)))
+    events = when(engine, observe("run-1", "queued", subject="ci", source_time=t(10), status="queued", complete=False, at=at(2)))
+    assert recorded(events).out_of_order is True
+    row = inbox_row(engine, f"{CI}:ci")
+    assert (row["revision"], row["out_of_order"], row["partial"], row["latest"]["status"]) == (1, 1, False, "success")
+
+
+def test_equal_times_among_partial_statuses_follow_their_precedence():
+    engine = given(world())
+    when(engine, observe("run-1", "q", subject="ci", source_time=t(10), status="queued", complete=False, at=at(1)))
+    forward = when(engine, observe("run-1", "p", subject="ci", source_time=t(10), status="in_progress", complete=False, at=at(2)))
+    assert recorded(forward).out_of_order is UNSET  # in_progress after queued: in order
+    back = when(engine, observe("run-1", "q2", subject="ci", source_time=t(10), status="queued", complete=False, at=at(3)))
+    assert recorded(back).out_of_order is True
+    later = when(engine, observe("run-1", "q3", subject="ci", source_time=t(11), status="queued", complete=False, at=at(4)))
+    assert recorded(later).out_of_order is UNSET  # a later time: in order whatever its status
+    assert inbox_row(engine, f"{CI}:ci")["revision"] == 3
+
+
+# ------------------------------------------------------ ignored (extension)
+
+
+def test_an_ignored_observation_is_recorded_and_counted_nothing_more():
+    engine = given(world())
+    events = when(engine, observe("hook-1", "f1", kind="github", subject="ping", ignored=True, at=at(1)))
+    first = recorded(events)
+    assert (first.ignored, first.update_revision, first.local_revision) == (True, None, 1)
+    assert kinds(events)[1:] == ["ObservationRecorded"]  # nothing triaged, no batch
+    cause = f"github:{PR}:ping"
+    assert cause not in engine.state.inbox.updates
+    row = inbox_row(engine, cause)
+    assert (row["revision"], row["triage_state"], row["ignored"], row["latest"], row["retained"]) == (0, None, 1, None, False)
+    again = when(engine, observe("hook-1", "f1", kind="github", subject="ping", ignored=True, at=at(2)))
+    assert recorded(again).local_revision == 2  # never a repeat: every one is kept
+    assert inbox_row(engine, cause)["ignored"] == 2
+
+
+def test_an_ignored_observation_is_never_what_later_ones_are_compared_with():
+    engine = given(world())
+    when(engine, observe("hook-1", "f1", kind="github", subject="ping", source_time=t(30), ignored=True, at=at(1)))
+    events = when(engine, observe("hook-1", "f1", kind="github", subject="ping", source_time=t(10), at=at(2)))
+    real = recorded(events)
+    assert (real.update_revision, real.out_of_order) == (1, UNSET)  # neither a repeat nor out of order
+    row = inbox_row(engine, f"github:{PR}:ping")
+    assert (row["revision"], row["triage_state"], row["ignored"], row["retained"]) == (1, "untriaged", 1, True)
