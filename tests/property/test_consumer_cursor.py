@@ -103,6 +103,7 @@ class RefSource:
 
     count: int = 0
     latest: str | None = None
+    latest_deleted: bool = False  # the latest is a deletion: the same one resent is a repeat
     versions: set[str] = field(default_factory=set)
 
 
@@ -141,6 +142,7 @@ class RefUpdate:
             "retained": self.triage_state == "untriaged" or self.disposition in DELIVERABLE,
             "latest": self.latest,
             "batch_id": self.batch_id,
+            "ignored": 0,  # no ignored observations in these traces
         }
 
 
@@ -192,14 +194,17 @@ class Reference:
         source = self.sources.setdefault((fields["source_id"], cause_key), RefSource())
         from_background = fields.get("origin_conversation") in BACKGROUNDS
         version = fields.get("source_version")
-        if not fields.get("deleted", False):
+        deleted = fields.get("deleted", False)
+        if deleted:  # news, unless the latest is this very deletion (docs/sources.md)
+            repeat = source.latest_deleted and source.latest == fields["fingerprint"]
+        else:
             repeat = version in source.versions if version is not None else source.latest == fields["fingerprint"]
-            if repeat:
-                update = self.updates.get(cause_key)
-                if update is not None and not from_background:
-                    update.repeats += 1
-                    update.last_seen_at = at
-                return
+        if repeat:
+            update = self.updates.get(cause_key)
+            if update is not None and not from_background:
+                update.repeats += 1
+                update.last_seen_at = at
+            return
         self.counts[fields["source_id"]] = self.counts.get(fields["source_id"], 0) + 1
         if from_background:
             # recorded (a local revision), but no update changes (no feedback
@@ -207,6 +212,7 @@ class Reference:
             # (engine decision, docs/contract/decisions.md)
             return
         source.latest = fields["fingerprint"]
+        source.latest_deleted = deleted
         if version is not None:
             source.versions.add(version)
         update = self.updates.get(cause_key)

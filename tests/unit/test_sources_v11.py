@@ -205,6 +205,30 @@ def test_explain_of_a_cause_shows_each_observations_status_time_evidence_and_ord
     assert cause.state == "revision 2, untriaged"
 
 
+def test_explain_says_why_an_equal_time_was_out_of_order_and_what_was_ignored():
+    from tandem.adapters.ingest import ingest
+    from tandem.adapters.store import open_store
+    from tandem.adapters.trace import parse_trace
+    from tandem.replay.engine import Engine
+    from tandem.replay.explain import document
+
+    lines = [
+        *world(),
+        observe("run-1", "done", subject="ci", source_time=t(10), status="success", at=at(1)),
+        observe("run-1", "queued", subject="ci", source_time=t(10), status="queued", complete=False, at=at(2)),
+        observe("run-1", "odd", subject="ci", ignored=True, at=at(3)),
+    ]
+    engine = Engine(open_store("memory:"))
+    ingest(engine, parse_trace("".join(json.dumps(line) + "\n" for line in lines).encode(), "ties.jsonl"))
+    (cause,) = [m for m in document(engine.store, f"{CI}:ci").matches if m.kind == "cause"]
+    observed = [step.summary for step in cause.steps if step.event == "ObservationRecorded"]
+    assert observed == [
+        "observed by run-1 via live: revision 1, status success",
+        f"observed by run-1 via live, out of order (source time {t(10)} is the latest's, and queued comes before its completed): no revision, not the latest, status queued",
+        "observed by run-1 via live, ignored (recorded for audit, never acted on): no revision",
+    ]
+
+
 # ------------------------------------------------ equal times, by status precedence
 
 
