@@ -88,14 +88,14 @@ def map_delivery(delivery: Delivery) -> Mapped:
     mapping = EVENTS.get(delivery.event)
     if mapping is None:
         return Mapped([], f"{delivery.name}: not mapped: event {delivery.event!r} (mapped: {', '.join(sorted(EVENTS))})", True)
-    if delivery.action not in mapping.actions:
-        actions = ", ".join(sorted(action for action in mapping.actions if action is not None))
+    if delivery.action not in mapping.mapped:
+        actions = ", ".join(sorted(action for action in mapping.mapped if action is not None))
         return Mapped([], f"{delivery.name}: not mapped: action {delivery.action!r} of {delivery.event} (mapped: {actions})", True)
-    facts = mapping.read(payload)
+    facts = mapping.reader(delivery.action)(payload)
     if not facts.scopes:
         return Mapped([], f"{delivery.name}: names no pull request: nothing to observe")
-    deleted = delivery.action in mapping.deleting
-    source_id = f"github:{payload.repo}:{facts.object_type}:{facts.object_id}"
+    deleted = facts.deleted or delivery.action in mapping.deleting
+    source_id = f"github:{facts.owner or payload.repo}:{facts.object_type}:{facts.object_id}"
     ids = [delivery.guid] if len(facts.scopes) == 1 else [f"{delivery.guid}#{n}" for n in range(1, len(facts.scopes) + 1)]
     inputs = [_input(delivery, facts, source_id, scope, identifier, deleted) for identifier, scope in zip(ids, facts.scopes)]
     return Mapped(inputs)
@@ -117,18 +117,20 @@ def _input(delivery: Delivery, facts: Facts, source_id: str, scope: str, identif
     if delivery.delivered_at is not None:
         head["at"] = delivery.delivered_at
     head["actor"] = "source"
-    line = {**head, **observed, "fingerprint": fingerprint(observed, facts.text)}
+    line = {**head, **observed, "fingerprint": fingerprint(observed, facts.text, facts.labels)}
     if facts.text is not None:
         _fit_text(line, facts.text)
     _check(line, delivery)
     return line
 
 
-def fingerprint(observed: dict[str, Any], text: str | None) -> str:
+def fingerprint(observed: dict[str, Any], text: str | None, labels: list[str] | None = None) -> str:
     """`sha256:` + the SHA-256 of the observation as mapped (its keys sorted,
     compact JSON, UTF-8; the whole text, before any cut): the same object in
-    the same state is the same fingerprint, whichever delivery brought it."""
-    body = {**observed, "text": text}
+    the same state is the same fingerprint, whichever delivery brought it.
+    A pull request's or an issue's sorted label names are hashed too (as
+    `labels`), so that labelling it is a new revision, never a repeat."""
+    body = {**observed, "text": text} if labels is None else {**observed, "text": text, "labels": labels}
     return "sha256:" + hashlib.sha256(msgspec.json.encode(body, order="sorted")).hexdigest()
 
 

@@ -93,6 +93,19 @@ class Payload:
             raise self.invalid(f"payload.{path} {text[:40]!r} is not an RFC 3339 time with a zone")
         return format_at(moment)
 
+    def time_or_epoch(self, path: str) -> str | None:
+        """A time written either way GitHub writes one: RFC 3339 with a zone,
+        or an integer of seconds since the epoch (an installation's times)."""
+        value = self.get(path, object, required=False)
+        if value is None or type(value) is str:
+            return self.time(path)
+        if type(value) is not int:
+            raise self.invalid(f"payload.{path} is {type_name(value)}, not a time (RFC 3339 with a zone, or seconds since the epoch)")
+        try:
+            return format_at(datetime.datetime.fromtimestamp(value, datetime.timezone.utc))
+        except (OverflowError, OSError, ValueError):
+            raise self.invalid(f"payload.{path} {value} is not a time: out of range as seconds since the epoch") from None
+
     def invalid(self, message: str) -> DeliveryInvalid:
         return DeliveryInvalid(f"{self.delivery.name}: {message}")
 
@@ -145,6 +158,13 @@ class Facts:
     commit_sha: str | None = None
     evidence_ref: str | None = None
     text: str | None = None
+    # Hashed into the fingerprint, never observed: the sorted label names of
+    # a pull request or an issue, so that labelling one is a new revision.
+    labels: list[str] | None = None
+    # The `{repo}` of `github:{repo}:{type}:{id}` for an object of no
+    # repository (an installation: its account's login); else the payload's.
+    owner: str | None = None
+    deleted: bool = False  # deleted, whatever the action (a push deleting its branch)
 
 
 def pull_scopes(payload: Payload, path: str) -> list[str]:

@@ -148,10 +148,10 @@ REFUSED: dict[str, tuple[dict[str, str], bytes, int, str]] = {
     "no signature": ({"Content-Type": "application/json", "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "r-1"}, COMMENT, 401, "bad_signature"),
     "a wrong signature": (signed(COMMENT, "issue_comment", "r-2", secret=b"another secret"), COMMENT, 401, "bad_signature"),
     "a signature of another body": (signed(COMMENT + b" ", "issue_comment", "r-3"), COMMENT, 401, "bad_signature"),
-    "an event not mapped": (signed(b'{"ref": "refs/heads/main"}', "push", "r-4"), b'{"ref": "refs/heads/main"}', 422, "unmapped_event"),
+    "an event not mapped": (signed(b'{"action": "created"}', "star", "r-4"), b'{"action": "created"}', 422, "unmapped_event"),
     "an action not mapped": (
-        signed(_payload("check_run/requested_action.payload.json"), "check_run", "r-5"),
-        _payload("check_run/requested_action.payload.json"),
+        signed(_payload("pull_request/assigned.payload.json"), "pull_request", "r-5"),
+        _payload("pull_request/assigned.payload.json"),
         422,
         "unmapped_event",
     ),
@@ -185,8 +185,8 @@ def test_the_messages_name_the_delivery(server: Served) -> None:
     body = b'{"action": "submitted", "review": {"id": 1, "state": "approved"}}'
     reply = deliver(server, "pull_request_review", "guid-named", body)
     assert reply.body["error"]["message"] == "delivery guid-named (pull_request_review.submitted): payload.pull_request is missing"
-    unmapped = deliver(server, "push", "guid-push", b"{}")
-    assert unmapped.body["error"]["message"].startswith("delivery guid-push (push): not mapped: event 'push'")
+    unmapped = deliver(server, "star", "guid-star", b"{}")
+    assert unmapped.body["error"]["message"].startswith("delivery guid-star (star): not mapped: event 'star'")
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_read(server: Served) -> None:

@@ -50,15 +50,33 @@ EXPECTED: dict[str, tuple[str, int] | str] = {
     "payload-examples/check_run/completed.1.payload.json": ("ci", 1),
     "payload-examples/check_run/completed.payload.json": ("ci", 1),
     "payload-examples/check_run/created.payload.json": ("ci", 1),
-    "payload-examples/check_run/requested_action.payload.json": "not mapped: action 'requested_action' of check_run",
+    "payload-examples/check_run/requested_action.payload.json": ("request", 1),
     "payload-examples/check_run/rerequested.payload.json": "names no pull request",
     "payload-examples/check_suite/completed.payload.json": ("ci", 1),
     "payload-examples/check_suite/requested.payload.json": "names no pull request",
     "payload-examples/check_suite/rerequested.payload.json": ("ci", 1),
+    "payload-examples/installation/created.payload.json": ("installation", 1),
+    "payload-examples/installation/deleted.payload.json": ("installation", 1),
+    "payload-examples/installation/suspend.payload.json": ("installation", 1),
     "payload-examples/issue_comment/created.payload.json": ("comment", 1),
     "payload-examples/issue_comment/deleted.payload.json": ("comment", 1),
     "payload-examples/issue_comment/edited.payload.json": ("comment", 1),
+    "payload-examples/issues/deleted.payload.json": ("issue", 1),
+    "payload-examples/issues/edited.payload.json": ("issue", 1),
+    "payload-examples/issues/labeled.payload.json": ("issue", 1),
+    "payload-examples/issues/opened.payload.json": ("issue", 1),
+    "payload-examples/issues/reopened.payload.json": ("issue", 1),
+    "payload-examples/issues/unlabeled.payload.json": ("issue", 1),
     "payload-examples/ping/payload.json": "ping",
+    "payload-examples/pull_request/assigned.payload.json": "not mapped: action 'assigned' of pull_request",
+    "payload-examples/pull_request/closed.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/converted_to_draft.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/labeled.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/opened.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/ready_for_review.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/reopened.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/synchronize.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/unlabeled.payload.json": ("pull_request", 1),
     "payload-examples/pull_request_review/dismissed.payload.json": ("review", 1),
     "payload-examples/pull_request_review/submitted.payload.json": ("review", 1),
     "payload-examples/pull_request_review_comment/created.payload.json": ("comment", 1),
@@ -66,9 +84,22 @@ EXPECTED: dict[str, tuple[str, int] | str] = {
     "payload-examples/pull_request_review_comment/edited.payload.json": ("comment", 1),
     "payload-examples/pull_request_review_thread/resolved.payload.json": ("thread", 1),
     "payload-examples/pull_request_review_thread/unresolved.payload.json": ("thread", 1),
+    "payload-examples/push/payload.json": ("push", 1),
+    "payload-examples/push/with-new-branch.payload.json": ("push", 1),
     "payload-examples/status/payload.json": ("ci", 1),
+    "payload-examples/workflow_job/completed.success.with-organization.payload.json": ("ci", 1),
+    "payload-examples/workflow_job/in_progress.payload.json": ("ci", 1),
+    "payload-examples/workflow_job/queued.payload.json": ("ci", 1),
+    "payload-examples/workflow_job/waiting.payload.json": ("ci", 1),
+    "payload-examples/workflow_run/completed.payload.json": ("ci", 1),
+    "payload-examples/workflow_run/completed.with-pull-requests.payload.json": ("ci", 1),
+    "payload-examples/workflow_run/requested.payload.json": ("ci", 1),
+    "derived/issues/closed.payload.json": ("issue", 1),
+    "derived/pull_request/edited.payload.json": ("pull_request", 1),
     "derived/pull_request_review/edited.payload.json": ("review", 1),
 }
+# Deletions: the `deleted` actions, and a push deleting its ref (a tag).
+DELETING = {"payload-examples/push/payload.json"}
 
 
 def event_of(path: Path) -> str:
@@ -116,7 +147,8 @@ def test_each_vendored_payload_maps_to_valid_inputs_or_says_why_not(path: Path) 
         value = decode_input(msgspec.json.encode(line))  # what the engine takes
         assert value.input_type == "observe" and value.actor == "source" and line["kind"] == kind
         assert line["source_id"].startswith("github:") and line["fingerprint"].startswith("sha256:")
-        assert line["deleted"] is True if path.name.startswith("deleted") else "deleted" not in line
+        deleting = path.name.startswith("deleted") or str(path.relative_to(GITHUB)) in DELETING
+        assert line["deleted"] is True if deleting else "deleted" not in line
 
 
 def test_an_issue_comment_field_by_field() -> None:
@@ -213,6 +245,14 @@ BAD: dict[str, tuple[bytes, str]] = {
         delivery_line("check_run", _without("payload-examples/check_run/completed.payload.json", "check_run"), guid="bad-run"),
         "delivery bad-run (check_run.completed): payload.check_run is missing",
     ),
+    "no head sha": (
+        delivery_line("pull_request", _without("payload-examples/pull_request/synchronize.payload.json", "pull_request", "head", "sha"), guid="bad-head"),
+        "delivery bad-head (pull_request.synchronize): payload.pull_request.head.sha is missing",
+    ),
+    "a push without its ref": (
+        delivery_line("push", _without("payload-examples/push/with-new-branch.payload.json", "ref"), guid="bad-ref"),
+        "delivery bad-ref (push): payload.ref is missing",
+    ),
     "a mistyped id": (
         delivery_line("issue_comment", example("payload-examples/issue_comment/created.payload.json") | {"comment": {"id": True}}, guid="bad-id"),
         "delivery bad-id (issue_comment.created): payload.comment.id is true or false, not an id",
@@ -245,14 +285,14 @@ def test_a_bad_delivery_is_named_and_the_rest_is_converted(case: str, tmp_path: 
 
 
 def test_unmapped_events_and_actions_are_listed_never_dropped(tmp_path: Path) -> None:
-    push = delivery_line("push", {"ref": "refs/heads/main", "repository": {}}, guid="unmapped-push")
+    star = delivery_line("star", {"action": "created", "starred_at": "2026-03-02T10:00:00Z"}, guid="unmapped-star")
     pinned = delivery_line("issue_comment", {"action": "pinned"}, guid="unmapped-pinned")
     source = tmp_path / "deliveries.jsonl"
-    source.write_bytes(GOOD + push + pinned)
+    source.write_bytes(GOOD + star + pinned)
     done = tandem("github", "convert", str(source))
     stderr = done.stderr.decode()
     assert done.returncode == 0, stderr
-    assert f"not observed: {source}:2: delivery unmapped-push (push): not mapped: event 'push'" in stderr
+    assert f"not observed: {source}:2: delivery unmapped-star (star.created): not mapped: event 'star'" in stderr
     assert f"not observed: {source}:3: delivery unmapped-pinned (issue_comment.pinned): not mapped: action 'pinned' of issue_comment" in stderr
     assert "3 deliveries: 1 input(s) to stdout, 2 not observed, 0 bad" in stderr
     assert [json.loads(row)["id"] for row in done.stdout.splitlines()] == ["good-1"]
