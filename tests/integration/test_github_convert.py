@@ -11,12 +11,15 @@ docs/sources.md), on the payloads vendored from octokit/webhooks
 4. text cut to the engine's limits, then `truncated`;
 5. determinism, ordering, bare payloads;
 6. fixtures/github/deliveries.jsonl converts to fixtures/traces/github_sources.jsonl
-   byte for byte, and that trace's views show what the issue asks.
+   byte for byte, and that trace's views show what the issue asks; so does
+   fixtures/github/events.jsonl to fixtures/traces/github_events.jsonl (its
+   views: tests/integration/test_github_events.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import subprocess
 import sys
@@ -394,25 +397,36 @@ def test_a_bare_payload_gets_its_guid_and_time_from_itself(tmp_path: Path) -> No
 # -------------------------------------------------------------- the fixture
 
 
-def test_the_fixture_deliveries_convert_to_the_fixture_trace_byte_for_byte(tmp_path: Path) -> None:
+# Each fixture's deliveries, the module that builds them, its trace and what converting it says.
+FIXTURES = {
+    "deliveries": (DELIVERIES, "build_deliveries", TRACE, "28 deliveries: 26 input(s)", "3 not observed, 0 bad"),
+    "events": (GITHUB / "events.jsonl", "build_events", ROOT / "fixtures" / "traces" / "github_events.jsonl", "16 deliveries: 16 input(s)", "0 not observed, 0 bad"),
+}
+
+
+@pytest.mark.parametrize("fixture", list(FIXTURES))
+def test_the_fixture_deliveries_convert_to_the_fixture_trace_byte_for_byte(tmp_path: Path, fixture: str) -> None:
+    deliveries, _, trace, converted, noted = FIXTURES[fixture]
     out = tmp_path / "trace.jsonl"
-    done = tandem("github", "convert", str(DELIVERIES.relative_to(ROOT)), "--out", str(out))
+    done = tandem("github", "convert", str(deliveries.relative_to(ROOT)), "--out", str(out))
     assert done.returncode == 0, done.stderr
     stderr = done.stderr.decode()
-    assert "28 deliveries: 26 input(s)" in stderr and "3 not observed, 0 bad" in stderr
-    fixture = TRACE.read_bytes()
-    header = b"".join(line + b"\n" for line in fixture.splitlines() if line.startswith(b"//"))
-    assert fixture.startswith(header)
-    assert fixture[len(header) :] == out.read_bytes()
+    assert converted in stderr and noted in stderr, stderr
+    fixture_bytes = trace.read_bytes()
+    header = b"".join(line + b"\n" for line in fixture_bytes.splitlines() if line.startswith(b"//"))
+    assert fixture_bytes.startswith(header)
+    assert fixture_bytes[len(header) :] == out.read_bytes()
 
 
-def test_the_fixture_deliveries_are_built_from_the_vendored_payloads() -> None:
+@pytest.mark.parametrize("fixture", list(FIXTURES))
+def test_the_fixture_deliveries_are_built_from_the_vendored_payloads(fixture: str) -> None:
+    deliveries, builder, _, _, _ = FIXTURES[fixture]
     sys.path.insert(0, str(GITHUB))
     try:
-        import build_deliveries  # type: ignore[import-not-found]
+        module = importlib.import_module(builder)
     finally:
         sys.path.remove(str(GITHUB))
-    assert build_deliveries.build() == DELIVERIES.read_bytes()
+    assert module.build() == deliveries.read_bytes()
 
 
 def _inbox() -> dict[str, dict[str, Any]]:

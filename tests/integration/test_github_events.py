@@ -390,3 +390,32 @@ def test_a_payload_without_what_its_event_needs_is_named(case: str) -> None:
     with pytest.raises(DeliveryInvalid) as raised:
         map_delivery(Delivery(GUID, event, None, payload))
     assert str(raised.value).startswith(f"delivery {GUID} ({event}") and expected in str(raised.value), str(raised.value)
+
+
+# ------------------------------------------------------------ the fixture
+
+
+def test_the_events_fixture_views_show_the_story() -> None:
+    views = json.loads(TRACE.with_suffix(".views.json").read_text(encoding="utf-8"))
+    inbox = {row["cause_key"]: row for row in views["inbox"]}
+
+    def row(key: str) -> tuple[Any, ...]:
+        found = inbox[key]
+        return found["revision"], found["repeats"], found["out_of_order"], found["partial"], found["latest"]["status"]
+
+    head, new_head = HEAD, "9f3c1e5b7d2a4c6e8f0a1b3d5c7e9a2b4d6f8e01"
+    # Opened as a draft, labelled, a new head, edited, ready, merged: six revisions of one cause.
+    assert row(f"pull_request:{PR2}") == (6, 0, 0, False, "merged")
+    assert inbox[f"pull_request:{PR2}"]["latest"]["excerpt"].startswith("Update the README with new information and a contributing guide.\n\n")
+    assert row(f"ci:{PR2}:workflow:CI") == (2, 0, 0, False, "failure")  # requested (partial), then failed
+    assert row(f"ci:{REPO}/commit/{head}:job:CI/test") == (1, 0, 0, False, "failure")  # a job: the commit's page
+    assert row(f"request:{PR2}:lint:fix-lint") == (1, 0, 0, False, "fix-lint")
+    assert row(f"push:{REPO}/tree/master") == (1, 0, 0, False, "pushed")
+    assert row(f"issue:{ISSUE1}") == (3, 0, 0, False, "closed")  # opened, labelled, closed
+    assert inbox[f"comment:{ISSUE1}:github:Codertocat/Hello-World:issue_comment:492700500"]["latest"]["excerpt"] == "Fixed in #2."
+    assert row("installation:https://github.com/settings/installations/957387") == (1, 0, 0, False, "created")
+    assert len(inbox) == 8 and views["rejections"] == []
+    # The synchronize moved the pull request's commit: the trace says which head each revision is of.
+    lines = [json.loads(line) for line in TRACE.read_bytes().splitlines() if not line.startswith(b"//")]
+    heads = [line["commit_sha"] for line in lines if line["kind"] == "pull_request"]
+    assert heads == [head, head, new_head, new_head, new_head, new_head]
