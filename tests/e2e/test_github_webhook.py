@@ -14,7 +14,11 @@ HMAC-SHA256 (adapters/github_webhook.py, docs/sources.md).
    pull_request, a missing header (400 invalid_delivery), another content
    type (415), a body over the limit (413); ping is 200 and records nothing;
 3. without --github-secret-file the route is 404, and an unsafe or empty
-   secret file stops the server before it listens.
+   secret file stops the server before it listens;
+4. fixtures/github/events.jsonl (pull requests, pushes, workflows, a
+   requested action, issues, an installation), posted the same way to a
+   server of its own: every delivery 200 and observed, none 422, and the
+   inbox the one `tandem replay` shows for the converted trace.
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ from tests.e2e.serving import Served, store_head, tandem
 ROOT = Path(__file__).resolve().parents[2]
 DELIVERIES = ROOT / "fixtures" / "github" / "deliveries.jsonl"
 TRACE = ROOT / "fixtures" / "traces" / "github_sources.jsonl"
+EVENTS = ROOT / "fixtures" / "github" / "events.jsonl"
+EVENTS_TRACE = ROOT / "fixtures" / "traces" / "github_events.jsonl"
+# The views besides the inbox that the events fixture leaves empty, on the server as in the trace.
+LISTS = ("tasks", "actions", "questions", "alerts", "cards", "rejections", "investigations")
 SECRET = b"a webhook secret, as set on GitHub"
 ROUTE = "/v1/sources/github"
 TIMEOUT_S = 20.0
@@ -92,9 +100,24 @@ def views(server: Served) -> dict[str, Any]:
     return reply.body
 
 
-def fixture_deliveries() -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in DELIVERIES.read_bytes().splitlines()]
+def fixture_deliveries(path: Path = DELIVERIES) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in path.read_bytes().splitlines()]
     return sorted(rows, key=lambda row: row["delivered_at"])  # stable: as `tandem github convert` orders them
+
+
+def post_fixture(server: Served, row: dict[str, Any]) -> Reply:
+    """One fixture delivery, posted as GitHub would: its payload, signed with the server's secret."""
+    body = json.dumps(row["request"]["payload"], ensure_ascii=False).encode()
+    return deliver(server, row["event"], row["guid"], body)
+
+
+def assert_inbox_as_converted(server: Served, trace: Path) -> None:
+    """The served inbox is the converted trace's, row by row, times of delivery aside."""
+    served = {row["cause_key"]: row for row in views(server)["inbox"]}
+    expected = {row["cause_key"]: row for row in json.loads(trace.with_suffix(".views.json").read_text(encoding="utf-8"))["inbox"]}
+    assert served.keys() == expected.keys()
+    for key, row in expected.items():
+        assert {k: v for k, v in served[key].items() if k not in TIMES} == {k: v for k, v in row.items() if k not in TIMES}, key
 
 
 def secret_file(directory: Path, data: bytes = SECRET + b"\n", mode: int = 0o600) -> Path:
@@ -115,8 +138,7 @@ def test_the_fixture_deliveries_are_recorded_as_the_converted_trace_says(server:
     before = head(server)
     answers = []
     for row in fixture_deliveries():
-        body = json.dumps(row["request"]["payload"], ensure_ascii=False).encode()
-        reply = deliver(server, row["event"], row["guid"], body)
+        reply = post_fixture(server, row)
         unmapped = map_delivery(Delivery(row["guid"], row["event"], None, row["request"]["payload"])).unmapped
         assert reply.status == (422 if unmapped else 200), (row["guid"], reply)
         if not unmapped:
@@ -129,14 +151,27 @@ def test_the_fixture_deliveries_are_recorded_as_the_converted_trace_says(server:
     assert fanned["event"] == "check_run" and [result["accepted"] for result in fanned["results"]] == [True, True]
     redelivered = [answer for row, answer in answers if row["redelivery"]]
     assert [result["reason"] for answer in redelivered for result in answer["results"]] == ["duplicate_input"]
-    served = {row["cause_key"]: row for row in views(server)["inbox"]}
-    expected = {row["cause_key"]: row for row in json.loads(TRACE.with_suffix(".views.json").read_text(encoding="utf-8"))["inbox"]}
-    assert served.keys() == expected.keys()
-    for key, row in expected.items():
-        assert {k: v for k, v in served[key].items() if k not in TIMES} == {k: v for k, v in row.items() if k not in TIMES}, key
+    assert_inbox_as_converted(server, TRACE)
     events = request(server, "GET", f"/v1/events?after={before}&limit=5", headers={"Authorization": f"Bearer {server.tokens['human']}"})
     inputs = [event["body"]["input"] for event in events.body["events"] if event["type"] == "InputAccepted"]
     assert inputs and all(value["actor"] == "source" and value["type"] == "observe" for value in inputs)
+
+
+def test_the_events_an_orchestrator_acts_on_are_recorded_as_the_converted_trace_says(tmp_path: Path) -> None:
+    """fixtures/github/events.jsonl (pull request, push, workflow run and job,
+    requested action, issues, installation), live on a server of its own: every
+    delivery 200 and observed, the inbox the converted trace's."""
+    with Served(tmp_path, f"sqlite:///{tmp_path}/events.db", "--github-secret-file", str(secret_file(tmp_path)), "--no-runtime-inputs") as served:
+        rows = fixture_deliveries(EVENTS)
+        replies = [post_fixture(served, row) for row in rows]
+        assert [reply.status for reply in replies] == [200] * len(rows) == [200] * 16, [r.data for r in replies if r.status != 200]
+        assert [(reply.body["event"], reply.body["note"]) for reply in replies] == [(row["event"], None) for row in rows]
+        results = [result for reply in replies for result in reply.body["results"]]
+        assert len(results) == 16 and all(result["accepted"] for result in results), results
+        assert_inbox_as_converted(served, EVENTS_TRACE)
+        shown = views(served)
+        expected = json.loads(EVENTS_TRACE.with_suffix(".views.json").read_text(encoding="utf-8"))
+        assert {key: shown[key] for key in LISTS} == {key: expected[key] for key in LISTS}  # nothing else recorded: no task, no rejection
 
 
 def _payload(name: str) -> bytes:
@@ -148,10 +183,10 @@ REFUSED: dict[str, tuple[dict[str, str], bytes, int, str]] = {
     "no signature": ({"Content-Type": "application/json", "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "r-1"}, COMMENT, 401, "bad_signature"),
     "a wrong signature": (signed(COMMENT, "issue_comment", "r-2", secret=b"another secret"), COMMENT, 401, "bad_signature"),
     "a signature of another body": (signed(COMMENT + b" ", "issue_comment", "r-3"), COMMENT, 401, "bad_signature"),
-    "an event not mapped": (signed(b'{"ref": "refs/heads/main"}', "push", "r-4"), b'{"ref": "refs/heads/main"}', 422, "unmapped_event"),
+    "an event not mapped": (signed(b'{"action": "created"}', "star", "r-4"), b'{"action": "created"}', 422, "unmapped_event"),
     "an action not mapped": (
-        signed(_payload("check_run/requested_action.payload.json"), "check_run", "r-5"),
-        _payload("check_run/requested_action.payload.json"),
+        signed(_payload("pull_request/assigned.payload.json"), "pull_request", "r-5"),
+        _payload("pull_request/assigned.payload.json"),
         422,
         "unmapped_event",
     ),
@@ -185,8 +220,8 @@ def test_the_messages_name_the_delivery(server: Served) -> None:
     body = b'{"action": "submitted", "review": {"id": 1, "state": "approved"}}'
     reply = deliver(server, "pull_request_review", "guid-named", body)
     assert reply.body["error"]["message"] == "delivery guid-named (pull_request_review.submitted): payload.pull_request is missing"
-    unmapped = deliver(server, "push", "guid-push", b"{}")
-    assert unmapped.body["error"]["message"].startswith("delivery guid-push (push): not mapped: event 'push'")
+    unmapped = deliver(server, "star", "guid-star", b"{}")
+    assert unmapped.body["error"]["message"].startswith("delivery guid-star (star): not mapped: event 'star'")
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_read(server: Served) -> None:

@@ -11,12 +11,15 @@ docs/sources.md), on the payloads vendored from octokit/webhooks
 4. text cut to the engine's limits, then `truncated`;
 5. determinism, ordering, bare payloads;
 6. fixtures/github/deliveries.jsonl converts to fixtures/traces/github_sources.jsonl
-   byte for byte, and that trace's views show what the issue asks.
+   byte for byte, and that trace's views show what the issue asks; so does
+   fixtures/github/events.jsonl to fixtures/traces/github_events.jsonl (its
+   views: tests/integration/test_github_events.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import subprocess
 import sys
@@ -50,15 +53,33 @@ EXPECTED: dict[str, tuple[str, int] | str] = {
     "payload-examples/check_run/completed.1.payload.json": ("ci", 1),
     "payload-examples/check_run/completed.payload.json": ("ci", 1),
     "payload-examples/check_run/created.payload.json": ("ci", 1),
-    "payload-examples/check_run/requested_action.payload.json": "not mapped: action 'requested_action' of check_run",
+    "payload-examples/check_run/requested_action.payload.json": ("request", 1),
     "payload-examples/check_run/rerequested.payload.json": "names no pull request",
     "payload-examples/check_suite/completed.payload.json": ("ci", 1),
     "payload-examples/check_suite/requested.payload.json": "names no pull request",
     "payload-examples/check_suite/rerequested.payload.json": ("ci", 1),
+    "payload-examples/installation/created.payload.json": ("installation", 1),
+    "payload-examples/installation/deleted.payload.json": ("installation", 1),
+    "payload-examples/installation/suspend.payload.json": ("installation", 1),
     "payload-examples/issue_comment/created.payload.json": ("comment", 1),
     "payload-examples/issue_comment/deleted.payload.json": ("comment", 1),
     "payload-examples/issue_comment/edited.payload.json": ("comment", 1),
+    "payload-examples/issues/deleted.payload.json": ("issue", 1),
+    "payload-examples/issues/edited.payload.json": ("issue", 1),
+    "payload-examples/issues/labeled.payload.json": ("issue", 1),
+    "payload-examples/issues/opened.payload.json": ("issue", 1),
+    "payload-examples/issues/reopened.payload.json": ("issue", 1),
+    "payload-examples/issues/unlabeled.payload.json": ("issue", 1),
     "payload-examples/ping/payload.json": "ping",
+    "payload-examples/pull_request/assigned.payload.json": "not mapped: action 'assigned' of pull_request",
+    "payload-examples/pull_request/closed.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/converted_to_draft.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/labeled.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/opened.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/ready_for_review.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/reopened.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/synchronize.payload.json": ("pull_request", 1),
+    "payload-examples/pull_request/unlabeled.payload.json": ("pull_request", 1),
     "payload-examples/pull_request_review/dismissed.payload.json": ("review", 1),
     "payload-examples/pull_request_review/submitted.payload.json": ("review", 1),
     "payload-examples/pull_request_review_comment/created.payload.json": ("comment", 1),
@@ -66,9 +87,22 @@ EXPECTED: dict[str, tuple[str, int] | str] = {
     "payload-examples/pull_request_review_comment/edited.payload.json": ("comment", 1),
     "payload-examples/pull_request_review_thread/resolved.payload.json": ("thread", 1),
     "payload-examples/pull_request_review_thread/unresolved.payload.json": ("thread", 1),
+    "payload-examples/push/payload.json": ("push", 1),
+    "payload-examples/push/with-new-branch.payload.json": ("push", 1),
     "payload-examples/status/payload.json": ("ci", 1),
+    "payload-examples/workflow_job/completed.success.with-organization.payload.json": ("ci", 1),
+    "payload-examples/workflow_job/in_progress.payload.json": ("ci", 1),
+    "payload-examples/workflow_job/queued.payload.json": ("ci", 1),
+    "payload-examples/workflow_job/waiting.payload.json": ("ci", 1),
+    "payload-examples/workflow_run/completed.payload.json": ("ci", 1),
+    "payload-examples/workflow_run/completed.with-pull-requests.payload.json": ("ci", 1),
+    "payload-examples/workflow_run/requested.payload.json": ("ci", 1),
+    "derived/issues/closed.payload.json": ("issue", 1),
+    "derived/pull_request/edited.payload.json": ("pull_request", 1),
     "derived/pull_request_review/edited.payload.json": ("review", 1),
 }
+# Deletions: the `deleted` actions, and a push deleting its ref (a tag).
+DELETING = {"payload-examples/push/payload.json"}
 
 
 def event_of(path: Path) -> str:
@@ -116,7 +150,8 @@ def test_each_vendored_payload_maps_to_valid_inputs_or_says_why_not(path: Path) 
         value = decode_input(msgspec.json.encode(line))  # what the engine takes
         assert value.input_type == "observe" and value.actor == "source" and line["kind"] == kind
         assert line["source_id"].startswith("github:") and line["fingerprint"].startswith("sha256:")
-        assert line["deleted"] is True if path.name.startswith("deleted") else "deleted" not in line
+        deleting = path.name.startswith("deleted") or str(path.relative_to(GITHUB)) in DELETING
+        assert line["deleted"] is True if deleting else "deleted" not in line
 
 
 def test_an_issue_comment_field_by_field() -> None:
@@ -213,6 +248,14 @@ BAD: dict[str, tuple[bytes, str]] = {
         delivery_line("check_run", _without("payload-examples/check_run/completed.payload.json", "check_run"), guid="bad-run"),
         "delivery bad-run (check_run.completed): payload.check_run is missing",
     ),
+    "no head sha": (
+        delivery_line("pull_request", _without("payload-examples/pull_request/synchronize.payload.json", "pull_request", "head", "sha"), guid="bad-head"),
+        "delivery bad-head (pull_request.synchronize): payload.pull_request.head.sha is missing",
+    ),
+    "a push without its ref": (
+        delivery_line("push", _without("payload-examples/push/with-new-branch.payload.json", "ref"), guid="bad-ref"),
+        "delivery bad-ref (push): payload.ref is missing",
+    ),
     "a mistyped id": (
         delivery_line("issue_comment", example("payload-examples/issue_comment/created.payload.json") | {"comment": {"id": True}}, guid="bad-id"),
         "delivery bad-id (issue_comment.created): payload.comment.id is true or false, not an id",
@@ -245,14 +288,14 @@ def test_a_bad_delivery_is_named_and_the_rest_is_converted(case: str, tmp_path: 
 
 
 def test_unmapped_events_and_actions_are_listed_never_dropped(tmp_path: Path) -> None:
-    push = delivery_line("push", {"ref": "refs/heads/main", "repository": {}}, guid="unmapped-push")
+    star = delivery_line("star", {"action": "created", "starred_at": "2026-03-02T10:00:00Z"}, guid="unmapped-star")
     pinned = delivery_line("issue_comment", {"action": "pinned"}, guid="unmapped-pinned")
     source = tmp_path / "deliveries.jsonl"
-    source.write_bytes(GOOD + push + pinned)
+    source.write_bytes(GOOD + star + pinned)
     done = tandem("github", "convert", str(source))
     stderr = done.stderr.decode()
     assert done.returncode == 0, stderr
-    assert f"not observed: {source}:2: delivery unmapped-push (push): not mapped: event 'push'" in stderr
+    assert f"not observed: {source}:2: delivery unmapped-star (star.created): not mapped: event 'star'" in stderr
     assert f"not observed: {source}:3: delivery unmapped-pinned (issue_comment.pinned): not mapped: action 'pinned' of issue_comment" in stderr
     assert "3 deliveries: 1 input(s) to stdout, 2 not observed, 0 bad" in stderr
     assert [json.loads(row)["id"] for row in done.stdout.splitlines()] == ["good-1"]
@@ -354,25 +397,36 @@ def test_a_bare_payload_gets_its_guid_and_time_from_itself(tmp_path: Path) -> No
 # -------------------------------------------------------------- the fixture
 
 
-def test_the_fixture_deliveries_convert_to_the_fixture_trace_byte_for_byte(tmp_path: Path) -> None:
+# Each fixture's deliveries, the module that builds them, its trace and what converting it says.
+FIXTURES = {
+    "deliveries": (DELIVERIES, "build_deliveries", TRACE, "28 deliveries: 26 input(s)", "3 not observed, 0 bad"),
+    "events": (GITHUB / "events.jsonl", "build_events", ROOT / "fixtures" / "traces" / "github_events.jsonl", "16 deliveries: 16 input(s)", "0 not observed, 0 bad"),
+}
+
+
+@pytest.mark.parametrize("fixture", list(FIXTURES))
+def test_the_fixture_deliveries_convert_to_the_fixture_trace_byte_for_byte(tmp_path: Path, fixture: str) -> None:
+    deliveries, _, trace, converted, noted = FIXTURES[fixture]
     out = tmp_path / "trace.jsonl"
-    done = tandem("github", "convert", str(DELIVERIES.relative_to(ROOT)), "--out", str(out))
+    done = tandem("github", "convert", str(deliveries.relative_to(ROOT)), "--out", str(out))
     assert done.returncode == 0, done.stderr
     stderr = done.stderr.decode()
-    assert "28 deliveries: 26 input(s)" in stderr and "3 not observed, 0 bad" in stderr
-    fixture = TRACE.read_bytes()
-    header = b"".join(line + b"\n" for line in fixture.splitlines() if line.startswith(b"//"))
-    assert fixture.startswith(header)
-    assert fixture[len(header) :] == out.read_bytes()
+    assert converted in stderr and noted in stderr, stderr
+    fixture_bytes = trace.read_bytes()
+    header = b"".join(line + b"\n" for line in fixture_bytes.splitlines() if line.startswith(b"//"))
+    assert fixture_bytes.startswith(header)
+    assert fixture_bytes[len(header) :] == out.read_bytes()
 
 
-def test_the_fixture_deliveries_are_built_from_the_vendored_payloads() -> None:
+@pytest.mark.parametrize("fixture", list(FIXTURES))
+def test_the_fixture_deliveries_are_built_from_the_vendored_payloads(fixture: str) -> None:
+    deliveries, builder, _, _, _ = FIXTURES[fixture]
     sys.path.insert(0, str(GITHUB))
     try:
-        import build_deliveries  # type: ignore[import-not-found]
+        module = importlib.import_module(builder)
     finally:
         sys.path.remove(str(GITHUB))
-    assert build_deliveries.build() == DELIVERIES.read_bytes()
+    assert module.build() == deliveries.read_bytes()
 
 
 def _inbox() -> dict[str, dict[str, Any]]:
