@@ -3,9 +3,9 @@ section 10, "GitHub"). Pure: bytes and values in, input dicts and messages
 out; no file, no clock, no network.
 
 `map_delivery` maps one delivery (its guid, event, `delivered_at` and
-payload) to the inputs it observes, one per pull request it concerns, with a
-note when it observes nothing (ping, an event or action not mapped, a check
-naming no pull request). `convert` does it for whole files (JSON Lines of
+payload) to the inputs it observes, one per pull request it concerns, or to
+one ignored observation with a note why (ping, an event or action not
+mapped, a check naming no pull request: recorded, never dropped). `convert` does it for whole files (JSON Lines of
 hook-deliveries API objects, or bare payloads) and puts the inputs in
 `delivered_at` order. What cannot be read is a `DeliveryInvalid` whose
 message names the delivery (where it is, its guid, event and action as far
@@ -68,9 +68,11 @@ _epoch = "1970-01-01T00:00:00Z"
 @dataclass(frozen=True, slots=True)
 class Mapped:
     """What one delivery observes: its inputs (trace lines as dicts, `at`
-    left out when the delivery has no `delivered_at`), and `note`, why it
-    observes nothing when it does not. `unmapped`: its event or action is not
-    one this module maps (ping and a check naming no pull request are)."""
+    left out when the delivery has no `delivered_at`), and `note`, why it is
+    recorded as ignored when it is (**extension**, docs/sources.md: ping, an
+    event or action not mapped, a check naming no pull request: one ignored
+    observation, never nothing). `unmapped`: its event or action is not one
+    this module maps."""
 
     inputs: list[dict[str, Any]]
     note: str | None = None
@@ -84,16 +86,16 @@ def map_delivery(delivery: Delivery) -> Mapped:
     """The inputs one delivery observes (see the module's docstring)."""
     payload = Payload(delivery)
     if delivery.event == PING:
-        return Mapped([], f"{delivery.name}: ping (hook {payload.value.get('hook_id')}): nothing to observe")
+        return _ignored(delivery, payload, f"ping (hook {payload.value.get('hook_id')})")
     mapping = EVENTS.get(delivery.event)
     if mapping is None:
-        return Mapped([], f"{delivery.name}: not mapped: event {delivery.event!r} (mapped: {', '.join(sorted(EVENTS))})", True)
+        return _ignored(delivery, payload, f"not mapped: event {delivery.event!r} (mapped: {', '.join(sorted(EVENTS))})", True)
     if delivery.action not in mapping.mapped:
         actions = ", ".join(sorted(action for action in mapping.mapped if action is not None))
-        return Mapped([], f"{delivery.name}: not mapped: action {delivery.action!r} of {delivery.event} (mapped: {actions})", True)
+        return _ignored(delivery, payload, f"not mapped: action {delivery.action!r} of {delivery.event} (mapped: {actions})", True)
     facts = mapping.reader(delivery.action)(payload)
     if not facts.scopes:
-        return Mapped([], f"{delivery.name}: names no pull request: nothing to observe")
+        return _ignored(delivery, payload, "names no pull request")
     deleted = facts.deleted or delivery.action in mapping.deleting
     source_id = f"github:{facts.owner or payload.repo}:{facts.object_type}:{facts.object_id}"
     ids = [delivery.guid] if len(facts.scopes) == 1 else [f"{delivery.guid}#{n}" for n in range(1, len(facts.scopes) + 1)]
@@ -101,7 +103,39 @@ def map_delivery(delivery: Delivery) -> Mapped:
     return Mapped(inputs)
 
 
-def _input(delivery: Delivery, facts: Facts, source_id: str, scope: str, identifier: str, deleted: bool) -> dict[str, Any]:
+def _ignored(delivery: Delivery, payload: Payload, reason: str, unmapped: bool = False) -> Mapped:
+    """A delivery nothing acts on, recorded all the same (**extension**): one
+    observation `ignored: true` of kind `github`, its cause
+    `github:{owner's page}:{event}.{action}`, its text the reason."""
+    owner, page = _owner(payload.value)
+    what = delivery.event if delivery.action is None else f"{delivery.event}.{delivery.action}"
+    facts = Facts(object_type=delivery.event, object_id="", kind="github", scopes=[page], subject=what, text=reason)
+    line = _input(delivery, facts, f"github:{owner}:{delivery.event}", page, delivery.guid, False, ignored=True)
+    return Mapped([line], f"{delivery.name}: {reason}: recorded as ignored", unmapped)
+
+
+def _owner(value: Any) -> tuple[str, str]:
+    """(the repository's full name or the account's login, its page), read
+    leniently (an event this module does not map may have any shape)."""
+    def text(*path: str) -> str | None:
+        found = value
+        for key in path:
+            found = found.get(key) if isinstance(found, dict) else None
+        return found if isinstance(found, str) and found else None
+
+    repo, page = text("repository", "full_name"), text("repository", "html_url")
+    if repo is not None and page is not None:
+        return repo, page.rstrip("/")
+    for path in (("organization", "login"), ("installation", "account", "login"), ("sender", "login")):
+        login = text(*path)
+        if login is not None:
+            return login, f"https://github.com/{login}"
+    return "github", "https://github.com"
+
+
+def _input(
+    delivery: Delivery, facts: Facts, source_id: str, scope: str, identifier: str, deleted: bool, ignored: bool = False
+) -> dict[str, Any]:
     observed: dict[str, Any] = {"source_id": source_id, "kind": facts.kind, "scope": scope}
     optional = {
         "subject": facts.subject,
@@ -111,6 +145,7 @@ def _input(delivery: Delivery, facts: Facts, source_id: str, scope: str, identif
         "source_time": facts.source_time,
         "commit_sha": facts.commit_sha,
         "evidence_ref": facts.evidence_ref,
+        "ignored": True if ignored else None,
     }
     observed.update((key, value) for key, value in optional.items() if value is not None)
     head: dict[str, Any] = {"type": "observe", "id": identifier}
@@ -267,7 +302,7 @@ def _strings(value: Any) -> list[str]:
 @dataclass
 class Conversion:
     """A conversion's trace lines (in `delivered_at` order), its notes (what
-    was not observed, and why) and errors (bad deliveries), in file order."""
+    was recorded as ignored, and why) and errors (bad deliveries), in file order."""
 
     lines: list[bytes] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

@@ -13,9 +13,9 @@ passes:
 5. no `X-GitHub-Event` or `X-GitHub-Delivery`, a body that is not a JSON
    object (UTF-8, no lone surrogate escape, no key repeated in an object),
    or a payload the mapping cannot read: 400 `invalid_delivery`;
-6. an event or action adapters/github.py does not map: 422 `unmapped_event`;
-7. ping, or a check naming no pull request: 200, nothing recorded, `note`;
-8. else its observations, `at` stamped by the server (as any input that
+6. else its observations (an event or action adapters/github.py does not
+   map, ping, or a check naming no pull request: one ignored observation,
+   with a `note` why; **extension**, never 422), `at` stamped by the server (as any input that
    leaves it out), in one transaction: 200 with what was recorded.
 
 The secret file is checked as the tokens file is (adapters/tokens.py): a
@@ -72,7 +72,8 @@ def signature_matches(secret: bytes, body: bytes, header: str) -> bool:
 
 class GithubAnswer(Struct, frozen=True):
     """What a delivery recorded: the store head after it and one result per
-    input (as POST /v1/inputs answers), or no result and the `note` why."""
+    input (as POST /v1/inputs answers), and `note`, why it was recorded as
+    an ignored observation when it was (else null)."""
 
     delivery: str
     event: str
@@ -106,7 +107,6 @@ _DESCRIBED = {
     405: "method not allowed",
     413: "body too large",
     415: "not application/json",
-    422: "an event or action not mapped (`unmapped_event`): nothing recorded",
     503: "store unavailable (nothing recorded; GitHub's redelivery is safe: same guid, same ids)",
 }
 RESPONSES = {
@@ -149,7 +149,8 @@ def _check(request: Request, secret: bytes, body: bytes) -> None:
     summary="A GitHub webhook delivery, signed (no bearer token): its observations, as actor source",
     description="Checks X-Hub-Signature-256 (HMAC-SHA256 of the body with the secret of --github-secret-file), "
     "maps the delivery to observe inputs (docs/sources.md) and records them in one transaction, `at` stamped by "
-    "the server. ping, and a check naming no pull request, record nothing (200, `note`).",
+    "the server. ping, an event or action not mapped, and a check naming no pull request are recorded as one "
+    "ignored observation (200, `note` says why).",
     responses=RESPONSES,
     request_max_body_size=payload_bytes_max + 1,
     operation_class=documented(HEADERS, BODY),
@@ -165,16 +166,12 @@ async def post_github(request: Request) -> Response[GithubAnswer]:
         mapped = map_delivery(delivery)
     except DeliveryInvalid as invalid:
         raise ApiError(400, "invalid_delivery", str(invalid)) from None
-    if mapped.unmapped:
-        raise ApiError(422, "unmapped_event", f"{mapped.note}; nothing recorded")
     answer = await _record(service, delivery, mapped.inputs, mapped.note)
     return Response(msgspec.json.encode(answer), media_type=JSON)
 
 
 async def _record(service: Service, delivery: Delivery, inputs: list[dict[str, Any]], note: str | None) -> GithubAnswer:
-    if not inputs:
-        position = await service.position()
-        return GithubAnswer(delivery.guid, delivery.event, delivery.action, position, [], note)
+    assert inputs, "every delivery maps to at least one observation (an ignored one at least)"
     data = b"".join(msgspec.json.encode(line) + b"\n" for line in inputs)
     try:
         commit = await service.submit(data, True, TokenActor(SOURCE))
@@ -183,4 +180,4 @@ async def _record(service: Service, delivery: Delivery, inputs: list[dict[str, A
         raise ApiError(400, "invalid_delivery", f"delivery {delivery.guid}: line {first.line}: {first.message}") from None
     except EdgeRefused as refused:
         raise ApiError(refused.status, refused.code, refused.message) from None
-    return GithubAnswer(delivery.guid, delivery.event, delivery.action, commit.position, results_of(commit), None)
+    return GithubAnswer(delivery.guid, delivery.event, delivery.action, commit.position, results_of(commit), note)

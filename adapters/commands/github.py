@@ -26,17 +26,19 @@ CONVERT_DESCRIPTION = "\n\n".join(
         "/repos/OWNER/REPO/hooks/ID/deliveries/DELIVERY: guid, event, delivered_at, request: {headers, payload}), "
         "or, with --event NAME, one bare payload of that event (its guid and delivered_at are then derived from "
         "its bytes and its times: docs/sources.md).",
-        "Every delivery becomes the observe inputs it says (the mapping: docs/sources.md): issue and review "
-        "comments, reviews, check runs, check suites, statuses, review threads. A check run or suite naming "
-        "several pull requests becomes one input per pull request (ids GUID#1, GUID#2, ...).",
+        "Every delivery becomes the observe inputs it says (the mapping: docs/sources.md): pull requests, "
+        "pushes, issues and their comments, review comments, reviews, review threads, check runs and suites, "
+        "workflow runs and jobs, statuses, a check's requested action, installations. A check run or suite "
+        "naming several pull requests becomes one input per pull request (ids GUID#1, GUID#2, ...).",
         "The trace lists them in delivered_at order (stable for equal times), on stdout or in TRACE (written "
-        "whole, then renamed into place: never half-written). What is not observed (ping, an event or action "
-        "not mapped, a check naming no pull request) and every bad delivery are listed on stderr, each naming "
-        "the delivery; a bad delivery never stops the others.",
+        "whole, then renamed into place: never half-written). What nothing acts on (ping, an event or action "
+        "not mapped, a check naming no pull request) is recorded as an ignored observation, never dropped; "
+        "those and every bad delivery are listed on stderr, each naming the delivery; a bad delivery never "
+        "stops the others.",
     )
 )
 EPILOG = (
-    "Exit codes: 0 every delivery converted (those not observed listed on stderr); 1 a FILE could not be read "
+    "Exit codes: 0 every delivery converted (those recorded as ignored listed on stderr); 1 a FILE could not be read "
     "or TRACE written (nothing written); 2 bad usage; 3 some deliveries were bad (listed on stderr): the others "
     "were converted and written."
 )
@@ -90,12 +92,12 @@ def _read(name: str) -> bytes:
 
 def _report(result: Conversion, where: str) -> None:
     for note in result.notes:
-        print(f"tandem github: not observed: {printable(note)}", file=sys.stderr)
+        print(f"tandem github: ignored: {printable(note)}", file=sys.stderr)
     for error in result.errors:
         print(f"tandem github: bad delivery: {printable(error)}", file=sys.stderr)
     print(
         f"tandem github: {result.deliveries} deliveries: {len(result.lines)} input(s) to {where}, "
-        f"{len(result.notes)} not observed, {len(result.errors)} bad",
+        f"{len(result.notes)} of them ignored, {len(result.errors)} bad",
         file=sys.stderr,
     )
 

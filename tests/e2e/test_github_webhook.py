@@ -139,14 +139,14 @@ def test_the_fixture_deliveries_are_recorded_as_the_converted_trace_says(server:
     answers = []
     for row in fixture_deliveries():
         reply = post_fixture(server, row)
-        unmapped = map_delivery(Delivery(row["guid"], row["event"], None, row["request"]["payload"])).unmapped
-        assert reply.status == (422 if unmapped else 200), (row["guid"], reply)
-        if not unmapped:
-            answers.append((row, reply.body))
+        assert reply.status == 200, (row["guid"], reply)  # never 422: what is not mapped is recorded as ignored
+        mapped = map_delivery(Delivery(row["guid"], row["event"], None, row["request"]["payload"]))
+        assert reply.body["note"] == (None if mapped.note is None else mapped.note), row["guid"]
+        answers.append((row, reply.body))
     recorded = [result for _, answer in answers for result in answer["results"]]
-    assert len(recorded) == 26 and head(server) > before
+    assert len(recorded) == 29 and head(server) > before
     ping = next(answer for row, answer in answers if row["event"] == "ping")
-    assert ping["results"] == [] and "ping" in ping["note"]
+    assert [result["accepted"] for result in ping["results"]] == [True] and ping["note"].endswith("ping (hook 109948940): recorded as ignored")
     fanned = next(answer for row, answer in answers if len(answer["results"]) == 2)
     assert fanned["event"] == "check_run" and [result["accepted"] for result in fanned["results"]] == [True, True]
     redelivered = [answer for row, answer in answers if row["redelivery"]]
@@ -183,13 +183,6 @@ REFUSED: dict[str, tuple[dict[str, str], bytes, int, str]] = {
     "no signature": ({"Content-Type": "application/json", "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "r-1"}, COMMENT, 401, "bad_signature"),
     "a wrong signature": (signed(COMMENT, "issue_comment", "r-2", secret=b"another secret"), COMMENT, 401, "bad_signature"),
     "a signature of another body": (signed(COMMENT + b" ", "issue_comment", "r-3"), COMMENT, 401, "bad_signature"),
-    "an event not mapped": (signed(b'{"action": "created"}', "star", "r-4"), b'{"action": "created"}', 422, "unmapped_event"),
-    "an action not mapped": (
-        signed(_payload("pull_request/assigned.payload.json"), "pull_request", "r-5"),
-        _payload("pull_request/assigned.payload.json"),
-        422,
-        "unmapped_event",
-    ),
     "malformed JSON": (signed(b'{"action": "created",', "issue_comment", "r-6"), b'{"action": "created",', 400, "invalid_delivery"),
     "not UTF-8": (signed(b'{"action": "\xff"}', "issue_comment", "r-7"), b'{"action": "\xff"}', 400, "invalid_delivery"),
     "a lone surrogate escape": (signed(b'{"action": "\\ud800"}', "issue_comment", "r-8"), b'{"action": "\\ud800"}', 400, "invalid_delivery"),
@@ -221,7 +214,27 @@ def test_the_messages_name_the_delivery(server: Served) -> None:
     reply = deliver(server, "pull_request_review", "guid-named", body)
     assert reply.body["error"]["message"] == "delivery guid-named (pull_request_review.submitted): payload.pull_request is missing"
     unmapped = deliver(server, "star", "guid-star", b"{}")
-    assert unmapped.body["error"]["message"].startswith("delivery guid-star (star): not mapped: event 'star'")
+    assert unmapped.status == 200 and unmapped.body["note"].startswith("delivery guid-star (star): not mapped: event 'star'")
+
+
+@pytest.mark.parametrize(
+    ("event", "body", "cause"),
+    [
+        ("star", b'{"action": "created", "sender": {"login": "octocat"}}', "github:https://github.com/octocat:star.created"),
+        ("pull_request", _payload("pull_request/assigned.payload.json"), "github:https://github.com/Codertocat/Hello-World:pull_request.assigned"),
+    ],
+    ids=["an event not mapped", "an action not mapped"],
+)
+def test_an_unmapped_delivery_is_recorded_as_ignored_never_422(server: Served, event: str, body: bytes, cause: str) -> None:
+    before = head(server)
+    reply = deliver(server, event, f"ignored-{event}", body)
+    assert reply.status == 200, reply
+    assert "not mapped" in reply.body["note"] and reply.body["note"].endswith(": recorded as ignored")
+    assert [result["accepted"] for result in reply.body["results"]] == [True] and reply.body["position"] == head(server) > before
+    row = {row["cause_key"]: row for row in views(server)["inbox"]}[cause]
+    assert (row["revision"], row["triage_state"], row["ignored"], row["retained"]) == (0, None, 1, False)
+    again = deliver(server, event, f"ignored-{event}", body)  # GitHub's redelivery: the same guid
+    assert [r["reason"] for r in again.body["results"]] == ["duplicate_input"]
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_read(server: Served) -> None:
@@ -241,19 +254,21 @@ def test_a_body_over_the_limit_is_413_before_it_is_read(server: Served) -> None:
     assert head(server) == before
 
 
-def test_ping_answers_200_and_records_nothing(server: Served) -> None:
+def test_ping_answers_200_and_is_recorded_as_ignored(server: Served) -> None:
     before = head(server)
     reply = deliver(server, "ping", "ping-guid", _payload("ping/payload.json"))
     assert reply.status == 200
-    assert reply.body == {
+    answer = dict(reply.body)
+    (result,) = answer.pop("results")
+    assert result["accepted"] is True and [event["type"] for event in result["events"]] == ["InputAccepted", "ObservationRecorded"]
+    assert answer == {
         "delivery": "ping-guid",
         "event": "ping",
         "action": None,
-        "position": before,
-        "results": [],
-        "note": "delivery ping-guid (ping): ping (hook 109948940): nothing to observe",
+        "position": head(server),
+        "note": "delivery ping-guid (ping): ping (hook 109948940): recorded as ignored",
     }
-    assert head(server) == before
+    assert head(server) > before
 
 
 def test_a_delivery_is_recorded_as_source_with_the_servers_time(server: Served) -> None:

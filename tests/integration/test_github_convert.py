@@ -140,9 +140,13 @@ def test_each_vendored_payload_maps_to_valid_inputs_or_says_why_not(path: Path) 
     delivery = bare_delivery(path.read_bytes(), event_of(path), str(path))
     mapped = map_delivery(delivery)
     expected = EXPECTED[str(path.relative_to(GITHUB))]
-    if isinstance(expected, str):
-        assert mapped.inputs == [] and mapped.note is not None, mapped
+    if isinstance(expected, str):  # recorded as one ignored observation, the note says why
+        (line,) = mapped.inputs
+        assert mapped.note is not None and mapped.note.endswith(": recorded as ignored"), mapped
         assert f"delivery {delivery.guid} ({event_of(path)}" in mapped.note and expected in mapped.note, mapped.note
+        value = decode_input(msgspec.json.encode(line))  # what the engine takes
+        assert value.ignored is True and line["kind"] == "github" and expected in line["text"]
+        assert line["subject"] == (event_of(path) if delivery.action is None else f"{event_of(path)}.{delivery.action}")
         return
     kind, count = expected
     assert mapped.note is None and len(mapped.inputs) == count
@@ -287,7 +291,7 @@ def test_a_bad_delivery_is_named_and_the_rest_is_converted(case: str, tmp_path: 
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tandem-github-")]
 
 
-def test_unmapped_events_and_actions_are_listed_never_dropped(tmp_path: Path) -> None:
+def test_unmapped_events_and_actions_are_recorded_as_ignored_and_listed(tmp_path: Path) -> None:
     star = delivery_line("star", {"action": "created", "starred_at": "2026-03-02T10:00:00Z"}, guid="unmapped-star")
     pinned = delivery_line("issue_comment", {"action": "pinned"}, guid="unmapped-pinned")
     source = tmp_path / "deliveries.jsonl"
@@ -295,10 +299,14 @@ def test_unmapped_events_and_actions_are_listed_never_dropped(tmp_path: Path) ->
     done = tandem("github", "convert", str(source))
     stderr = done.stderr.decode()
     assert done.returncode == 0, stderr
-    assert f"not observed: {source}:2: delivery unmapped-star (star.created): not mapped: event 'star'" in stderr
-    assert f"not observed: {source}:3: delivery unmapped-pinned (issue_comment.pinned): not mapped: action 'pinned' of issue_comment" in stderr
-    assert "3 deliveries: 1 input(s) to stdout, 2 not observed, 0 bad" in stderr
-    assert [json.loads(row)["id"] for row in done.stdout.splitlines()] == ["good-1"]
+    assert f"ignored: {source}:2: delivery unmapped-star (star.created): not mapped: event 'star'" in stderr
+    assert f"ignored: {source}:3: delivery unmapped-pinned (issue_comment.pinned): not mapped: action 'pinned' of issue_comment" in stderr
+    assert "3 deliveries: 3 input(s) to stdout, 2 of them ignored, 0 bad" in stderr
+    rows = [json.loads(row) for row in done.stdout.splitlines()]
+    assert [(row["id"], row.get("ignored")) for row in rows] == [("good-1", None), ("unmapped-star", True), ("unmapped-pinned", True)]
+    # No repository named: the cause is GitHub's; the text says why it is ignored.
+    assert rows[1]["source_id"] == "github:github:star" and rows[1]["scope"] == "https://github.com"
+    assert rows[1]["subject"] == "star.created" and rows[1]["text"].startswith("not mapped: event 'star'")
 
 
 def test_notes_and_errors_on_stderr_are_escaped(tmp_path: Path) -> None:
@@ -399,8 +407,8 @@ def test_a_bare_payload_gets_its_guid_and_time_from_itself(tmp_path: Path) -> No
 
 # Each fixture's deliveries, the module that builds them, its trace and what converting it says.
 FIXTURES = {
-    "deliveries": (DELIVERIES, "build_deliveries", TRACE, "28 deliveries: 26 input(s)", "3 not observed, 0 bad"),
-    "events": (GITHUB / "events.jsonl", "build_events", ROOT / "fixtures" / "traces" / "github_events.jsonl", "16 deliveries: 16 input(s)", "0 not observed, 0 bad"),
+    "deliveries": (DELIVERIES, "build_deliveries", TRACE, "28 deliveries: 29 input(s)", "3 of them ignored, 0 bad"),
+    "events": (GITHUB / "events.jsonl", "build_events", ROOT / "fixtures" / "traces" / "github_events.jsonl", "16 deliveries: 16 input(s)", "0 of them ignored, 0 bad"),
 }
 
 
@@ -464,8 +472,15 @@ def test_the_fixture_views_show_every_behaviour() -> None:
     thread = f"thread:{PR2}:PRRT_kwDOFd42Pc4rQOUv"  # one cause per thread (docs/sources.md: an extension)
     assert row(thread) == (2, 0, 0, False) and inbox[thread]["latest"]["status"] == "unresolved"
     views = json.loads(TRACE.with_suffix(".views.json").read_text(encoding="utf-8"))
-    assert views["rejections"] == [{"line": 38, "type": "observe", "reason": "duplicate_input"}]  # the redelivery
-    assert len(inbox) == 12
+    assert views["rejections"] == [{"line": 42, "type": "observe", "reason": "duplicate_input"}]  # the redelivery
+    # ping and two checks naming no pull request: recorded as ignored, rows of their own, nothing to triage.
+    ignored = {key: (row["revision"], row["triage_state"], row["ignored"], row["retained"]) for key, row in inbox.items() if row["ignored"]}
+    assert ignored == {
+        "github:https://github.com/Octocoders/Hello-World:ping": (0, None, 1, False),
+        "github:http://github.com/github/hello-world:check_run.rerequested": (0, None, 1, False),
+        "github:https://github.com/electron/electron:check_run.requested_action": (0, None, 1, False),
+    }
+    assert len(inbox) == 15
 
 
 def test_the_same_content_under_another_guid_is_a_repeat(tmp_path: Path) -> None:

@@ -142,13 +142,23 @@ def test_a_pull_request_without_a_body_is_its_title() -> None:
     assert one("pull_request", payload)["text"] == "Update the README with new information."
 
 
-def test_a_pull_request_action_not_in_the_row_is_not_mapped() -> None:
+def test_a_pull_request_action_not_in_the_row_is_recorded_as_ignored() -> None:
     result = map_delivery(Delivery(GUID, "pull_request", None, pull("assigned")))
-    assert result.unmapped and result.inputs == []
-    assert result.note == (
-        f"delivery {GUID} (pull_request.assigned): not mapped: action 'assigned' of pull_request "
+    reason = (
+        "not mapped: action 'assigned' of pull_request "
         "(mapped: closed, converted_to_draft, edited, labeled, opened, ready_for_review, reopened, synchronize, unlabeled)"
     )
+    assert result.unmapped and result.note == f"delivery {GUID} (pull_request.assigned): {reason}: recorded as ignored"
+    (line,) = result.inputs
+    assert observed(line) == {
+        "source_id": "github:Codertocat/Hello-World:pull_request",
+        "kind": "github",
+        "scope": REPO,
+        "subject": "pull_request.assigned",
+        "complete": True,
+        "ignored": True,
+        "text": reason,
+    }
 
 
 # ------------------------------------------------------------------ pushes
@@ -280,17 +290,17 @@ def test_a_requested_action_field_by_field() -> None:
     assert cause(line) == f"request:{electron}/pull/26764:API Review:lgtm|26764"
 
 
-def test_a_requested_action_naming_no_pull_request_is_not_observed_and_the_check_actions_are_as_before() -> None:
+def test_a_requested_action_naming_no_pull_request_is_ignored_and_the_check_actions_are_as_before() -> None:
     payload = example("payload-examples/check_run/requested_action.payload.json")
     payload["check_run"]["pull_requests"] = []
     result = map_delivery(Delivery(GUID, "check_run", None, payload))
-    assert result.inputs == [] and not result.unmapped
-    assert result.note == f"delivery {GUID} (check_run.requested_action): names no pull request: nothing to observe"
+    assert not result.unmapped and [line["ignored"] for line in result.inputs] == [True]
+    assert result.note == f"delivery {GUID} (check_run.requested_action): names no pull request: recorded as ignored"
     created = one("check_run", example("payload-examples/check_run/created.payload.json"))
     assert (created["kind"], created["subject"]) == ("ci", "Octocoders-linter")
     unknown = map_delivery(Delivery(GUID, "check_run", None, {"action": "pinned"}))
     assert unknown.unmapped and unknown.note is not None
-    assert unknown.note.endswith("(mapped: completed, created, requested, requested_action, rerequested)")
+    assert unknown.note.endswith("(mapped: completed, created, requested, requested_action, rerequested): recorded as ignored")
 
 
 # ------------------------------------------------------------ installations
