@@ -81,7 +81,7 @@ def test_a_backfill_into_a_live_store_twice(tmp_path: Path) -> None:
 
     refused = tandem("ingest", str(tmp_path / "backfill.jsonl"), "--store", url)
     assert refused.returncode == 2 and recorded(url) == live  # behind the store: refused whole, as before
-    assert "line 1: `at` 2026-03-02T10:01:00Z is earlier than the store's last input" in refused.stderr
+    assert "line 1: `at` 2026-03-02T10:00:00Z is earlier than the store's last input" in refused.stderr
     assert "`tandem ingest --restamp` would apply it at that time" in refused.stderr
 
     said = ok("ingest", "--restamp", str(tmp_path / "backfill.jsonl"), "--store", url)

@@ -9,10 +9,10 @@ HMAC-SHA256 (adapters/github_webhook.py, docs/sources.md).
    recorded duplicate_input;
 2. refusals record nothing (the store's head, from the server and from the
    store itself, does not move): a missing or wrong signature (401
-   bad_signature), an event or action not mapped (422 unmapped_event),
-   malformed JSON, bytes not UTF-8, a lone surrogate escape, a missing
-   pull_request, a missing header (400 invalid_delivery), another content
-   type (415), a body over the limit (413); ping is 200 and records nothing;
+   bad_signature), malformed JSON, bytes not UTF-8, a lone surrogate escape,
+   a missing pull_request, a missing header (400 invalid_delivery), another
+   content type (415), a body over the limit (413); ping, an event or an
+   action not mapped are 200 and recorded as ignored observations (never 422);
 3. without --github-secret-file the route is 404, and an unsafe or empty
    secret file stops the server before it listens;
 4. fixtures/github/events.jsonl (pull requests, pushes, workflows, a

@@ -2,7 +2,7 @@
 docs/sources.md), on the payloads vendored from octokit/webhooks
 (fixtures/github/).
 
-1. every vendored payload maps (or is listed as not observed), and a few
+1. every vendored payload maps (or is recorded as ignored, saying why), and a few
    field by field;
 2. fan-out: one check run naming two pull requests, two inputs;
 3. bad deliveries: each named (file, line, guid, event, action), the rest
