@@ -30,7 +30,6 @@ connections, streams or time, beyond that, is what this looks for.
 from __future__ import annotations
 
 import argparse
-import http.client
 import itertools
 import os
 import random
