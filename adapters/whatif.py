@@ -97,6 +97,12 @@ def _checked_fork(data: bytes, path: str, name: str, entries: list[Entry]) -> Tr
 def whatif_trace(path: str, edits: list[Edit], until: int | None = None) -> WhatIf:
     """The what-if of `edits` over the trace at `path` (TraceInvalid: the
     trace itself is bad; EditInvalid: an edit is)."""
+    left, right = trace_sides(path, edits, until)
+    return compare(left, right, source=path, unit="line", edits=[edit.text for edit in edits], until=until)
+
+
+def trace_sides(path: str, edits: list[Edit], until: int | None = None) -> tuple[Run, Run]:
+    """The original and the fork of `edits` over the trace at `path`."""
     data = Path(path).read_bytes()
     if len(data) > trace_bytes_max:
         raise EditInvalid(f"{path}: {len(data)} bytes, over the {trace_bytes_max}-byte limit of a trace a what-if reads")
@@ -104,6 +110,4 @@ def whatif_trace(path: str, edits: list[Edit], until: int | None = None) -> What
     edited, entries = apply(data, edits)
     fork = _checked_fork(edited, path, original.name, entries)
     same = lambda line: Where(line=line)  # noqa: E731
-    left = _run(original, until, same)
-    right = _run(fork, _fork_until(entries, until), _entry_where(entries))
-    return compare(left, right, source=path, unit="line", edits=[edit.text for edit in edits], until=until)
+    return _run(original, until, same), _run(fork, _fork_until(entries, until), _entry_where(entries))
