@@ -27,10 +27,10 @@ from tandem.replay.whatif.model import WhatIf, Where
 trace_bytes_max = 256 * 1_048_576  # a trace a what-if reads whole, twice, in memory
 
 
-def _explainer(store: EventStore) -> Callable[[str, str], Explanation | None]:
+def explainer(store: EventStore, until: int | None = None) -> Callable[[str, str], Explanation | None]:
     def explain(kind: str, ident: str) -> Explanation | None:
         try:
-            return document(store, ident, kind=kind).matches[0]
+            return document(store, ident, kind=kind, until=until).matches[0]
         except ExplainError:
             return None
 
@@ -54,7 +54,7 @@ def _run(trace: Trace, until_line: int | None, line_where: Callable[[int], Where
         return line_where(line) if line is not None else None
 
     assert engine.views is not None
-    return Run(events=events, views=engine.views.document(), where=where, line_where=line_where, explain=_explainer(store))
+    return Run(events=events, views=engine.views.document(), where=where, line_where=line_where, explain=explainer(store))
 
 
 def _entry_where(entries: list[Entry]) -> Callable[[int], Where | None]:

@@ -10,19 +10,23 @@ from typing import Any
 
 import msgspec
 
-from tandem.adapters.commands.common import EXIT_FAILED, EXIT_USAGE, CliError
+from tandem.adapters.commands.common import EXIT_FAILED, EXIT_USAGE, CliError, open_or_fail
 from tandem.adapters.commands.replay import line_number
 from tandem.adapters.terminal import terminal_width
 from tandem.adapters.whatif import whatif_trace
 from tandem.adapters.whatif_render import render
-from tandem.replay.whatif.edits import PARSERS, EditInvalid
+from tandem.adapters.whatif_store import whatif_store
+from tandem.replay.whatif.edits import PARSERS, Edit, EditInvalid
+from tandem.replay.whatif.model import WhatIf
 
 NAME = "whatif"
 ORDER = 22
 HELP = "change the past (drop, replace, insert, move an input, set a field): which decisions and views change"
 DESCRIPTION = (
     "Replay TRACE twice, as it is and with the EDITs (they compose, in the order given, each naming lines by the "
-    "trace's own numbering, as --until and explain's file:line do), and print the difference: the first input "
+    "trace's own numbering, as --until and explain's file:line do), or with --store compare the store's log with "
+    "a fork of it (folded from its newest snapshot before the first edited input, its later inputs applied again, "
+    "edited, in memory; inputs named by number, as explain's `input N`), and print the difference: the first input "
     "where the two runs decide differently; each thing (operation, attempt, task, question, cause, alert, ...) "
     "whose decisions differ, with its state on each side and the steps of its explanation only one side has; "
     "and per view, the rows added, removed and changed field by field. Tandem calls no model: its decisions are "
@@ -50,7 +54,10 @@ class _Edit(argparse.Action):
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", metavar="TRACE", help="a JSON Lines trace file")
+    parser.add_argument("trace", metavar="TRACE", nargs="?", help="a JSON Lines trace file (or --store)")
+    parser.add_argument(
+        "--store", metavar="URL", help="a store instead of a trace: LINE is then an input's number (explain's `input N`); read only"
+    )
     for option, op, metavar, text in (
         ("--drop", "drop", "LINE", "leave the input on LINE out"),
         ("--replace", "replace", "LINE=JSON", "put this input (or @FILE's) in LINE's place"),
@@ -63,10 +70,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the difference as JSON (docs/whatif.md)")
 
 
+def _whatif(args: argparse.Namespace, edits: list[Edit]) -> WhatIf:
+    if (args.trace is None) == (args.store is None):
+        raise CliError("give a TRACE or --store URL (one of them)", EXIT_USAGE)
+    if args.trace is not None:
+        return whatif_trace(args.trace, edits, args.until)
+    with open_or_fail(args.store, read_only=True) as store:
+        return whatif_store(store, args.store, edits, args.until)
+
+
 def run(args: argparse.Namespace) -> None:
     try:
         edits = [PARSERS[op](text) for op, text in (args.edits or [])]
-        result = whatif_trace(args.trace, edits, args.until)
+        result = _whatif(args, edits)
     except EditInvalid as invalid:
         raise CliError(f"{invalid}; nothing was written", EXIT_USAGE) from None
     except FileNotFoundError as error:

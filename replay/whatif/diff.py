@@ -57,7 +57,7 @@ class Run:
     events: Sequence[tuple[int, ev.Event]]
     views: dict[str, Any]
     where: Callable[[int], Where | None]
-    line_where: Callable[[int], Where | None]
+    line_where: Callable[[int], Where | None] | None  # None: rows name their lines as recorded (a store's)
     explain: Callable[[str, str], Explanation | None]
 
 
@@ -229,13 +229,15 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: value}
 
 
-def _rows(name: str, rendered: Any, line_where: Callable[[int], Where | None]) -> dict[str, dict[str, Any]]:
+def _rows(name: str, rendered: Any, line_where: Callable[[int], Where | None] | None) -> dict[str, dict[str, Any]]:
     if isinstance(rendered, dict):
         return {"": rendered}
     rows: dict[str, dict[str, Any]] = {}
     fields = ROW_KEYS.get(name)
     for number, row in enumerate(rendered):
-        if name == "rejections" and isinstance(row.get("line"), int):
+        if name == "rejections" and line_where is None:  # as recorded: the input's file and line
+            key = json.dumps({"file": row.get("file"), "line": row.get("line")}, sort_keys=True)
+        elif name == "rejections" and isinstance(row.get("line"), int):
             where = line_where(row["line"])
             row = {"where": msgspec.to_builtins(where), **{k: v for k, v in row.items() if k != "line"}}
             key = json.dumps(row["where"], sort_keys=True)

@@ -59,11 +59,13 @@ class Entry:
     origin: int | None
     after: int = 0
     edited: list[str] = field(default_factory=list)  # the edits that changed it
+    unit: str = "line"
 
     @property
     def label(self) -> str:
         """How messages name it: `line 12`, or `the line inserted after line 12`."""
-        return f"line {self.origin}" if self.origin is not None else f"the line inserted after line {self.after}"
+        unit = self.unit
+        return f"{unit} {self.origin}" if self.origin is not None else f"the {unit} inserted after {unit} {self.after}"
 
 
 # ------------------------------------------------------------------ parsing
@@ -188,24 +190,28 @@ def _line_at(data: bytes) -> datetime.datetime | None:
 class _Lines:
     """The trace's lines as entries, edited in place, found by original line."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, first: int, unit: str) -> None:
         lines = data.split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()
-        self.count = len(lines)
-        self.entries = [Entry(line, number) for number, line in enumerate(lines, start=1)]
+        self.first, self.unit, self.count = first, unit, len(lines)
+        self.entries = [Entry(line, number, unit=unit) for number, line in enumerate(lines, start=first)]
         self.dropped: dict[int, str] = {}
 
     def find(self, edit: Edit, need_input: bool = True) -> int:
         """The index of the entry of `edit.line`, or EditInvalid why not."""
+        unit = self.unit
         if edit.line in self.dropped:
-            raise EditInvalid(f"{edit.text}: line {edit.line} was dropped by an earlier edit ({self.dropped[edit.line]})")
+            raise EditInvalid(f"{edit.text}: {unit} {edit.line} was dropped by an earlier edit ({self.dropped[edit.line]})")
         for index, entry in enumerate(self.entries):
             if entry.origin == edit.line:
                 if need_input and not _is_input(entry.data):
-                    raise EditInvalid(f"{edit.text}: line {edit.line} is {'blank' if not entry.data.strip() else 'a comment'}, not an input")
+                    raise EditInvalid(f"{edit.text}: {unit} {edit.line} is {'blank' if not entry.data.strip() else 'a comment'}, not an input")
                 return index
-        raise EditInvalid(f"{edit.text}: no line {edit.line} (the trace has {self.count} line(s))")
+        last = self.first + self.count - 1
+        if unit == "line":
+            raise EditInvalid(f"{edit.text}: no line {edit.line} (the trace has {self.count} line(s))")
+        raise EditInvalid(f"{edit.text}: no input {edit.line} (the store's inputs are numbered up to {last})")
 
     def drop(self, edit: Edit) -> None:
         del self.entries[self.find(edit)]
@@ -216,10 +222,10 @@ class _Lines:
         entry.data, entry.edited = edit.value or b"", [*entry.edited, edit.text]
 
     def insert_after(self, edit: Edit) -> None:
-        place = 0 if edit.line == 0 else self.find(edit, need_input=False) + 1
+        place = 0 if edit.line == self.first - 1 else self.find(edit, need_input=False) + 1
         while place < len(self.entries) and self.entries[place].origin is None and self.entries[place].after == edit.line:
             place += 1  # after what was inserted there before, in the order given
-        self.entries.insert(place, Entry(edit.value or b"", None, edit.line, [edit.text]))
+        self.entries.insert(place, Entry(edit.value or b"", None, edit.line, [edit.text], self.unit))
 
     def set(self, edit: Edit) -> None:
         entry = self.entries[self.find(edit)]
@@ -253,12 +259,14 @@ class _Lines:
         self.entries.insert(place, entry)
 
 
-def apply(data: bytes, edits: list[Edit]) -> tuple[bytes, list[Entry]]:
+def apply(data: bytes, edits: list[Edit], first: int = 1, unit: str = "line") -> tuple[bytes, list[Entry]]:
     """The trace `data` with `edits` applied in order (none: the trace as it
-    is): its bytes, and its entries (line k of the result is entries[k - 1])."""
+    is): its bytes, and its entries (line k of the result is entries[k - 1]).
+    `first`: the number of data's first line (a store's tail: its first
+    input's); `unit`: what a number names in messages (`line`, `input`)."""
     if len(edits) > edits_max:
         raise EditInvalid(f"{len(edits)} edits, over the limit of {edits_max}")
-    lines = _Lines(data)
+    lines = _Lines(data, first, unit)
     for edit in edits:
         APPLY[edit.op](lines, edit)
     body = b"\n".join(entry.data for entry in lines.entries)
