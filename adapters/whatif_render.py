@@ -52,7 +52,7 @@ def _thing(thing: Thing, unit: str) -> list[str]:
 
 def _row_name(row: dict[str, Any], unit: str) -> str:
     if "where" in row and isinstance(row["where"], dict):
-        where = Where(line=row["where"].get("line"), inserted_after=row["where"].get("inserted_after"))
+        where = Where(line=row["where"].get("line"), inserted_after=row["where"].get("inserted_after"), inserted=row["where"].get("inserted"))
         return f"{where.text(unit)} {row.get('type', '')} {row.get('reason', '')}".strip()
     for name in ("operation_id", "task_id", "cause_key", "alert_id", "conversation_id", "consumer_id", "card_id",
                  "runtime_id", "investigation_id", "question_key"):  # fmt: skip

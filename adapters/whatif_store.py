@@ -121,7 +121,7 @@ def _fork_where(first: int, entries: list[Entry]) -> Callable[[int], Where | Non
         if index >= len(entries):
             return None  # not an input of the tail (none is)
         entry = entries[index]
-        return Where(line=entry.origin) if entry.origin is not None else Where(line=None, inserted_after=entry.after)
+        return Where(line=entry.origin) if entry.origin is not None else Where(line=None, inserted_after=entry.after, inserted=entry.nth)
 
     return where
 

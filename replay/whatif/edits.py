@@ -60,12 +60,13 @@ class Entry:
     after: int = 0
     edited: list[str] = field(default_factory=list)  # the edits that changed it
     unit: str = "line"
+    nth: int = 0  # an inserted line: which of those inserted after `after` (from 1)
 
     @property
     def label(self) -> str:
-        """How messages name it: `line 12`, or `the line inserted after line 12`."""
+        """How messages name it: `line 12`, or `line 12+1` (the first inserted after line 12)."""
         unit = self.unit
-        return f"{unit} {self.origin}" if self.origin is not None else f"the {unit} inserted after {unit} {self.after}"
+        return f"{unit} {self.origin}" if self.origin is not None else f"{unit} {self.after}+{self.nth}"
 
 
 # ------------------------------------------------------------------ parsing
@@ -223,9 +224,10 @@ class _Lines:
 
     def insert_after(self, edit: Edit) -> None:
         place = 0 if edit.line == self.first - 1 else self.find(edit, need_input=False) + 1
+        nth = 1
         while place < len(self.entries) and self.entries[place].origin is None and self.entries[place].after == edit.line:
-            place += 1  # after what was inserted there before, in the order given
-        self.entries.insert(place, Entry(edit.value or b"", None, edit.line, [edit.text], self.unit))
+            place, nth = place + 1, nth + 1  # after what was inserted there before, in the order given
+        self.entries.insert(place, Entry(edit.value or b"", None, edit.line, [edit.text], self.unit, nth))
 
     def set(self, edit: Edit) -> None:
         entry = self.entries[self.find(edit)]

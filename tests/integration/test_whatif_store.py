@@ -70,7 +70,7 @@ def test_dropping_input_n_of_the_store_is_dropping_its_line_of_the_trace(path: s
     over_store = answer("--store", url, "--drop", str(seq))
     over_trace = answer(path, "--drop", str(line))
     assert shape(over_store) == shape(over_trace)
-    assert over_store["first_divergence"]["where"] == {"line": seq, "inserted_after": None}
+    assert over_store["first_divergence"]["where"] == {"line": seq, "inserted_after": None, "inserted": None}
     assert answer("--store", url)["different"] is False  # no edit: no difference
 
 
