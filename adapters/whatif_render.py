@@ -39,9 +39,14 @@ def _side_lines(mark: str, side: Side | None, unit: str) -> list[str]:
     return lines + ([f"      {mark} … {hidden} more (--json lists every one)"] if hidden > 0 else [])
 
 
+def _state(side: Side | None) -> str:
+    if side is None:
+        return "(absent)"
+    return side.state + (f" (waiting: {', '.join(side.waiting)})" if side.waiting else "")
+
+
 def _thing(thing: Thing, unit: str) -> list[str]:
-    before = thing.original.state if thing.original is not None else "(absent)"
-    after = thing.fork.state if thing.fork is not None else "(absent)"
+    before, after = _state(thing.original), _state(thing.fork)
     states = f"{before} -> {after}" if before != after else f"{before} on both sides"
     return [
         f"  {thing.kind} {thing.id}: {states}",

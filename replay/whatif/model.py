@@ -53,6 +53,7 @@ class Side(Struct, frozen=True, kw_only=True):
     decisions that the other side does not have."""
 
     state: str
+    waiting: list[str] = []  # what it waits for there (explain's codes: prerequisite_pending, question_hold, ...)
     only_here: list[Step] = []
     records: list[Record] = []  # raw records only this side has (no explanation, or the same story with other facts)
 
