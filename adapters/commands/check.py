@@ -92,6 +92,6 @@ def _text(result, setup: int, moves: int) -> str:
         lines.append(f"VIOLATION after {len(found.moves)} move(s): {steps}")
         lines.append(f"  {found.message}")
         lines.append(f"counterexample: {found.trace} (tandem replay {found.trace} --json)")
-        if found.whatif is not None and found.trace is not None:
-            lines.extend(found.whatif.lines(str(found.trace)))
+        if found.whatif is not None:
+            lines.extend(found.whatif.lines())
     return "\n".join(printable(line) for line in lines) + "\n"  # names and paths from the scenario, escaped

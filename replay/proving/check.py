@@ -128,7 +128,7 @@ class CheckResult:
                 "message": found.message,
                 "moves": found.moves,
                 "trace": str(found.trace) if found.trace is not None else None,
-                "whatif": found.whatif.to_json(str(found.trace)) if found.whatif is not None and found.trace is not None else None,
+                "whatif": found.whatif.to_json() if found.whatif is not None else None,
             },
         }
 

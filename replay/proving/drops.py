@@ -48,20 +48,21 @@ class Drop:
 
 @dataclass(slots=True)
 class Drops:
-    """What dropping single inputs of a trace found. `violated`: the trace
-    as it is violates an invariant when replayed (if not, there is nothing to
-    remove and nothing was tried); `violated_at`: the line of the input it is
-    violated at (None when the engine raised); `inputs`: the trace's inputs;
-    `tried`: how many were dropped (the last ones); `holding`: those whose
-    removal makes every invariant hold, in line order."""
+    """What dropping single inputs of the trace at `path` found. `violated`:
+    the trace as it is violates an invariant when replayed (if not, there is
+    nothing to remove and nothing was tried); `violated_at`: the line of the
+    input it is violated at (None when the engine raised); `inputs`: the
+    trace's inputs; `tried`: how many were dropped (the last ones);
+    `holding`: those whose removal makes every invariant hold, in line order."""
 
+    path: str
     violated: bool
     violated_at: int | None
     inputs: int
     tried: int
     holding: list[Drop] = field(default_factory=list)
 
-    def lines(self, path: str) -> list[str]:
+    def lines(self) -> list[str]:
         """The report, a line each (text from the trace: escape it to show)."""
         if not self.violated:
             return ["what-if: replayed from its inputs alone, the trace violates no invariant: no input's removal to suggest"]
@@ -69,7 +70,7 @@ class Drops:
             out = [f"what-if: no single input's removal makes every invariant hold ({self.tried} input(s) tried)"]
         else:
             out = [f"what-if: {len(self.holding)} of the {self.tried} input(s) tried, each dropped alone, make every invariant hold:"]
-            out += [f"  without {self._named(drop)} every invariant holds: {whatif_command(path, drop.line)}" for drop in self.holding]
+            out += [f"  without {self._named(drop)} every invariant holds: {whatif_command(self.path, drop.line)}" for drop in self.holding]
         if self.tried < self.inputs:
             out.append(f"  (only the last {self.tried} of the trace's {self.inputs} inputs were tried)")
         return out
@@ -78,12 +79,13 @@ class Drops:
         where = ", where it is violated" if drop.line == self.violated_at else ""
         return f"line {drop.line} ({drop.label}{where})"
 
-    def to_json(self, path: str) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "violated": self.violated,
+            "violated_at": self.violated_at,
             "inputs": self.inputs,
             "tried": self.tried,
-            "without": [drop.to_json(path) for drop in self.holding],
+            "without": [drop.to_json(self.path) for drop in self.holding],
         }
 
 
@@ -110,9 +112,9 @@ def single_drops(
     items = original.items
     found = _violation(items, step, chosen)
     if found is None:
-        return Drops(False, None, len(items), 0)
+        return Drops(path, False, None, len(items), 0)
     tried = items[-limit:] if limit > 0 else []
-    drops = Drops(True, found.applying.line if isinstance(found, InvariantViolation) else None, len(items), len(tried))
+    drops = Drops(path, True, found.applying.line if isinstance(found, InvariantViolation) else None, len(items), len(tried))
     raw = data.split(b"\n")
     for item in tried:
         line = item.line or 0

@@ -66,7 +66,7 @@ class FuzzFailure(AssertionError):
         self.invariant = invariant
         self.trace = trace
         self.whatif = whatif
-        shown = "".join(f"\n  {printable(line)}" for line in (whatif.lines(str(trace)) if whatif is not None else ()))
+        shown = "".join(f"\n  {printable(line)}" for line in (whatif.lines() if whatif is not None else ()))
         super().__init__(f"{message}\n  trace: {trace} (reproduce: tandem replay {trace} --json){shown}")
 
 

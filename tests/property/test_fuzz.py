@@ -172,7 +172,7 @@ def assert_whatif_reported(failure: FuzzFailure) -> None:
     assert whatif is not None and whatif.violated and whatif.inputs == whatif.tried == len(items)
     assert whatif.violated_at == items[-1].line
     assert whatif.holding and whatif.holding[-1].line == items[-1].line
-    for line in whatif.lines(str(failure.trace)):
+    for line in whatif.lines():
         assert f"\n  {line}" in str(failure)
     assert f"--drop {items[-1].line}\n" in str(failure) + "\n"
 

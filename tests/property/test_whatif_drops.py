@@ -83,6 +83,7 @@ def test_cli_json_carries_the_drops(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     whatif = json.loads(capsys.readouterr().out)["violation"]["whatif"]
     assert whatif == {
         "violated": True,
+        "violated_at": 15,
         "inputs": 9,
         "tried": 9,
         "without": [
@@ -132,7 +133,7 @@ def test_a_trace_that_violates_nothing_suggests_nothing(tmp_path: Path) -> None:
     trace = _counterexample(tmp_path)
     drops = single_drops(trace.read_bytes(), str(trace))  # the real engine: it holds
     assert (drops.violated, drops.tried, drops.holding) == (False, 0, [])
-    assert drops.lines(str(trace)) == [
+    assert drops.lines() == [
         "what-if: replayed from its inputs alone, the trace violates no invariant: no input's removal to suggest"
     ]
 
@@ -145,7 +146,7 @@ def test_no_single_drop_removes_a_violation_that_comes_before_the_inputs_tried(t
     trace.write_bytes(trace.read_bytes() + tick)
     drops = single_drops(trace.read_bytes(), str(trace), step=broken.skip_source_rule, limit=1)
     assert (drops.violated, drops.violated_at, drops.inputs, drops.tried, drops.holding) == (True, 15, 10, 1, [])
-    assert drops.lines(str(trace)) == [
+    assert drops.lines() == [
         "what-if: no single input's removal makes every invariant hold (1 input(s) tried)",
         "  (only the last 1 of the trace's 10 inputs were tried)",
     ]
@@ -155,8 +156,8 @@ def test_the_inputs_tried_are_the_last_ones_and_the_limit_is_said(tmp_path: Path
     trace = _counterexample(tmp_path)
     drops = single_drops(trace.read_bytes(), str(trace), step=broken.skip_source_rule, limit=3)
     assert [drop.line for drop in drops.holding] == [11, 13, 15]
-    assert drops.lines(str(trace))[0] == "what-if: 3 of the 3 input(s) tried, each dropped alone, make every invariant hold:"
-    assert drops.lines(str(trace))[-1] == "  (only the last 3 of the trace's 9 inputs were tried)"
+    assert drops.lines()[0] == "what-if: 3 of the 3 input(s) tried, each dropped alone, make every invariant hold:"
+    assert drops.lines()[-1] == "  (only the last 3 of the trace's 9 inputs were tried)"
     assert 9 < drops_tried_max  # a counterexample this size is tried whole
 
 
