@@ -151,3 +151,33 @@ def test_the_answer_names_the_store_without_its_password() -> None:
 
     store = open_store("memory:")
     assert whatif_store(store, "postgresql://tandem:s3cret@db.example/tandem", []).source == "postgresql://tandem:***@db.example/tandem"
+
+
+def test_a_served_whatif_never_waits_for_the_engine(tmp_path: Path) -> None:
+    """Service.whatif reads the reader store in a worker thread, as `?at=`
+    does: it answers while the engine is held (a commit under way)."""
+    import asyncio
+
+    from tandem.adapters.runtime import Runtime, Settings
+    from tandem.adapters.service import Service
+    from tandem.adapters.tokens import TokenTable
+    from tandem.replay.whatif.edits import drop
+
+    url = stored("fixtures/gates/16_backend_frontend_tests.jsonl", tmp_path)
+    runtime = Runtime(Settings(store_url=url))
+    runtime.lock_store()
+    runtime.open()
+    reader = open_store(url)
+    service = Service(runtime=runtime, reader=reader, tokens=TokenTable(()))
+
+    async def while_held() -> object:
+        async with service.engine_lock:
+            return await asyncio.wait_for(service.whatif([drop(17)], None), timeout=60)
+
+    try:
+        answer = asyncio.run(while_held())
+    finally:
+        reader.close()
+        runtime.close()
+    expected = tandem("whatif", "--store", url, "--drop", "17", "--json")
+    assert msgspec.json.encode(answer) + b"\n" == expected.stdout.encode()
