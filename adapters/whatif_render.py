@@ -55,7 +55,7 @@ def _thing(thing: Thing, unit: str) -> list[str]:
     ]
 
 
-def _row_name(row: dict[str, Any], unit: str) -> str:
+def row_name(row: dict[str, Any], unit: str) -> str:
     if "where" in row and isinstance(row["where"], dict):
         where = Where(line=row["where"].get("line"), inserted_after=row["where"].get("inserted_after"), inserted=row["where"].get("inserted"))
         return f"{where.text(unit)} {row.get('type', '')} {row.get('reason', '')}".strip()
@@ -69,8 +69,8 @@ def _row_name(row: dict[str, Any], unit: str) -> str:
 def _view(diff: ViewDiff, unit: str) -> list[str]:
     counts = [f"{len(items)} {word}" for items, word in ((diff.added, "added"), (diff.removed, "removed"), (diff.changed, "changed")) if items]
     lines = [f"  {diff.view}: {', '.join(counts)}"]
-    lines += [f"      + {_row_name(row, unit)}" for row in diff.added[:rows_shown_max]]
-    lines += [f"      - {_row_name(row, unit)}" for row in diff.removed[:rows_shown_max]]
+    lines += [f"      + {row_name(row, unit)}" for row in diff.added[:rows_shown_max]]
+    lines += [f"      - {row_name(row, unit)}" for row in diff.removed[:rows_shown_max]]
     for change in diff.changed[:rows_shown_max]:
         fields = "; ".join(f"{c.field} {_value(c.original)} -> {_value(c.fork)}" for c in change.fields)
         lines.append(f"      ~ {change.key or diff.view}: {fields}")

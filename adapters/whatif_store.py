@@ -4,6 +4,10 @@ the fork is the store as it was just before the first edited input (its
 newest snapshot at or before that point, and the events since), with the
 tail of inputs from there applied again, edited, into memory. The cost is
 the tail, not the history; nothing is written to the store.
+
+Everything is read as of the store's head when the what-if starts: a
+writer that appends meanwhile (a served store: POST /v1/whatif reads it
+beside the writer) changes neither side.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable
 import msgspec
 
 from tandem.adapters.store.memory import MemoryStore
+from tandem.adapters.store.url import redacted
 from tandem.adapters.whatif import explainer
 from tandem.domain import events as ev
 from tandem.replay.engine import Engine, Located, input_boundary, project
@@ -59,10 +64,10 @@ def _first_seq(edits: list[Edit]) -> int:
     return min((edit.line + 1 if edit.op == "insert_after" else edit.line) for edit in edits) if edits else 0
 
 
-def _position_of_input(store: EventStore, seq: int) -> int | None:
+def _position_of_input(store: EventStore, seq: int, head: int) -> int | None:
     """The position of input `seq`'s record (InputAccepted/InputRejected), by
-    bisecting on positions (seqs grow with positions)."""
-    low, high = 1, store.head()
+    bisecting on positions up to `head` (seqs grow with positions)."""
+    low, high = 1, head
     while low <= high:
         middle = (low + high) // 2
         found = None
@@ -81,10 +86,10 @@ def _position_of_input(store: EventStore, seq: int) -> int | None:
     return None
 
 
-def _tail(store: EventStore, boundary: int) -> list[tuple[int, str | None, int | None, bytes]]:
-    """(seq, file, line, the input as a JSON line) of every input after `boundary`."""
+def _tail(store: EventStore, boundary: int, head: int) -> list[tuple[int, str | None, int | None, bytes]]:
+    """(seq, file, line, the input as a JSON line) of every input after `boundary`, up to `head`."""
     tail = []
-    for _, event in store.read(after=boundary):
+    for _, event in store.read(after=boundary, until=head):
         if type(event) in (ev.InputAccepted, ev.InputRejected):
             tail.append((event.seq, event.file, event.line, msgspec.json.encode(event.input)))  # type: ignore[union-attr]
             if len(tail) > tail_inputs_max:
@@ -126,24 +131,27 @@ def _fork_where(first: int, entries: list[Entry]) -> Callable[[int], Where | Non
     return where
 
 
-def _until_position(store: EventStore, until: int | None) -> int | None:
+def _until_position(store: EventStore, until: int | None, head: int) -> int:
     if until is None:
-        return None
-    following = _position_of_input(store, until + 1)
-    return store.head() if following is None else input_boundary(store, following - 1)
+        return head
+    following = _position_of_input(store, until + 1, head)
+    return head if following is None else input_boundary(store, following - 1)
 
 
 def whatif_store(store: EventStore, url: str, edits: list[Edit], until: int | None = None) -> WhatIf:
-    """The what-if of `edits` over `store` (read only): inputs named by number."""
-    first = _first_seq(edits) or store.head()
-    start = _position_of_input(store, first) if edits else None
+    """The what-if of `edits` over `store` (read only, as of its head now):
+    inputs named by number. The answer names the store by `url`, its password
+    left out."""
+    head = store.head()
+    first = _first_seq(edits) or head
+    start = _position_of_input(store, first, head) if edits else None
     if edits and start is None:
         raise EditInvalid(f"{edits[0].text}: the store has no input {first}")
-    boundary = start - 1 if start is not None else store.head()
-    until_position = _until_position(store, until)
+    boundary = start - 1 if start is not None else head
+    until_position = _until_position(store, until, head)
     fork_store = ForkStore(store, boundary)
     fork = Engine(fork_store, snapshot_every=0)
-    items, entries = _fork_items(_tail(store, boundary), edits, first, fork.state.last_at)
+    items, entries = _fork_items(_tail(store, boundary, head), edits, first, fork.state.last_at)
     fork_where = _fork_where(first, entries)
     for item, entry in zip(items, entries, strict=True):
         order = (entry.origin, 0) if entry.origin is not None else (entry.after, 1)
@@ -161,4 +169,4 @@ def whatif_store(store: EventStore, url: str, edits: list[Edit], until: int | No
         events=list(fork_store.read(after=boundary)), views=fork.views.document(), where=fork_where, line_where=None,
         explain=explainer(fork_store),
     )  # fmt: skip
-    return compare(original, forked, source=url, unit="input", edits=[edit.text for edit in edits], until=until)
+    return compare(original, forked, source=redacted(url), unit="input", edits=[edit.text for edit in edits], until=until)
