@@ -162,6 +162,7 @@ def test_a_served_whatif_never_waits_for_the_engine(tmp_path: Path) -> None:
     from tandem.adapters.service import Service
     from tandem.adapters.tokens import TokenTable
     from tandem.replay.whatif.edits import drop
+    from tests.client.aio import run as run_async
 
     url = stored("fixtures/gates/16_backend_frontend_tests.jsonl", tmp_path)
     runtime = Runtime(Settings(store_url=url))
@@ -175,7 +176,7 @@ def test_a_served_whatif_never_waits_for_the_engine(tmp_path: Path) -> None:
             return await asyncio.wait_for(service.whatif([drop(17)], None), timeout=60)
 
     try:
-        answer = asyncio.run(while_held())
+        answer = run_async(while_held())  # in a thread of its own: the browser tests may hold a loop in this one
     finally:
         reader.close()
         runtime.close()
