@@ -1,0 +1,76 @@
+"""replay/key_scan.py answers as the LogIndex of the same log (replay/index.py)
+for every key it is asked, for every fixture trace: in a memory store
+(`read_matching` filtered in Python) and in SQLite (filtered in the
+database), every key's positions, their types and their inputs' records;
+explain through it gives what a full read gives; a `Spliced` index of a
+prefix and a tail answers as the whole log's index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from tandem.adapters.store import open_store
+from tandem.replay.explain import ExplainError, document, explain
+from tandem.replay.index import LogIndex, keys_of
+from tandem.replay.key_scan import KeyScan, Spliced
+from tandem.replay.port import EventStore
+from tests.integration.test_event_digests import name, traces
+from tests.integration.test_explain_digests import identifiers, stored
+
+
+def in_sqlite(store: EventStore, directory: Path) -> EventStore:
+    copy = open_store(f"sqlite:///{directory / 'copy.db'}")
+    copy.append_encoded([data for _, data in store.read_encoded()], 0)
+    return copy
+
+
+def every_key(store: EventStore) -> list[tuple[str, ...]]:
+    found = {key for _, event in store.read() for key in keys_of(event)}
+    return list(dict.fromkeys([*sorted(found), ("action", "nothing-here"), ("heartbeat",), ("task", "op")]))
+
+
+def agrees(index: object, whole: LogIndex, keys: list[tuple[str, ...]]) -> None:
+    for key in keys:
+        positions = list(index.positions(key))  # type: ignore[attr-defined]
+        assert positions == list(whole.positions(key)), key
+        middle = whole.head // 2
+        assert list(index.positions(key, after=middle)) == list(whole.positions(key, after=middle)), key  # type: ignore[attr-defined]
+        assert list(index.positions(key, until=middle)) == list(whole.positions(key, until=middle)), key  # type: ignore[attr-defined]
+        for position in positions:
+            assert index.type_at(position) is whole.type_at(position), (key, position)  # type: ignore[attr-defined]
+            assert index.record_before(position) == whole.record_before(position), (key, position)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("path", traces(), ids=name)
+def test_a_key_scan_answers_as_the_log_index(path: Path, tmp_path: Path) -> None:
+    memory = stored(path)
+    for store in (memory, in_sqlite(memory, tmp_path)):
+        whole = LogIndex.build(store)
+        keys = every_key(store)
+        scan = KeyScan(store, store.head())
+        scan.prefetch(keys[::2])  # one scan for half of them, the rest one by one as asked
+        agrees(scan, whole, keys)
+        assert scan.scans == 1 + len(keys[1::2])
+        boundary = store.head() // 2
+        tail = LogIndex.after(boundary)
+        tail.add(boundary, [event for _, event in store.read(after=boundary)])
+        spliced = Spliced(KeyScan(store, boundary), boundary, tail)
+        assert spliced.head == whole.head
+        agrees(spliced, whole, keys)
+
+
+@pytest.mark.parametrize("path", traces()[::3], ids=name)
+def test_explain_through_a_key_scan_is_a_full_reads(path: Path, tmp_path: Path) -> None:
+    store = in_sqlite(stored(path), tmp_path)
+    scan = KeyScan(store, store.head())
+    for identifier in identifiers(store):
+        try:
+            full = msgspec.json.encode(document(store, identifier).matches)
+        except ExplainError:
+            with pytest.raises(ExplainError):
+                explain(store, identifier, index=scan)
+            continue
+        assert msgspec.json.encode(explain(store, identifier, index=scan)) == full, identifier
