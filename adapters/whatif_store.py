@@ -8,6 +8,7 @@ the tail, not the history; nothing is written to the store.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 
@@ -17,13 +18,19 @@ from tandem.adapters.store.memory import MemoryStore
 from tandem.adapters.whatif import explainer
 from tandem.domain import events as ev
 from tandem.replay.engine import Engine, Located, input_boundary, project
+from tandem.replay.explain.model import Explanation
+from tandem.replay.explain.walk import keys_named
+from tandem.replay.index import LogIndex
+from tandem.replay.key_scan import KeyScan, Spliced, record_window_first
 from tandem.replay.port import EventStore
 from tandem.replay.traces import TraceInvalid, parse_trace
-from tandem.replay.whatif.diff import Run, compare
+from tandem.replay.whatif.diff import Run, compare, explained
 from tandem.replay.whatif.edits import Edit, EditInvalid, Entry, apply
 from tandem.replay.whatif.model import WhatIf, Where
 
 tail_inputs_max = 1_000_000  # inputs a fork applies again (from the first edited input to the head)
+discovery_rounds_max = 8  # explain rounds finding the keys to scan before each side explains as asked
+Tail = tuple[int, str | None, int | None, bytes]  # an input after the boundary: (seq, file, line, its JSON)
 
 
 class ForkStore(MemoryStore):
@@ -65,11 +72,7 @@ def _position_of_input(store: EventStore, seq: int) -> int | None:
     low, high = 1, store.head()
     while low <= high:
         middle = (low + high) // 2
-        found = None
-        for position, event in store.read(after=middle - 1, until=high):
-            if type(event) in (ev.InputAccepted, ev.InputRejected):
-                found = (position, event.seq)  # type: ignore[union-attr]
-                break
+        found = _first_record(store, middle - 1, high)
         if found is None:
             high = middle - 1
         elif found[1] == seq:
@@ -81,19 +84,35 @@ def _position_of_input(store: EventStore, seq: int) -> int | None:
     return None
 
 
-def _tail(store: EventStore, boundary: int) -> list[tuple[int, str | None, int | None, bytes]]:
-    """(seq, file, line, the input as a JSON line) of every input after `boundary`."""
-    tail = []
-    for _, event in store.read(after=boundary):
+def _first_record(store: EventStore, after: int, until: int) -> tuple[int, int] | None:
+    """(position, seq) of the first input's record after `after`, up to
+    `until`: read a small window at a time (an input's events follow its record)."""
+    window = record_window_first
+    while after < until:
+        end = min(until, after + window)
+        for position, event in store.read(after=after, until=end):
+            if type(event) in (ev.InputAccepted, ev.InputRejected):
+                return position, event.seq  # type: ignore[union-attr]
+        after, window = end, window * 8
+    return None
+
+
+def _read_after(store: EventStore, boundary: int) -> tuple[list[tuple[int, ev.Event]], list[Tail]]:
+    """The events after `boundary`, and (seq, file, line, the input as a JSON
+    line) of every input among them."""
+    events: list[tuple[int, ev.Event]] = []
+    tail: list[Tail] = []
+    for position, event in store.read(after=boundary):
+        events.append((position, event))
         if type(event) in (ev.InputAccepted, ev.InputRejected):
             tail.append((event.seq, event.file, event.line, msgspec.json.encode(event.input)))  # type: ignore[union-attr]
             if len(tail) > tail_inputs_max:
                 raise EditInvalid(f"over {tail_inputs_max} inputs after the first edited one: edit a later input")
-    return tail
+    return events, tail
 
 
 def _fork_items(
-    tail: list[tuple[int, str | None, int | None, bytes]], edits: list[Edit], first: int, not_before: object
+    tail: list[Tail], edits: list[Edit], first: int, not_before: object
 ) -> tuple[list[Located], list[Entry]]:
     data = b"".join(line + b"\n" for *_, line in tail)
     edited, entries = apply(data, edits, first=first, unit="input")
@@ -143,22 +162,71 @@ def whatif_store(store: EventStore, url: str, edits: list[Edit], until: int | No
     until_position = _until_position(store, until)
     fork_store = ForkStore(store, boundary)
     fork = Engine(fork_store, snapshot_every=0)
-    items, entries = _fork_items(_tail(store, boundary), edits, first, fork.state.last_at)
+    after, tail = _read_after(store, boundary)
+    items, entries = _fork_items(tail, edits, first, fork.state.last_at)
     fork_where = _fork_where(first, entries)
     for item, entry in zip(items, entries, strict=True):
         order = (entry.origin, 0) if entry.origin is not None else (entry.after, 1)
         if until is not None and order > (until, 0):
             break
         fork.submit(item)
+    original_events = after if until_position is None else [(p, e) for p, e in after if p <= until_position]
+    fork_events = list(fork_store.read(after=boundary))
+    # Both sides' explanations read the shared prefix through one scan of it.
+    scan = KeyScan(store, boundary)
     same = lambda seq: Where(line=seq)  # noqa: E731
-    original_events = list(store.read(after=boundary, until=until_position))
     original = Run(
         events=original_events, views=project(store, until_position).document(), where=same, line_where=None,
-        explain=explainer(store, until_position),
+        explain=explainer(store, until_position, Spliced(scan, boundary, _tail_index(boundary, original_events))),
     )  # fmt: skip
     assert fork.views is not None
     forked = Run(
-        events=list(fork_store.read(after=boundary)), views=fork.views.document(), where=fork_where, line_where=None,
-        explain=explainer(fork_store),
+        events=fork_events, views=fork.views.document(), where=fork_where, line_where=None,
+        explain=explainer(fork_store, None, Spliced(scan, boundary, _tail_index(boundary, fork_events))),
     )  # fmt: skip
+    original, forked = _explained_beforehand(scan, original, forked)
     return compare(original, forked, source=url, unit="input", edits=[edit.text for edit in edits], until=until)
+
+
+def _tail_index(boundary: int, events: list[tuple[int, ev.Event]]) -> LogIndex:
+    index = LogIndex.after(boundary)
+    index.add(boundary, [event for _, event in events])
+    return index
+
+
+def _explained_beforehand(scan: KeyScan, original: Run, fork: Run) -> tuple[Run, Run]:
+    """Both sides' explanations of every thing `compare` will ask for, their
+    keys found by as few scans of the prefix as their reads need (replay/
+    key_scan.py: discovering the keys, then one scan for all of a round's
+    new ones); the sides then answer from what was found."""
+    pairs = explained(original, fork)
+    if not pairs:
+        return original, fork
+    scan.prefetch(key for _, ident in pairs for key in keys_named(ident))
+    scan.discovering = True
+    found: dict[tuple[int, str, str], Explanation | None] | None = None
+    try:
+        for _ in range(discovery_rounds_max):
+            found = {}
+            for side, run in enumerate((original, fork)):
+                for kind, ident in pairs:
+                    try:
+                        found[(side, kind, ident)] = run.explain(kind, ident)
+                    except Exception:
+                        if not scan.missing:
+                            raise  # a read of complete keys: not a missing key's doing
+            if not scan.missing:
+                break
+            scan.prefetch(scan.missing)
+            scan.missing.clear()
+            found = None
+    finally:
+        scan.discovering = False
+    if found is None:  # not settled: each side explains as asked, scanning key by key
+        return original, fork
+    answers = found
+    sides = [
+        dataclasses.replace(run, explain=lambda kind, ident, side=side, run=run: answers[(side, kind, ident)] if (side, kind, ident) in answers else run.explain(kind, ident))
+        for side, run in enumerate((original, fork))
+    ]  # fmt: skip
+    return sides[0], sides[1]

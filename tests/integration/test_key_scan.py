@@ -3,7 +3,8 @@ for every key it is asked, for every fixture trace: in a memory store
 (`read_matching` filtered in Python) and in SQLite (filtered in the
 database), every key's positions, their types and their inputs' records;
 explain through it gives what a full read gives; a `Spliced` index of a
-prefix and a tail answers as the whole log's index."""
+prefix and a tail answers as the whole log's index. And `tandem whatif
+--store`, which reads through them, answers what it answers with full reads."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ from pathlib import Path
 import msgspec
 import pytest
 
+import tandem.adapters.whatif_store as whatif_store_module
 from tandem.adapters.store import open_store
+from tandem.adapters.whatif import explainer
+from tandem.domain import events as ev
 from tandem.replay.explain import ExplainError, document, explain
 from tandem.replay.index import LogIndex, keys_of
 from tandem.replay.key_scan import KeyScan, Spliced
 from tandem.replay.port import EventStore
+from tandem.replay.whatif.edits import PARSERS, EditInvalid
 from tests.integration.test_event_digests import name, traces
 from tests.integration.test_explain_digests import identifiers, stored
 
@@ -74,3 +79,31 @@ def test_explain_through_a_key_scan_is_a_full_reads(path: Path, tmp_path: Path) 
                 explain(store, identifier, index=scan)
             continue
         assert msgspec.json.encode(explain(store, identifier, index=scan)) == full, identifier
+
+
+def full_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The what-if as it was before the key scans: each side explains by reading its whole log."""
+    monkeypatch.setattr(whatif_store_module, "explainer", lambda store, until, index=None: explainer(store, until))
+    monkeypatch.setattr(whatif_store_module, "_explained_beforehand", lambda scan, original, fork: (original, fork))
+
+
+@pytest.mark.parametrize("path", traces()[::4], ids=name)
+def test_a_whatif_over_a_store_answers_as_with_full_reads(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = in_sqlite(stored(path), tmp_path)
+    seqs = [e.seq for _, e in store.read() if type(e) in (ev.InputAccepted, ev.InputRejected)]  # type: ignore[union-attr]
+    cases = [[("drop", str(seq))] for seq in {seqs[0], seqs[len(seqs) // 2], seqs[-1]}]
+    cases.append([("set", f"{seqs[len(seqs) // 2]}.at=\"2020-01-01T00:00:00Z\""), ("drop", str(seqs[-1]))])
+    answers = []
+    for slow in (False, True):
+        if slow:
+            full_reads(monkeypatch)
+        answers.append([whatif(store, edits) for edits in cases])
+    assert answers[0] == answers[1]
+
+
+def whatif(store: EventStore, edits: list[tuple[str, str]]) -> bytes:
+    try:
+        result = whatif_store_module.whatif_store(store, "url", [PARSERS[op](text) for op, text in edits])
+    except EditInvalid as error:  # an edit the store refuses: refused the same way
+        return f"{type(error).__name__}: {error}".encode()
+    return msgspec.json.encode(result)
