@@ -81,22 +81,22 @@ def statement_templates(dialect: SqlDialect) -> dict[str, str]:
 
 
 def _matching(dialect: SqlDialect, needles_by_type: Mapping[str, Collection[bytes]]) -> tuple[str, list[Any]]:
-    """`read_matching`'s filter: per set of needles, the types that share it
-    (a type with the empty needle: every event of it)."""
+    """`read_matching`'s filter: the event's type is one of them, then, by the
+    first set of types that holds it (the sets sharing needles, largest
+    first: one lookup for most events), its needles (b"": none to hold)."""
+    assert dialect.contains is not None
     groups: dict[frozenset[bytes], list[str]] = {}
     for name, needles in needles_by_type.items():
         groups.setdefault(frozenset() if b"" in needles else frozenset(needles), []).append(name)
-    assert dialect.contains is not None
-    parts: list[str] = []
-    parameters: list[Any] = []
-    for needles, names in groups.items():
-        test = f"topic {dialect.one_of}"
-        parameters.append(json.dumps(sorted(names)))
-        if needles:
-            test += " AND (" + " OR ".join([dialect.contains] * len(needles)) + ")"
-            parameters.extend(sorted(needles))
-        parts.append(f"({test})")
-    return " OR ".join(parts) or "1 = 0", parameters
+    if not groups:
+        return "1 = 0", []
+    cases: list[str] = []
+    parameters: list[Any] = [json.dumps(sorted(needles_by_type))]
+    for needles, names in sorted(groups.items(), key=lambda group: (-len(group[1]), sorted(group[1]))):
+        held = " OR ".join([dialect.contains] * len(needles)) if needles else "1 = 1"
+        cases.append(f"WHEN topic {dialect.one_of} THEN ({held})")
+        parameters += [json.dumps(sorted(names)), *sorted(needles)]
+    return f"topic {dialect.one_of} AND CASE {' '.join(cases)} ELSE 1 = 0 END", parameters
 
 
 class SqlStore(RecorderStore):
