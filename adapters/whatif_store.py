@@ -8,28 +8,27 @@ the tail, not the history; nothing is written to the store.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
 from tandem.adapters.store.memory import MemoryStore
 from tandem.adapters.whatif import explainer
+from tandem.adapters.whatif_explain import PrefixReads
 from tandem.domain import events as ev
+from tandem.projections import Views
 from tandem.replay.engine import Engine, Located, input_boundary, project
-from tandem.replay.explain.model import Explanation
-from tandem.replay.explain.walk import keys_named
-from tandem.replay.index import LogIndex
-from tandem.replay.key_scan import KeyScan, Spliced, record_window_first
+from tandem.replay.key_scan import record_window_first
 from tandem.replay.port import EventStore
+from tandem.replay.snapshot import copy_views, fold_views
 from tandem.replay.traces import TraceInvalid, parse_trace
-from tandem.replay.whatif.diff import Run, compare, explained
+from tandem.replay.whatif.diff import Run, compare
 from tandem.replay.whatif.edits import Edit, EditInvalid, Entry, apply
 from tandem.replay.whatif.model import WhatIf, Where
 
 tail_inputs_max = 1_000_000  # inputs a fork applies again (from the first edited input to the head)
-discovery_rounds_max = 8  # explain rounds finding the keys to scan before each side explains as asked
 Tail = tuple[int, str | None, int | None, bytes]  # an input after the boundary: (seq, file, line, its JSON)
 
 
@@ -159,74 +158,43 @@ def whatif_store(store: EventStore, url: str, edits: list[Edit], until: int | No
     if edits and start is None:
         raise EditInvalid(f"{edits[0].text}: the store has no input {first}")
     boundary = start - 1 if start is not None else store.head()
-    until_position = _until_position(store, until)
-    fork_store = ForkStore(store, boundary)
-    fork = Engine(fork_store, snapshot_every=0)
-    after, tail = _read_after(store, boundary)
-    items, entries = _fork_items(tail, edits, first, fork.state.last_at)
-    fork_where = _fork_where(first, entries)
-    for item, entry in zip(items, entries, strict=True):
-        order = (entry.origin, 0) if entry.origin is not None else (entry.after, 1)
-        if until is not None and order > (until, 0):
-            break
-        fork.submit(item)
-    original_events = after if until_position is None else [(p, e) for p, e in after if p <= until_position]
-    fork_events = list(fork_store.read(after=boundary))
-    # Both sides' explanations read the shared prefix through one scan of it.
-    scan = KeyScan(store, boundary)
-    same = lambda seq: Where(line=seq)  # noqa: E731
-    original = Run(
-        events=original_events, views=project(store, until_position).document(), where=same, line_where=None,
-        explain=explainer(store, until_position, Spliced(scan, boundary, _tail_index(boundary, original_events))),
-    )  # fmt: skip
-    assert fork.views is not None
-    forked = Run(
-        events=fork_events, views=fork.views.document(), where=fork_where, line_where=None,
-        explain=explainer(fork_store, None, Spliced(scan, boundary, _tail_index(boundary, fork_events))),
-    )  # fmt: skip
-    original, forked = _explained_beforehand(scan, original, forked)
-    return compare(original, forked, source=url, unit="input", edits=[edit.text for edit in edits], until=until)
-
-
-def _tail_index(boundary: int, events: list[tuple[int, ev.Event]]) -> LogIndex:
-    index = LogIndex.after(boundary)
-    index.add(boundary, [event for _, event in events])
-    return index
-
-
-def _explained_beforehand(scan: KeyScan, original: Run, fork: Run) -> tuple[Run, Run]:
-    """Both sides' explanations of every thing `compare` will ask for, their
-    keys found by as few scans of the prefix as their reads need (replay/
-    key_scan.py: discovering the keys, then one scan for all of a round's
-    new ones); the sides then answer from what was found."""
-    pairs = explained(original, fork)
-    if not pairs:
-        return original, fork
-    scan.prefetch(key for _, ident in pairs for key in keys_named(ident))
-    scan.discovering = True
-    found: dict[tuple[int, str, str], Explanation | None] | None = None
-    try:
-        for _ in range(discovery_rounds_max):
-            found = {}
-            for side, run in enumerate((original, fork)):
-                for kind, ident in pairs:
-                    try:
-                        found[(side, kind, ident)] = run.explain(kind, ident)
-                    except Exception:
-                        if not scan.missing:
-                            raise  # a read of complete keys: not a missing key's doing
-            if not scan.missing:
+    with PrefixReads(store, boundary) as prefix:
+        if start is not None:
+            prefix.guess(start)  # beside the fork's fold
+        until_position = _until_position(store, until)
+        fork_store = ForkStore(store, boundary)
+        fork = Engine(fork_store, snapshot_every=0)
+        assert fork.views is not None
+        prefix_views = copy_views(fork.views)  # the original's too, up to the boundary
+        after, tail = _read_after(store, boundary)
+        items, entries = _fork_items(tail, edits, first, fork.state.last_at)
+        for item, entry in zip(items, entries, strict=True):
+            order = (entry.origin, 0) if entry.origin is not None else (entry.after, 1)
+            if until is not None and order > (until, 0):
                 break
-            scan.prefetch(scan.missing)
-            scan.missing.clear()
-            found = None
-    finally:
-        scan.discovering = False
-    if found is None:  # not settled: each side explains as asked, scanning key by key
-        return original, fork
-    answers = found
-    sides = [
-        dataclasses.replace(run, explain=lambda kind, ident, side=side, run=run: answers[(side, kind, ident)] if (side, kind, ident) in answers else run.explain(kind, ident))
-        for side, run in enumerate((original, fork))
-    ]  # fmt: skip
-    return sides[0], sides[1]
+            fork.submit(item)
+        original_events = after if until_position is None else [(p, e) for p, e in after if p <= until_position]
+        fork_events = list(fork_store.read(after=boundary))
+        same = lambda seq: Where(line=seq)  # noqa: E731
+        original = Run(
+            events=original_events, views=_original_views(store, prefix_views, original_events, until_position),
+            where=same, line_where=None, explain=explainer(store, until_position, prefix.index(original_events)),
+        )  # fmt: skip
+        forked = Run(
+            events=fork_events, views=fork.views.document(), where=_fork_where(first, entries), line_where=None,
+            explain=explainer(fork_store, None, prefix.index(fork_events)),
+        )  # fmt: skip
+        original, forked = prefix.explained(original, forked)
+        return compare(original, forked, source=url, unit="input", edits=[edit.text for edit in edits], until=until)
+
+
+def _original_views(
+    store: EventStore, prefix_views: Views, events: list[tuple[int, ev.Event]], until_position: int | None
+) -> dict[str, Any]:
+    """The original's views (at `until_position`, else the head): the views
+    the fork started from, with the original's events since folded into
+    them; from the store when `until_position` is before the boundary."""
+    if until_position is not None and until_position < prefix_views.position:
+        return project(store, until_position).document()
+    prefix_views.position += fold_views(prefix_views, (event for _, event in events))
+    return prefix_views.document()

@@ -84,7 +84,7 @@ def test_explain_through_a_key_scan_is_a_full_reads(path: Path, tmp_path: Path) 
 def full_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """The what-if as it was before the key scans: each side explains by reading its whole log."""
     monkeypatch.setattr(whatif_store_module, "explainer", lambda store, until, index=None: explainer(store, until))
-    monkeypatch.setattr(whatif_store_module, "_explained_beforehand", lambda scan, original, fork: (original, fork))
+    monkeypatch.setattr(whatif_store_module.PrefixReads, "explained", lambda self, original, fork: (original, fork))
 
 
 @pytest.mark.parametrize("path", traces()[::4], ids=name)
