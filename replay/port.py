@@ -89,9 +89,11 @@ class EventStore(Protocol):
         """The same events as stored bytes (for export, verify and benchmarks)."""
         ...
 
-    def read_matching(self, needles_by_type: Mapping[str, Collection[bytes]], until: int | None = None) -> Iterator[tuple[int, bytes]]:
-        """The stored events up to `until` whose type (its name) is a key of
-        `needles_by_type` and whose stored bytes contain one of its needles
+    def read_matching(
+        self, needles_by_type: Mapping[str, Collection[bytes]], after: int = 0, until: int | None = None
+    ) -> Iterator[tuple[int, bytes]]:
+        """The stored events after `after` (up to `until`) whose type (its name)
+        is a key of `needles_by_type` and whose stored bytes contain one of its needles
         (b"": any event of the type), in order, as stored bytes. For reads
         that keep a few events of a long log (replay/key_scan.py): an SQL
         store filters them in the database."""

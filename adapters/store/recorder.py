@@ -310,9 +310,11 @@ class RecorderStore:
                 return
             after = page[-1][0]
 
-    def read_matching(self, needles_by_type: Mapping[str, Collection[bytes]], until: int | None = None) -> Iterator[tuple[int, bytes]]:
+    def read_matching(
+        self, needles_by_type: Mapping[str, Collection[bytes]], after: int = 0, until: int | None = None
+    ) -> Iterator[tuple[int, bytes]]:
         """Read and filtered here (an SQL store filters in the database)."""
-        for position, data in self.read_encoded(until=until):
+        for position, data in self.read_encoded(after, until):
             needles = needles_by_type.get(stored_type_name(data))
             if needles is not None and any(needle in data for needle in needles):
                 yield position, data

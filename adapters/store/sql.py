@@ -23,6 +23,9 @@ from tandem.adapters.store.url import redacted
 from tandem.replay.port import StoreError, WriterClaim
 
 _int64_max = 2**63 - 1  # "no upper bound" for a position
+# Parameters of one `read_matching` statement (SQLite's oldest limit is 999):
+# a filter with more needles is applied in Python.
+matching_parameters_max = 900
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,17 +193,19 @@ class SqlStore(RecorderStore):
             return self._query("page", log_stream_id, after, limit)  # type: ignore[return-value]
         return self._query("window", log_stream_id, after, until, limit)  # type: ignore[return-value]
 
-    def read_matching(self, needles_by_type: Mapping[str, Collection[bytes]], until: int | None = None) -> Iterator[tuple[int, bytes]]:
-        if self.dialect.contains is None:
-            yield from super().read_matching(needles_by_type, until)
+    def read_matching(
+        self, needles_by_type: Mapping[str, Collection[bytes]], after: int = 0, until: int | None = None
+    ) -> Iterator[tuple[int, bytes]]:
+        condition, parameters = _matching(self.dialect, needles_by_type) if self.dialect.contains else ("", [])
+        if not condition or len(parameters) > matching_parameters_max:
+            yield from super().read_matching(needles_by_type, after, until)
             return
-        condition, parameters = _matching(self.dialect, needles_by_type)
         p = self.dialect.placeholder
         statement = self._compose(
             f"SELECT originator_version, state FROM {{events}} WHERE originator_id={p} AND originator_version>{p}"
             f" AND originator_version<={p} AND ({condition}) ORDER BY originator_version LIMIT {p}"
         )
-        after, end = 0, _int64_max if until is None else until
+        end = _int64_max if until is None else until
         while True:
             page = self._guarded(self._query_statement, statement, log_stream_id, after, end, *parameters, read_page_events_max)
             yield from page

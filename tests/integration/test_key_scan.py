@@ -67,6 +67,24 @@ def test_a_key_scan_answers_as_the_log_index(path: Path, tmp_path: Path) -> None
         agrees(spliced, whole, keys)
 
 
+def test_read_matching_filters_alike_in_the_database_and_in_python(tmp_path: Path) -> None:
+    memory = stored(traces()[0])
+    sqlite = in_sqlite(memory, tmp_path)
+    head = memory.head()
+    many = {f"needle-{number}".encode() for number in range(1_000)}  # past the statement's parameters: in Python
+    filters = [
+        {"ActionProposed": {b"op-"}, "HeartbeatRecorded": {b""}},
+        {name: {b"fg", b"nothing"} for name in ev.EVENT_TYPES},
+        {"ActionProposed": many | {b"op-"}},
+        {},
+    ]
+    for needles in filters:
+        for after, until in ((0, None), (head // 3, head // 2), (head, None)):
+            expected = list(memory.read_matching(needles, after, until))
+            assert list(sqlite.read_matching(needles, after, until)) == expected, (sorted(needles)[:3], after, until)
+    assert list(memory.read_matching(filters[0])), "the filters keep something"
+
+
 @pytest.mark.parametrize("path", traces()[::3], ids=name)
 def test_explain_through_a_key_scan_is_a_full_reads(path: Path, tmp_path: Path) -> None:
     store = in_sqlite(stored(path), tmp_path)
