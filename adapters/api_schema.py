@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import Operation, Parameter, Reference, RequestBody
-from msgspec import UNSET, Struct, UnsetType
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from tandem.replay.edge import RESERVED_KINDS
 from tandem.domain import events as ev
@@ -37,6 +37,8 @@ from tandem.projections.rows import (
 from tandem.projections.work import WorkBody
 from tandem.replay.commits import Commit
 from tandem.replay.explain.model import Document as ExplainDocument
+from tandem.replay.whatif.edits import edits_max, shift_seconds_max
+from tandem.replay.whatif.model import WhatIf
 
 
 class LineError(Struct, frozen=True):
@@ -186,6 +188,7 @@ def _errors(*statuses: int) -> dict[int, ResponseSpec]:
         409: "at_before_head or at_in_future, or read_only (a follower: the message names the writer): nothing recorded",
         413: "body too large",
         415: "unsupported media type",
+        422: "bad_edit: an edit that cannot be applied to the store's inputs (the message names it and why): nothing written",
         503: "store unavailable (nothing recorded; retry with the same id), commit_unknown (it may have been recorded: "
         "resend with the same id), or too many streams; with Retry-After (seconds)",
     }
@@ -197,6 +200,62 @@ def _errors(*statuses: int) -> dict[int, ResponseSpec]:
 
 ERRORS_READ = _errors(400, 401, 404, 405, 503)
 ERRORS_WRITE = _errors(400, 401, 403, 404, 405, 409, 413, 415, 503)
+ERRORS_WHATIF = _errors(400, 401, 404, 405, 413, 415, 422, 503)
+
+
+# ------------------------------------------------- POST /v1/whatif's body
+#
+# An edit of `tandem whatif --store` (docs/api.md, "What if"), told apart by
+# `op`; `input` is an input's number (explain's `input N`, the store's seq).
+
+input_number_max = 10**18 - 1
+InputNumber = Annotated[int, Meta(ge=1, le=input_number_max, description="an input's number (explain's `input N`)")]
+Seconds = Meta(ge=-shift_seconds_max, le=shift_seconds_max)
+
+
+class WhatIfDrop(Struct, frozen=True, forbid_unknown_fields=True, tag_field="op", tag="drop"):
+    """Leave the input out (`--drop N`)."""
+
+    input: InputNumber
+
+
+class WhatIfReplace(Struct, frozen=True, forbid_unknown_fields=True, tag_field="op", tag="replace"):
+    """Put `value`, an input as a trace line has it, in its place (`--replace N=JSON`)."""
+
+    input: InputNumber
+    value: dict[str, Any]
+
+
+class WhatIfInsertAfter(Struct, frozen=True, forbid_unknown_fields=True, tag_field="op", tag="insert_after"):
+    """Add `value` after the input (0: before the first) (`--insert-after N=JSON`)."""
+
+    input: Annotated[int, Meta(ge=0, le=input_number_max, description="an input's number; 0: before the first")]
+    value: dict[str, Any]
+
+
+class WhatIfShift(Struct, frozen=True, forbid_unknown_fields=True, tag_field="op", tag="shift"):
+    """Move the input's `at` by `seconds` (negative: earlier), and the input with it (`--shift N=SECONDS`)."""
+
+    input: InputNumber
+    seconds: Annotated[int, Seconds] | Annotated[float, Seconds]
+
+
+class WhatIfSet(Struct, frozen=True, forbid_unknown_fields=True, tag_field="op", tag="set"):
+    """Set one field of the input, dotted into objects, to `value`, any JSON value (`--set N.FIELD=VALUE`)."""
+
+    input: InputNumber
+    field: Annotated[str, Meta(min_length=1, max_length=1_000)]
+    value: Any
+
+
+WhatIfEdit = WhatIfDrop | WhatIfReplace | WhatIfInsertAfter | WhatIfShift | WhatIfSet
+
+
+class WhatIfRequest(Struct, frozen=True, forbid_unknown_fields=True):
+    """The edits, in order, each naming inputs by the store's numbering; `until`: compare as of that input."""
+
+    edits: Annotated[list[WhatIfEdit], Meta(max_length=edits_max)]
+    until: InputNumber | None = None
 
 
 # ------------------------------------------------------ the OpenAPI document
@@ -248,7 +307,10 @@ ANSWERS: tuple[type[Struct], ...] = (
     Health,
     ExplainDocument,
     WorkBody,
+    WhatIf,
 )
+# The request bodies a handler decodes itself, described by their Structs too.
+REQUESTS: tuple[type[Struct], ...] = (WhatIfRequest,)
 
 
 def answer_schemas(answers: Sequence[type[Struct]]) -> dict[str, dict[str, Any]]:

@@ -44,6 +44,7 @@ from tandem.adapters.api_schema import (
     ERRORS_WRITE,
     INPUT_SCHEMA_NAME,
     INPUT_SCHEMAS,
+    REQUESTS,
     VIEW_BODY_SCHEMA_NAME,
     Degraded,
     ErrorBody,
@@ -69,6 +70,7 @@ from tandem.adapters.http_inputs import (
     single_body_bytes_max,
 )
 from tandem.adapters.github_webhook import GithubAnswer, post_github
+from tandem.adapters.http_whatif import post_whatif
 from tandem.adapters.service import ApiError, Service
 from tandem.adapters.stream import StreamsClosed, StreamsFull
 from tandem.adapters.console import SECURITY_HEADERS, NeedsSignIn, console_routes
@@ -460,7 +462,10 @@ async def _secured(response: Response[Any]) -> Response[Any]:
     return response
 
 
-ROUTES = [post_inputs, post_inputs_batch, get_views, get_view, get_events, get_explain, get_work, get_health, head_health, get_stream, post_github]
+ROUTES = [
+    post_inputs, post_inputs_batch, get_views, get_view, get_events, get_explain, get_work, post_whatif, get_health, head_health,
+    get_stream, post_github,
+]  # fmt: skip
 
 
 def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] = (), on_shutdown: list[Callable[[], Awaitable[None]]] = ()) -> Litestar:  # type: ignore[assignment]
@@ -471,7 +476,7 @@ def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] 
         openapi_config=OpenAPIConfig(
             title="Tandem",
             version="1.0.0",
-            description="The engine as a service (docs/api.md): authenticated inputs, views, events, explain, live changes.",
+            description="The engine as a service (docs/api.md): authenticated inputs, views, events, explain, what-ifs, live changes.",
             path="/openapi.json",  # the one document, nowhere else (the console has `/`)
             render_plugins=[JsonRenderPlugin(path="/")],
             components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),
@@ -486,7 +491,7 @@ def build_app(service: Service, on_startup: list[Callable[[], Awaitable[None]]] 
     # is then msgspec's own schema of its Struct: the answers'
     # (api_schema.answer_schemas), the inputs' (api_schema.input_schemas).
     schemas = app.openapi_schema.components.schemas
-    answers = answer_schemas([*ANSWERS, GithubAnswer])
+    answers = answer_schemas([*ANSWERS, GithubAnswer, *REQUESTS])
     assert schemas is not None and not INPUT_SCHEMAS.keys() & answers.keys(), "component names clash"
     assert schemas.keys() <= answers.keys(), f"components not made from a Struct: {sorted(schemas.keys() - answers.keys())}"
     schemas.update(answers)  # type: ignore[arg-type]  # plain JSON Schema, written as it is

@@ -10,7 +10,7 @@ stream's hub and the log's index; and it does what every door asks:
 * `submit`: live inputs parsed with the live edge's rules (replay/traces.py,
   replay/edge.py) and committed, with the requests that came meanwhile, in
   one transaction (adapters/group_commit.py), its own `Commit` back;
-* `views` (live, or `?at=`), `events`, `explain`: reads;
+* `views` (live, or `?at=`), `events`, `explain`, `whatif`: reads;
 * `with_engine`: any use of the engine, one at a time (`engine_lock`, an
   asyncio lock: in order); small work on the event loop, big batches and a
   remote store's commits in a worker thread, so that the loop keeps serving
@@ -43,6 +43,7 @@ from tandem.adapters.runtime import LiveEngine, LockLost, ReadOnly, Runtime
 from tandem.adapters.sessions import Sessions
 from tandem.adapters.stream import Hub
 from tandem.adapters.tokens import TokenTable
+from tandem.adapters.whatif_store import whatif_store
 from tandem.projections.rows import VALUE_VIEWS
 from tandem.projections.work import WorkBody, work_items
 from tandem.replay.commits import Commit, EventRow, events_page, summarize
@@ -51,10 +52,13 @@ from tandem.replay.engine import input_boundary, project
 from tandem.replay.explain import ExplainError, document, encode_json
 from tandem.replay.index import LogIndex
 from tandem.replay.port import CommitUnknown, ConcurrencyError, EventStore, Fenced, StoreError
+from tandem.replay.whatif.edits import Edit, EditInvalid
+from tandem.replay.whatif.model import WhatIf
 
 log = logging.getLogger("tandem.serve")
 
 reader_threads_max = 4
+whatifs_at_once = 1  # what-ifs read in one reader thread at most: the other reads never wait behind them
 inline_body_bytes_max = 65_536  # bigger bodies are decided in a worker thread
 # A 503 says when to try again (`Retry-After`, seconds): a store that failed
 # is folded again at the next request, and a standby takes over in well under
@@ -126,6 +130,7 @@ class Service:
     hub: Hub | None = None
     engine_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     reader_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(reader_threads_max))
+    whatif_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(whatifs_at_once))
     rendered: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # live views by name, at a position (one per view)
     stop_server: Callable[[], None] | None = None  # ends the server (the writer lock was lost)
     # The server's way to drop a request's connection at once (by its ASGI
@@ -313,6 +318,21 @@ class Service:
                 raise ApiError(404, "unknown_id", str(error)) from None
 
         return await self.reading(explain)
+
+    async def whatif(self, edits: list[Edit], until: int | None) -> WhatIf:
+        """`tandem whatif --store` of the served store (adapters/whatif_store.py),
+        as of its head when it starts: on the reader store in a worker thread,
+        as every read, so the engine is never held and the writer never waits;
+        the fork is in memory. 422 `bad_edit` for an edit that cannot be applied."""
+
+        def whatif() -> WhatIf:
+            try:
+                return whatif_store(self.reader, self.runtime.settings.store_url, edits, until)
+            except EditInvalid as invalid:
+                raise ApiError(422, "bad_edit", str(invalid)) from None
+
+        async with self.whatif_limiter:
+            return await self.reading(whatif)
 
 
 __all__ = ["ApiError", "Service", "to_thread_to_the_end", "view_body"]

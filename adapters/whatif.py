@@ -69,7 +69,7 @@ def _entry_where(entries: list[Entry]) -> Callable[[int], Where | None]:
         if not 1 <= line <= len(entries):
             return None
         entry = entries[line - 1]
-        return Where(line=entry.origin) if entry.origin is not None else Where(line=None, inserted_after=entry.after)
+        return Where(line=entry.origin) if entry.origin is not None else Where(line=None, inserted_after=entry.after, inserted=entry.nth)
 
     return where
 

@@ -39,9 +39,14 @@ def _side_lines(mark: str, side: Side | None, unit: str) -> list[str]:
     return lines + ([f"      {mark} … {hidden} more (--json lists every one)"] if hidden > 0 else [])
 
 
+def _state(side: Side | None) -> str:
+    if side is None:
+        return "(absent)"
+    return side.state + (f" (waiting: {', '.join(side.waiting)})" if side.waiting else "")
+
+
 def _thing(thing: Thing, unit: str) -> list[str]:
-    before = thing.original.state if thing.original is not None else "(absent)"
-    after = thing.fork.state if thing.fork is not None else "(absent)"
+    before, after = _state(thing.original), _state(thing.fork)
     states = f"{before} -> {after}" if before != after else f"{before} on both sides"
     return [
         f"  {thing.kind} {thing.id}: {states}",
@@ -50,9 +55,9 @@ def _thing(thing: Thing, unit: str) -> list[str]:
     ]
 
 
-def _row_name(row: dict[str, Any], unit: str) -> str:
+def row_name(row: dict[str, Any], unit: str) -> str:
     if "where" in row and isinstance(row["where"], dict):
-        where = Where(line=row["where"].get("line"), inserted_after=row["where"].get("inserted_after"))
+        where = Where(line=row["where"].get("line"), inserted_after=row["where"].get("inserted_after"), inserted=row["where"].get("inserted"))
         return f"{where.text(unit)} {row.get('type', '')} {row.get('reason', '')}".strip()
     for name in ("operation_id", "task_id", "cause_key", "alert_id", "conversation_id", "consumer_id", "card_id",
                  "runtime_id", "investigation_id", "question_key"):  # fmt: skip
@@ -64,8 +69,8 @@ def _row_name(row: dict[str, Any], unit: str) -> str:
 def _view(diff: ViewDiff, unit: str) -> list[str]:
     counts = [f"{len(items)} {word}" for items, word in ((diff.added, "added"), (diff.removed, "removed"), (diff.changed, "changed")) if items]
     lines = [f"  {diff.view}: {', '.join(counts)}"]
-    lines += [f"      + {_row_name(row, unit)}" for row in diff.added[:rows_shown_max]]
-    lines += [f"      - {_row_name(row, unit)}" for row in diff.removed[:rows_shown_max]]
+    lines += [f"      + {row_name(row, unit)}" for row in diff.added[:rows_shown_max]]
+    lines += [f"      - {row_name(row, unit)}" for row in diff.removed[:rows_shown_max]]
     for change in diff.changed[:rows_shown_max]:
         fields = "; ".join(f"{c.field} {_value(c.original)} -> {_value(c.fork)}" for c in change.fields)
         lines.append(f"      ~ {change.key or diff.view}: {fields}")

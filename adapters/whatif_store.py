@@ -2,8 +2,15 @@
 seq, as explain's `input N` names it). The original is the store's own log;
 the fork is the store as it was just before the first edited input (its
 newest snapshot at or before that point, and the events since), with the
-tail of inputs from there applied again, edited, into memory. The cost is
-the tail, not the history; nothing is written to the store.
+tail of inputs from there applied again, edited, into memory. The fork's
+cost is the tail, not the history; explaining the things that differ on
+both sides costs a scan of the log before the first edited input, shared by
+both and by every thing (adapters/whatif_explain.py). Nothing is written to
+the store.
+
+Everything is read as of the store's head when the what-if starts: a
+writer that appends meanwhile (a served store: POST /v1/whatif reads it
+beside the writer) changes neither side.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from typing import Any
 import msgspec
 
 from tandem.adapters.store.memory import MemoryStore
+from tandem.adapters.store.url import redacted
 from tandem.adapters.whatif import explainer
 from tandem.adapters.whatif_explain import PrefixReads
 from tandem.domain import events as ev
@@ -65,10 +73,10 @@ def _first_seq(edits: list[Edit]) -> int:
     return min((edit.line + 1 if edit.op == "insert_after" else edit.line) for edit in edits) if edits else 0
 
 
-def _position_of_input(store: EventStore, seq: int) -> int | None:
+def _position_of_input(store: EventStore, seq: int, head: int) -> int | None:
     """The position of input `seq`'s record (InputAccepted/InputRejected), by
-    bisecting on positions (seqs grow with positions)."""
-    low, high = 1, store.head()
+    bisecting on positions up to `head` (seqs grow with positions)."""
+    low, high = 1, head
     while low <= high:
         middle = (low + high) // 2
         found = _first_record(store, middle - 1, high)
@@ -96,12 +104,12 @@ def _first_record(store: EventStore, after: int, until: int) -> tuple[int, int] 
     return None
 
 
-def _read_after(store: EventStore, boundary: int) -> tuple[list[tuple[int, ev.Event]], list[Tail]]:
-    """The events after `boundary`, and (seq, file, line, the input as a JSON
-    line) of every input among them."""
+def _read_after(store: EventStore, boundary: int, head: int) -> tuple[list[tuple[int, ev.Event]], list[Tail]]:
+    """The events after `boundary` up to `head`, and (seq, file, line, the
+    input as a JSON line) of every input among them."""
     events: list[tuple[int, ev.Event]] = []
     tail: list[Tail] = []
-    for position, event in store.read(after=boundary):
+    for position, event in store.read(after=boundary, until=head):
         events.append((position, event))
         if type(event) in (ev.InputAccepted, ev.InputRejected):
             tail.append((event.seq, event.file, event.line, msgspec.json.encode(event.input)))  # type: ignore[union-attr]
@@ -139,41 +147,44 @@ def _fork_where(first: int, entries: list[Entry]) -> Callable[[int], Where | Non
         if index >= len(entries):
             return None  # not an input of the tail (none is)
         entry = entries[index]
-        return Where(line=entry.origin) if entry.origin is not None else Where(line=None, inserted_after=entry.after)
+        return Where(line=entry.origin) if entry.origin is not None else Where(line=None, inserted_after=entry.after, inserted=entry.nth)
 
     return where
 
 
-def _until_position(store: EventStore, until: int | None) -> int | None:
+def _until_position(store: EventStore, until: int | None, head: int) -> int:
     if until is None:
-        return None
-    following = _position_of_input(store, until + 1)
-    return store.head() if following is None else input_boundary(store, following - 1)
+        return head
+    following = _position_of_input(store, until + 1, head)
+    return head if following is None else input_boundary(store, following - 1)
 
 
 def whatif_store(store: EventStore, url: str, edits: list[Edit], until: int | None = None) -> WhatIf:
-    """The what-if of `edits` over `store` (read only): inputs named by number."""
-    first = _first_seq(edits) or store.head()
-    start = _position_of_input(store, first) if edits else None
+    """The what-if of `edits` over `store` (read only, as of its head now):
+    inputs named by number. The answer names the store by `url`, its password
+    left out."""
+    head = store.head()
+    first = _first_seq(edits) or head
+    start = _position_of_input(store, first, head) if edits else None
     if edits and start is None:
         raise EditInvalid(f"{edits[0].text}: the store has no input {first}")
-    boundary = start - 1 if start is not None else store.head()
+    boundary = start - 1 if start is not None else head
     with PrefixReads(store, boundary) as prefix:
         if start is not None:
             prefix.guess(start)  # beside the fork's fold
-        until_position = _until_position(store, until)
+        until_position = _until_position(store, until, head)
         fork_store = ForkStore(store, boundary)
         fork = Engine(fork_store, snapshot_every=0)
         assert fork.views is not None
         prefix_views = copy_views(fork.views)  # the original's too, up to the boundary
-        after, tail = _read_after(store, boundary)
+        after, tail = _read_after(store, boundary, head)
         items, entries = _fork_items(tail, edits, first, fork.state.last_at)
         for item, entry in zip(items, entries, strict=True):
             order = (entry.origin, 0) if entry.origin is not None else (entry.after, 1)
             if until is not None and order > (until, 0):
                 break
             fork.submit(item)
-        original_events = after if until_position is None else [(p, e) for p, e in after if p <= until_position]
+        original_events = [(p, e) for p, e in after if p <= until_position]
         fork_events = list(fork_store.read(after=boundary))
         same = lambda seq: Where(line=seq)  # noqa: E731
         original = Run(
@@ -185,16 +196,14 @@ def whatif_store(store: EventStore, url: str, edits: list[Edit], until: int | No
             explain=explainer(fork_store, None, prefix.index(fork_events)),
         )  # fmt: skip
         original, forked = prefix.explained(original, forked)
-        return compare(original, forked, source=url, unit="input", edits=[edit.text for edit in edits], until=until)
+        return compare(original, forked, source=redacted(url), unit="input", edits=[edit.text for edit in edits], until=until)
 
 
-def _original_views(
-    store: EventStore, prefix_views: Views, events: list[tuple[int, ev.Event]], until_position: int | None
-) -> dict[str, Any]:
-    """The original's views (at `until_position`, else the head): the views
-    the fork started from, with the original's events since folded into
-    them; from the store when `until_position` is before the boundary."""
-    if until_position is not None and until_position < prefix_views.position:
+def _original_views(store: EventStore, prefix_views: Views, events: list[tuple[int, ev.Event]], until_position: int) -> dict[str, Any]:
+    """The original's views at `until_position`: the views the fork started
+    from, with the original's events since folded into them; from the store
+    when `until_position` is before the boundary."""
+    if until_position < prefix_views.position:
         return project(store, until_position).document()
     prefix_views.position += fold_views(prefix_views, (event for _, event in events))
     return prefix_views.document()

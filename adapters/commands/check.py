@@ -15,8 +15,9 @@ DESCRIPTION = (
     "Apply SCENARIO's setup, then explore breadth first every order of its moves (each at most once "
     "unless repeatable) up to --depth moves, pruning states already reached, and check the invariants "
     "catalog (docs/invariants.md) on every event and every state. Prints the states explored. On a "
-    "violation it writes the SHORTEST counterexample as a trace (`tandem replay FILE` replays it) and "
-    "exits 1. The scenario format is in docs/fuzzing.md."
+    "violation it writes the SHORTEST counterexample as a trace (`tandem replay FILE` replays it), "
+    "names the inputs whose removal alone makes every invariant hold (each with the `tandem whatif "
+    "FILE --drop LINE` that shows what it changes), and exits 1. The scenario format is in docs/fuzzing.md."
 )
 ORDER = 40
 EPILOG = "Exit codes: 0 no invariant violated; 1 a violation (counterexample written) or a file could not be written; 2 bad usage or a bad scenario."
@@ -59,13 +60,15 @@ def run(args: argparse.Namespace) -> None:
     path = Path(args.scenario)
     out = Path(args.out) if args.out else path.with_name(path.name.removesuffix(".json") + ".counterexample.jsonl")
     # The decision rules are looked up now, not bound at import: tests swap in broken ones.
-    result = check(scenario, args.depth, step=dispatch.handle_input)
+    step = dispatch.handle_input
+    result = check(scenario, args.depth, step=step)
     found = result.counterexample
     if found is not None:
         try:
             found.write(out, scenario)
         except OSError as error:
             raise CliError(f"cannot write the counterexample to {out}: {error.strerror}") from error
+        found.try_drops(step)  # the minimal what-ifs: which single inputs, dropped, make it hold
     if args.json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:
@@ -89,4 +92,6 @@ def _text(result, setup: int, moves: int) -> str:
         lines.append(f"VIOLATION after {len(found.moves)} move(s): {steps}")
         lines.append(f"  {found.message}")
         lines.append(f"counterexample: {found.trace} (tandem replay {found.trace} --json)")
+        if found.whatif is not None:
+            lines.extend(found.whatif.lines())
     return "\n".join(printable(line) for line in lines) + "\n"  # names and paths from the scenario, escaped

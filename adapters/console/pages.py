@@ -34,12 +34,14 @@ refresh_header = "x-tandem-refresh"
 Extra = Callable[[Seen], dict[str, Any]]  # more for the template, read as of the views shown
 
 
-async def _page(
-    request: Request, template: str, names: tuple[str, ...], more: Extra | None = None, pick: Pick | None = None, **extra: Any
+async def page(
+    request: Request, template: str, names: tuple[str, ...], more: Extra | None = None, pick: Pick | None = None,
+    *, live: bool = True, status: int = 200, **extra: Any,
 ) -> Response[str]:
     """Sign-in checked, the views read (live or `?at=`), `more` read as of
     the same position (from the reader store, through the log's index once
-    it is built), the page rendered."""
+    it is built), the page rendered. `live=False`: a page the live script
+    must not fetch again (a form's answer)."""
     session = signed_in(request)
     service = service_of(request)
     taken = await seen(service, names, position_query(request.query_params.get("at")), pick)
@@ -56,10 +58,10 @@ async def _page(
         csrf=session.csrf,
         flash=flash,
         path=request.url.path,
-        live=not taken.past,
+        live=live and not taken.past,
         **extra,
     )
-    return Response(body, media_type=HTML, headers={"Cache-Control": "no-store"})
+    return Response(body, status_code=status, media_type=HTML, headers={"Cache-Control": "no-store"})
 
 
 @get("/", include_in_schema=False)
@@ -69,12 +71,12 @@ async def overview(request: Request) -> Response[str]:
     def latest(taken: Seen) -> dict[str, Any]:
         return {"latest": latest_inputs(service.reader, recent_inputs_shown, until=taken.position, index=service.index)}
 
-    return await _page(request, "overview.html", ("tasks", "actions", "questions", "alerts", "inbox", "health"), latest)
+    return await page(request, "overview.html", ("tasks", "actions", "questions", "alerts", "inbox", "health"), latest)
 
 
 @get("/tasks", include_in_schema=False)
 async def tasks(request: Request) -> Response[str]:
-    return await _page(request, "tasks.html", ("tasks",))
+    return await page(request, "tasks.html", ("tasks",))
 
 
 def _id(request: Request, prefix: str, routed: str) -> str:
@@ -91,7 +93,7 @@ async def task(request: Request, task_id: FromPath[str]) -> Response[str]:
         tasks = views.pick("tasks", [identifier])
         return {"tasks": tasks, "actions": views.pick("actions", tasks[0]["actions"] if tasks else [])}
 
-    return await _page(request, "task.html", ("questions",), pick=its_rows, task_id=identifier)
+    return await page(request, "task.html", ("questions",), pick=its_rows, task_id=identifier)
 
 
 @get("/actions/{operation_id:path}", include_in_schema=False)
@@ -99,13 +101,13 @@ async def action(request: Request, operation_id: FromPath[str]) -> Response[str]
     identifier = _id(request, "/actions/", operation_id)
     chain = _explained(request, identifier, "operation")
     pick: Pick = lambda views: {"actions": views.pick("actions", [identifier])}  # noqa: E731
-    return await _page(request, "action.html", (), chain, pick, operation_id=identifier)
+    return await page(request, "action.html", (), chain, pick, operation_id=identifier)
 
 
 @get("/explain/{thing:path}", include_in_schema=False)
 async def explained(request: Request, thing: FromPath[str]) -> Response[str]:
     identifier = _id(request, "/explain/", thing)
-    return await _page(request, "explain.html", (), _explained(request, identifier, None), identifier=identifier)
+    return await page(request, "explain.html", (), _explained(request, identifier, None), identifier=identifier)
 
 
 def _explained(request: Request, identifier: str, kind: str | None) -> Extra:
@@ -124,22 +126,22 @@ def _explained(request: Request, identifier: str, kind: str | None) -> Extra:
 
 @get("/inbox", include_in_schema=False)
 async def inbox(request: Request) -> Response[str]:
-    return await _page(request, "inbox.html", ("inbox",))
+    return await page(request, "inbox.html", ("inbox",))
 
 
 @get("/questions", include_in_schema=False)
 async def questions(request: Request) -> Response[str]:
-    return await _page(request, "questions.html", ("questions", "actions", "tasks"))
+    return await page(request, "questions.html", ("questions", "actions", "tasks"))
 
 
 @get("/alerts", include_in_schema=False)
 async def alerts(request: Request) -> Response[str]:
-    return await _page(request, "alerts.html", ("alerts",))
+    return await page(request, "alerts.html", ("alerts",))
 
 
 @get("/conversations", include_in_schema=False)
 async def conversations(request: Request) -> Response[str]:
-    return await _page(request, "conversations.html", ("conversations",))
+    return await page(request, "conversations.html", ("conversations",))
 
 
 @get("/timeline", include_in_schema=False)
@@ -154,12 +156,12 @@ async def timeline(request: Request) -> Response[str]:
         start = before if before is not None else (taken.position + 1 if taken.past else None)
         return {"rows": timeline_of(service.reader, before=start, input_type=kind, identifier=identifier, index=service.index)}
 
-    return await _page(request, "timeline.html", ("health",), rows, type=kind, id=identifier)
+    return await page(request, "timeline.html", ("health",), rows, type=kind, id=identifier)
 
 
 @get("/lifecycles", include_in_schema=False)
 async def lifecycles(request: Request) -> Response[str]:
-    return await _page(request, "lifecycles.html", (), machines=LIFECYCLE_NAMES)
+    return await page(request, "lifecycles.html", (), machines=LIFECYCLE_NAMES)
 
 
 @get("/lifecycles/{file:str}", include_in_schema=False)

@@ -63,7 +63,7 @@ async def login_form(request: Request) -> Response[str]:
     return response
 
 
-async def _form(request: Request) -> dict[str, str]:
+async def read_form(request: Request) -> dict[str, str]:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > form_bytes_max:
         raise ApiError(413, "too_large", f"a form is at most {form_bytes_max} bytes")
@@ -73,7 +73,7 @@ async def _form(request: Request) -> dict[str, str]:
 
 @post("/login", include_in_schema=False, request_max_body_size=form_bytes_max)
 async def login(request: Request) -> Response[str] | Redirect:
-    form = await _form(request)
+    form = await read_form(request)
     back = local(form.get("next"))
     if not same(form.get("check"), request.cookies.get(login_cookie)):
         raise ApiError(403, "csrf", "the sign-in form expired or came from elsewhere; load /login again")
@@ -89,7 +89,7 @@ async def login(request: Request) -> Response[str] | Redirect:
     return response
 
 
-def _checked(request: Request, form: dict[str, str], page: str = "/") -> Session:
+def checked_form(request: Request, form: dict[str, str], page: str = "/") -> Session:
     """The session that sent the form, its CSRF token checked. Signed out,
     the browser signs in and goes back to the form's page (`back`, else
     `page`), not to the form's action: nothing was recorded."""
@@ -104,7 +104,7 @@ def _checked(request: Request, form: dict[str, str], page: str = "/") -> Session
 
 @post("/logout", include_in_schema=False, request_max_body_size=form_bytes_max)
 async def logout(request: Request) -> Redirect:
-    _checked(request, await _form(request))
+    checked_form(request, await read_form(request))
     service_of(request).sessions.close(request.cookies.get(session_cookie))
     response = Redirect("/login", status_code=303)
     response.delete_cookie(session_cookie, path="/")
@@ -134,8 +134,8 @@ async def _record(request: Request, session: Session, value: dict[str, Any]) -> 
 
 @post("/questions/answer", include_in_schema=False, request_max_body_size=form_bytes_max)
 async def answer(request: Request) -> Redirect:
-    form = await _form(request)
-    session = _checked(request, form, "/questions")
+    form = await read_form(request)
+    session = checked_form(request, form, "/questions")
     text = form.get("answer", "").strip()
     if not text or len(text) > answer_chars_max:
         session.flash = f"An answer is 1 to {answer_chars_max} characters; nothing was recorded."
@@ -147,8 +147,8 @@ async def answer(request: Request) -> Redirect:
 
 
 async def _alert(request: Request, kind: str) -> Redirect:
-    form = await _form(request)
-    session = _checked(request, form, "/alerts")
+    form = await read_form(request)
+    session = checked_form(request, form, "/alerts")
     session.flash = await _record(request, session, {"type": kind, "alert_id": _named(form, "alert_id")})
     return Redirect(local(form.get("back") or "/alerts"), status_code=303)
 

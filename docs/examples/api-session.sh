@@ -44,6 +44,8 @@ show 'curl -s -H "$B" -H "$J" $U/v1/inputs -d '"'"'{"type": "task.cancel", "acto
 show 'curl -s -H "$H" "$U/v1/events?after=75&limit=2" | jq -c "(.events[] | {position, type, input}), .next_after"'
 show 'curl -s -H "$H" $U/v1/explain/op-form | jq -r ".matches[0].steps[] | \"\(.position) \(.event) (line \(.input.line)): \(.summary)\""'
 show 'curl -s -H "$H" "$U/v1/views/tasks?at=30" | jq -c ".position, (.rows[] | {task_id, state, actions})"'
+show 'curl -s -H "$H" -H "$J" $U/v1/whatif -d '"'"'{"edits": [{"op": "insert_after", "input": 22, "value": {"type": "grant.revise", "at": "2026-03-01T09:55:40Z", "actor": "background", "grant_id": "g-signup", "expected_revision": 1, "allowed_operations": ["worker.start", "worker.test", "scm.push"]}}]}'"'"' | jq -c ".edits, .first_divergence, (.views[] | {view, added})"'
+show 'curl -s -H "$H" -H "$J" $U/v1/whatif -d '"'"'{"edits": [{"op": "drop", "input": 5}, {"op": "set", "input": 5, "field": "generation", "value": 2}]}'"'"''
 show 'curl -s -N -m 1 -H "$H" -H "Last-Event-ID: 71" $U/v1/stream'
 show 'curl -s -H "$H" -X DELETE $U/v1/views'
 show 'curl -s "$U/v1/views?token=$(jq -r ".tokens[0].token" tandem-demo-tokens.json)"'

@@ -63,6 +63,7 @@ class Cause(Chain):
     revision = 0
     triage = "none"  # the update's lifecycle state (untriaged, triaged), once it has one
     disposition: str | None = None
+    ignored = 0  # observations recorded as ignored (extension, docs/sources.md)
 
     def __init__(self, resolver: Any, identifier: str) -> None:
         super().__init__(resolver, identifier)
@@ -81,6 +82,9 @@ class Cause(Chain):
         if event.out_of_order is True:
             summary = f"observed by {event.source_id} via {event.via}, out of order ({self._behind(event)}): no revision, not the latest"
         elif event.ignored is True:
+            self.ignored += 1
+            if not self.revision:
+                self.state = f"no inbox update ({self.ignored} ignored)"
             summary = f"observed by {event.source_id} via {event.via}, ignored (recorded for audit, never acted on): no revision"
         elif event.update_revision is None:
             summary = f"observed by {event.source_id} via {event.via}, from a background's own activity: no revision"

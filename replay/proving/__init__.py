@@ -16,7 +16,9 @@ invariants=..., step=...)` -> `CheckResult` (with its `counterexample`),
 `load_scenario`, `parse_scenario`, `Scenario`, `ScenarioError`, `depth_max`.
 
 Traces (traces.py): `write_trace`, `check_trace` (the invariants over a
-recorded trace), `minimize_trace`. The store (store.py): `ProvingStore`, an
+recorded trace), `minimize_trace`; `single_drops` (drops.py) -> `Drops`:
+the single inputs of a failing trace whose removal makes every invariant
+hold (what `tandem check` and a `FuzzFailure` print). The store (store.py): `ProvingStore`, an
 in-process event store with crash injection, and `InjectedCrash`.
 
 Fuzzing (fuzz.py, generators/): `TandemMachine` (a RuleBasedStateMachine),
@@ -33,6 +35,7 @@ import importlib
 from typing import Any
 
 from tandem.replay.proving.check import CheckResult, Counterexample, check, depth_max
+from tandem.replay.proving.drops import Drop, Drops, single_drops
 from tandem.replay.proving.invariants import by_name, catalog, register, unregister
 from tandem.replay.proving.model import Applying, Invariant, InvariantViolation, World, event_invariant, state_invariant
 from tandem.replay.proving.monitor import Monitor
@@ -52,10 +55,10 @@ _FUZZING: dict[str, str] = {
 
 __all__ = sorted(
     [
-        "Applying", "CheckResult", "Counterexample", "InjectedCrash", "Invariant", "InvariantViolation", "Monitor",
+        "Applying", "CheckResult", "Counterexample", "Drop", "Drops", "InjectedCrash", "Invariant", "InvariantViolation", "Monitor",
         "ProvingStore", "Scenario", "ScenarioError", "World", "by_name", "catalog", "check", "check_trace",
         "depth_max", "event_invariant", "load_scenario", "minimize_trace", "parse_scenario", "register",
-        "section_4_codes", "state_invariant", "unregister", "write_trace", *_FUZZING,
+        "section_4_codes", "single_drops", "state_invariant", "unregister", "write_trace", *_FUZZING,
     ]
 )  # fmt: skip
 

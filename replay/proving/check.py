@@ -39,6 +39,7 @@ from tandem.domain.events import Event
 from tandem.domain.inputs import Input, format_at
 from tandem.domain.state import State
 from tandem.replay.engine import DecisionStep, Engine, Located
+from tandem.replay.proving.drops import Drops, single_drops
 from tandem.replay.proving.invariants import catalog
 from tandem.replay.proving.model import Invariant, InvariantViolation
 from tandem.replay.proving.monitor import Monitor
@@ -62,6 +63,7 @@ class Counterexample:
     lines: list[dict[str, Any]]  # setup then moves, each with its `at`
     setup_size: int
     trace: Path | None = None
+    whatif: Drops | None = None  # the single inputs whose removal makes it hold (once written)
 
     def trace_lines(self) -> list[dict[str, Any] | str]:
         out: list[dict[str, Any] | str] = [*self.lines[: self.setup_size]]
@@ -80,6 +82,14 @@ class Counterexample:
         ]
         self.trace = write_trace(path, self.trace_lines(), header=[h.replace("\n", " ") for h in header])
         return self.trace
+
+    def try_drops(self, step: DecisionStep = default_step, invariants: Iterable[Invariant] | None = None) -> Drops:
+        """Once written: which single inputs of the trace, dropped, make every
+        invariant hold (drops.py), with the run's decision step and invariants."""
+        if self.trace is None:
+            raise ValueError("write the counterexample first: its drops name the trace's lines")
+        self.whatif = single_drops(self.trace.read_bytes(), str(self.trace), step=step, invariants=invariants)
+        return self.whatif
 
 
 @dataclass
@@ -118,6 +128,7 @@ class CheckResult:
                 "message": found.message,
                 "moves": found.moves,
                 "trace": str(found.trace) if found.trace is not None else None,
+                "whatif": found.whatif.to_json() if found.whatif is not None else None,
             },
         }
 
@@ -142,7 +153,8 @@ def check(
     """Explore every interleaving of `scenario`'s moves up to `depth` moves,
     breadth first, checking `invariants` (default: the catalog) on every event
     and state, with `step` as the decision step. With `out`, a counterexample
-    is written there as a trace."""
+    is written there as a trace, and its single inputs whose removal makes
+    every invariant hold are found (`counterexample.whatif`)."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario) if isinstance(scenario, (str, Path)) else parse_scenario(scenario)
     if not isinstance(depth, int) or depth < 0 or depth > depth_max:
@@ -159,6 +171,7 @@ def check(
     search.result.seconds = time.perf_counter() - search.begun
     if search.result.counterexample is not None and out is not None:
         search.result.counterexample.write(out, scenario)
+        search.result.counterexample.try_drops(step, chosen)
     return search.result
 
 

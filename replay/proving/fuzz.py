@@ -40,7 +40,9 @@ from tandem.domain.events import Event
 from tandem.domain.inputs import format_at
 from tandem.replay.engine import DecisionStep, Engine, Located
 from tandem.replay.port import EventStore
+from tandem.replay.printable import printable
 from tandem.replay.proving.check import fingerprint
+from tandem.replay.proving.drops import Drops, single_drops
 from tandem.replay.proving.generators.kinds import KINDS, WEIGHTED, applicable
 from tandem.replay.proving.generators.universe import INPUT_IDS, Builder, decode, fuzz_preamble, often
 from tandem.replay.proving.generators.work import task_delegate
@@ -50,17 +52,22 @@ from tandem.replay.proving.monitor import Monitor
 from tandem.replay.proving.state_invariants import restart_is_replay
 from tandem.replay.proving.store import InjectedCrash, ProvingStore
 from tandem.replay.proving.traces import check_trace, minimize_trace, write_trace
+from tandem.replay.traces import TraceInvalid
 
 
 class FuzzFailure(AssertionError):
     """The fuzzer found a bug: `invariant` (or "engine_error" when the engine
     raised, "crash_recovery" when a crash left the store or engine
-    inconsistent) and `trace`, the replayable trace file written."""
+    inconsistent), `trace`, the replayable trace file written, and `whatif`,
+    its single inputs whose removal makes every invariant hold (drops.py;
+    None if the trace could not be read back)."""
 
-    def __init__(self, invariant: str, message: str, trace: Path) -> None:
+    def __init__(self, invariant: str, message: str, trace: Path, whatif: Drops | None = None) -> None:
         self.invariant = invariant
         self.trace = trace
-        super().__init__(f"{message}\n  trace: {trace} (reproduce: tandem replay {trace} --json)")
+        self.whatif = whatif
+        shown = "".join(f"\n  {printable(line)}" for line in (whatif.lines() if whatif is not None else ()))
+        super().__init__(f"{message}\n  trace: {trace} (reproduce: tandem replay {trace} --json){shown}")
 
 
 def fuzz_out_dir() -> Path:
@@ -196,7 +203,11 @@ class TandemMachine(RuleBasedStateMachine):
                     " ".join(str(again).split()) if again is not None else header[1],
                 ]
         path = write_trace(out, record, header=header)
-        raise FuzzFailure(invariant, message, path)
+        try:  # the minimal what-ifs: which single inputs, dropped, make every invariant hold
+            whatif = single_drops(path.read_bytes(), str(path), step=type(self).decision_step, invariants=type(self).checked_invariants)
+        except TraceInvalid:
+            whatif = None  # a trace the parser refuses: the failure is reported all the same
+        raise FuzzFailure(invariant, message, path, whatif)
 
     # --------------------------------------------------------------- rules
     # Hypothesis picks a rule uniformly (and, per run, switches some off):

@@ -168,6 +168,12 @@ def _records(recs: Iterable[Rec], raw: dict[Rec, ev.Event], where: Callable[[int
     ]
 
 
+def _side(explanation: Explanation | None, only: list[Step], records: list[Record]) -> Side | None:
+    if explanation is None:
+        return None
+    return Side(state=explanation.state, waiting=[w.code for w in explanation.waiting], only_here=only, records=records)
+
+
 def _explained(kind: str, ident: str, original: Run, fork: Run, a: _Index, b: _Index, key: Key) -> Thing | None:
     left, right = original.explain(kind, ident), fork.explain(kind, ident)
     if left is None and right is None:
@@ -186,8 +192,8 @@ def _explained(kind: str, ident: str, original: Run, fork: Run, a: _Index, b: _I
     return Thing(
         kind=kind,
         id=ident,
-        original=Side(state=left.state, only_here=only_left, records=raw_left) if left is not None else None,
-        fork=Side(state=right.state, only_here=only_right, records=raw_right) if right is not None else None,
+        original=_side(left, only_left, raw_left),
+        fork=_side(right, only_right, raw_right),
     )
 
 

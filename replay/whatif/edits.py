@@ -60,12 +60,13 @@ class Entry:
     after: int = 0
     edited: list[str] = field(default_factory=list)  # the edits that changed it
     unit: str = "line"
+    nth: int = 0  # an inserted line: which of those inserted after `after` (from 1)
 
     @property
     def label(self) -> str:
-        """How messages name it: `line 12`, or `the line inserted after line 12`."""
+        """How messages name it: `line 12`, or `line 12+1` (the first inserted after line 12)."""
         unit = self.unit
-        return f"{unit} {self.origin}" if self.origin is not None else f"the {unit} inserted after {unit} {self.after}"
+        return f"{unit} {self.origin}" if self.origin is not None else f"{unit} {self.after}+{self.nth}"
 
 
 # ------------------------------------------------------------------ parsing
@@ -134,10 +135,7 @@ def parse_set(text: str) -> Edit:
         raise EditInvalid(f"--set {text!r}: expected LINE.FIELD=VALUE (say 12.push=true)")
     if not line_text.isdigit() or int(line_text) < 1:
         raise EditInvalid(f"--set {text!r}: {line_text!r} is not a line number (lines count from 1)")
-    try:
-        value = json.loads(raw)  # a JSON value: true, 3, "x", ["a"], {"k": 1}
-    except json.JSONDecodeError:
-        value = raw  # else the text itself
+    value = text_value(raw)  # a JSON value: true, 3, "x", ["a"], {"k": 1}; else the text itself
     parts = tuple(path.split("."))
     if any(not part for part in parts):
         raise EditInvalid(f"--set {text!r}: {path!r} is not a field path (names joined by '.')")
@@ -145,6 +143,73 @@ def parse_set(text: str) -> Edit:
 
 
 PARSERS = {"drop": parse_drop, "replace": parse_replace, "insert_after": parse_insert_after, "shift": parse_shift, "set": parse_set}
+
+
+# ------------------------------------------------------------ from values
+#
+# The same edits from values already read (POST /v1/whatif's body, the
+# console's forms), each with its `text` in the command line's words (the
+# value as compact JSON), so that an answer names them as `tandem whatif`
+# would: `--drop 12`, `--set 12.goal="x"`. The parser of that text makes the
+# same edit.
+
+
+def _numbered(line: int, text: str, first: int = 1) -> int:
+    if isinstance(line, bool) or not isinstance(line, int) or line < first:
+        raise EditInvalid(f"{text}: {line!r} is not an input's number (they count from 1{', 0: before the first' if first == 0 else ''})")
+    return line
+
+
+def _compact(value: Any, what: str) -> bytes:
+    encoded = msgspec.json.encode(value)
+    if len(encoded) > edit_value_bytes_max:
+        raise EditInvalid(f"{what}: {len(encoded)} bytes, over the {edit_value_bytes_max}-byte limit of a trace line")
+    return encoded
+
+
+def drop(line: int) -> Edit:
+    return Edit("drop", _numbered(line, f"--drop {line}"), f"--drop {line}")
+
+
+def _input_value(op: str, line: int, value: dict[str, Any], first: int) -> Edit:
+    option = f"--{op.replace('_', '-')} {line}"
+    if not isinstance(value, dict):
+        raise EditInvalid(f"{option}: an input is a JSON object, not {type(value).__name__}")
+    encoded = _compact(value, option)
+    return Edit(op, _numbered(line, option, first), f"{option}={encoded.decode()}", value=encoded)
+
+
+def replace(line: int, value: dict[str, Any]) -> Edit:
+    return _input_value("replace", line, value, 1)
+
+
+def insert_after(line: int, value: dict[str, Any]) -> Edit:
+    return _input_value("insert_after", line, value, 0)
+
+
+def shift(line: int, seconds: int | float) -> Edit:
+    text = f"--shift {line}={seconds!r}"
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not abs(seconds) <= shift_seconds_max:
+        raise EditInvalid(f"{text}: a number of seconds, at most {shift_seconds_max} either way")
+    return Edit("shift", _numbered(line, text), text, seconds=float(seconds))
+
+
+def set_field(line: int, field: str, value: Any) -> Edit:
+    """`field` dotted into objects (`grant.allowed_operations`); `value` any JSON value."""
+    encoded = _compact(value, f"--set {line}.{field}")
+    text = f"--set {line}.{field}={encoded.decode()}"
+    parts = tuple(field.split("."))
+    if not field or any(not part for part in parts) or "=" in field:
+        raise EditInvalid(f"--set {line}.{field}: {field!r} is not a field path (names joined by '.', no '=')")
+    return Edit("set", _numbered(line, text), text, path=parts, field_value=msgspec.json.decode(encoded))
+
+
+def text_value(raw: str) -> Any:
+    """A value as `--set` reads it: JSON if it reads as JSON, else the text itself."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
 
 
 # ----------------------------------------------------------------- applying
@@ -223,9 +288,10 @@ class _Lines:
 
     def insert_after(self, edit: Edit) -> None:
         place = 0 if edit.line == self.first - 1 else self.find(edit, need_input=False) + 1
+        nth = 1
         while place < len(self.entries) and self.entries[place].origin is None and self.entries[place].after == edit.line:
-            place += 1  # after what was inserted there before, in the order given
-        self.entries.insert(place, Entry(edit.value or b"", None, edit.line, [edit.text], self.unit))
+            place, nth = place + 1, nth + 1  # after what was inserted there before, in the order given
+        self.entries.insert(place, Entry(edit.value or b"", None, edit.line, [edit.text], self.unit, nth))
 
     def set(self, edit: Edit) -> None:
         entry = self.entries[self.find(edit)]

@@ -12,19 +12,21 @@ from msgspec import Struct
 class Where(Struct, frozen=True, kw_only=True):
     """Where an input is, in the original's numbering: its `line` (a trace's
     line, or a store's input number), or for an inserted one the line it was
-    inserted after (`inserted_after`, `line` null)."""
+    inserted after (`inserted_after`, `line` null) and which of the inputs
+    inserted there it is (`inserted`, from 1): written `line 23+2`."""
 
     line: int | None
     inserted_after: int | None = None
+    inserted: int | None = None
 
     def text(self, unit: str) -> str:
         if self.line is not None:
             return f"{unit} {self.line}"
-        return f"the input inserted after {unit} {self.inserted_after}"
+        return f"{unit} {self.inserted_after}+{self.inserted or 1}"
 
     def order(self) -> tuple[int, int]:
-        """Where it falls in the original's order: an inserted input just after its line."""
-        return (self.line, 0) if self.line is not None else (self.inserted_after or 0, 1)
+        """Where it falls in the original's order: inserted inputs just after their line, in order."""
+        return (self.line, 0) if self.line is not None else (self.inserted_after or 0, self.inserted or 1)
 
 
 class Step(Struct, frozen=True, kw_only=True):
@@ -51,6 +53,7 @@ class Side(Struct, frozen=True, kw_only=True):
     decisions that the other side does not have."""
 
     state: str
+    waiting: list[str] = []  # what it waits for there (explain's codes: prerequisite_pending, question_hold, ...)
     only_here: list[Step] = []
     records: list[Record] = []  # raw records only this side has (no explanation, or the same story with other facts)
 

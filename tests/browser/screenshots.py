@@ -9,6 +9,9 @@ The bundled example (`tandem demo`'s trace) is ingested and served by a real
 example never has an open question, so questions-open.png comes from a second
 store: fixtures/traces/question_holds_open.jsonl, which ends with three open.
 
+whatif.png is the page a "what if…" form answers: the example's timeline,
+the watchdog's first heartbeat (input 5) dropped.
+
 The pictures are reproducible: the server records nothing of its own
 (`--no-runtime-inputs`), so the engine clock in the footer and every age on
 the pages (read from that clock, not the wall clock) are the trace's; each
@@ -66,7 +69,8 @@ EXAMPLE_SHOTS = {  # file: the page of the example it shows
 }
 QUESTION_SHOTS = {"questions-open.png": "/questions"}
 LOGIN_SHOT = "login.png"
-FILES = [*EXAMPLE_SHOTS, *QUESTION_SHOTS, LOGIN_SHOT]  # every file a run writes
+WHATIF_SHOT = "whatif.png"  # the answer of the timeline's "what if…": drop input 5
+FILES = [*EXAMPLE_SHOTS, WHATIF_SHOT, *QUESTION_SHOTS, LOGIN_SHOT]  # every file a run writes
 
 
 @dataclass
@@ -122,6 +126,7 @@ def take(out: Path, browser: Any = None) -> Shots:
         with served(serve_example(directory)) as example, served(serve_questions(directory)) as questions:
             with chromium(browser) as using:
                 pages_of(using, example, example_paths(example), out, shots)
+                whatif_page(using, example, out, shots)
                 pages_of(using, questions, QUESTION_SHOTS, out, shots)
                 login_page(using, example, out, shots)
     return shots
@@ -186,6 +191,22 @@ def pages_of(browser: Any, server: Served, paths: dict[str, str], out: Path, sho
             if answer is None or answer.status != 200 or "/login" in page.url:
                 raise RuntimeError(f"{path}: not the page ({answer.status if answer else 'no answer'}, at {page.url})")
             shots.written.append(shoot(page, out / file))
+    finally:
+        context.close()
+
+
+def whatif_page(browser: Any, server: Served, out: Path, shots: Shots) -> None:
+    """The timeline's "what if…" of input 5 (a POST: no URL to go to), dropped."""
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        page, watch = watched_page(context)
+        shots.watches.append(watch)
+        sign_in(page, server.url, server.tokens["human"], "/timeline?type=watchdog.heartbeat")
+        box = page.locator("details.whatif:has(input[name=input][value='5'])").first
+        box.locator("summary").click()
+        with page.expect_navigation():
+            box.locator("button", has_text="Drop input 5").click()
+        shots.written.append(shoot(page, out / WHATIF_SHOT))
     finally:
         context.close()
 

@@ -329,6 +329,8 @@ def test_explain_walks_to_the_state_the_views_show_for_every_id(trace: Path) -> 
                         assert [w.code for w in explanation.waiting] == row["holds"], identifier
                 elif kind == "delivery":
                     assert explanation.state == deliveries[identifier]["attempt_state"], identifier
+                elif kind == "cause" and identifier in inbox and inbox[identifier]["revision"] == 0:  # only ignored observations
+                    assert explanation.state == f"no inbox update ({inbox[identifier]['ignored']} ignored)", identifier
                 elif kind == "cause" and identifier in inbox:
                     row = inbox[identifier]
                     assert explanation.state.startswith(

@@ -78,12 +78,13 @@ class Model:
     versions: dict[str, list[str]] = field(default_factory=dict)  # source -> recorded versions
     rows: dict[str, dict] = field(default_factory=dict)  # cause -> expected inbox row
     revised_at: dict[str, str] = field(default_factory=dict)  # cause -> when it got its revision
+    deleted: set[str] = field(default_factory=set)  # sources whose latest observation is a deletion
 
     def observe(self, source: Source, observation: dict, at: str) -> None:
         sid = observation["source_id"]
         version = observation.get("source_version")
-        if observation.get("deleted", False):
-            repeat = False
+        if observation.get("deleted", False):  # news, unless the latest is this very deletion (docs/sources.md)
+            repeat = sid in self.deleted and self.latest.get(sid) == observation["fingerprint"]
         elif version is not None:
             repeat = version in self.versions.get(sid, [])
         else:
@@ -96,6 +97,10 @@ class Model:
             row["last_seen_at"] = at
             return
         self.latest[sid] = observation["fingerprint"]
+        if observation.get("deleted", False):
+            self.deleted.add(sid)
+        else:
+            self.deleted.discard(sid)
         if version is not None:
             self.versions.setdefault(sid, []).append(version)
         if row is None:
@@ -126,6 +131,7 @@ class Model:
             "truncated": False,
         }
         row["batch_id"] = None  # contract v1.2 section 7.1: no observation here names a batch
+        row["ignored"] = 0  # docs/contract/views.md: no observation here is ignored
         row["partial"] = not observation["complete"]
         row["last_seen_at"] = at
         self.revised_at[cause] = at

@@ -65,6 +65,7 @@ OPERATIONS = {  # at least these (API.md); every operation the document has is t
     "GET /v1/health",
     "POST /v1/inputs/batch",
     "GET /v1/work",
+    "POST /v1/whatif",
 }
 
 
@@ -146,6 +147,7 @@ def test_every_operation_answers_as_its_openapi_document_says(served: Served) ->
     assert answered[("POST /v1/inputs", "application/x-ndjson", 200)] > 0
     assert answered[("POST /v1/inputs/batch", "application/json", 200)] > 0
     assert answered[("GET /v1/work", "-", 200)] > 0
+    assert answered[("POST /v1/whatif", "application/json", 200)] > 0  # generated what-ifs ran
 
 
 def test_health_when_the_store_cannot_be_read_is_the_declared_503(served: Served) -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tandem.replay.whatif.edits import PARSERS, EditInvalid, apply
+from tandem.replay.whatif import edits as made
+from tandem.replay.whatif.edits import PARSERS, Edit, EditInvalid, apply
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = b"\n".join(
@@ -86,6 +87,45 @@ def test_a_bad_edit_says_which_and_why(op: str, text: str, message: str) -> None
 def test_an_edit_on_a_dropped_line_names_the_drop() -> None:
     with pytest.raises(EditInvalid, match=r"^--set 2.generation=2: line 2 was dropped by an earlier edit \(--drop 2\)$"):
         apply(TRACE, [edit("drop", "2"), edit("set", "2.generation=2")])
+
+
+BEAT = {"type": "watchdog.heartbeat", "at": "2026-03-01T09:01:30Z", "actor": "watchdog", "generation": 1}
+FROM_VALUES = [
+    (made.drop(12), "--drop 12"),
+    (made.replace(12, BEAT), '--replace 12={"type":"watchdog.heartbeat","at":"2026-03-01T09:01:30Z","actor":"watchdog","generation":1}'),
+    (made.insert_after(0, {"type": "x", "text": "é <b>"}), '--insert-after 0={"type":"x","text":"é <b>"}'),
+    (made.shift(12, 30), "--shift 12=30"),
+    (made.shift(12, -1.5), "--shift 12=-1.5"),
+    (made.set_field(12, "grant.allowed_operations", ["worker.start"]), '--set 12.grant.allowed_operations=["worker.start"]'),
+    (made.set_field(12, "goal", "true"), '--set 12.goal="true"'),  # the text "true", not the boolean
+    (made.set_field(12, "push", made.text_value("true")), "--set 12.push=true"),
+    (made.set_field(12, "goal", made.text_value("<script>x</script>")), '--set 12.goal="<script>x</script>"'),
+]
+
+
+@pytest.mark.parametrize(("edit_made", "text"), FROM_VALUES, ids=[text.split("=")[0] for _, text in FROM_VALUES])
+def test_an_edit_made_from_values_is_the_edit_its_command_line_words_parse_to(edit_made: Edit, text: str) -> None:
+    assert edit_made.text == text
+    option, _, argument = text.partition(" ")
+    assert PARSERS[option.removeprefix("--").replace("-", "_")](argument) == edit_made
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: made.drop(0), "--drop 0: 0 is not an input's number (they count from 1)"),
+        (lambda: made.insert_after(-1, BEAT), "--insert-after -1: -1 is not an input's number (they count from 1, 0: before the first)"),
+        (lambda: made.replace(3, [1]), "--replace 3: an input is a JSON object, not list"),  # type: ignore[arg-type]
+        (lambda: made.shift(3, 10**10), "--shift 3=10000000000: a number of seconds, at most 315360000 either way"),
+        (lambda: made.set_field(3, "a..b", 1), "--set 3.a..b: 'a..b' is not a field path (names joined by '.', no '=')"),
+        (lambda: made.set_field(3, "a=b", 1), "--set 3.a=b: 'a=b' is not a field path (names joined by '.', no '=')"),
+        (lambda: made.replace(3, {"t": "x" * made.edit_value_bytes_max}), "--replace 3: 1048584 bytes, over the 1048576-byte limit of a trace line"),
+    ],
+)
+def test_an_edit_from_bad_values_says_which_and_why(make, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(EditInvalid) as raised:
+        make()
+    assert str(raised.value) == message
 
 
 def tandem(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:

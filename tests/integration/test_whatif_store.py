@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tandem.adapters.store import open_store
@@ -70,7 +71,7 @@ def test_dropping_input_n_of_the_store_is_dropping_its_line_of_the_trace(path: s
     over_store = answer("--store", url, "--drop", str(seq))
     over_trace = answer(path, "--drop", str(line))
     assert shape(over_store) == shape(over_trace)
-    assert over_store["first_divergence"]["where"] == {"line": seq, "inserted_after": None}
+    assert over_store["first_divergence"]["where"] == {"line": seq, "inserted_after": None, "inserted": None}
     assert answer("--store", url)["different"] is False  # no edit: no difference
 
 
@@ -103,3 +104,80 @@ def test_an_input_the_store_does_not_have_is_named(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--drop 99: the store has no input 99" in done.stderr
     both = tandem("whatif", "fixtures/gates/16_backend_frontend_tests.jsonl", "--store", url, "--drop", "3")
     assert both.returncode == 2 and "give a TRACE or --store URL (one of them)" in both.stderr
+
+
+class _Racing:
+    """A store a writer appends to right after the what-if asked its head (as
+    a served store's writer may): every other call goes to the store."""
+
+    def __init__(self, store: object, append: object) -> None:
+        self.store, self.append, self.asked = store, append, False
+
+    def head(self) -> int:
+        head = self.store.head()  # type: ignore[attr-defined]
+        if not self.asked:
+            self.asked = True
+            self.append()  # type: ignore[operator]
+        return head
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+
+def test_inputs_appended_while_it_runs_change_neither_side() -> None:
+    from tandem.adapters.ingest import ingest
+    from tandem.adapters.trace import read_trace
+    from tandem.adapters.whatif_store import whatif_store
+    from tandem.replay.engine import Engine
+    from tandem.replay.traces import parse_trace
+    from tandem.replay.whatif.edits import drop
+
+    path = "fixtures/gates/16_backend_frontend_tests.jsonl"
+    quiet, moving = open_store("memory:"), open_store("memory:")
+    ingest(Engine(quiet), read_trace(path))
+    writer = Engine(moving)
+    ingest(writer, read_trace(path))
+    beats = parse_trace(
+        b'{"type":"watchdog.heartbeat","at":"2030-01-01T00:00:00Z","actor":"watchdog","generation":1}\n' * 3, "later", "later"
+    )
+    racing = _Racing(moving, lambda: ingest(writer, beats))
+    expected = msgspec.json.encode(whatif_store(quiet, "memory:", [drop(17)]))
+    assert msgspec.json.encode(whatif_store(racing, "memory:", [drop(17)])) == expected  # type: ignore[arg-type]
+    assert moving.head() > quiet.head()  # the writer did append meanwhile
+
+
+def test_the_answer_names_the_store_without_its_password() -> None:
+    from tandem.adapters.whatif_store import whatif_store
+
+    store = open_store("memory:")
+    assert whatif_store(store, "postgresql://tandem:s3cret@db.example/tandem", []).source == "postgresql://tandem:***@db.example/tandem"
+
+
+def test_a_served_whatif_never_waits_for_the_engine(tmp_path: Path) -> None:
+    """Service.whatif reads the reader store in a worker thread, as `?at=`
+    does: it answers while the engine is held (a commit under way)."""
+    import asyncio
+
+    from tandem.adapters.runtime import Runtime, Settings
+    from tandem.adapters.service import Service
+    from tandem.adapters.tokens import TokenTable
+    from tandem.replay.whatif.edits import drop
+
+    url = stored("fixtures/gates/16_backend_frontend_tests.jsonl", tmp_path)
+    runtime = Runtime(Settings(store_url=url))
+    runtime.lock_store()
+    runtime.open()
+    reader = open_store(url)
+    service = Service(runtime=runtime, reader=reader, tokens=TokenTable(()))
+
+    async def while_held() -> object:
+        async with service.engine_lock:
+            return await asyncio.wait_for(service.whatif([drop(17)], None), timeout=60)
+
+    try:
+        answer = asyncio.run(while_held())
+    finally:
+        reader.close()
+        runtime.close()
+    expected = tandem("whatif", "--store", url, "--drop", "17", "--json")
+    assert msgspec.json.encode(answer) + b"\n" == expected.stdout.encode()

@@ -18,7 +18,8 @@ the invariants catalog after every input.
   call past its grant's call_limit, an unready provider deferring nothing)
   with a targeted rule set and a fixed seed, writes a trace, and that trace
   violates the same invariant when replayed with the broken rules — and
-  nothing with the real ones. The last three were found on 20 of 20 seeds
+  nothing with the real ones; the failure names the single inputs whose
+  removal makes every invariant hold (`tandem whatif TRACE --drop LINE`). The last three were found on 20 of 20 seeds
   (1 to 20, test_each_hunt_finds_its_bug_on_most_seeds with
   TANDEM_HUNT_SEEDS=20), each within the CI hunt's budget: the source rule in
   at most 17.9 s (median 3 s), the call limit 15.4 s (median 2.5 s), the
@@ -159,6 +160,21 @@ def test_the_fuzzer_finds_a_broken_engine_and_writes_a_trace_that_reproduces_it(
     assert again is not None and again.invariant.name == invariant, again
     assert check_trace(failure.trace) is None  # the real engine: nothing violated
     assert_every_input_needed(failure.trace, rules, invariant)  # minimized to what it needs
+    assert_whatif_reported(failure)
+
+
+def assert_whatif_reported(failure: FuzzFailure) -> None:
+    """The failure names the single inputs whose removal makes every
+    invariant hold (replay/proving/drops.py): in a minimized trace the last
+    input is where it is violated, and without it all holds."""
+    items = _trace_inputs(failure.trace)
+    whatif = failure.whatif
+    assert whatif is not None and whatif.violated and whatif.inputs == whatif.tried == len(items)
+    assert whatif.violated_at == items[-1].line
+    assert whatif.holding and whatif.holding[-1].line == items[-1].line
+    for line in whatif.lines():
+        assert f"\n  {line}" in str(failure)
+    assert f"--drop {items[-1].line}\n" in str(failure) + "\n"
 
 
 def assert_every_input_needed(trace: Path, rules, invariant: str) -> None:

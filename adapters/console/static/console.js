@@ -1,7 +1,8 @@
 // Tandem console: live pages. The page is complete without this script;
 // with it, each commit announced on /v1/stream (the session cookie
 // authenticates it) refetches the page and swaps its [data-region] parts in
-// place, keeping what a person typed in a form that is not sent yet.
+// place, keeping what a person typed in a form that is not sent yet (and
+// the "what if…" boxes they opened).
 "use strict";
 
 (function () {
@@ -50,8 +51,10 @@
         const current = document.querySelector('[data-region="' + part.getAttribute("data-region") + '"]');
         if (!current) return;
         const kept = typed(current);
+        const opened = Array.from(current.querySelectorAll("details[open][id]"), function (open) { return open.id; });
         current.replaceWith(part);
         restore(part, kept);
+        opened.forEach(function (id) { const open = document.getElementById(id); if (open) open.open = true; });
       });
       if (focused) { const field = document.getElementById(focused); if (field) field.focus(); }
       say("live");
