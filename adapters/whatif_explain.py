@@ -2,7 +2,8 @@
 whatif_store.py): both sides are the store's log up to the boundary (the
 prefix: the position before the first edited input) followed by a tail of
 their own, so both read the prefix through one `KeyScan` of it (replay/
-key_scan.py) and their tails through a `LogIndex` each (`Spliced`).
+key_scan.py), or the store's own `LogIndex` when it has one (a served
+store), and their tails through a `LogIndex` each (`Spliced`).
 
 The scans cost a read of the prefix in the store each (SQLite filters the
 rows in the database), so there are as few as the reads need: every thing
@@ -36,11 +37,14 @@ guessed_events_max = 64  # of the first edited input's events, those whose thing
 
 
 class PrefixReads:
-    """The reads of the store's log up to `boundary`, shared by both sides."""
+    """The reads of the store's log up to `boundary`, shared by both sides:
+    through `index` (the store's `LogIndex`, a served store's) when it holds
+    the prefix, with no scan at all; else through a `KeyScan`."""
 
-    def __init__(self, store: EventStore, boundary: int) -> None:
+    def __init__(self, store: EventStore, boundary: int, index: LogIndex | None = None) -> None:
         self.store, self.boundary = store, boundary
-        self.scan = KeyScan(store, boundary)
+        self.scan = KeyScan(store, boundary) if index is None or index.head < boundary else None
+        self.prefix: KeyScan | LogIndex = self.scan if self.scan is not None else index  # type: ignore[assignment]
         self._beside: _Beside | None = None
 
     def __enter__(self) -> Self:
@@ -57,16 +61,19 @@ class PrefixReads:
     def guess(self, start: int) -> None:
         """Scan, in a thread beside what follows, for the things the events of
         the input whose record is at `start` name (its own, in the original)."""
+        if self.scan is None:
+            return
         keys = set(_guessed_keys(self.store, start))
+        scan = self.scan
         if keys:
-            self._beside = _Beside(lambda: self.scan.prefetch(keys))
+            self._beside = _Beside(lambda: scan.prefetch(keys))
             self._beside.start()
 
     def index(self, events: list[tuple[int, ev.Event]]) -> Spliced:
         """The index of a side: the prefix, then `events` (its tail, from the boundary on)."""
         tail = LogIndex.after(self.boundary)
         tail.add(self.boundary, [event for _, event in events])
-        return Spliced(self.scan, self.boundary, tail)
+        return Spliced(self.prefix, self.boundary, tail)
 
     def explained(self, original: Run, fork: Run) -> tuple[Run, Run]:
         """The two sides, answering from their explanations found beforehand."""
@@ -74,7 +81,7 @@ class PrefixReads:
             self._beside.finish()
             self._beside = None
         pairs = explained(original, fork)
-        if not pairs:
+        if not pairs or self.scan is None:  # nothing to explain, or an index to explain by as asked
             return original, fork
         self.scan.prefetch(key for _, ident in pairs for key in keys_named(ident))
         found = self._discovered((original, fork), pairs)
@@ -87,6 +94,7 @@ class PrefixReads:
 
     def _discovered(self, runs: tuple[Run, Run], pairs: list[tuple[str, str]]) -> dict[tuple[int, str, str], Explanation | None] | None:
         scan = self.scan
+        assert scan is not None
         scan.discovering = True
         try:
             for _ in range(discovery_rounds_max):

@@ -28,6 +28,7 @@ from tandem.adapters.whatif_explain import PrefixReads
 from tandem.domain import events as ev
 from tandem.projections import Views
 from tandem.replay.engine import Engine, Located, input_boundary, project
+from tandem.replay.index import LogIndex
 from tandem.replay.key_scan import record_window_first
 from tandem.replay.port import EventStore
 from tandem.replay.snapshot import copy_views, fold_views
@@ -159,17 +160,20 @@ def _until_position(store: EventStore, until: int | None, head: int) -> int:
     return head if following is None else input_boundary(store, following - 1)
 
 
-def whatif_store(store: EventStore, url: str, edits: list[Edit], until: int | None = None) -> WhatIf:
+def whatif_store(
+    store: EventStore, url: str, edits: list[Edit], until: int | None = None, *, index: LogIndex | None = None
+) -> WhatIf:
     """The what-if of `edits` over `store` (read only, as of its head now):
     inputs named by number. The answer names the store by `url`, its password
-    left out."""
+    left out. `index`: the store's `LogIndex` if it keeps one (a served
+    store): its log is read through it, not scanned."""
     head = store.head()
     first = _first_seq(edits) or head
     start = _position_of_input(store, first, head) if edits else None
     if edits and start is None:
         raise EditInvalid(f"{edits[0].text}: the store has no input {first}")
     boundary = start - 1 if start is not None else head
-    with PrefixReads(store, boundary) as prefix:
+    with PrefixReads(store, boundary, index) as prefix:
         if start is not None:
             prefix.guess(start)  # beside the fork's fold
         until_position = _until_position(store, until, head)
