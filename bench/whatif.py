@@ -103,7 +103,7 @@ def locate(url: str, sizes: Sizes, build_s: float | None) -> Store:
         head = store.head()
         last = max(e.seq for _, e in store.read(after=max(0, head - 20)) if type(e) in (ev.InputAccepted, ev.InputRejected))  # type: ignore[union-attr]
         input_n = last - sizes.near_head_inputs
-        record = _position_of_input(store, input_n)
+        record = _position_of_input(store, input_n, head)
         assert record is not None, input_n
         snapshots = [info.position for info in store.list_snapshots()]
     finally:
