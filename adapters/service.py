@@ -323,11 +323,11 @@ class Service:
         """`tandem whatif --store` of the served store (adapters/whatif_store.py),
         as of its head when it starts: on the reader store in a worker thread,
         as every read, so the engine is never held and the writer never waits;
-        the fork is in memory. 422 `bad_edit` for an edit that cannot be applied."""
+        the fork is in memory; the log read through its index once ready. 422 `bad_edit` for an edit that cannot be applied."""
 
         def whatif() -> WhatIf:
             try:
-                return whatif_store(self.reader, self.runtime.settings.store_url, edits, until)
+                return whatif_store(self.reader, self.runtime.settings.store_url, edits, until, index=self.index)
             except EditInvalid as invalid:
                 raise ApiError(422, "bad_edit", str(invalid)) from None
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tandem.adapters.ingest import ingest
 from tandem.adapters.store import open_store
 from tandem.domain import events as ev
 from tandem.replay.engine import Engine
 from tandem.replay.explain import document
+from tandem.replay.explain import explain as explain_thing
 from tandem.replay.explain.model import ExplainError, Explanation
 from tandem.replay.port import EventStore
 from tandem.replay.traces import Trace, TraceInvalid, parse_trace
@@ -27,9 +29,14 @@ from tandem.replay.whatif.model import WhatIf, Where
 trace_bytes_max = 256 * 1_048_576  # a trace a what-if reads whole, twice, in memory
 
 
-def explainer(store: EventStore, until: int | None = None) -> Callable[[str, str], Explanation | None]:
+def explainer(store: EventStore, until: int | None = None, index: Any = None) -> Callable[[str, str], Explanation | None]:
+    """A thing's explanation (None: the id names no such thing there), read
+    through `index` when given (a `LogIndex` or what answers as one)."""
+
     def explain(kind: str, ident: str) -> Explanation | None:
         try:
+            if index is not None:
+                return explain_thing(store, ident, kind=kind, index=index, until=until)[0]
             return document(store, ident, kind=kind, until=until).matches[0]
         except ExplainError:
             return None

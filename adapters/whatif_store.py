@@ -2,8 +2,11 @@
 seq, as explain's `input N` names it). The original is the store's own log;
 the fork is the store as it was just before the first edited input (its
 newest snapshot at or before that point, and the events since), with the
-tail of inputs from there applied again, edited, into memory. The cost is
-the tail, not the history; nothing is written to the store.
+tail of inputs from there applied again, edited, into memory. The fork's
+cost is the tail, not the history; explaining the things that differ on
+both sides costs a scan of the log before the first edited input, shared by
+both and by every thing (adapters/whatif_explain.py). Nothing is written to
+the store.
 
 Everything is read as of the store's head when the what-if starts: a
 writer that appends meanwhile (a served store: POST /v1/whatif reads it
@@ -14,21 +17,28 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
 from tandem.adapters.store.memory import MemoryStore
 from tandem.adapters.store.url import redacted
 from tandem.adapters.whatif import explainer
+from tandem.adapters.whatif_explain import PrefixReads
 from tandem.domain import events as ev
+from tandem.projections import Views
 from tandem.replay.engine import Engine, Located, input_boundary, project
+from tandem.replay.index import LogIndex
+from tandem.replay.key_scan import record_window_first
 from tandem.replay.port import EventStore
+from tandem.replay.snapshot import copy_views, fold_views
 from tandem.replay.traces import TraceInvalid, parse_trace
 from tandem.replay.whatif.diff import Run, compare
 from tandem.replay.whatif.edits import Edit, EditInvalid, Entry, apply
 from tandem.replay.whatif.model import WhatIf, Where
 
 tail_inputs_max = 1_000_000  # inputs a fork applies again (from the first edited input to the head)
+Tail = tuple[int, str | None, int | None, bytes]  # an input after the boundary: (seq, file, line, its JSON)
 
 
 class ForkStore(MemoryStore):
@@ -70,11 +80,7 @@ def _position_of_input(store: EventStore, seq: int, head: int) -> int | None:
     low, high = 1, head
     while low <= high:
         middle = (low + high) // 2
-        found = None
-        for position, event in store.read(after=middle - 1, until=high):
-            if type(event) in (ev.InputAccepted, ev.InputRejected):
-                found = (position, event.seq)  # type: ignore[union-attr]
-                break
+        found = _first_record(store, middle - 1, high)
         if found is None:
             high = middle - 1
         elif found[1] == seq:
@@ -86,19 +92,35 @@ def _position_of_input(store: EventStore, seq: int, head: int) -> int | None:
     return None
 
 
-def _tail(store: EventStore, boundary: int, head: int) -> list[tuple[int, str | None, int | None, bytes]]:
-    """(seq, file, line, the input as a JSON line) of every input after `boundary`, up to `head`."""
-    tail = []
-    for _, event in store.read(after=boundary, until=head):
+def _first_record(store: EventStore, after: int, until: int) -> tuple[int, int] | None:
+    """(position, seq) of the first input's record after `after`, up to
+    `until`: read a small window at a time (an input's events follow its record)."""
+    window = record_window_first
+    while after < until:
+        end = min(until, after + window)
+        for position, event in store.read(after=after, until=end):
+            if type(event) in (ev.InputAccepted, ev.InputRejected):
+                return position, event.seq  # type: ignore[union-attr]
+        after, window = end, window * 8
+    return None
+
+
+def _read_after(store: EventStore, boundary: int, head: int) -> tuple[list[tuple[int, ev.Event]], list[Tail]]:
+    """The events after `boundary` up to `head`, and (seq, file, line, the
+    input as a JSON line) of every input among them."""
+    events: list[tuple[int, ev.Event]] = []
+    tail: list[Tail] = []
+    for position, event in store.read(after=boundary, until=head):
+        events.append((position, event))
         if type(event) in (ev.InputAccepted, ev.InputRejected):
             tail.append((event.seq, event.file, event.line, msgspec.json.encode(event.input)))  # type: ignore[union-attr]
             if len(tail) > tail_inputs_max:
                 raise EditInvalid(f"over {tail_inputs_max} inputs after the first edited one: edit a later input")
-    return tail
+    return events, tail
 
 
 def _fork_items(
-    tail: list[tuple[int, str | None, int | None, bytes]], edits: list[Edit], first: int, not_before: object
+    tail: list[Tail], edits: list[Edit], first: int, not_before: object
 ) -> tuple[list[Located], list[Entry]]:
     data = b"".join(line + b"\n" for *_, line in tail)
     edited, entries = apply(data, edits, first=first, unit="input")
@@ -138,35 +160,54 @@ def _until_position(store: EventStore, until: int | None, head: int) -> int:
     return head if following is None else input_boundary(store, following - 1)
 
 
-def whatif_store(store: EventStore, url: str, edits: list[Edit], until: int | None = None) -> WhatIf:
+def whatif_store(
+    store: EventStore, url: str, edits: list[Edit], until: int | None = None, *, index: LogIndex | None = None
+) -> WhatIf:
     """The what-if of `edits` over `store` (read only, as of its head now):
     inputs named by number. The answer names the store by `url`, its password
-    left out."""
+    left out. `index`: the store's `LogIndex` if it keeps one (a served
+    store): its log is read through it, not scanned."""
     head = store.head()
     first = _first_seq(edits) or head
     start = _position_of_input(store, first, head) if edits else None
     if edits and start is None:
         raise EditInvalid(f"{edits[0].text}: the store has no input {first}")
     boundary = start - 1 if start is not None else head
-    until_position = _until_position(store, until, head)
-    fork_store = ForkStore(store, boundary)
-    fork = Engine(fork_store, snapshot_every=0)
-    items, entries = _fork_items(_tail(store, boundary, head), edits, first, fork.state.last_at)
-    fork_where = _fork_where(first, entries)
-    for item, entry in zip(items, entries, strict=True):
-        order = (entry.origin, 0) if entry.origin is not None else (entry.after, 1)
-        if until is not None and order > (until, 0):
-            break
-        fork.submit(item)
-    same = lambda seq: Where(line=seq)  # noqa: E731
-    original_events = list(store.read(after=boundary, until=until_position))
-    original = Run(
-        events=original_events, views=project(store, until_position).document(), where=same, line_where=None,
-        explain=explainer(store, until_position),
-    )  # fmt: skip
-    assert fork.views is not None
-    forked = Run(
-        events=list(fork_store.read(after=boundary)), views=fork.views.document(), where=fork_where, line_where=None,
-        explain=explainer(fork_store),
-    )  # fmt: skip
-    return compare(original, forked, source=redacted(url), unit="input", edits=[edit.text for edit in edits], until=until)
+    with PrefixReads(store, boundary, index) as prefix:
+        if start is not None:
+            prefix.guess(start)  # beside the fork's fold
+        until_position = _until_position(store, until, head)
+        fork_store = ForkStore(store, boundary)
+        fork = Engine(fork_store, snapshot_every=0)
+        assert fork.views is not None
+        prefix_views = copy_views(fork.views)  # the original's too, up to the boundary
+        after, tail = _read_after(store, boundary, head)
+        items, entries = _fork_items(tail, edits, first, fork.state.last_at)
+        for item, entry in zip(items, entries, strict=True):
+            order = (entry.origin, 0) if entry.origin is not None else (entry.after, 1)
+            if until is not None and order > (until, 0):
+                break
+            fork.submit(item)
+        original_events = [(p, e) for p, e in after if p <= until_position]
+        fork_events = list(fork_store.read(after=boundary))
+        same = lambda seq: Where(line=seq)  # noqa: E731
+        original = Run(
+            events=original_events, views=_original_views(store, prefix_views, original_events, until_position),
+            where=same, line_where=None, explain=explainer(store, until_position, prefix.index(original_events)),
+        )  # fmt: skip
+        forked = Run(
+            events=fork_events, views=fork.views.document(), where=_fork_where(first, entries), line_where=None,
+            explain=explainer(fork_store, None, prefix.index(fork_events)),
+        )  # fmt: skip
+        original, forked = prefix.explained(original, forked)
+        return compare(original, forked, source=redacted(url), unit="input", edits=[edit.text for edit in edits], until=until)
+
+
+def _original_views(store: EventStore, prefix_views: Views, events: list[tuple[int, ev.Event]], until_position: int) -> dict[str, Any]:
+    """The original's views at `until_position`: the views the fork started
+    from, with the original's events since folded into them; from the store
+    when `until_position` is before the boundary."""
+    if until_position < prefix_views.position:
+        return project(store, until_position).document()
+    prefix_views.position += fold_views(prefix_views, (event for _, event in events))
+    return prefix_views.document()

@@ -131,11 +131,12 @@ def alternate(first: Callable[[], float], second: Callable[[], float], repetitio
 
 def bench_main(
     doc: str, run: Callable[..., Any], full: Any, quick: Any, quick_help: str, argv: Any = None,
-    flags: dict[str, str] | None = None,
+    flags: dict[str, str] | None = None, options: dict[str, str] | None = None,
 ) -> int:  # fmt: skip
     """A benchmark's command line: `--quick` (small sizes), `--tmp DIR` (where
-    the scratch stores go), and the on/off `flags` given (name: help), passed
-    to `run` as keywords; runs `run(sizes, tmp, ...)` and prints how long it took."""
+    the scratch stores go), the on/off `flags` and the `options` taking a
+    DIR given (name: help), passed to `run` as keywords; runs `run(sizes,
+    tmp, ...)` and prints how long it took."""
     import argparse
     import time
 
@@ -144,9 +145,11 @@ def bench_main(
     parser.add_argument("--tmp", default=None, help="parent of the scratch directory (default: system temp dir)")
     for name, text in (flags or {}).items():
         parser.add_argument(f"--{name}", action="store_true", help=text)
+    for name, text in (options or {}).items():
+        parser.add_argument(f"--{name}", metavar="DIR", default=None, help=text)
     arguments = parser.parse_args(argv)
     started = time.perf_counter()
-    keywords = {name: getattr(arguments, name) for name in flags or {}}
+    keywords = {name: getattr(arguments, name) for name in [*(flags or {}), *(options or {})]}
     run(quick if arguments.quick else full, arguments.tmp, **keywords)
     print(f"\n({time.perf_counter() - started:,.0f} s)")
     return 0

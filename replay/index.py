@@ -156,6 +156,16 @@ class LogIndex:
         index.catch_up(store, until)
         return index
 
+    @classmethod
+    def after(cls, head: int) -> LogIndex:
+        """An index of the events after `head` only, fed by `add(head, ...)`:
+        the positions up to `head` are not indexed (their reads go to another
+        index: replay/key_scan.py's `Spliced`)."""
+        index = cls()
+        index.head = head
+        index._types = array("B", bytes(head))  # placeholders: one byte a position
+        return index
+
     def catch_up(self, store: EventStore, until: int | None = None) -> int:
         """Index the events after `head` up to `until` (the store's head if
         None), a page at a time; returns the new head."""

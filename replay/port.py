@@ -12,7 +12,7 @@ snapshot whose fingerprint is not the running code's is never used.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from tandem.domain.events import Event
@@ -87,6 +87,16 @@ class EventStore(Protocol):
 
     def read_encoded(self, after: int = 0, until: int | None = None) -> Iterator[tuple[int, bytes]]:
         """The same events as stored bytes (for export, verify and benchmarks)."""
+        ...
+
+    def read_matching(
+        self, needles_by_type: Mapping[str, Collection[bytes]], after: int = 0, until: int | None = None
+    ) -> Iterator[tuple[int, bytes]]:
+        """The stored events after `after` (up to `until`) whose type (its name)
+        is a key of `needles_by_type` and whose stored bytes contain one of its needles
+        (b"": any event of the type), in order, as stored bytes. For reads
+        that keep a few events of a long log (replay/key_scan.py): an SQL
+        store filters them in the database."""
         ...
 
     def read_positions(self, positions: Iterable[int]) -> list[tuple[int, bytes]]:

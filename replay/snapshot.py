@@ -41,10 +41,12 @@ import pickle
 import platform
 import struct
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tandem.domain.events import Event
 from tandem.domain.state import State
 from tandem.projections import Views
 from tandem.replay.port import EventStore, SnapshotInfo
@@ -144,16 +146,39 @@ class Body:
         return state
 
     def views(self) -> Views:
-        data = pickle.loads(self.data[self.state_end :])
-        views = Views()
-        if not isinstance(data, dict) or set(data) != set(views.by_name):
-            raise SnapshotUnusable("its views part does not hold the views")
-        for name, attributes in data.items():
-            target = vars(views.by_name[name])
-            target.clear()
-            target.update(attributes)
-        views.position = self.position
-        return views
+        return _views_of(pickle.loads(self.data[self.state_end :]), self.position)
+
+
+def _views_of(data: Any, position: int) -> Views:
+    """Views holding each view's attributes from `data` (`views_data`'s, unpickled)."""
+    views = Views()
+    if not isinstance(data, dict) or set(data) != set(views.by_name):
+        raise SnapshotUnusable("its views part does not hold the views")
+    for name, attributes in data.items():
+        target = vars(views.by_name[name])
+        target.clear()
+        target.update(attributes)
+    views.position = position
+    return views
+
+
+def copy_views(views: Views) -> Views:
+    """A copy of `views` sharing nothing with them: what a snapshot of them
+    would load (a pickle's round trip), without the snapshot."""
+    return _views_of(pickle.loads(pickle.dumps(views_data(views), protocol=pickle_protocol)), views.position)
+
+
+def fold_views(views: Views, events: Iterable[Event]) -> int:
+    """Apply `events` to `views` as a replay does (no changed-or-not marks); how many."""
+    handlers_by_event = views.handlers_by_event
+    count = 0
+    for event in events:
+        handlers = handlers_by_event.get(type(event))
+        if handlers is not None:
+            for handler in handlers:
+                handler(event)
+        count += 1
+    return count
 
 
 def decode_body(body: bytes, position: int) -> Body:
@@ -221,15 +246,9 @@ def views_at(store: EventStore, position: int, use_snapshots: bool = True) -> Vi
         loaded = load(store, position, with_state=False)
         if loaded is not None and loaded.views is not None:
             views, start = loaded.views, loaded.position
-    handlers_by_event = views.handlers_by_event
     folded = 0
     for page in store.read_pages(after=start, until=position):
-        for event in page:
-            handlers = handlers_by_event.get(type(event))
-            if handlers is not None:
-                for handler in handlers:
-                    handler(event)
-        folded += len(page)
+        folded += fold_views(views, page)
     views.position = start + folded
     return views
 

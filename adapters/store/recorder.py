@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
 from eventsourcing.persistence import IntegrityError, JSONTranscoder, Mapper, PersistenceError, StoredEvent
 
 from tandem.adapters.store.url import redacted
-from tandem.domain.events import Event, decode_event, encode_event, event_name
+from tandem.domain.events import EVENT_TYPES, Event, decode_event, encode_event, event_name
 from tandem.replay.port import CommitUnknown, ConcurrencyError, Fenced, SnapshotInfo, StoreError, WriterClaim
 
 # Rows fetched per query when reading the log. A page is fetched, its
@@ -64,6 +64,20 @@ def fenced_message(error: BaseException) -> str | None:
             return text[start + len(fenced_marker) :].split('"', 1)[0]
         seen = seen.__cause__
     return None
+
+
+def stored_type_name(data: bytes) -> str:
+    """A stored event's type name (its `topic`): its tag, read from the bytes
+    when it is spelled first (as `encode_event` writes it), else decoded."""
+    if data.startswith(_TAG_PREFIX):
+        end = data.find(b'"', len(_TAG_PREFIX))
+        name = data[len(_TAG_PREFIX) : end].decode("utf-8", "replace")
+        if name in EVENT_TYPES:
+            return name
+    return event_name(decode_event(data))
+
+
+_TAG_PREFIX = b'{"event":"'
 
 
 class Positioned(NamedTuple):
@@ -295,6 +309,15 @@ class RecorderStore:
             if len(page) < read_page_events_max:
                 return
             after = page[-1][0]
+
+    def read_matching(
+        self, needles_by_type: Mapping[str, Collection[bytes]], after: int = 0, until: int | None = None
+    ) -> Iterator[tuple[int, bytes]]:
+        """Read and filtered here (an SQL store filters in the database)."""
+        for position, data in self.read_encoded(after, until):
+            needles = needles_by_type.get(stored_type_name(data))
+            if needles is not None and any(needle in data for needle in needles):
+                yield position, data
 
     def read_positions(self, positions: Iterable[int]) -> list[tuple[int, bytes]]:
         wanted = sorted({position for position in positions if position >= 1})

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from eventsourcing.persistence import PersistenceError
 
-from tandem.adapters.store.recorder import RecorderStore, log_stream_id
+from tandem.adapters.store.recorder import RecorderStore, log_stream_id, read_page_events_max
 from tandem.adapters.store.url import redacted
 from tandem.replay.port import StoreError, WriterClaim
 
 _int64_max = 2**63 - 1  # "no upper bound" for a position
+# Parameters of one `read_matching` statement (SQLite's oldest limit is 999):
+# a filter with more needles is applied in Python.
+matching_parameters_max = 900
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +44,9 @@ class SqlDialect:
     # transaction ends (PostgreSQL: " FOR UPDATE"; SQLite's writer holds the
     # whole database from its first write).
     for_update: str = ""
+    # "the event's bytes contain the parameter's" (`read_matching` filters in
+    # the database); None: filtered in Python, as the memory store does.
+    contains: str | None = None
 
 
 def statement_templates(dialect: SqlDialect) -> dict[str, str]:
@@ -77,6 +83,25 @@ def statement_templates(dialect: SqlDialect) -> dict[str, str]:
     }
 
 
+def _matching(dialect: SqlDialect, needles_by_type: Mapping[str, Collection[bytes]]) -> tuple[str, list[Any]]:
+    """`read_matching`'s filter: the event's type is one of them, then, by the
+    first set of types that holds it (the sets sharing needles, largest
+    first: one lookup for most events), its needles (b"": none to hold)."""
+    assert dialect.contains is not None
+    groups: dict[frozenset[bytes], list[str]] = {}
+    for name, needles in needles_by_type.items():
+        groups.setdefault(frozenset() if b"" in needles else frozenset(needles), []).append(name)
+    if not groups:
+        return "1 = 0", []
+    cases: list[str] = []
+    parameters: list[Any] = [json.dumps(sorted(needles_by_type))]
+    for needles, names in sorted(groups.items(), key=lambda group: (-len(group[1]), sorted(group[1]))):
+        held = " OR ".join([dialect.contains] * len(needles)) if needles else "1 = 1"
+        cases.append(f"WHEN topic {dialect.one_of} THEN ({held})")
+        parameters += [json.dumps(sorted(names)), *sorted(needles)]
+    return f"topic {dialect.one_of} AND CASE {' '.join(cases)} ELSE 1 = 0 END", parameters
+
+
 class SqlStore(RecorderStore):
     """A store on an eventsourcing SQL datastore and recorder. A backend
     gives its dialect, how a statement template becomes a statement
@@ -96,6 +121,7 @@ class SqlStore(RecorderStore):
         snapshots (no writer's claim)."""
         super().__init__(url, recorder)
         self._datastore = datastore
+        self._compose = compose
         self._statements = {name: compose(text) for name, text in statement_templates(self.dialect).items()}
         self._snapshots_present = self._claims_present = True
         if read_only:
@@ -126,6 +152,10 @@ class SqlStore(RecorderStore):
         raise NotImplementedError
 
     def _query(self, name: str, *parameters: Any) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _query_statement(self, statement: str, *parameters: Any) -> list[tuple[Any, ...]]:
+        """A statement made on the spot (`read_matching`'s), run as `_query` runs one."""
         raise NotImplementedError
 
     def _write_transaction(self) -> Any:
@@ -162,6 +192,26 @@ class SqlStore(RecorderStore):
         if until is None:
             return self._query("page", log_stream_id, after, limit)  # type: ignore[return-value]
         return self._query("window", log_stream_id, after, until, limit)  # type: ignore[return-value]
+
+    def read_matching(
+        self, needles_by_type: Mapping[str, Collection[bytes]], after: int = 0, until: int | None = None
+    ) -> Iterator[tuple[int, bytes]]:
+        condition, parameters = _matching(self.dialect, needles_by_type) if self.dialect.contains else ("", [])
+        if not condition or len(parameters) > matching_parameters_max:
+            yield from super().read_matching(needles_by_type, after, until)
+            return
+        p = self.dialect.placeholder
+        statement = self._compose(
+            f"SELECT originator_version, state FROM {{events}} WHERE originator_id={p} AND originator_version>{p}"
+            f" AND originator_version<={p} AND ({condition}) ORDER BY originator_version LIMIT {p}"
+        )
+        end = _int64_max if until is None else until
+        while True:
+            page = self._guarded(self._query_statement, statement, log_stream_id, after, end, *parameters, read_page_events_max)
+            yield from page
+            if len(page) < read_page_events_max:
+                return
+            after = page[-1][0]
 
     def _select_positions(self, positions: list[int]) -> list[tuple[int, bytes]]:
         # The list as a JSON array (SQLite's json_each); PostgreSQL sends an array.

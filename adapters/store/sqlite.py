@@ -179,7 +179,7 @@ def _why_not_writable(path: str, directory: str) -> str | None:
 class SQLiteStore(SqlStore):
     dialect = SqlDialect(
         placeholder="?", integer="INTEGER", blob="BLOB", one_of="IN (SELECT value FROM json_each(?))",
-        table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+        table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", contains="instr(state, ?) > 0",
     )  # fmt: skip
 
     def __init__(self, url: str, path: str, table: str, *, read_only: bool = False) -> None:
@@ -229,8 +229,11 @@ class SQLiteStore(SqlStore):
             cursor.sqlite_cursor.execute(self._statements[name], parameters)
 
     def _query(self, name: str, *parameters: Any) -> list[tuple[Any, ...]]:
+        return self._query_statement(self._statements[name], *parameters)
+
+    def _query_statement(self, statement: str, *parameters: Any) -> list[tuple[Any, ...]]:
         with self._datastore.transaction(commit=False) as cursor:
             raw = cursor.sqlite_cursor
             raw.row_factory = None  # plain tuples: faster than sqlite3.Row
-            raw.execute(self._statements[name], parameters)
+            raw.execute(statement, parameters)
             return raw.fetchall()

@@ -151,9 +151,14 @@ class IndexedLog:
         self.head = until
         self.by_key = ByKey(fetched, starts, until)
         self.task_conversation = TaskConversations(fetched, until)
-        self.files_seen = fetched.index.files_seen(until)
+        self._fetched = fetched
         self.rejected: list[InputRef] = []  # only the error path lists them: a full read
         self.details: dict[int, str] = {}
+
+    @property
+    def files_seen(self) -> set[str]:
+        """Asked of the index when used (only `document` uses it)."""
+        return self._fetched.index.files_seen(self.head)
 
 
 class IndexedReads:

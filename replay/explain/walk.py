@@ -119,10 +119,22 @@ def _kinds(log: Any, identifier: str, kind: str | None) -> list[str]:
     return [kind]
 
 
-def explain(store: EventStore, identifier: str, *, kind: str | None = None) -> list[Explanation]:
+def keys_named(identifier: str) -> set[Key]:
+    """The keys a read for `identifier` starts from (whatever its kind)."""
+    wanted: set[Key] = {key for chain in CHAINS.values() for key in chain.keys(identifier)}
+    wanted.update(LATER_KINDS.values())
+    return wanted
+
+
+def explain(
+    store: EventStore, identifier: str, *, kind: str | None = None, index: LogIndex | None = None, until: int | None = None
+) -> list[Explanation]:
     """Explain `identifier` from the store's log: one Explanation per kind it
-    names (only `kind`, if given). Raises ExplainError if it names nothing."""
-    return document(store, identifier, kind=kind).matches
+    names (only `kind`, if given). Raises ExplainError if it names nothing;
+    with `index`, at once (its message does not list the refused inputs that
+    name it: that takes a read of the whole log). `index` may be any object
+    that answers as a `LogIndex` does (replay/key_scan.py)."""
+    return _explained(store, identifier, kind, True, index, until, listing=index is None)[1]
 
 
 def document(
@@ -141,10 +153,21 @@ def document(
     the index's head (or `until` before it); the output is the same as a full
     read's at that position. An id the index finds no kind for is read in
     full (the error names the refused inputs that name it)."""
+    log, explanations = _explained(store, identifier, kind, prefilter, index, until, listing=True)
+    files = _files_named(explanations)
+    other = bool(log.files_seen - set(files))
+    return Document(id=identifier, position=log.head, files=files, matches=explanations, other_files=other)
+
+
+def _explained(
+    store: EventStore, identifier: str, kind: str | None, prefilter: bool, index: LogIndex | None, until: int | None,
+    *, listing: bool,
+) -> tuple[Any, list[Explanation]]:  # fmt: skip
+    """The last read's log and the explanations. `listing`: an id the index
+    finds no kind for is read in full, for the refused inputs that name it."""
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
-    wanted: set[Key] = {key for chain in CHAINS.values() for key in chain.keys(identifier)}
-    wanted.update(LATER_KINDS.values())
+    wanted = keys_named(identifier)
     log: Any = None
     if index is not None:  # as of the index's head, or `until` before it, either way
         until = index.head if until is None else min(until, index.head)
@@ -152,7 +175,7 @@ def document(
         reads = IndexedReads(store, index, _grow(identifier), set(LEADS), until)
         grown = set(wanted)
         log = reads.read(grown)
-        if _named(log, identifier):
+        if _named(log, identifier) or not listing:
             wanted, read = grown, reads.read
         else:
             log = None  # the error path: a full read lists the refused inputs
@@ -170,9 +193,7 @@ def document(
             break
         wanted |= missing
         log = read(wanted)
-    files = _files_named(explanations)
-    other = bool(log.files_seen - set(files))
-    return Document(id=identifier, position=log.head, files=files, matches=explanations, other_files=other)
+    return log, explanations
 
 
 def _files_named(explanations: list[Explanation]) -> list[str]:

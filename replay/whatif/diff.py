@@ -211,10 +211,20 @@ def _unexplained(key: Key, a: _Index, b: _Index, original: Run, fork: Run) -> Th
     return Thing(kind=key[0], id=ident, original=left, fork=right)
 
 
+def _differing(a: _Index, b: _Index) -> list[Key]:
+    return [key for key in dict.fromkeys([*a.by_key, *b.by_key]) if a.by_key.get(key) != b.by_key.get(key)]
+
+
+def explained(original: Run, fork: Run) -> list[tuple[str, str]]:
+    """The (kind, id) of each thing `compare` asks both sides to explain, in
+    the order it asks (a caller may explain them all beforehand, together)."""
+    a, b = index(original), index(fork)
+    return list(dict.fromkeys((kind, key[1]) for key in _differing(a, b) for kind in _chain_kinds(key)))
+
+
 def decisions(original: Run, fork: Run, a: _Index, b: _Index) -> list[Thing]:
     things: list[Thing] = []
-    differing = [key for key in dict.fromkeys([*a.by_key, *b.by_key]) if a.by_key.get(key) != b.by_key.get(key)]
-    for key in differing:
+    for key in _differing(a, b):
         kinds = _chain_kinds(key)
         found = [_explained(kind, key[1], original, fork, a, b, key) for kind in kinds] if kinds else [_unexplained(key, a, b, original, fork)]
         things.extend(thing for thing in found if thing is not None)
