@@ -340,3 +340,36 @@ def test_a_thousand_single_event_appends_all_land_in_order(tmp_path, open_url: O
         head = store.append([event], expected_head=head)
     assert head == store.head() == 1000
     assert [event for _, event in store.read()] == written
+
+
+def _matching(written: list[Event], wanted: dict[str, list[bytes]], after: int, until: int | None) -> list[tuple[int, bytes]]:
+    """What read_matching must give, filtered here in the plainest way."""
+    found = []
+    for position, event in numbered(written):
+        data = encode_event(event)
+        needles = wanted.get(type(event).__name__)
+        if after < position and (until is None or position <= until) and needles is not None and any(n in data for n in needles):
+            found.append((position, data))
+    return found
+
+
+@pytest.mark.parametrize(("after", "until"), [(0, None), (5, 40), (29, None), (60, None)])
+def test_read_matching_keeps_the_events_of_the_types_holding_a_needle(store: EventStore, after: int, until: int | None) -> None:
+    written = events(60)
+    store.append(written, expected_head=0)
+    wanted = {
+        "TaskDelegated": [b'"task-5"', b'"task-11"', b'"task-59"'],
+        "QuestionRaised": [b""],  # every one of the type
+        "InputAccepted": [b'"line":7,', b'"absent"'],
+        "ActionProposed": [b""],  # a type the log does not hold
+    }
+    expected = _matching(written, wanted, after, until)
+    assert list(store.read_matching(wanted, after, until)) == expected
+    assert (after, until) != (0, None) or len(expected) == 3 + 20 + 1  # the case is not vacuous
+
+
+def test_read_matching_with_many_needles_gives_the_same(store: EventStore) -> None:
+    written = events(30)
+    store.append(written, expected_head=0)
+    many = {"TaskDelegated": [f'"task-{n}"'.encode() for n in range(2, 1200, 3)]}  # over an SQL query's parameters
+    assert list(store.read_matching(many)) == _matching(written, many, 0, None) != []
