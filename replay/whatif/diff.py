@@ -28,6 +28,7 @@ import msgspec
 
 from tandem.domain import events as ev
 from tandem.domain.keys import event_keys
+from tandem.projections import Views
 from tandem.replay.explain.model import Explanation
 from tandem.replay.explain.walk import CHAINS
 from tandem.replay.whatif.model import (
@@ -197,12 +198,16 @@ def _explained(kind: str, ident: str, original: Run, fork: Run, a: _Index, b: _I
     )
 
 
+def _not_explained(recs: list[Rec], raw: dict[Rec, ev.Event]) -> list[Rec]:
+    """The records of events no explained thing shows (none of their keys is an explained kind's)."""
+    return [rec for rec in recs if not any(_chain_kinds(key) for key in event_keys(raw[rec]))]
+
+
 def _unexplained(key: Key, a: _Index, b: _Index, original: Run, fork: Run) -> Thing | None:
     """A thing no explanation covers: its records that differ and that no
     explained thing shows already."""
     recs_left, recs_right = _only(a.by_key.get(key, []), b.by_key.get(key, []))
-    covered = lambda recs, raw: [r for r in recs if not any(_chain_kinds(k) for k in event_keys(raw[r]))]  # noqa: E731
-    recs_left, recs_right = covered(recs_left, a.raw), covered(recs_right, b.raw)
+    recs_left, recs_right = _not_explained(recs_left, a.raw), _not_explained(recs_right, b.raw)
     if not recs_left and not recs_right:
         return None
     ident = "/".join(key[1:])
@@ -228,9 +233,8 @@ def decisions(original: Run, fork: Run, a: _Index, b: _Index) -> list[Thing]:
         kinds = _chain_kinds(key)
         found = [_explained(kind, key[1], original, fork, a, b, key) for kind in kinds] if kinds else [_unexplained(key, a, b, original, fork)]
         things.extend(thing for thing in found if thing is not None)
-    seen: set[tuple[str, str]] = set()
-    unique = [t for t in things if (t.kind, t.id) not in seen and not seen.add((t.kind, t.id))]  # type: ignore[func-returns-value]
-    return sorted(unique, key=lambda t: (KIND_ORDER.get(t.kind, len(KIND_ORDER)), t.kind, t.id))
+    unique = {(thing.kind, thing.id): thing for thing in reversed(things)}  # the first of each, kept
+    return sorted(unique.values(), key=lambda t: (KIND_ORDER.get(t.kind, len(KIND_ORDER)), t.kind, t.id))
 
 
 # ---------------------------------------------------------------------- views
@@ -304,16 +308,10 @@ CHAIN_KINDS_BY_KEY: dict[str, list[str]] = {}
 for _kind, _chain in CHAINS.items():
     CHAIN_KINDS_BY_KEY.setdefault(_chain.key, []).append(_kind)
 KIND_ORDER = {kind: number for number, kind in enumerate(CHAINS)}
-# How each list view's rows are keyed (the `rejections` view: by where its input is).
+# How each list view's rows are keyed: the key each view declares (projections/),
+# and `questions`' pair, which no one field names (the `rejections` view: by
+# where its input is, above).
 ROW_KEYS: dict[str, tuple[str, ...]] = {
-    "tasks": ("task_id",),
-    "actions": ("operation_id",),
-    "inbox": ("cause_key",),
+    **{name: (view.key,) for name, view in Views().by_name.items() if view.key is not None},
     "questions": ("task_id", "question_key"),
-    "alerts": ("alert_id",),
-    "conversations": ("conversation_id",),
-    "consumers": ("consumer_id",),
-    "cards": ("card_id",),
-    "runtimes": ("runtime_id",),
-    "investigations": ("investigation_id",),
 }
