@@ -23,7 +23,7 @@ from tandem.replay.explain.model import ExplainError, Explanation
 from tandem.replay.port import EventStore
 from tandem.replay.traces import Trace, TraceInvalid, parse_trace
 from tandem.replay.whatif.diff import Run, compare
-from tandem.replay.whatif.edits import Edit, EditInvalid, Entry, apply
+from tandem.replay.whatif.edits import Edit, EditInvalid, Entry, apply, refused
 from tandem.replay.whatif.model import WhatIf, Where
 
 trace_bytes_max = 256 * 1_048_576  # a trace a what-if reads whole, twice, in memory
@@ -65,13 +65,7 @@ def _run(trace: Trace, until_line: int | None, line_where: Callable[[int], Where
 
 
 def _entry_where(entries: list[Entry]) -> Callable[[int], Where | None]:
-    def where(line: int) -> Where | None:
-        if not 1 <= line <= len(entries):
-            return None
-        entry = entries[line - 1]
-        return Where(line=entry.origin) if entry.origin is not None else Where(line=None, inserted_after=entry.after, inserted=entry.nth)
-
-    return where
+    return lambda line: entries[line - 1].where() if 1 <= line <= len(entries) else None
 
 
 def _fork_until(entries: list[Entry], until: int | None) -> int | None:
@@ -90,15 +84,7 @@ def _checked_fork(data: bytes, path: str, name: str, entries: list[Entry]) -> Tr
     try:
         return parse_trace(data, path, name)
     except TraceInvalid as invalid:
-        where = _entry_where(entries)
-        shown = []
-        for error in invalid.errors[:5]:
-            entry = entries[error.line - 1] if 1 <= error.line <= len(entries) else None
-            label = (where(error.line) or Where(line=error.line)).text("line")
-            edited = f" (after {', '.join(entry.edited)})" if entry is not None and entry.edited else ""
-            shown.append(f"{label}{edited}: {error.message}")
-        more = f" (and {invalid.total - len(shown)} more)" if invalid.total > len(shown) else ""
-        raise EditInvalid("the edited trace is not valid: " + "; ".join(shown) + more) from None
+        raise refused(invalid, entries, "trace is") from None
 
 
 def whatif_trace(path: str, edits: list[Edit], until: int | None = None) -> WhatIf:

@@ -34,7 +34,7 @@ from tandem.replay.port import EventStore
 from tandem.replay.snapshot import copy_views, fold_views
 from tandem.replay.traces import TraceInvalid, parse_trace
 from tandem.replay.whatif.diff import Run, compare
-from tandem.replay.whatif.edits import Edit, EditInvalid, Entry, apply
+from tandem.replay.whatif.edits import Edit, EditInvalid, Entry, apply, refused
 from tandem.replay.whatif.model import WhatIf, Where
 
 tail_inputs_max = 1_000_000  # inputs a fork applies again (from the first edited input to the head)
@@ -127,11 +127,7 @@ def _fork_items(
     try:
         trace = parse_trace(edited, "what-if", "what-if", not_before)  # type: ignore[arg-type]
     except TraceInvalid as invalid:
-        error = invalid.errors[0]
-        entry = entries[error.line - 1] if 1 <= error.line <= len(entries) else None
-        label = entry.label if entry is not None else f"input {error.line}"
-        edited_by = f" (after {', '.join(entry.edited)})" if entry is not None and entry.edited else ""
-        raise EditInvalid(f"the edited inputs are not valid: {label}{edited_by}: {error.message}") from None
+        raise refused(invalid, entries, "inputs are") from None
     where = {seq: (file, line) for seq, file, line, _ in tail}
     items = []
     for item, entry in zip(trace.items, entries, strict=True):
@@ -147,8 +143,7 @@ def _fork_where(first: int, entries: list[Entry]) -> Callable[[int], Where | Non
         index = seq - first
         if index >= len(entries):
             return None  # not an input of the tail (none is)
-        entry = entries[index]
-        return Where(line=entry.origin) if entry.origin is not None else Where(line=None, inserted_after=entry.after, inserted=entry.nth)
+        return entries[index].where()
 
     return where
 

@@ -25,8 +25,11 @@ from typing import Any
 import msgspec
 
 from tandem.domain.inputs import format_at
+from tandem.replay.traces import TraceInvalid
+from tandem.replay.whatif.model import Where
 
 edits_max = 100  # edits in one what-if
+errors_shown_max = 5  # of an edited trace the parser refuses, named in the message
 edit_value_bytes_max = 1_048_576  # a --replace / --insert-after / --set value: one trace line at most
 shift_seconds_max = 10 * 365 * 86_400  # ten years either way
 
@@ -61,6 +64,12 @@ class Entry:
     edited: list[str] = field(default_factory=list)  # the edits that changed it
     unit: str = "line"
     nth: int = 0  # an inserted line: which of those inserted after `after` (from 1)
+
+    def where(self) -> Where:
+        """Where it is in the original: its line, or the line it was inserted after."""
+        if self.origin is not None:
+            return Where(line=self.origin)
+        return Where(line=None, inserted_after=self.after, inserted=self.nth)
 
     @property
     def label(self) -> str:
@@ -337,6 +346,19 @@ def apply(data: bytes, edits: list[Edit], first: int = 1, unit: str = "line") ->
         APPLY[edit.op](lines, edit)
     body = b"\n".join(entry.data for entry in lines.entries)
     return (body + b"\n" if lines.entries else b""), lines.entries
+
+
+def refused(invalid: TraceInvalid, entries: list[Entry], what: str) -> EditInvalid:
+    """The parser's refusal of an edited trace, each bad line named by where
+    it is in the original and the edits that touched it."""
+    shown = []
+    for error in invalid.errors[:errors_shown_max]:
+        entry = entries[error.line - 1] if 1 <= error.line <= len(entries) else None
+        label = entry.label if entry is not None else f"{entries[0].unit if entries else 'line'} {error.line}"
+        edited = f" (after {', '.join(entry.edited)})" if entry is not None and entry.edited else ""
+        shown.append(f"{label}{edited}: {error.message}")
+    more = f" (and {invalid.total - len(shown)} more)" if invalid.total > len(shown) else ""
+    return EditInvalid(f"the edited {what} not valid: " + "; ".join(shown) + more)
 
 
 APPLY = {
