@@ -152,7 +152,10 @@ class SnapshotsBeside:
         said = self._take_said()
         if process.returncode == 0:
             try:
-                return _written(json.loads(out))
+                report = json.loads(out)
+                if report.get("keys_error"):
+                    log.warning("key table not brought up to date by process %d: %s", process.pid, report["keys_error"])
+                return _written(report)
             except (ValueError, TypeError, KeyError) as error:
                 reason = f"unreadable report {out[:200]!r} ({error})"
         else:
@@ -181,7 +184,8 @@ def _written(report: Any) -> snapshots.Written | None:
 
 def snapshot_at(url: str, position: int, fingerprint: str) -> dict[str, Any]:
     """Fold the first `position` events of the store at `url` and write a
-    snapshot there (at its head if that is lower); what was written."""
+    snapshot there (at its head if that is lower), then bring the store's
+    key table up to there (replay/key_table.py): what was written."""
     from tandem.adapters.store import open_store
     from tandem.replay.engine import Engine
 
@@ -194,19 +198,34 @@ def snapshot_at(url: str, position: int, fingerprint: str) -> dict[str, Any]:
     try:
         engine = Engine(store, snapshot_every=0, until=position)
         if engine.state.position == 0 or engine.snapshot_position == engine.state.position:
-            return {"written": False, "position": engine.state.position}
-        written = engine.write_snapshot()
+            report: dict[str, Any] = {"written": False, "position": engine.state.position}
+        else:
+            written = engine.write_snapshot()
+            report = {
+                "written": True,
+                "position": written.position,
+                "fingerprint": written.fingerprint,
+                "size": written.size,
+                "state_bytes": written.state_bytes,
+                "views_bytes": written.views_bytes,
+                "seconds": written.seconds,
+            }
+        return report | _keys_upkept(store, engine.state.position, fingerprint)
     finally:
         store.close()
-    return {
-        "written": True,
-        "position": written.position,
-        "fingerprint": written.fingerprint,
-        "size": written.size,
-        "state_bytes": written.state_bytes,
-        "views_bytes": written.views_bytes,
-        "seconds": written.seconds,
-    }
+
+
+def _keys_upkept(store: Any, position: int, fingerprint: str) -> dict[str, Any]:
+    """The key table brought up to `position`: how far, or why not (the
+    snapshot stands either way: both are caches)."""
+    from tandem.replay.key_table import index_keys
+
+    started = time.perf_counter()
+    try:
+        indexed = index_keys(store, fingerprint, until=position)
+    except Exception as error:  # reported, logged by the writer
+        return {"keys_error": f"{type(error).__name__}: {error}"[:report_chars_max]}
+    return {"keys_indexed": indexed, "keys_through": store.keys_through(fingerprint), "keys_seconds": time.perf_counter() - started}
 
 
 def main() -> int:

@@ -6,7 +6,9 @@ key_scan.py), or the store's own `LogIndex` when it has one (a served
 store), and their tails through a `LogIndex` each (`Spliced`).
 
 The scans cost a read of the prefix in the store each (SQLite filters the
-rows in the database), so there are as few as the reads need: every thing
+rows in the database), past the store's key table's mark (replay/
+key_table.py: up to it, a key's positions are read from the table), so
+there are as few as the reads need: every thing
 `compare` will explain is explained beforehand, on both sides, in rounds
 that note the keys not scanned yet (`discovering`), one scan for each
 round's new keys, until a round needs none; its answers, exact, are the

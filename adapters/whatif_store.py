@@ -4,9 +4,9 @@ the fork is the store as it was just before the first edited input (its
 newest snapshot at or before that point, and the events since), with the
 tail of inputs from there applied again, edited, into memory. The fork's
 cost is the tail, not the history; explaining the things that differ on
-both sides costs a scan of the log before the first edited input, shared by
-both and by every thing (adapters/whatif_explain.py). Nothing is written to
-the store.
+both sides reads their history before the first edited input from the
+store's key table, and scans the log past its mark, shared by both and by
+every thing (adapters/whatif_explain.py). Nothing is written to the store.
 
 Everything is read as of the store's head when the what-if starts: a
 writer that appends meanwhile (a served store: POST /v1/whatif reads it

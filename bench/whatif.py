@@ -10,7 +10,10 @@ in <= 2x the time of `tandem show --at` at the same position. The store is
 bench/workload.py's observation workload (CI observations of a fixed set of
 causes, 2 events each), ingested as `tandem ingest` does (bench/run.py's
 `batch_ingest`: 1,000 inputs a transaction, a snapshot every ~50,000 events
-written by a process beside it, the last one waited for). N is the input
+written by a process beside it, the last one waited for; that process also
+keeps the store's key table, replay/key_table.py, up to its snapshot, so
+the what-if scans only the log past the newest snapshot to explain what
+differs). N is the input
 `near_head_inputs` inputs before the head, P the position just before its
 record: the views `tandem show --at P` prints are those before input N, and
 the fork of `tandem whatif --drop N` starts there too.
@@ -51,6 +54,7 @@ from tandem.adapters import cli  # noqa: E402
 from tandem.adapters.store import open_store  # noqa: E402
 from tandem.adapters.whatif_store import _position_of_input  # noqa: E402
 from tandem.domain import events as ev  # noqa: E402
+from tandem.replay.snapshot import code_fingerprint  # noqa: E402
 
 goal_ratio_max = 2.0
 EXIT_DIFFERENT = 1  # `tandem whatif`: the runs differ
@@ -75,6 +79,7 @@ class Store:
     url: str
     head: int
     snapshots: list[int]  # positions
+    keys_through: int  # the key table's mark (this code's)
     input_n: int  # N
     position: int  # P
     build_s: float | None  # None: reused from the cache
@@ -106,9 +111,10 @@ def locate(url: str, sizes: Sizes, build_s: float | None) -> Store:
         record = _position_of_input(store, input_n, head)
         assert record is not None, input_n
         snapshots = [info.position for info in store.list_snapshots()]
+        keys_through = store.keys_through(code_fingerprint())
     finally:
         store.close()
-    return Store(url, head, snapshots, input_n, record - 1, build_s)
+    return Store(url, head, snapshots, keys_through, input_n, record - 1, build_s)
 
 
 def prepared(sizes: Sizes, scratch: Scratch, cache: str | None) -> Store:
@@ -189,6 +195,7 @@ def measure(store: Store, sizes: Sizes, way: str, timed: Callable[[list[str], in
 def report_store(store: Store, out: Any) -> None:
     built = f"built in {store.build_s:,.0f} s" if store.build_s is not None else "reused from the cache"
     print(f"store: {store.head:,} events ({built}), snapshots at {', '.join(f'{s:,}' for s in store.snapshots) or 'none'}", file=out)
+    print(f"key table complete to {store.keys_through:,} (the what-if scans the log after it)", file=out)
     print(
         f"N = input {store.input_n:,}, P = {store.position:,}: {store.position - store.snapshot_before:,} events past the"
         f" newest snapshot at or before it ({store.snapshot_before:,}), {store.head - store.position:,} before the head",

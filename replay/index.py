@@ -123,7 +123,7 @@ def _keyer(event_type: type, specs: tuple[KeySpec, ...]) -> Keyer:
 
 
 KEYERS: dict[type, Keyer] = {event_type: _keyer(event_type, specs) for event_type, specs in SPECS.items()}
-_KEYED_TAGS = frozenset(event_type.__name__.encode() for event_type, specs in SPECS.items() if specs)
+KEYED_TAGS = frozenset(event_type.__name__.encode() for event_type, specs in SPECS.items() if specs)
 
 
 def _split(key: Key) -> tuple[str, str]:
@@ -193,7 +193,7 @@ class LogIndex:
                     file = msgspec.json.decode(named.group(1)) if named is not None else None
                     self._types.append(number)
                     self._note_record(position, matched.group(1).decode(), file)
-                elif number is not None and number not in _RECORD_IDS and tag not in _KEYED_TAGS:
+                elif number is not None and number not in _RECORD_IDS and tag not in KEYED_TAGS:
                     self._types.append(number)
                     if number == _PROGRESS_ID:
                         self._progress.append(position)

@@ -4,10 +4,13 @@ the store's `read_matching` (an SQL store filters the rows in the database:
 an event of key (kind, id) is of a type that can have that kind and holds
 the id's bytes, the same test as explain's full read), decodes those and
 keeps the positions whose keys hold it, exactly as the `LogIndex` of the
-same log would. Its cost is a scan of the log in the store per batch of new
-keys (`prefetch`), not a decode of every event, and nothing of the rest of
-the log stays in memory: the right thing for one command that explains a few
-things (`tandem whatif --store`), not for a service.
+same log would. Where the store keeps a key table (replay/key_table.py) of
+the running code, the positions up to its mark are read from it and only the
+log after the mark is scanned. Its cost is a scan of (that part of) the log
+in the store per batch of new keys (`prefetch`), not a decode of every
+event, and nothing of the rest of the log stays in memory: the right thing
+for one command that explains a few things (`tandem whatif --store`), not
+for a service.
 
 `Spliced` is the index of a log made of another log's first `boundary`
 events (a `KeyScan` of it, or any index) and a tail of its own (a
@@ -35,6 +38,7 @@ from tandem.replay.explain.keys import KIND_TAGS, needle
 from tandem.replay.explain.log import RECORD_FILE, files_seen_max
 from tandem.replay.index import KEYERS, LogIndex
 from tandem.replay.port import EventStore
+from tandem.replay.snapshot import code_fingerprint
 
 Key = tuple[str, ...]
 
@@ -59,34 +63,55 @@ class KeyScan:
         self.discovering = False
         self.missing: set[Key] = set()
         self.scans = 0  # reads of the log in the store (for the benchmark)
+        self._through: int | None = None  # the key table's mark (up to `head`), once read
         self._positions: dict[Key, array[int]] = {}
         self._types: dict[int, type[ev.Event]] = {}
         self._records: dict[int, int | None] = {}  # an event's position -> its input's record (None: none before it)
 
     def prefetch(self, keys: Iterable[Key]) -> None:
-        """Scan the log once for every key of `keys` not scanned yet."""
+        """Find every key of `keys` not found yet: from the store's key table
+        up to its mark (replay/key_table.py), then one scan of the log after it."""
         new = {key for key in keys if key not in self._positions}
         if not new or self.head == 0:
             self._positions.update((key, array("I")) for key in new)
             return
-        filters: dict[str, set[bytes]] = {}
-        for key in new:
-            for tag in KIND_TAGS[key[0]]:
-                filters.setdefault(tag.decode(), set()).add(needle(key))
         found = {key: array("I") for key in new}
-        self.scans += 1
-        for position, data in self.store.read_matching(filters, until=self.head):
-            event = ev.decode_event(data)
-            kept = False
-            for kind, identifier in KEYERS[type(event)](event):
-                positions = found.get((kind, identifier) if identifier else (kind,))
-                if positions is not None and (not positions or positions[-1] != position):
-                    positions.append(position)
-                    kept = True
-            if kept:
-                self._types[position] = type(event)
+        tabled = self._tabled(new, found)
+        if tabled < self.head:
+            filters: dict[str, set[bytes]] = {}
+            for key in new:
+                for tag in KIND_TAGS[key[0]]:
+                    filters.setdefault(tag.decode(), set()).add(needle(key))
+            self.scans += 1
+            for position, data in self.store.read_matching(filters, after=tabled, until=self.head):
+                self._keep(position, ev.decode_event(data), found)
         self._positions.update(found)
         self._find_records(sorted({p for positions in found.values() for p in positions} - self._records.keys()))
+
+    def _tabled(self, new: set[Key], found: dict[Key, array[int]]) -> int:
+        """The positions of `new` the key table holds (up to the position it
+        returns: its mark, or the scan's head if lower), their types read."""
+        if self._through is None:
+            self._through = min(self.head, self.store.keys_through(code_fingerprint()))
+        if self._through == 0:
+            return 0
+        table = self.store.read_key_positions([(key[0], key[1] if len(key) > 1 else "") for key in new], self._through)
+        for key in new:
+            found[key].extend(table[(key[0], key[1] if len(key) > 1 else "")])
+        untyped = {p for positions in found.values() for p in positions} - self._types.keys()
+        self._types.update((position, type_of(data)) for position, data in self.store.read_positions(untyped))
+        return self._through
+
+    def _keep(self, position: int, event: ev.Event, found: dict[Key, array[int]]) -> None:
+        """Note `position` under each key of `found` its event has."""
+        kept = False
+        for kind, identifier in KEYERS[type(event)](event):
+            positions = found.get((kind, identifier) if identifier else (kind,))
+            if positions is not None and (not positions or positions[-1] != position):
+                positions.append(position)
+                kept = True
+        if kept:
+            self._types[position] = type(event)
 
     def _find_records(self, positions: list[int]) -> None:
         """Each position's record: the latest InputAccepted/InputRejected at or

@@ -8,6 +8,12 @@ Next to the log, a store keeps **snapshots** (`replay/snapshot.py`): opaque
 bodies, each the folded state at a position, keyed by (fingerprint, position).
 They are a cache: never required, never part of the log, not exported; a
 snapshot whose fingerprint is not the running code's is never used.
+
+The **key table** is another such cache (replay/key_table.py): per key of
+domain/keys.py, as a code fingerprint's keyers give them, the positions of
+the events that concern it, complete up to a mark (its `through`); written
+beside the writer, where snapshots are, and read by a command that explains a
+few things of a long log (replay/key_scan.py) instead of scanning it.
 """
 
 from __future__ import annotations
@@ -147,6 +153,26 @@ class EventStore(Protocol):
 
     def delete_snapshot(self, position: int, fingerprint: str) -> None:
         """Remove one snapshot (none there: nothing happens)."""
+        ...
+
+    # ------------------------------------------------------------ the key table
+
+    def keys_through(self, fingerprint: str) -> int:
+        """The position up to which the key table holds every event's keys as
+        the code of `fingerprint` gives them (0: none, or another code's)."""
+        ...
+
+    def read_key_positions(self, keys: Collection[tuple[str, str]], until: int) -> dict[tuple[str, str], list[int]]:
+        """Per (kind, id) of `keys` ("" for a kind without ids), the ascending
+        positions of the key table up to `until` (a key it holds none of: [])."""
+        ...
+
+    def write_keys(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:
+        """Add `rows` (kind, id, position; each position after `after`, up to
+        `through`, each row once) and move the table's mark to `through`, in
+        one transaction, if its mark is `after` for `fingerprint` (0 with
+        another code's: that code's rows are removed first); else write
+        nothing and answer False (another process indexed meanwhile)."""
         ...
 
     def close(self) -> None: ...

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from eventsourcing.popo import POPOApplicationRecorder
 
 from tandem.adapters.store.recorder import RecorderStore, log_stream_id
@@ -14,6 +16,8 @@ class MemoryStore(RecorderStore):
         super().__init__(url, POPOApplicationRecorder())
         self._snapshots: dict[tuple[str, int], bytes] = {}
         self._claimed: list[WriterClaim] = []  # no other process can write it: nothing to fence
+        self._keys: dict[tuple[str, str], list[int]] = {}
+        self._keys_marked: tuple[str, int] | None = None
 
     def _claim(self, pid: int | None, host: str, since: str) -> WriterClaim:
         claim = WriterClaim(len(self._claimed) + 1, self._select_head(), pid, host, since)
@@ -60,3 +64,21 @@ class MemoryStore(RecorderStore):
 
     def _snapshot_delete(self, position: int, fingerprint: str) -> None:
         self._snapshots.pop((fingerprint, position), None)
+
+    def _keys_mark(self) -> tuple[str, int] | None:
+        return self._keys_marked
+
+    def _keys_select(self, key: tuple[str, str], until: int) -> list[int]:
+        return [position for position in self._keys.get(key, ()) if position <= until]
+
+    def _keys_write(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:
+        mark = self._keys_marked
+        current = mark[1] if mark is not None and mark[0] == fingerprint else 0
+        if current != after:
+            return False
+        if mark is not None and mark[0] != fingerprint:
+            self._keys.clear()
+        for kind, identifier, position in sorted(rows, key=lambda row: row[2]):
+            self._keys.setdefault((kind, identifier), []).append(position)
+        self._keys_marked = (fingerprint, through)
+        return True

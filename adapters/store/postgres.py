@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,6 +20,8 @@ from tandem.adapters.store.sql import SqlDialect, SqlStore
 from tandem.adapters.store.url import (
     claims_table_suffix,
     fence_table_suffix,
+    keys_table_suffix,
+    keys_through_table_suffix,
     postgres_connect_timeout_s,
     redacted,
     snapshot_table_suffix,
@@ -100,10 +102,11 @@ class PostgresStore(SqlStore):
         self._renewing = threading.Lock()
         datastore, recorder = self._open(url)
         names = {"events": table, "snapshots": table + snapshot_table_suffix, "fence": table + fence_table_suffix,
-                 "claims": table + claims_table_suffix}  # fmt: skip
+                 "claims": table + claims_table_suffix, "keys": table + keys_table_suffix,
+                 "keys_through": table + keys_through_table_suffix}  # fmt: skip
         identifiers = {key: sql.Identifier(datastore.schema, name) for key, name in names.items()}
         compose = lambda text: sql.SQL(text).format(**identifiers)  # noqa: E731
-        tables = tuple(f"{datastore.schema}.{names[key]}" for key in ("events", "snapshots", "claims"))
+        tables = tuple(f"{datastore.schema}.{names[key]}" for key in ("events", "snapshots", "claims", "keys_through"))
         super().__init__(url, datastore, recorder, compose, tables, read_only=read_only)  # type: ignore[arg-type]
         # The fence's check in an append's transaction: a statement cannot
         # raise by itself, so a generation not ours casts the refusal's text
@@ -194,7 +197,10 @@ class PostgresStore(SqlStore):
     def _write_transaction(self) -> Iterator[Any]:
         with self._current_datastore().transaction(commit=True) as cursor:
 
-            def run(name: str, *parameters: Any) -> list[tuple[Any, ...]]:
+            def run(name: str, *parameters: Any, rows: Sequence[tuple[Any, ...]] | None = None) -> list[tuple[Any, ...]]:
+                if rows is not None:
+                    cursor.executemany(self._statements[name], rows)
+                    return []
                 cursor.execute(self._statements[name], parameters)
                 return [tuple(row.values()) if isinstance(row, dict) else tuple(row) for row in cursor.fetchall()] if cursor.description else []
 

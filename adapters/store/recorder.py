@@ -376,6 +376,34 @@ class RecorderStore:
     def _snapshot_delete(self, position: int, fingerprint: str) -> None:
         raise NotImplementedError
 
+    # -- the key table (a cache beside the log; subclasses store it)
+    def keys_through(self, fingerprint: str) -> int:
+        mark = self._guarded(self._keys_mark)
+        return mark[1] if mark is not None and mark[0] == fingerprint else 0
+
+    def read_key_positions(self, keys: Collection[tuple[str, str]], until: int) -> dict[tuple[str, str], list[int]]:
+        return {key: self._guarded(self._keys_select, key, until) for key in dict.fromkeys(keys)}
+
+    def write_keys(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:
+        if not fingerprint or not isinstance(fingerprint, str):
+            raise ValueError("a key table needs a fingerprint")
+        if not 0 <= after <= through:
+            raise ValueError(f"the key table's mark moves forward: from {after} to {through}?")
+        outside = next((row for row in rows if not after < row[2] <= through), None)
+        if outside is not None:
+            raise ValueError(f"key row {outside!r} is not after {after} up to {through}")
+        return bool(self._guarded(self._keys_write, fingerprint, after, through, rows, verb="writing keys to"))
+
+    def _keys_mark(self) -> tuple[str, int] | None:
+        """(fingerprint, through) of the key table; None: it has none."""
+        raise NotImplementedError
+
+    def _keys_select(self, key: tuple[str, str], until: int) -> list[int]:
+        raise NotImplementedError
+
+    def _keys_write(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:
+        raise NotImplementedError
+
     def close(self) -> None:
         pass
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from eventsourcing.persistence import PersistenceError
@@ -47,6 +47,8 @@ class SqlDialect:
     # "the event's bytes contain the parameter's" (`read_matching` filters in
     # the database); None: filtered in Python, as the memory store does.
     contains: str | None = None
+    # Appended to CREATE TABLE of a table keyed by its primary key only (SQLite: WITHOUT ROWID).
+    keyed_table: str = ""
 
 
 def statement_templates(dialect: SqlDialect) -> dict[str, str]:
@@ -80,6 +82,18 @@ def statement_templates(dialect: SqlDialect) -> dict[str, str]:
         "fence_raise": f"UPDATE {{fence}} SET generation = {p} WHERE slot = 1",
         "claim_record": f"INSERT INTO {{claims}} (generation, after_position, pid, host, since) VALUES ({p}, {p}, {p}, {p}, {p})",
         "claims": "SELECT generation, after_position, pid, host, since FROM {claims} ORDER BY generation",
+        # The key table (replay/key_table.py) and its mark: (fingerprint, through).
+        "keys_create": f"CREATE TABLE IF NOT EXISTS {{keys}} (kind text NOT NULL, ident text NOT NULL,"
+        f" position {dialect.integer} NOT NULL, PRIMARY KEY (kind, ident, position)){dialect.keyed_table}",
+        "keys_mark_create": f"CREATE TABLE IF NOT EXISTS {{keys_through}} (slot smallint PRIMARY KEY CHECK (slot = 1),"
+        f" fingerprint text NOT NULL, through {dialect.integer} NOT NULL)",
+        "keys_mark_ensure": "INSERT INTO {keys_through} (slot, fingerprint, through) VALUES (1, '', 0) ON CONFLICT (slot) DO NOTHING",
+        "keys_mark": f"SELECT fingerprint, through FROM {{keys_through}} WHERE slot = 1{dialect.for_update}",
+        "keys_mark_set": f"INSERT INTO {{keys_through}} (slot, fingerprint, through) VALUES (1, {p}, {p})"
+        " ON CONFLICT (slot) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, through = EXCLUDED.through",
+        "keys_clear": "DELETE FROM {keys}",
+        "keys_insert": f"INSERT INTO {{keys}} (kind, ident, position) VALUES ({p}, {p}, {p})",
+        "keys_select": f"SELECT position FROM {{keys}} WHERE kind = {p} AND ident = {p} AND position <= {p} ORDER BY position",
     }
 
 
@@ -114,7 +128,7 @@ class SqlStore(RecorderStore):
         self, url: str, datastore: Any, recorder: Any, compose: Callable[[str], Any], tables: tuple[str, str],
         *, read_only: bool = False,
     ) -> None:  # fmt: skip
-        """`tables`: the events, snapshots and claims tables' names.
+        """`tables`: the events, snapshots, claims and key mark tables' names.
         `read_only`: a reader's open, which creates and changes nothing: the
         events table must exist (else this is not a Tandem store), and a
         store without a snapshots (claims) table reads as one with no
@@ -123,17 +137,17 @@ class SqlStore(RecorderStore):
         self._datastore = datastore
         self._compose = compose
         self._statements = {name: compose(text) for name, text in statement_templates(self.dialect).items()}
-        self._snapshots_present = self._claims_present = True
+        self._snapshots_present = self._claims_present = self._keys_present = True
         if read_only:
             try:
-                self._snapshots_present, self._claims_present = self._check_tables(*tables)
+                self._snapshots_present, self._claims_present, self._keys_present = self._check_tables(*tables)
             except BaseException:
                 datastore.close()
                 raise
         try:
             if not read_only:
                 recorder.create_table()
-                for name in ("snapshots_create", "fence_create", "claims_create"):
+                for name in ("snapshots_create", "fence_create", "claims_create", "keys_create", "keys_mark_create"):
                     self._execute(name)
             self.head()
         except (PersistenceError, StoreError) as error:
@@ -141,11 +155,11 @@ class SqlStore(RecorderStore):
             cause = error.__cause__ or error
             raise StoreError(f"cannot open {redacted(url)}: {cause}") from error
 
-    def _check_tables(self, events: str, snapshots: str, claims: str) -> tuple[bool, bool]:
-        """Whether the snapshots and claims tables exist; a StoreError when the events table does not."""
+    def _check_tables(self, events: str, *others: str) -> tuple[bool, ...]:
+        """Whether each of the other tables exists; a StoreError when the events table does not."""
         if not self._query("table_exists", events):
             raise StoreError(f"cannot open {redacted(self.url)}: not a Tandem store (it has no table {events!r})")
-        return bool(self._query("table_exists", snapshots)), bool(self._query("table_exists", claims))
+        return tuple(bool(self._query("table_exists", table)) for table in others)
 
     # -- backend hooks
     def _execute(self, name: str, *parameters: Any) -> None:
@@ -160,7 +174,8 @@ class SqlStore(RecorderStore):
 
     def _write_transaction(self) -> Any:
         """A context manager: one write transaction, giving `run(name,
-        *parameters)` (a statement's rows, [] for one that returns none);
+        *parameters)` (a statement's rows, [] for one that returns none;
+        `run(name, rows=ROWS)`: the statement once per row, returning []);
         committed at its end, rolled back on an exception."""
         raise NotImplementedError
 
@@ -234,6 +249,32 @@ class SqlStore(RecorderStore):
 
     def _snapshot_delete(self, position: int, fingerprint: str) -> None:
         self._execute("snapshot_delete", fingerprint, position)
+
+    # -- the key table
+    def _keys_mark(self) -> tuple[str, int] | None:
+        if not self._keys_present:
+            return None
+        rows = self._query("keys_mark")
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    def _keys_select(self, key: tuple[str, str], until: int) -> list[int]:
+        if not self._keys_present:
+            return []
+        return [position for (position,) in self._query("keys_select", key[0], key[1], until)]
+
+    def _keys_write(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:
+        with self._write_transaction() as run:
+            run("keys_mark_ensure")  # a write first: SQLite's writer lock is ours from here to the commit
+            marked = run("keys_mark")  # held to the commit (PostgreSQL: FOR UPDATE)
+            current = marked[0][1] if marked and marked[0][0] == fingerprint else 0
+            if current != after:
+                return False
+            if marked and marked[0][0] != fingerprint:
+                run("keys_clear")
+            if rows:
+                run("keys_insert", rows=rows)
+            run("keys_mark_set", fingerprint, through)
+        return True
 
     def close(self) -> None:
         self._datastore.close()

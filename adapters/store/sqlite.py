@@ -26,7 +26,13 @@ from eventsourcing.sqlite import (
 
 from tandem.adapters.store.sql import SqlDialect, SqlStore
 from tandem.adapters.store.recorder import fenced_marker
-from tandem.adapters.store.url import fence_table_suffix, snapshot_table_suffix, claims_table_suffix
+from tandem.adapters.store.url import (
+    claims_table_suffix,
+    fence_table_suffix,
+    keys_table_suffix,
+    keys_through_table_suffix,
+    snapshot_table_suffix,
+)
 from tandem.replay.port import Fenced, StoreError
 
 
@@ -180,6 +186,7 @@ class SQLiteStore(SqlStore):
     dialect = SqlDialect(
         placeholder="?", integer="INTEGER", blob="BLOB", one_of="IN (SELECT value FROM json_each(?))",
         table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", contains="instr(state, ?) > 0",
+        keyed_table=" WITHOUT ROWID",
     )  # fmt: skip
 
     def __init__(self, url: str, path: str, table: str, *, read_only: bool = False) -> None:
@@ -198,10 +205,13 @@ class SQLiteStore(SqlStore):
         name = _reader_uri(path, directory) if read_only else path
         datastore = _DurableSQLiteDatastore(name, read_only=read_only, originator_id_type="text")
         recorder = SQLiteApplicationRecorder(datastore, events_table_name=table)  # its table and INSERT statement
-        snapshots, fence, claims = (table + suffix for suffix in (snapshot_table_suffix, fence_table_suffix, claims_table_suffix))
-        compose = lambda text: text.format(events=table, snapshots=snapshots, fence=fence, claims=claims)  # noqa: E731
+        suffixes = (snapshot_table_suffix, fence_table_suffix, claims_table_suffix, keys_table_suffix, keys_through_table_suffix)
+        snapshots, fence, claims, keys, keys_through = (table + suffix for suffix in suffixes)
+        compose = lambda text: text.format(  # noqa: E731
+            events=table, snapshots=snapshots, fence=fence, claims=claims, keys=keys, keys_through=keys_through
+        )
         try:
-            super().__init__(url, datastore, recorder, compose, (table, snapshots, claims), read_only=read_only)
+            super().__init__(url, datastore, recorder, compose, (table, snapshots, claims, keys_through), read_only=read_only)
         except sqlite3.DatabaseError as error:
             datastore.close()
             if "file is not a database" in str(error):
@@ -218,7 +228,10 @@ class SQLiteStore(SqlStore):
             raw = cursor.sqlite_cursor
             raw.row_factory = None
 
-            def run(name: str, *parameters: Any) -> list[tuple[Any, ...]]:
+            def run(name: str, *parameters: Any, rows: Sequence[tuple[Any, ...]] | None = None) -> list[tuple[Any, ...]]:
+                if rows is not None:
+                    raw.executemany(self._statements[name], rows)
+                    return []
                 raw.execute(self._statements[name], parameters)
                 return raw.fetchall()
 

@@ -19,14 +19,18 @@ from tandem.replay.port import StoreError
 table_name_default = "tandem_events"
 # PostgreSQL names an index "<table>_notification_id_idx"; identifiers are at
 # most 63 bytes, so the table name gets 63 - 20. ("<table>_snapshots_pkey", the
-# snapshot table's key, needs 15.)
+# snapshot table's key, needs 15; "<table>_keys_through_pkey" 18.)
 table_name_length_max = 43
 snapshot_table_suffix = "_snapshots"
 fence_table_suffix = "_fence"  # the store's writer generation (adapters/store/recorder.py, fencing)
 claims_table_suffix = "_claims"  # every writer's claim of the store: generation, head, pid, host, since
+keys_table_suffix = "_keys"  # the key table: (kind, id, position) of every event up to its mark (replay/key_table.py)
+keys_through_table_suffix = "_keys_through"  # the key table's mark: its code's fingerprint, and the position it is complete to
 # Every table a store keeps beside its events table (the writer lock's
 # `_writer` too, on PostgreSQL): what dropping a store drops.
-side_table_suffixes = (snapshot_table_suffix, fence_table_suffix, claims_table_suffix, "_writer")
+side_table_suffixes = (
+    snapshot_table_suffix, fence_table_suffix, claims_table_suffix, keys_table_suffix, keys_through_table_suffix, "_writer",
+)  # fmt: skip
 postgres_port_default = 5432
 postgres_connect_timeout_s = 5  # a store and its writer lock wait this long for PostgreSQL
 

@@ -18,7 +18,7 @@ A store that forgets events on reopening is `ProvingStore(events[:-1])`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from tandem.domain.events import Event, decode_event, encode_event
 from tandem.replay.port import ConcurrencyError, EventStore, SnapshotInfo, WriterClaim
 
@@ -139,6 +139,18 @@ class ProvingStore:
     def delete_snapshot(self, position: int, fingerprint: str) -> None:
         if self.over is not None:
             self.over.delete_snapshot(position, fingerprint)
+
+    # ------------------------------------------------------------ the key table
+    # A cache as snapshots are: the in-process log keeps none.
+
+    def keys_through(self, fingerprint: str) -> int:
+        return self.over.keys_through(fingerprint) if self.over is not None else 0
+
+    def read_key_positions(self, keys: Collection[tuple[str, str]], until: int) -> dict[tuple[str, str], list[int]]:
+        return self.over.read_key_positions(keys, until) if self.over is not None else {key: [] for key in keys}
+
+    def write_keys(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:
+        return self.over.write_keys(fingerprint, after, through, rows) if self.over is not None else False
 
     # ---------------------------------------------------------------- writers
     # The in-process log has one writer, its own: a claim is recorded, never fenced.

@@ -21,6 +21,8 @@ from tandem.domain import events as ev
 from tandem.replay.explain import ExplainError, document, explain
 from tandem.replay.index import LogIndex, keys_of
 from tandem.replay.key_scan import KeyScan, Spliced
+from tandem.replay.key_table import index_keys
+from tandem.replay.snapshot import code_fingerprint
 from tandem.replay.port import EventStore
 from tandem.replay.whatif.edits import PARSERS, EditInvalid
 from tests.integration.test_event_digests import name, traces
@@ -66,6 +68,29 @@ def test_a_key_scan_answers_as_the_log_index(path: Path, tmp_path: Path) -> None
         spliced = Spliced(KeyScan(store, boundary), boundary, tail)
         assert spliced.head == whole.head
         agrees(spliced, whole, keys)
+
+
+@pytest.mark.parametrize("path", traces()[::5], ids=name)
+def test_a_key_scan_reads_the_key_table_to_its_mark_and_scans_after_it(path: Path, tmp_path: Path) -> None:
+    """With the store's key table at any mark (none, inside, the head, past
+    the scan's head), answers as the LogIndex; scanning only when the mark
+    is before the scan's head."""
+    for store in (stored(path), in_sqlite(stored(path), tmp_path)):
+        whole = LogIndex.build(store)
+        keys = every_key(store)
+        head = store.head()
+        for mark in (head // 3, head):
+            index_keys(store, code_fingerprint(), until=mark)
+            for scanned_to in (head, head * 2 // 3):
+                scan = KeyScan(store, scanned_to)
+                scan.prefetch(keys)
+                agrees(scan, LogIndex.build(store, until=scanned_to) if scanned_to < head else whole, keys)
+                assert scan.scans == (1 if mark < scanned_to else 0), (mark, scanned_to)
+        other = KeyScan(store, head)
+        store.write_keys("other-code", 0, 0, [])  # another code's table: never read
+        other.prefetch(keys)
+        assert other.scans == 1
+        agrees(other, whole, keys)
 
 
 def test_read_matching_filters_alike_in_the_database_and_in_python(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from tandem.adapters.store import open_store
 from tandem.adapters.trace import parse_trace
 from tandem.domain.inputs import accepted_actors
 from tandem.replay.engine import Engine
+from tandem.replay.index import LogIndex, keys_of
 from tandem.replay.port import EventStore
 from bench.workload import synthetic_trace
 
@@ -67,6 +68,7 @@ def test_the_process_beside_writes_the_snapshot_a_fold_of_the_asked_position_giv
     assert written is not None and written.position == beside.started_at_position  # the position asked, not the head
     assert store.head() > written.position
     assert_snapshot_is_the_fold(store, written.position)
+    assert_keys_are_the_log_indexs(store, written.position)  # its key table brought up to there too
     reopened = Engine(store)  # a restart uses it, and ends where a full replay does
     assert reopened.snapshot_position == max(info.position for info in store.list_snapshots())
     full = Engine(store, use_snapshots=False)
@@ -159,7 +161,19 @@ def test_tandem_ingest_leaves_the_snapshot_written_beside_it(tmp_path: Path, cap
     listed = store.list_snapshots()
     assert len(listed) == 1 and engine_module.snapshot_every_events_default <= listed[0].position < store.head()
     assert_snapshot_is_the_fold(store, listed[0].position)
+    assert_keys_are_the_log_indexs(store, listed[0].position)
     store.close()
+
+
+def assert_keys_are_the_log_indexs(store: EventStore, position: int) -> None:
+    """The store's key table is this code's, complete to `position`, and holds what a `LogIndex` of the log there holds."""
+    assert store.keys_through(snapshots.code_fingerprint()) == position
+    whole = LogIndex.build(store, until=position)
+    keys = sorted({key for _, event in store.read(until=position) for key in keys_of(event)})
+    table = store.read_key_positions([(key[0], key[1] if len(key) > 1 else "") for key in keys], position)
+    assert len(keys) > 10
+    for key in keys:
+        assert table[(key[0], key[1] if len(key) > 1 else "")] == list(whole.positions(key)), key
 
 
 def test_the_service_writes_its_snapshots_beside_and_its_own_at_the_stop(tmp_path: Path) -> None:
