@@ -53,6 +53,7 @@
         const kept = typed(current);
         const opened = Array.from(current.querySelectorAll("details[open][id]"), function (open) { return open.id; });
         current.replaceWith(part);
+        copyButtons(part);
         restore(part, kept);
         opened.forEach(function (id) { const open = document.getElementById(id); if (open) open.open = true; });
       });
@@ -76,6 +77,22 @@
     stream.addEventListener("reset", refresh);
     stream.addEventListener("error", function () { broken = true; say(stream.readyState === EventSource.CLOSED ? "signed out or failing: reload the page" : "reconnecting…"); });
   }
+
+  function copyButtons(root) {
+    // An id's copy button (macros.html `ident`): hidden without this script.
+    root.querySelectorAll("button[data-copy][hidden]").forEach(function (button) { button.hidden = false; });
+  }
+
+  document.addEventListener("click", function (event) {
+    const button = event.target.closest && event.target.closest("button[data-copy]");
+    if (!button || !navigator.clipboard) return;
+    navigator.clipboard.writeText(button.getAttribute("data-copy")).then(function () {
+      button.classList.add("copied");
+      button.textContent = "copied";
+      setTimeout(function () { button.classList.remove("copied"); button.textContent = "copy"; }, 1500);
+    }, function () { say("could not copy: the browser refused"); });
+  });
+  copyButtons(document);
 
   document.querySelectorAll("input[data-sync]").forEach(function (slider) {
     const target = document.getElementById(slider.getAttribute("data-sync"));
