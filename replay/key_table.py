@@ -23,7 +23,7 @@ and a reader scans the rest.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from tandem.domain import events as ev
 from tandem.replay.index import KEYERS, KEYED_TAGS
@@ -63,3 +63,25 @@ def index_keys(
         if progress is not None:
             progress(through, end)
     return indexed
+
+
+def first_key_difference(derived: list[KeyRow], stored: Iterable[KeyRow]) -> tuple[int, str] | None:
+    """Where the key table (`stored`, in key order) differs from the rows
+    derived from the log (`derived`, any order): (the position, what); None
+    when they are the same rows."""
+    expected = iter(sorted(derived))
+    for row in stored:
+        wanted = next(expected, None)
+        if wanted == row:
+            continue
+        if wanted is None or row < wanted:
+            return row[2], f"the key table lists {_named(row)} at position {row[2]}; the event there has no such key"
+        return wanted[2], f"the key table is missing {_named(wanted)} at position {wanted[2]}"
+    wanted = next(expected, None)
+    if wanted is not None:
+        return wanted[2], f"the key table is missing {_named(wanted)} at position {wanted[2]}"
+    return None
+
+
+def _named(row: KeyRow) -> str:
+    return f"({row[0]}, {row[1]!r})" if row[1] else f"({row[0]})"

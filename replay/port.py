@@ -167,6 +167,11 @@ class EventStore(Protocol):
         positions of the key table up to `until` (a key it holds none of: [])."""
         ...
 
+    def read_key_rows(self, until: int) -> Iterator[tuple[str, str, int]]:
+        """Every row (kind, id, position) of the key table up to `until`, by
+        kind, then id, then position (for `tandem verify`)."""
+        ...
+
     def write_keys(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:
         """Add `rows` (kind, id, position; each position after `after`, up to
         `through`, each row once) and move the table's mark to `through`, in

@@ -32,6 +32,7 @@ from tandem.domain.dispatch import handle_input as default_step
 from tandem.domain.rules import evolve
 from tandem.projections import Views
 from tandem.replay import snapshot as snapshots
+from tandem.replay.key_table import KeyRow, first_key_difference, key_rows
 from tandem.replay.compare import first_difference, short as _short
 from tandem.replay.engine import DecisionStep, Engine, Located, collector_paused
 from tandem.replay.port import EventStore
@@ -58,7 +59,7 @@ class InputRef:
 @dataclass(frozen=True, slots=True)
 class Divergence:
     position: int
-    kind: str  # event | extra | missing | undecodable | error | snapshot
+    kind: str  # event | extra | missing | undecodable | error | snapshot | keys
     message: str
     input: InputRef | None
     stored: str | None  # the stored event as JSON (or what the snapshot holds)
@@ -88,6 +89,7 @@ class Report:
     progress_markers: int = 0
     snapshots_checked: int = 0
     snapshots_skipped: int = 0  # written by other code (another fingerprint): never used
+    keys_checked: int = 0  # the key table's mark (this code's): its rows checked up to there
     divergence: Divergence | None = None
 
     @property
@@ -100,6 +102,8 @@ class Report:
             f"{self.events_checked:,} of {self.head:,} event(s) checked, {self.inputs:,} input(s) re-derived, "
             f"{self.snapshots_checked} snapshot(s) checked{skipped}"
         )
+        if self.keys_checked:
+            counts += f", key table checked to {self.keys_checked:,}"
         return f"verify: {'clean' if self.ok else 'DIVERGED'}: {counts}"
 
     def to_json(self) -> dict[str, Any]:
@@ -113,6 +117,7 @@ class Report:
             "progress_markers": self.progress_markers,
             "snapshots_checked": self.snapshots_checked,
             "snapshots_skipped": self.snapshots_skipped,
+            "keys_checked": self.keys_checked,
             "divergence": None
             if divergence is None
             else {
@@ -181,6 +186,9 @@ class _Verification:
         self.pending_checks = deque(position for position in checkpoints if position <= self.head)
         self.expected: deque[ev.Event] = deque()  # re-derived events not yet compared
         self.current: InputRef | None = None
+        self.keys_marked = store.keys_through(fingerprint)
+        self.keys_mark = min(self.head, self.keys_marked)
+        self.key_rows: list[KeyRow] = []  # derived from the log up to `keys_mark`
 
     def diverge(
         self,
@@ -197,6 +205,8 @@ class _Verification:
     def run(self) -> Report:
         with collector_paused():
             for position, data in self.store.read_encoded(until=self.head):
+                if position <= self.keys_mark:
+                    self.key_rows.extend(key_rows(position, data))
                 if not self.expected:
                     # A new input's events begin here (or ingest's bookkeeping).
                     stored_event = self._decode(position, data)
@@ -216,6 +226,8 @@ class _Verification:
                     return diverged
             if (diverged := self._end()) is not None:
                 return diverged
+        if (diverged := self._keys_check()) is not None:
+            return diverged
         if self.beyond:
             self.current = None
             return self.diverge(self.beyond[0], "snapshot", f"a snapshot is stored past the log's head ({self.head})")
@@ -285,6 +297,19 @@ class _Verification:
         if (problem := _check_snapshot(self.store, position, self.fingerprint, data, self.engine, self.views)) is not None:
             return self.diverge(position, "snapshot", *problem)
         self.report.snapshots_checked += 1
+        return None
+
+    def _keys_check(self) -> Report | None:
+        """The key table up to its mark holds exactly the keys of the log's events there."""
+        if self.keys_mark == 0:
+            return None
+        self.current = None
+        if self.keys_marked > self.head:
+            return self.diverge(self.head + 1, "keys", f"the key table is marked complete to {self.keys_marked}, past the log's head ({self.head})")
+        difference = first_key_difference(self.key_rows, self.store.read_key_rows(self.keys_mark))
+        if difference is not None:
+            return self.diverge(difference[0], "keys", difference[1])
+        self.report.keys_checked = self.keys_mark
         return None
 
     def _end(self) -> Report | None:

@@ -71,6 +71,10 @@ class MemoryStore(RecorderStore):
     def _keys_select(self, key: tuple[str, str], until: int) -> list[int]:
         return [position for position in self._keys.get(key, ()) if position <= until]
 
+    def _keys_page(self, after: tuple[str, str, int] | None, until: int, limit: int) -> list[tuple[str, str, int]]:
+        rows = sorted((kind, identifier, position) for (kind, identifier), positions in self._keys.items() for position in positions)
+        return [row for row in rows if row[2] <= until and (after is None or row > after)][:limit]
+
     def _keys_write(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:
         mark = self._keys_marked
         current = mark[1] if mark is not None and mark[0] == fingerprint else 0

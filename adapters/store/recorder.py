@@ -384,6 +384,15 @@ class RecorderStore:
     def read_key_positions(self, keys: Collection[tuple[str, str]], until: int) -> dict[tuple[str, str], list[int]]:
         return {key: self._guarded(self._keys_select, key, until) for key in dict.fromkeys(keys)}
 
+    def read_key_rows(self, until: int) -> Iterator[tuple[str, str, int]]:
+        after: tuple[str, str, int] | None = None
+        while True:
+            page = self._guarded(self._keys_page, after, until, read_page_events_max)
+            yield from page
+            if len(page) < read_page_events_max:
+                return
+            after = page[-1]
+
     def write_keys(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:
         if not fingerprint or not isinstance(fingerprint, str):
             raise ValueError("a key table needs a fingerprint")
@@ -399,6 +408,10 @@ class RecorderStore:
         raise NotImplementedError
 
     def _keys_select(self, key: tuple[str, str], until: int) -> list[int]:
+        raise NotImplementedError
+
+    def _keys_page(self, after: tuple[str, str, int] | None, until: int, limit: int) -> list[tuple[str, str, int]]:
+        """Up to `limit` rows after the row `after` (None: from the first), positions up to `until`, in key order."""
         raise NotImplementedError
 
     def _keys_write(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:

@@ -93,6 +93,10 @@ def statement_templates(dialect: SqlDialect) -> dict[str, str]:
         " ON CONFLICT (slot) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, through = EXCLUDED.through",
         "keys_clear": "DELETE FROM {keys}",
         "keys_insert": f"INSERT INTO {{keys}} (kind, ident, position) VALUES ({p}, {p}, {p})",
+        "keys_first": f"SELECT kind, ident, position FROM {{keys}} WHERE position <= {p}"
+        f" ORDER BY kind, ident, position LIMIT {p}",
+        "keys_page": f"SELECT kind, ident, position FROM {{keys}} WHERE (kind, ident, position) > ({p}, {p}, {p})"
+        f" AND position <= {p} ORDER BY kind, ident, position LIMIT {p}",
         "keys_select": f"SELECT position FROM {{keys}} WHERE kind = {p} AND ident = {p} AND position <= {p} ORDER BY position",
     }
 
@@ -261,6 +265,12 @@ class SqlStore(RecorderStore):
         if not self._keys_present:
             return []
         return [position for (position,) in self._query("keys_select", key[0], key[1], until)]
+
+    def _keys_page(self, after: tuple[str, str, int] | None, until: int, limit: int) -> list[tuple[str, str, int]]:
+        if not self._keys_present:
+            return []
+        rows = self._query("keys_first", until, limit) if after is None else self._query("keys_page", *after, until, limit)
+        return [(kind, ident, position) for kind, ident, position in rows]
 
     def _keys_write(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:
         with self._write_transaction() as run:

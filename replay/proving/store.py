@@ -149,6 +149,10 @@ class ProvingStore:
     def read_key_positions(self, keys: Collection[tuple[str, str]], until: int) -> dict[tuple[str, str], list[int]]:
         return self.over.read_key_positions(keys, until) if self.over is not None else {key: [] for key in keys}
 
+    def read_key_rows(self, until: int) -> Iterator[tuple[str, str, int]]:
+        if self.over is not None:
+            yield from self.over.read_key_rows(until)
+
     def write_keys(self, fingerprint: str, after: int, through: int, rows: Sequence[tuple[str, str, int]]) -> bool:
         return self.over.write_keys(fingerprint, after, through, rows) if self.over is not None else False
 

@@ -120,3 +120,35 @@ def test_index_keys_gives_the_log_indexs_keys(path: Path, tmp_path: Path, monkey
     table = memory.read_key_positions([(key[0], key[1] if len(key) > 1 else "") for key in keys], memory.head())
     for key in keys:
         assert table[(key[0], key[1] if len(key) > 1 else "")] == list(whole.positions(key)), key
+
+
+def test_read_key_rows_gives_every_row_in_key_order_across_pages(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tandem.adapters.store.recorder as recorder
+
+    store.append(events(30), expected_head=0)
+    rows = [(kind, f"id-{number % 7}", number) for number in range(1, 31) for kind in ("task", "action") if number % 3]
+    store.write_keys("code-a", 0, 30, rows)
+    monkeypatch.setattr(recorder, "read_page_events_max", 4)  # many pages
+    assert list(store.read_key_rows(30)) == sorted(rows)
+    assert list(store.read_key_rows(12)) == sorted(row for row in rows if row[2] <= 12)
+
+
+def test_verify_checks_the_key_table_and_names_a_wrong_row(tmp_path: Path) -> None:
+    from tandem.replay.snapshot import code_fingerprint
+    from tandem.replay.verify import verify
+
+    url = f"sqlite:///{tmp_path / 'keys.db'}"
+    memory = stored(traces()[0])
+    store = open_store(url)
+    store.append_encoded([data for _, data in memory.read_encoded()], 0)
+    index_keys(store, code_fingerprint(), until=store.head() - 3)
+    report = verify(store)
+    assert report.ok and report.keys_checked == store.head() - 3
+    assert report.summary().endswith(f", key table checked to {store.head() - 3:,}")
+    ((kind, ident, position),) = [row for row in store.read_key_rows(store.head()) if row[2] > 1][:1]
+    with sqlite3.connect(tmp_path / "keys.db") as connection:
+        connection.execute("UPDATE tandem_events_keys SET position = position - 1 WHERE kind = ? AND ident = ? AND position = ?", (kind, ident, position))
+    report = verify(store)
+    assert not report.ok and report.divergence is not None and report.divergence.kind == "keys"
+    assert report.divergence.position == position - 1 and "no such key" in report.divergence.message
+    store.close()
