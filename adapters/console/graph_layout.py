@@ -221,8 +221,9 @@ def _place(columns: list[list[str]], before: dict[str, list[str]], after: dict[s
     return start
 
 
-def layout(keys: Sequence[str], edges: Sequence[tuple[str, str]], sizes: Sizes = Sizes()) -> Layout:
-    """The drawing of nodes `keys` (unique) and `edges` (source, target) between them."""
+def layout(keys: Sequence[str], edges: Sequence[tuple[str, str]], sizes: Sizes = Sizes(), down: bool | None = None) -> Layout:
+    """The drawing of nodes `keys` (unique) and `edges` (source, target)
+    between them; `down` its direction, when not chosen as step 5 says."""
     unknown = {key for edge in edges for key in edge} - set(keys)
     if unknown or len(set(keys)) != len(keys):
         raise ValueError(f"layout: edges name nodes not given ({sorted(unknown)[:3]}) or keys repeat")
@@ -233,11 +234,13 @@ def layout(keys: Sequence[str], edges: Sequence[tuple[str, str]], sizes: Sizes =
     before, after = _neighbours(chains)
     columns = ordered(columns, before, after)
     drawn = Drawing(keys, columns, before, after, sizes)
+    if down is not None:
+        return drawn.made(kept, chains, back, down=down)
     right = drawn.made(kept, chains, back, down=False)
     if right.width <= sizes.fit_width:
         return right
-    down = drawn.made(kept, chains, back, down=True)
-    return down if down.width < right.width else right
+    downwards = drawn.made(kept, chains, back, down=True)
+    return downwards if downwards.width < right.width else right
 
 
 @dataclass
