@@ -37,7 +37,7 @@ from tandem.domain.reasons import BLOCK_WORDS
 node_limit = 200
 padding = 8  # px inside a node
 line_height = 14
-cells = {"id": 25, "text": 30}  # a line's width in characters (monospace 12 px, and sans 11 px: about 6 px each)
+cells = {"id": 25, "text": 32}  # a line's width in characters (monospace 12 px; sans 11 px, 5.5 px or so each)
 # Which actions may be current, best first (see the module's docstring).
 CURRENT_TIERS: tuple[Any, ...] = (
     lambda row: row["state"] in ACTION.in_flight,
@@ -104,8 +104,21 @@ def _lines(key: str, row: Mapping[str, Any] | None, task: Mapping[str, Any]) -> 
     if row["task_id"] != task["task_id"]:
         whose = f"task {row['task_id']}" if row["task_id"] else f"rule {row['rule_id']}"
         return [key, state, f"of {whose}", _attempts(row)]
-    blocked = f"blocked: {', '.join(row['blocked_by'])}" if row["blocked_by"] else f"{row['operation']} on {row['resource']}"
+    blocked = _blocked(row["blocked_by"]) if row["blocked_by"] else f"{row['operation']} on {row['resource']}"
     return [key, state, blocked, _attempts(row)]
+
+
+def _blocked(codes: list[str]) -> str:
+    """`blocked: CODE, CODE +N`: as many codes as fit a line (the first always), then how many more."""
+    shown = 1
+    while shown < len(codes) and len(_blocked_line(codes, shown + 1)) <= cells["text"]:
+        shown += 1
+    return _blocked_line(codes, shown)
+
+
+def _blocked_line(codes: list[str], shown: int) -> str:
+    more = len(codes) - shown
+    return f"blocked: {', '.join(codes[:shown])}" + (f" +{more}" if more else "")
 
 
 def _attempts(row: Mapping[str, Any]) -> str:
