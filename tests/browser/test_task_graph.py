@@ -29,7 +29,7 @@ from tandem.adapters.console.graph import cells
 from tandem.adapters.console.graph_layout import layers_of
 from tandem.adapters.terminal import cut, printable
 from tandem.domain.lifecycles import ACTION
-from tests.browser.harness import ingest_file, ingest_lines, running, serve, serve_example, sign_in, sqlite_url
+from tests.browser.harness import ingest_file, ingest_lines, mark, reloaded, running, serve, serve_example, sign_in, sqlite_url, wait_live
 from tests.browser.test_hostile_text import INSPECT, RAW
 from tests.e2e.serving import Served
 
@@ -218,6 +218,25 @@ def test_fifty_actions_never_overlap_fit_the_page_and_hostile_ids_are_text(page:
     with page.expect_navigation():
         page.locator(f'svg.task-graph a.gnode[href="/actions/{quote(hostile, safe="")}"]').click()
     assert page.locator("main h1 code").inner_text() == printable(hostile)
+
+
+def test_the_graph_follows_the_views_live(page: Any, big: Served) -> None:
+    """The current action succeeds through the API: its node turns, the next one is current, no reload."""
+    sign_in(page, big.url, big.tokens["human"], "/tasks/big")
+    wait_live(page)
+    mark(page)
+    (task,) = [t for t in big.client("human").view("tasks")["rows"] if t["task_id"] == "big"]
+    rows = {row["operation_id"]: row for row in big.client("human").view("actions")["rows"]}
+    was = expected_current(task, rows)
+    assert was is not None and rows[was]["state"] == "submitting"
+    attempt = rows[was]["attempts"][-1]["attempt_id"]
+    executor = big.client("executor")
+    executor.submit({"type": "executor.receipt", "operation_id": was, "attempt_id": attempt, "result": "accepted"})
+    executor.submit({"type": "executor.outcome", "operation_id": was, "outcome": "succeeded", "artifact_revision": "r1"})
+    page.locator(f'svg.task-graph a.gnode[href="/actions/{quote(was, safe="")}"][data-state=succeeded]').wait_for()
+    assert not reloaded(page)
+    nodes = assert_graph_is_the_views(page, big, task)
+    assert "current" not in nodes[was]["classes"]
 
 
 def marked(page: Any, lifecycle: str) -> list[str]:
