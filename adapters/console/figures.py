@@ -6,7 +6,6 @@ puts them on a page)."""
 from __future__ import annotations
 
 from markupsafe import Markup
-
 from tandem.adapters.console.graph import task_graph
 from tandem.adapters.diagrams import LIFECYCLE_NAMES, highlighted_svg, states_of
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 from typing import Any
 from urllib.parse import quote
 
 from markupsafe import Markup, escape
-
 from tandem.adapters.console.graph_layout import Box, Layout, Route, layout
 from tandem.adapters.terminal import cut, printable
 from tandem.domain.lifecycles import ACTION
@@ -61,8 +61,10 @@ def task_graph(task: Mapping[str, Any], rows: Iterable[Mapping[str, Any]], seen:
     at = f"?at={seen.position}" if seen.past else ""
     now = current([by_id[i] for i in drawn], made)
     parts = [
-        f'<svg class="task-graph" xmlns="http://www.w3.org/2000/svg" width="{_n(made.width)}" height="{_n(made.height)}"'
-        f' viewBox="0 0 {_n(made.width)} {_n(made.height)}" data-direction="{"down" if made.down else "right"}">',
+        (
+            f'<svg class="task-graph" xmlns="http://www.w3.org/2000/svg" width="{_n(made.width)}" height="{_n(made.height)}"'
+            f' viewBox="0 0 {_n(made.width)} {_n(made.height)}" data-direction="{"down" if made.down else "right"}">'
+        ),
         f"<title>{escape(printable(_summary(task, drawn, edges)))}</title>",
         *(_edge(route, by_id, made.down) for route in made.routes),
         *(_node(made.boxes[key], by_id.get(key), task, at, key == now) for key in keys),
@@ -171,7 +173,7 @@ def _edge(route: Route, by_id: Mapping[str, Mapping[str, Any]], down: bool) -> s
     through each slot) and its arrowhead; `met` when the prerequisite succeeded."""
     points = route.points
     path = [f"M{_n(points[0][0])} {_n(points[0][1])}"]
-    for n, ((x1, y1), (x2, y2)) in enumerate(zip(points, points[1:])):
+    for n, ((x1, y1), (x2, y2)) in enumerate(pairwise(points)):
         if n % 2:  # through a slot
             path.append(f"L{_n(x2)} {_n(y2)}")
         elif down:

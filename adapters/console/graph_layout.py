@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 Point = tuple[float, float]
 sweeps = 6  # barycentre passes, each down then up
@@ -123,7 +124,7 @@ def _neighbours(chains: list[list[str]]) -> tuple[dict[str, list[str]], dict[str
     before: dict[str, list[str]] = {}
     after: dict[str, list[str]] = {}
     for chain in chains:
-        for left, right in zip(chain, chain[1:]):
+        for left, right in pairwise(chain):
             after.setdefault(left, []).append(right)
             before.setdefault(right, []).append(left)
     return before, after
@@ -133,7 +134,7 @@ def crossings(columns: list[list[str]], after: dict[str, list[str]]) -> int:
     """How many pairs of edges cross between adjacent columns (counted as
     inversions, with a Fenwick tree: E log V a pair of columns)."""
     total = 0
-    for left, right in zip(columns, columns[1:]):
+    for left, right in pairwise(columns):
         place = {key: index for index, key in enumerate(right)}
         ends = sorted((i, place[target]) for i, key in enumerate(left) for target in after.get(key, ()))
         tree = [0] * (len(right) + 1)
@@ -150,19 +151,20 @@ def crossings(columns: list[list[str]], after: dict[str, list[str]]) -> int:
     return total
 
 
+def _barycentre(key: str, index: int, neighbours: list[str], place: dict[str, int]) -> tuple[float, int]:
+    """A node's sort key in its column: the mean place of its `neighbours`
+    in the column beside (its own place when it has none there), then its own."""
+    seen = [place[k] for k in neighbours if k in place]
+    return (sum(seen) / len(seen) if seen else index, index)
+
+
 def _sweep(columns: list[list[str]], by: dict[str, list[str]], order: range) -> None:
     """Reorder each column of `order` by the mean place of its nodes' neighbours `by`."""
     for index in order:
-        neighbours = columns[index - 1] if order.step > 0 else columns[index + 1]
-        place = {key: n for n, key in enumerate(neighbours)}
-        column = columns[index]
-
-        def centre(item: tuple[int, str]) -> tuple[float, int]:
-            n, key = item
-            seen = [place[k] for k in by.get(key, ()) if k in place]
-            return (sum(seen) / len(seen) if seen else n, n)
-
-        columns[index] = [key for _, key in sorted(enumerate(column), key=centre)]
+        beside = columns[index - 1] if order.step > 0 else columns[index + 1]
+        place = {key: n for n, key in enumerate(beside)}
+        keyed = sorted((_barycentre(key, n, by.get(key, []), place), key) for n, key in enumerate(columns[index]))
+        columns[index] = [key for _, key in keyed]
 
 
 def ordered(columns: list[list[str]], before: dict[str, list[str]], after: dict[str, list[str]]) -> list[list[str]]:

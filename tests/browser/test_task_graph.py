@@ -23,13 +23,24 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 import pytest
-
 from tandem.adapters.console import SECURITY_HEADERS
 from tandem.adapters.console.graph import cells
 from tandem.adapters.console.graph_layout import layers_of
 from tandem.adapters.terminal import cut, printable
 from tandem.domain.lifecycles import ACTION
-from tests.browser.harness import ingest_file, ingest_lines, mark, reloaded, running, serve, serve_example, sign_in, sqlite_url, wait_live
+
+from tests.browser.harness import (
+    ingest_file,
+    ingest_lines,
+    mark,
+    reloaded,
+    running,
+    serve,
+    serve_example,
+    sign_in,
+    sqlite_url,
+    wait_live,
+)
 from tests.browser.test_hostile_text import INSPECT, RAW
 from tests.e2e.serving import Served
 

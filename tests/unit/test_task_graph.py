@@ -21,10 +21,17 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-
 from tandem.adapters.console.figures import lifecycle_of
 from tandem.adapters.console.graph import cells, current, node_limit, task_graph
-from tandem.adapters.console.graph_layout import Box, Layout, Sizes, crossings, fit, layers_of, layout
+from tandem.adapters.console.graph_layout import (
+    Box,
+    Layout,
+    Sizes,
+    crossings,
+    fit,
+    layers_of,
+    layout,
+)
 from tandem.adapters.diagrams import LIFECYCLE_NAMES, highlighted_svg, states_of
 from tandem.adapters.terminal import cut, printable
 
@@ -35,7 +42,7 @@ Edges = list[tuple[str, str]]
 
 def chain(n: int) -> tuple[list[str], Edges]:
     keys = [f"c{i}" for i in range(n)]
-    return keys, list(zip(keys, keys[1:]))
+    return keys, list(itertools.pairwise(keys))
 
 
 def independent(n: int) -> tuple[list[str], Edges]:
@@ -127,7 +134,7 @@ def test_edges_go_forward_and_bend_only_between_layers(shape: str) -> None:
         assert source.layer < target.layer
         assert route.points[0][along] == spans[source.layer][1]  # leaves its source's far side
         assert route.points[-1][along] == spans[target.layer][0]  # enters its target's near side
-        for number, (start, end) in enumerate(zip(route.points, route.points[1:])):
+        for number, (start, end) in enumerate(itertools.pairwise(route.points)):
             if number % 2 == 0:  # across one gap between layers, which holds no node
                 layer = source.layer + number // 2
                 assert (start[along], end[along]) == (spans[layer][1], spans[layer + 1][0])
