@@ -91,7 +91,9 @@ async def task(request: Request, task_id: FromPath[str]) -> Response[str]:
 
     def its_rows(views: Views) -> dict[str, list[dict[str, Any]]]:
         tasks = views.pick("tasks", [identifier])
-        return {"tasks": tasks, "actions": views.pick("actions", tasks[0]["actions"] if tasks else [])}
+        actions = views.pick("actions", tasks[0]["actions"] if tasks else [])
+        outside = {p for row in actions for p in row["prerequisites"]} - {row["operation_id"] for row in actions}
+        return {"tasks": tasks, "actions": actions + views.pick("actions", outside)}  # its graph draws both
 
     return await page(request, "task.html", ("questions",), pick=its_rows, task_id=identifier)
 

@@ -19,6 +19,7 @@ from urllib.parse import quote, urlencode
 import jinja2
 from markupsafe import Markup
 
+from tandem.adapters.console.figures import GLOBALS as FIGURES
 from tandem.adapters.terminal import printable
 from tandem.domain.reasons import BLOCK_WORDS, HOLD_WORDS  # blocked_by codes and task holds in words, the domain's
 
@@ -97,6 +98,7 @@ def environment() -> jinja2.Environment:
     env.filters.update(age=age, part=part, block_words=BLOCK_WORDS.__getitem__)
     env.filters.update(hold_words=HOLD_WORDS.__getitem__, by_priority=by_priority)
     env.globals.update(since=since, query=query)
+    env.globals.update(FIGURES)  # the task graph, the lifecycles' current state
     return env
 
 
