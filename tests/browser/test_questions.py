@@ -206,7 +206,7 @@ def test_a_reconnect_after_a_restart_catches_up(page: Any, watch: Watch, open_pa
     watch.expect(r"net::ERR_CONNECTION_REFUSED")
     page.route(STREAM, lambda route: route.abort("connectionrefused"))
     assert server.stop() == 0, server.log()
-    wait_state(page, "reconnecting…")
+    wait_state(page, "behind: reconnecting…")  # the page cannot know the head while the stream is down
     answer = {"type": "question.answer", "at": stamp(start, CLOCK_S + 100), "actor": "human", "task_id": "t1", "question_key": "docs", "answer": "the API reference"}
     ingest_lines(questions.directory, server.store_url, "answered-while-down", [json.dumps(answer)])
     serve_again(server)
@@ -238,9 +238,9 @@ def test_a_restart_that_ended_the_session_says_so(page: Any, watch: Watch, quest
     watch.expect(r"net::ERR_CONNECTION_REFUSED")
     watch.expect(r"status of 401 \(Unauthorized\)")
     assert server.stop() == 0, server.log()
-    wait_state(page, "reconnecting…")
+    wait_state(page, "behind: reconnecting…")  # the page cannot know the head while the stream is down
     serve_again(server)
-    wait_state(page, "signed out or failing: reload the page")
+    wait_state(page, "behind: signed out or failing: reload the page")
     assert not reloaded(page)
     page.reload()
     assert urlsplit(page.url).path == "/login"

@@ -41,7 +41,7 @@ def matching(entries: list[tuple[Entry, list[ev.Event]]], chosen: Chosen) -> lis
         return any(len(key) > 1 and key[1] == chosen.identifier for event in events for key in event_keys(event))
 
     def at(found: Entry) -> datetime.datetime:
-        return datetime.datetime.fromisoformat(found.input.at.replace("Z", "+00:00"))
+        return datetime.datetime.fromisoformat(found.input.at)
 
     return [
         found
@@ -76,7 +76,7 @@ def choices(entries: list[tuple[Entry, list[ev.Event]]]) -> list[Chosen]:
     kinds = sorted({found.input.type for found in shown})
     actors = sorted({found.input.actor for found in shown})
     ids = sorted({key[1] for found in shown for key in found.concerns if key[1]})
-    ats = sorted({datetime.datetime.fromisoformat(found.input.at.replace("Z", "+00:00")) for found in shown})
+    ats = sorted({datetime.datetime.fromisoformat(found.input.at) for found in shown})
     middle = ats[len(ats) // 2]
     chosen = [Chosen()]
     chosen += [Chosen(kind=kind) for kind in kinds]
@@ -113,7 +113,7 @@ def test_an_entry_holds_the_input_as_recorded_its_result_and_its_events() -> Non
     assert isinstance(record, ev.InputAccepted)
     assert newest.value == msgspec.to_builtins(record.input)  # the whole input, `at` as stamped
     assert newest.value["operation_id"] == "op-it" and newest.value["outcome"] == "succeeded"
-    assert [row.event for row in newest.events][0] == "InputAccepted"
+    assert newest.events[0].event == "InputAccepted"
     assert [row.position for row in newest.events] == list(range(newest.record, newest.record + len(newest.events)))
     assert newest.total == len(newest.events) >= 3
     assert ("action", "op-it") in newest.concerns
