@@ -223,7 +223,7 @@ def test_text_from_the_address_is_shown_as_text(page: Any, hostile: Hostile) -> 
         (path("/tasks/", missing), f"No task {printable(missing)}"),
         (path("/actions/", missing), f"No action {printable(missing)}"),
         (path("/explain/", "missing " + ID), f"Nothing in the store is named {printable('missing ' + ID)}."),
-        ("/timeline?" + "id=" + quote(ID, safe="") + "&type=" + quote(TEXT, safe=""), "Newest first, 0 events of"),
+        ("/timeline?" + "id=" + quote(ID, safe="") + "&type=" + quote(TEXT, safe=""), "0 inputs shown, matching"),
     ]:
         answer = page.goto(server.url + target)
         assert answer is not None and answer.status == 200, target

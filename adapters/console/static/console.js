@@ -1,7 +1,8 @@
 // Tandem console: live pages. Every page is complete without this script.
 //
 // With it, a page follows /v1/stream?rows=1 (the session cookie
-// authenticates it). Each [data-region] says in data-views what it shows:
+// authenticates it; one stream for all the console's pages, held by
+// static/console-stream.js). Each [data-region] says in data-views what it shows:
 // view names, `clock` (ages by the engine's clock), `log` (the inputs or the
 // events themselves); and in data-rows (JSON, {view: [key, ...]}) the rows
 // it shows of a view when it shows only those. A commit that touches what a
@@ -126,25 +127,29 @@
     });
   }
 
+  function idOf(node) {
+    // Its id attribute (`form.id` is the form's field named "id", if any).
+    return node.nodeType === 1 ? node.getAttribute("id") || "" : "";
+  }
+
   function alike(current, fresh) {
-    return current.nodeType === fresh.nodeType && current.nodeName === fresh.nodeName
-      && (current.nodeType !== 1 || (current.id || "") === (fresh.id || ""));
+    return current.nodeType === fresh.nodeType && current.nodeName === fresh.nodeName && idOf(current) === idOf(fresh);
   }
 
   function children(current, fresh) {
     const byId = new Map();
-    Array.from(current.children).forEach(function (child) { if (child.id) byId.set(child.id, child); });
+    Array.from(current.children).forEach(function (child) { if (idOf(child)) byId.set(idOf(child), child); });
     let cursor = current.firstChild;
     Array.from(fresh.childNodes).forEach(function (node) {
       let match = null;
-      if (node.nodeType === 1 && node.id) {
-        const found = byId.get(node.id);
+      if (idOf(node)) {
+        const found = byId.get(idOf(node));
         if (found && found.nodeName === node.nodeName) match = found;
       } else if (cursor && alike(cursor, node)) {
         match = cursor;
       }
       if (match === null) { current.insertBefore(node, cursor); return; }
-      if (match.id) byId.delete(match.id);
+      byId.delete(idOf(match));
       if (match === cursor) cursor = cursor.nextSibling;
       else current.insertBefore(match, cursor);
       morph(match, node);
@@ -221,19 +226,41 @@
     judge();
   }
 
+  function connect(on) {
+    // The stream every page of the console shares (static/console-stream.js:
+    // a browser keeps about six connections to a site), else the page's own.
+    if (typeof SharedWorker === "function") {
+      try {
+        const worker = new SharedWorker("/static/console-stream.js", { name: "tandem-stream" });
+        worker.port.addEventListener("message", function (event) { on[event.data.kind](event.data); });
+        worker.port.start();
+        window.addEventListener("pagehide", function () { worker.port.postMessage("bye"); });
+        return;
+      } catch (error) {
+        // no shared worker here: a stream of its own
+      }
+    }
+    const stream = new EventSource("/v1/stream?rows=1", { withCredentials: true });
+    stream.addEventListener("open", function () { on.open({}); });
+    stream.addEventListener("change", function (event) { on.change({ data: event.data }); });
+    stream.addEventListener("reset", function (event) { on.reset({ data: event.data }); });
+    stream.addEventListener("error", function () { on.error({ closed: stream.readyState === EventSource.CLOSED }); });
+  }
+
   function follow() {
     head = shown();
-    const stream = new EventSource("/v1/stream?rows=1", { withCredentials: true });
-    stream.addEventListener("open", function () { streamProblem = null; judge(); catchUp(); });
-    stream.addEventListener("change", changeArrived);
-    stream.addEventListener("reset", function (event) {
-      head = Math.max(head, JSON.parse(event.data).position);
-      refresh();
-      judge();
-    });
-    stream.addEventListener("error", function () {
-      streamProblem = stream.readyState === EventSource.CLOSED ? signedOut : "reconnecting…";
-      judge();
+    connect({
+      open: function () { streamProblem = null; judge(); catchUp(); },
+      change: changeArrived,
+      reset: function (message) {
+        head = Math.max(head, JSON.parse(message.data).position);
+        refresh();
+        judge();
+      },
+      error: function (message) {
+        streamProblem = message.closed ? signedOut : "reconnecting…";
+        judge();
+      },
     });
   }
 
