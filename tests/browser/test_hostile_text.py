@@ -18,8 +18,9 @@ text is shown literally as adapters/console/templating.py promises: through
 and bidi override as a visible escape (`\\x1b`, `\\u202e`), the raw
 characters nowhere in the DOM.
 
-Not shown on any page, so only checked to be harmless: a human message's
-`text` (no view or explain link carries it). A comment's `text` is shown as
+A human message's `text` is carried by no view or explain link: it is shown
+only inside its input, as recorded, in the timeline's box of that input
+(tests/browser/test_timeline.py opens it). A comment's `text` is shown as
 its inbox row's latest excerpt.
 """
 
