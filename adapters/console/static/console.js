@@ -235,6 +235,8 @@
         worker.port.addEventListener("message", function (event) { on[event.data.kind](event.data); });
         worker.port.start();
         window.addEventListener("pagehide", function () { worker.port.postMessage("bye"); });
+        // Back from the browser's page cache: the worker forgot this page.
+        window.addEventListener("pageshow", function (event) { if (event.persisted) window.location.reload(); });
         return;
       } catch (error) {
         // no shared worker here: a stream of its own
