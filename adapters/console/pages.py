@@ -164,7 +164,7 @@ async def timeline(request: Request) -> Response[str]:
             found = msgspec.structs.replace(found, newer=end if found.before < end else None)
         return {"rows": found}
 
-    return await page(request, "timeline.html", ("health",), rows, filters=filters, input_kinds=INPUT_KINDS, actors=ACTORS)
+    return await page(request, "timeline.html", (), rows, filters=filters, input_kinds=INPUT_KINDS, actors=ACTORS)
 
 
 @get("/lifecycles", include_in_schema=False)
