@@ -16,7 +16,8 @@ Three reads, each timed on the large store (A) and the small one (B),
 alternated (A B, B A, ...), each figure the median time of one read:
 
 1. explain of the operation: `encode_json(document(store, id, index=...))`;
-2. the timeline's first page filtered by the operation's id (replay/timeline.py);
+2. the timeline's first page of inputs filtered by the operation's id
+   (replay/input_timeline.py);
 3. the timeline's first page, unfiltered.
 
 With the index the goal is A/B <= 2x (about the same). For context, the
@@ -28,7 +29,7 @@ signed in through /login as the human, and the console's pages fetched over
 loopback (the whole round trip: rendering, headers, the body read): the
 timeline's first page, the operation's action page (its explain chain
 inside), the timeline filtered by its id. Timed once the server's index is
-built (the filtered timeline says it looked at exactly the rows it shows).
+built (the filtered timeline says it looked at exactly the inputs it shows).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ from tandem.replay.engine import Engine  # noqa: E402
 from tandem.replay.explain import document, encode_json  # noqa: E402
 from tandem.replay.index import LogIndex  # noqa: E402
 from tandem.replay.port import EventStore  # noqa: E402
-from tandem.replay.timeline import timeline  # noqa: E402
+from tandem.replay.input_timeline import Chosen, input_timeline  # noqa: E402
 from bench.workload import alternate, bench_main, synthetic_trace  # noqa: E402
 
 goal_ratio_max = 2.0
@@ -117,8 +118,8 @@ def build(directory: str, actions: int) -> Side:
 
 READS: dict[str, Callable[[Side, LogIndex | None], Any]] = {
     "explain": lambda side, index: encode_json(document(side.store, side.operation, index=index)),
-    "timeline by id": lambda side, index: timeline(side.store, identifier=side.operation, index=index),
-    "timeline": lambda side, index: timeline(side.store, index=index),
+    "timeline by id": lambda side, index: input_timeline(side.store, chosen=Chosen(identifier=side.operation), index=index),
+    "timeline": lambda side, index: input_timeline(side.store, index=index),
 }
 
 
@@ -171,7 +172,7 @@ def measure(large: Side, small: Side, sizes: Sizes, indexed: bool) -> list[Resul
 # ------------------------------------------------------------------ the pages
 
 index_wait_s_max = 60.0
-LOOKED = re.compile(r"Newest first, (\d+) events? of \d+ matching \(looked at (\d+)\)")
+LOOKED = re.compile(r"(\d+) inputs? shown, matching \(looked at (\d+)\)")
 
 
 class Console:

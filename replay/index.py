@@ -1,5 +1,6 @@
 """An in-memory index of the log, so that a read about one thing visits that
-thing's events, not the whole log (explain with `index=`, replay/timeline.py).
+thing's events, not the whole log (explain with `index=`, replay/timeline.py,
+replay/input_timeline.py).
 
 `LogIndex` holds, up to its `head`:
 

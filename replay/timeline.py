@@ -1,7 +1,9 @@
-"""The log newest first, a page at a time, for the console's timeline: each
-event with its input and the keys it concerns (to link to explain),
-optionally only the events of one input type's inputs, or only those
-concerning one id (under any key kind), or both.
+"""The log newest first, a page at a time, one row an event (each event with
+its input and the keys it concerns, to link to explain), optionally only the
+events of one input type's inputs, or only those concerning one id (under
+any key kind), or both. Its rows (`Row`) are also what the console's
+timeline of inputs shows in each input's box (replay/input_timeline.py) and
+the overview's latest inputs.
 
 Pages go by position: `before=P` gives the `limit` newest matching events
 before position P (the head's next when None); `older` is the `before` of

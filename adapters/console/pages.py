@@ -7,20 +7,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from litestar import Request, get
 from litestar.params import FromPath
 from litestar.response import Response
 
 from tandem.adapters.console.reading import Pick, Seen, position_query, seen
+from tandem.adapters.console.timeline_query import asked, scrubbed
 from tandem.adapters.diagrams import LIFECYCLE_NAMES, lifecycle_svg
 from tandem.projections import Views
 from tandem.adapters.console.signin import signed_in
 from tandem.adapters.console.templating import render
 from tandem.adapters.http_inputs import raw_tail, service_of
 from tandem.adapters.service import ApiError
+from tandem.adapters.tokens import ACTORS
+from tandem.domain.inputs import INPUT_KINDS
 from tandem.replay.explain import ExplainError, document, to_json
+from tandem.replay.input_timeline import input_timeline
 from tandem.replay.timeline import latest_inputs
-from tandem.replay.timeline import timeline as timeline_of
 
 HTML = "text/html"
 recent_inputs_shown = 10
@@ -44,7 +48,7 @@ async def page(
     must not fetch again (a form's answer)."""
     session = signed_in(request)
     service = service_of(request)
-    taken = await seen(service, names, position_query(request.query_params.get("at")), pick)
+    taken = await seen(service, names, scrubbed(request.query_params), pick)
     if more is not None:
         extra |= await service.reading(lambda: more(taken))
     flash = session.flash
@@ -148,17 +152,21 @@ async def conversations(request: Request) -> Response[str]:
 
 @get("/timeline", include_in_schema=False)
 async def timeline(request: Request) -> Response[str]:
-    """Newest first from `?before=`, else from the views shown (now, or `?at=`)."""
+    """The inputs newest first, each with the events it caused, filtered;
+    from `?before=`, else from the views shown (now, or `?at=`)."""
     service = service_of(request)
-    parameters = request.query_params
-    before = position_query(parameters.get("before"), "before")
-    kind, identifier = parameters.get("type") or None, parameters.get("id") or None
+    before = position_query(request.query_params.get("before"), "before")
+    filters = asked(request.query_params)
 
     def rows(taken: Seen) -> dict[str, Any]:
-        start = before if before is not None else (taken.position + 1 if taken.past else None)
-        return {"rows": timeline_of(service.reader, before=start, input_type=kind, identifier=identifier, index=service.index)}
+        end = taken.position + 1 if taken.past else None  # the past: nothing after the views shown
+        start = before if end is None or (before is not None and before < end) else end
+        found = input_timeline(service.reader, before=start, chosen=filters.chosen, index=service.index)
+        if end is not None and found.newer is not None and found.newer > end:
+            found = msgspec.structs.replace(found, newer=end if found.before < end else None)
+        return {"rows": found}
 
-    return await page(request, "timeline.html", ("health",), rows, type=kind, id=identifier)
+    return await page(request, "timeline.html", (), rows, filters=filters, input_kinds=INPUT_KINDS, actors=ACTORS)
 
 
 @get("/lifecycles", include_in_schema=False)

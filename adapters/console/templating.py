@@ -12,15 +12,17 @@ the link is built by the template from a fixed prefix.
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from tandem.adapters.console.figures import GLOBALS as FIGURES
-from tandem.adapters.terminal import printable
+from tandem.adapters.terminal import printable, printable_lines
+from tandem.domain.inputs import format_at
 from tandem.domain.reasons import BLOCK_WORDS, HOLD_WORDS  # blocked_by codes and task holds in words, the domain's
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -35,6 +37,12 @@ def _finalize(value: Any) -> Any:
     if isinstance(value, str):
         return printable(value)
     return value
+
+
+def pretty_json(value: Any) -> Markup:
+    """A value as indented JSON, for a <pre>: escaped as every text is (its
+    control characters and bidi overrides visibly, its newlines kept)."""
+    return escape(printable_lines(json.dumps(value, indent=2, ensure_ascii=False)))
 
 
 def parse_time(text: str | None) -> datetime.datetime | None:
@@ -97,6 +105,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(age=age, part=part, block_words=BLOCK_WORDS.__getitem__)
     env.filters.update(hold_words=HOLD_WORDS.__getitem__, by_priority=by_priority)
+    env.filters.update(pretty_json=pretty_json, instant=format_at)
     env.globals.update(since=since, query=query)
     env.globals.update(FIGURES)  # the task graph, the lifecycles' current state
     return env

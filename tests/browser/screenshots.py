@@ -9,7 +9,8 @@ The bundled example (`tandem demo`'s trace) is ingested and served by a real
 example never has an open question, so questions-open.png comes from a second
 store: fixtures/traces/question_holds_open.jsonl, which ends with three open.
 
-whatif.png is the page a "what if…" form answers: the example's timeline,
+timeline.png has one input's box opened (op-it's outcome: the input as
+recorded and its events). whatif.png is the page a "what if…" form answers: the example's timeline,
 the watchdog's first heartbeat (input 5) dropped.
 
 The pictures are reproducible: the server records nothing of its own
@@ -67,6 +68,7 @@ EXAMPLE_SHOTS = {  # file: the page of the example it shows
     "lifecycles.png": "/lifecycles",
     "past.png": PAST,
 }
+OPENED = {"timeline.png": "tbody#i63 tr.caused summary"}  # a box opened for the shot: op-it's outcome, its input and events
 QUESTION_SHOTS = {"questions-open.png": "/questions"}
 LOGIN_SHOT = "login.png"
 WHATIF_SHOT = "whatif.png"  # the answer of the timeline's "what if…": drop input 5
@@ -190,6 +192,9 @@ def pages_of(browser: Any, server: Served, paths: dict[str, str], out: Path, sho
             answer = page.goto(server.url + path)
             if answer is None or answer.status != 200 or "/login" in page.url:
                 raise RuntimeError(f"{path}: not the page ({answer.status if answer else 'no answer'}, at {page.url})")
+            if file in OPENED:
+                page.click(OPENED[file])
+                page.evaluate("() => window.scrollTo(0, 0)")
             shots.written.append(shoot(page, out / file))
     finally:
         context.close()

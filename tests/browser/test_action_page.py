@@ -1,7 +1,7 @@
 """An action's page in Chromium: what blocks it, in words and in the
 contract's order; its attempts with their states, `unknown` shown as
 uncertain and never as sent; and its explain chain, every step linked to its
-event on the timeline (the link lands on that row).
+event on the timeline (the link lands on that row, inside its input).
 
 Two fixture traces, each ingested and served: question_holds_open (actions
 held by questions, prerequisites and a task) and unknown_receipt_reconcile
@@ -121,7 +121,12 @@ def test_each_explain_step_links_to_its_event_on_the_timeline(page: Any, uncerta
         page.goto(uncertain.url + "/actions/a1")
         with page.expect_navigation():
             page.locator("section.chain").first.locator("ol.links > li").nth(number).locator("a.pos").click()
-        row = page.locator(f"table.timeline tr#p{step['position']}")
+        # The first input on the page is the one that holds the event; the
+        # link's fragment opened its box of events, the event's row shown.
+        entry = page.locator("table.timeline > tbody.entry").first
+        row = entry.locator(f"tr.caused tr#p{step['position']}")
+        assert row.is_visible() and entry.locator("tr.caused details").get_attribute("open") is not None
         assert row.locator("td").nth(0).inner_text() == str(step["position"])
         assert row.locator("td").nth(1).inner_text() == step["event"]
-        assert page.locator("table.timeline tbody tr").first.get_attribute("id") == f"p{step['position']}"
+        record = int((entry.get_attribute("id") or "")[1:])
+        assert record <= step["position"] and entry.locator("tr.caused tbody tr").first.get_attribute("id") == f"p{record}"

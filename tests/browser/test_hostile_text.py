@@ -18,8 +18,9 @@ text is shown literally as adapters/console/templating.py promises: through
 and bidi override as a visible escape (`\\x1b`, `\\u202e`), the raw
 characters nowhere in the DOM.
 
-Not shown on any page, so only checked to be harmless: a human message's
-`text` (no view or explain link carries it). A comment's `text` is shown as
+A human message's `text` is carried by no view or explain link: it is shown
+only inside its input, as recorded, in the timeline's box of that input
+(tests/browser/test_timeline.py opens it). A comment's `text` is shown as
 its inbox row's latest excerpt.
 """
 
@@ -223,7 +224,7 @@ def test_text_from_the_address_is_shown_as_text(page: Any, hostile: Hostile) -> 
         (path("/tasks/", missing), f"No task {printable(missing)}"),
         (path("/actions/", missing), f"No action {printable(missing)}"),
         (path("/explain/", "missing " + ID), f"Nothing in the store is named {printable('missing ' + ID)}."),
-        ("/timeline?" + "id=" + quote(ID, safe="") + "&type=" + quote(TEXT, safe=""), "Newest first, 0 events of"),
+        ("/timeline?" + "id=" + quote(ID, safe="") + "&type=" + quote(TEXT, safe=""), "0 inputs shown, matching"),
     ]:
         answer = page.goto(server.url + target)
         assert answer is not None and answer.status == 200, target

@@ -1,6 +1,7 @@
 """The console on a store of more than 100,000 events, in Chromium: the
-timeline shows a page of 50, newest first, and pages back from there; the
-timeline of one operation shows that operation's events; an action's page
+timeline shows a page of 50 inputs, newest first, each with its events, and
+pages back from there; the timeline of one operation shows the inputs whose
+events concern it; an action's page
 shows its state and explain chain as the API does. Nothing here times
 anything (bench/console.py measures the pages on such a store).
 
@@ -25,6 +26,7 @@ from tandem.adapters.ingest import ingest
 from tandem.adapters.store import open_store
 from tandem.adapters.trace import parse_trace
 from tandem.domain import events as ev
+from tandem.domain.keys import event_keys
 from tandem.replay.engine import Engine
 from tests.browser.harness import serve, sign_in, sqlite_url
 from tests.e2e.serving import Served
@@ -32,7 +34,8 @@ from tests.e2e.serving import Served
 ACTIONS = 8_400  # synthetic_trace(8_400): just over 102,000 events
 EVENTS_MIN = 100_000
 OPERATION = f"op-{ACTIONS // 2}"  # a middle one
-PAGE_ROWS = 50  # the timeline's page (replay/timeline.py limit_default)
+PAGE_ROWS = 50  # the timeline's page of inputs (replay/input_timeline.py limit_default)
+NEWEST_READ = 5_000  # events read back for the last two pages' inputs (~12 an action)
 RECORDS = (ev.InputAccepted, ev.InputRejected)
 
 
@@ -40,8 +43,8 @@ RECORDS = (ev.InputAccepted, ev.InputRejected)
 class Large:
     server: Served
     head: int
-    newest: list[tuple[int, str]]  # the last 2 pages' (position, event type), newest first
-    concerning: list[int]  # positions of OPERATION's events (an operation_id field), newest first
+    newest: list[Shown]  # the last 2 pages' inputs, newest first
+    concerning: list[int]  # the records of the inputs whose events concern OPERATION, newest first
     build_s: float
 
 
@@ -55,19 +58,26 @@ def build(url: str) -> float:
     return time.perf_counter() - started
 
 
-def read_back(url: str) -> tuple[int, list[tuple[int, str]], list[int]]:
-    """The head, the newest events and OPERATION's, read from the store."""
+Shown = tuple[int, str, list[str]]  # an input: its record's position, its type, its events' types
+
+
+def read_back(url: str) -> tuple[int, list[Shown], list[int]]:
+    """The head, the newest inputs and those concerning OPERATION, read from the store."""
     store = open_store(url)
+    inputs: list[Shown] = []
+    concerning: list[int] = []
     try:
         head = store.head()
-        newest = [(position, type(event).__name__) for position, event in store.read(after=head - 2 * PAGE_ROWS)]
-        concerning = [
-            position for position, event in store.read()
-            if not isinstance(event, RECORDS) and getattr(event, "operation_id", None) == OPERATION
-        ]  # fmt: skip
+        for position, event in store.read():
+            if isinstance(event, RECORDS):
+                inputs.append((position, event.input.input_type, []))
+            if inputs and position > head - NEWEST_READ:
+                inputs[-1][2].append(type(event).__name__)
+            if inputs and inputs[-1][0] not in concerning[-1:] and any(key[1:] == (OPERATION,) for key in event_keys(event)):
+                concerning.append(inputs[-1][0])
     finally:
         store.close()
-    return head, newest[::-1], concerning[::-1]
+    return head, inputs[-2 * PAGE_ROWS :][::-1], concerning[::-1]
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +101,7 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Large]:
 # the rows it shows.
 INDEX_READY = """async operation => {
   const answer = await fetch('/timeline?id=' + encodeURIComponent(operation), {headers: {Accept: 'text/html'}});
-  const shown = /Newest first, (\\d+) events? of \\d+ matching \\(looked at (\\d+)\\)/.exec(await answer.text());
+  const shown = /(\\d+) inputs? shown, matching \\(looked at (\\d+)\\)/.exec(await answer.text());
   return shown !== null && shown[1] !== '0' && shown[1] === shown[2];
 }"""
 
@@ -105,50 +115,60 @@ def signed_in(page: Any, large: Large, path: str) -> None:
     page.reload()
 
 
-def rows(page: Any) -> list[tuple[int, str]]:
-    """The timeline's rows: (position, event type), as shown."""
-    cells = page.eval_on_selector_all("table.timeline tbody tr", "trs => trs.map(tr => [tr.id, ...[...tr.cells].slice(0, 2).map(c => c.textContent)])")
-    assert all(row_id == f"p{position}" for row_id, position, _ in cells)
-    return [(int(position), event) for _, position, event in cells]
+def rows(page: Any) -> list[Shown]:
+    """The timeline's inputs as shown: its record's position, its type, and
+    the types of the events in its box (read whether it is open or not)."""
+    entries = page.eval_on_selector_all(
+        "table.timeline > tbody.entry",
+        """bodies => bodies.map(body => [body.id, body.querySelector('tr.input-row td').textContent,
+            body.querySelector('tr.input-row td:nth-child(2) code').textContent,
+            [...body.querySelectorAll('table.events tbody tr')].map(tr => [tr.id, tr.cells[1].textContent])])""",
+    )
+    assert all(body_id == f"i{record}" for body_id, record, _, _ in entries)
+    assert all(events[0][0] == f"p{record}" for _, record, _, events in entries)  # its record first
+    return [(int(record), kind, [event for _, event in events]) for _, record, kind, events in entries]
 
 
 def link(page: Any, label: str) -> str | None:
-    links = page.locator("main p a", has_text=label)
+    links = page.locator("main div.pager").first.locator("a", has_text=label)
     return links.get_attribute("href") if links.count() == 1 else None
 
 
 def test_the_timeline_shows_the_newest_page_then_the_next(page: Any, large: Large) -> None:
     signed_in(page, large, "/timeline")
     first = rows(page)
-    assert first[0][0] == large.head == large.server.client("human").view("health")["position"]
-    assert first == large.newest[:PAGE_ROWS]  # 50 rows, newest first, one an event: never the whole log
-    assert page.locator("main p", has_text="Newest first").inner_text().startswith(f"Newest first, {PAGE_ROWS} events of {large.head}.")
+    assert large.server.client("human").view("health")["position"] == large.head
+    assert first == large.newest[:PAGE_ROWS]  # 50 inputs, newest first, each with its events: never the whole log
+    summary = page.locator("main p.summary").inner_text()
+    assert summary == f"Inputs newest first, each with the events it caused: {PAGE_ROWS} inputs shown; {large.head} events in all."
     assert link(page, "newer") is None
     assert link(page, "older") == f"/timeline?before={first[-1][0]}"
+    assert page.locator("main div.pager").first.inner_text() == "older →"
     with page.expect_navigation():
-        page.click("main p a:text('older')")
+        page.locator("main div.pager").first.locator("a", has_text="older").click()
     second = rows(page)
-    assert second[0][0] == first[-1][0] - 1
     assert second == large.newest[PAGE_ROWS : 2 * PAGE_ROWS]
     assert link(page, "older") == f"/timeline?before={second[-1][0]}"
-    assert link(page, "newer") == f"/timeline?before={large.head + 1}"
+    assert link(page, "newer") == f"/timeline?before={first[0][0] + 1}"  # the first page again
+    assert page.locator("main div.pager").first.inner_text() == "← newer · older →"  # the labels apart
 
 
-def test_the_timeline_of_one_operation_shows_its_events(page: Any, large: Large) -> None:
+def test_the_timeline_of_one_operation_shows_its_inputs(page: Any, large: Large) -> None:
     signed_in(page, large, f"/timeline?id={OPERATION}")
     shown = rows(page)
-    assert [position for position, _ in shown] == large.concerning
+    assert [record for record, _, _ in shown] == large.concerning
     assert 3 <= len(shown) < PAGE_ROWS and link(page, "older") is None
-    assert page.locator("main p", has_text="Newest first").inner_text().startswith(
-        f"Newest first, {len(shown)} events of {large.head} matching (looked at {len(shown)})."
+    assert page.locator("main p.summary").inner_text() == (
+        f"Inputs newest first, each with the events it caused: {len(shown)} inputs shown, matching (looked at {len(shown)}); {large.head} events in all."
     )
-    # Each row links to the explain of what it concerns: the operation.
-    for position, _ in shown:
-        concerns = page.locator(f"tr#p{position} td").nth(5).locator("a")
-        assert f"/explain/{OPERATION}" in concerns.evaluate_all("as => as.map(a => a.getAttribute('href'))"), position
-    # The steps of its explain chain are among them.
+    # Each input links to the explain of what its events concern: the operation.
+    for record, _, _ in shown:
+        concerns = page.locator(f"tbody#i{record} tr.input-row td").nth(5).locator("a")
+        assert f"/explain/{OPERATION}" in concerns.evaluate_all("as => as.map(a => a.getAttribute('href'))"), record
+    # The steps of its explain chain are among their events.
     (match,) = large.server.client("human").explain(OPERATION, kind="operation")["matches"]
-    assert {step["position"] for step in match["steps"]} <= {position for position, _ in shown}
+    events = set(page.eval_on_selector_all("table.events tbody tr", "trs => trs.map(tr => tr.id)"))
+    assert {f"p{step['position']}" for step in match["steps"]} <= events
 
 
 def test_an_action_page_shows_its_state_and_explain_chain(page: Any, large: Large) -> None:
