@@ -43,6 +43,7 @@ from tandem.adapters.github_webhook import SecretRefused, load_github_secret
 from tandem.adapters.follow import FOLLOWER, STANDBY, Follower, follow
 from tandem.adapters.http_api import build_app
 from tandem.adapters.service import ApiError, Service, to_thread_to_the_end
+from tandem.adapters.sessions import Sessions
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import LockLost, Runtime
@@ -244,7 +245,7 @@ def run(
         raise ServeError(str(error), getattr(error, "code", 1)) from None
     service = Service(
         runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql",
-        github_secret=github_secret, follower=follower,
+        github_secret=github_secret, follower=follower, sessions=_sessions(reader),
     )  # fmt: skip
     app = _app(service, args)
     closing = [reader.close] if reader is not runtime.engine.store else []
@@ -331,8 +332,17 @@ def _member(args: argparse.Namespace, entry: Any, tokens: Any, closing: list[Cal
         closing.append(reader.close)
     service = Service(
         runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql",
+        sessions=_sessions(reader),
     )  # fmt: skip
     return serve_many.Member(entry.name, service, _app(service, own))
+
+
+def _sessions(reader: Any) -> Sessions:
+    """The console's sessions: in the store's database when this server
+    writes an SQL store (a writer's reader store is opened for writing), so
+    they outlive a restart; else in memory (adapters/sessions.py)."""
+    table = getattr(reader, "session_table", None)
+    return Sessions(table() if table is not None else None)
 
 
 def _app(service: Service, args: argparse.Namespace) -> Any:

@@ -42,7 +42,7 @@ async def page(
     the same position (from the reader store, through the log's index once
     it is built), the page rendered. `live=False`: a page the live script
     must not fetch again (a form's answer)."""
-    session = signed_in(request)
+    session = await signed_in(request)
     service = service_of(request)
     taken = await seen(service, names, position_query(request.query_params.get("at")), pick)
     if more is not None:
@@ -167,7 +167,7 @@ async def lifecycles(request: Request) -> Response[str]:
 @get("/lifecycles/{file:str}", include_in_schema=False)
 async def lifecycle_drawing(request: Request, file: FromPath[str]) -> Response[bytes]:
     """`/lifecycles/{name}.svg` (a route parameter is a whole path segment)."""
-    signed_in(request)
+    await signed_in(request)
     name = file.removesuffix(".svg")
     try:
         if name == file:

@@ -26,7 +26,7 @@ from eventsourcing.sqlite import (
 
 from tandem.adapters.store.sql import SqlDialect, SqlStore
 from tandem.adapters.store.recorder import fenced_marker
-from tandem.adapters.store.url import fence_table_suffix, snapshot_table_suffix, claims_table_suffix
+from tandem.adapters.store.url import claims_table_suffix, fence_table_suffix, sessions_table_suffix, snapshot_table_suffix
 from tandem.replay.port import Fenced, StoreError
 
 
@@ -198,8 +198,9 @@ class SQLiteStore(SqlStore):
         name = _reader_uri(path, directory) if read_only else path
         datastore = _DurableSQLiteDatastore(name, read_only=read_only, originator_id_type="text")
         recorder = SQLiteApplicationRecorder(datastore, events_table_name=table)  # its table and INSERT statement
-        snapshots, fence, claims = (table + suffix for suffix in (snapshot_table_suffix, fence_table_suffix, claims_table_suffix))
-        compose = lambda text: text.format(events=table, snapshots=snapshots, fence=fence, claims=claims)  # noqa: E731
+        suffixes = (snapshot_table_suffix, fence_table_suffix, claims_table_suffix, sessions_table_suffix)
+        snapshots, fence, claims, sessions = (table + suffix for suffix in suffixes)
+        compose = lambda text: text.format(events=table, snapshots=snapshots, fence=fence, claims=claims, sessions=sessions)  # noqa: E731
         try:
             super().__init__(url, datastore, recorder, compose, (table, snapshots, claims), read_only=read_only)
         except sqlite3.DatabaseError as error:
