@@ -17,7 +17,8 @@ Where they are kept (`Sessions(table)`):
   reads. Sign-out deletes the row: the cookie is dead at once, replayed or
   not, before and after a restart. A row's `last_seen_at` is written at most
   once a minute (`touch_every_s`), so after a restart a session may end up to
-  that much earlier than it would have.
+  that much earlier than it would have; a row deleted by hand ends its
+  session at that write, within a minute of its next use.
 * Without a table (a `memory:` store; a follower or standby, which write
   nothing to the store) they live in the server's memory: a restart signs
   everyone out.
@@ -84,7 +85,8 @@ class SessionTable(Protocol):
 
     def get(self, key: str) -> SessionRow | None: ...
 
-    def touch(self, key: str, last_seen: int) -> None: ...
+    def touch(self, key: str, last_seen: int) -> bool:
+        """Write when the session was last used: whether its row is still there."""
 
     def delete(self, key: str) -> None: ...
 
@@ -176,7 +178,9 @@ class Sessions:
         self._by_key.move_to_end(key)
         if self.table is not None and now - session.stored_seen >= touch_every_s:
             session.stored_seen = now
-            await _blocking(self.table.touch, key, int(now))
+            if not await _blocking(self.table.touch, key, int(now)):  # its row deleted by hand
+                await self._end(key)
+                return None
         return session
 
     async def _load(self, key: str) -> Session | None:

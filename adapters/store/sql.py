@@ -89,7 +89,7 @@ def statement_templates(dialect: SqlDialect) -> dict[str, str]:
         "session_insert": f"INSERT INTO {{sessions}} (id_hash, actor, csrf, created_at, last_seen_at, expires_at)"
         f" VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
         "session_get": f"SELECT id_hash, actor, csrf, created_at, last_seen_at, expires_at FROM {{sessions}} WHERE id_hash = {p}",
-        "session_touch": f"UPDATE {{sessions}} SET last_seen_at = {p} WHERE id_hash = {p} AND last_seen_at < {p}",
+        "session_touch": f"UPDATE {{sessions}} SET last_seen_at = {p} WHERE id_hash = {p}",
         "session_delete": f"DELETE FROM {{sessions}} WHERE id_hash = {p}",
         "sessions_ended": f"SELECT id_hash FROM {{sessions}} WHERE expires_at <= {p} OR last_seen_at < {p}",
         "sessions_count": "SELECT count(*) FROM {sessions}",
@@ -287,8 +287,15 @@ class SqlSessionTable:
         rows = self._store._guarded(self._store._query, "session_get", key, verb="reading a console session from")
         return SessionRow(*rows[0]) if rows else None
 
-    def touch(self, key: str, last_seen: int) -> None:
-        self._store._guarded(self._store._execute, "session_touch", last_seen, key, last_seen, verb="touching a console session in")
+    def touch(self, key: str, last_seen: int) -> bool:
+        return self._store._guarded(self._touch, key, last_seen, verb="touching a console session in")
+
+    def _touch(self, key: str, last_seen: int) -> bool:
+        with self._store._write_transaction() as run:
+            if not run("session_get", key):
+                return False
+            run("session_touch", last_seen, key)
+        return True
 
     def delete(self, key: str) -> None:
         self._store._guarded(self._store._execute, "session_delete", key, verb="ending a console session in")

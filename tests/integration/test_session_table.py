@@ -75,3 +75,16 @@ def test_a_readers_open_keeps_no_session(store_url: str, open_url: Callable[[str
         assert reader.session_table() is None  # type: ignore[attr-defined]
     finally:
         reader.close()
+
+
+def test_a_row_deleted_by_hand_ends_its_session_at_its_next_touch(store_url: str, open_url: Callable[[str], EventStore]) -> None:
+    now = [1_800_000_000.0]
+    sessions = Sessions(open_url(store_url).session_table(), lambda: now[0])  # type: ignore[attr-defined]
+    identifier, _ = run(sessions.open("human"))
+    kept = open_url(store_url).session_table()  # type: ignore[attr-defined]
+    now[0] += module.touch_every_s
+    assert run(sessions.find(identifier)) is not None
+    assert kept.get(session_key(identifier)).last_seen == int(now[0])
+    kept.delete(session_key(identifier))
+    now[0] += module.touch_every_s
+    assert run(sessions.find(identifier)) is None

@@ -47,10 +47,12 @@ class DictTable:
     def get(self, key: str) -> SessionRow | None:
         return self.rows.get(key)
 
-    def touch(self, key: str, last_seen: int) -> None:
+    def touch(self, key: str, last_seen: int) -> bool:
         self.touches += 1
-        if key in self.rows:
-            self.rows[key] = dataclasses.replace(self.rows[key], last_seen=max(last_seen, self.rows[key].last_seen))
+        if key not in self.rows:
+            return False
+        self.rows[key] = dataclasses.replace(self.rows[key], last_seen=last_seen)
+        return True
 
     def delete(self, key: str) -> None:
         self.rows.pop(key, None)
@@ -174,3 +176,15 @@ def test_at_most_sessions_max_the_least_recently_seen_goes(monkeypatch: pytest.M
     memory = Sessions(None, clock)
     kept = [run(memory.open("human"))[0] for _ in range(4)]
     assert [found(memory, identifier) is not None for identifier in kept] == [False, True, True, True]
+
+
+def test_a_row_deleted_by_hand_ends_its_session_within_a_minute() -> None:
+    table, clock = DictTable(), Clock()
+    sessions = Sessions(table, clock)
+    identifier, _ = run(sessions.open("human"))
+    table.rows.clear()  # an operator's DELETE FROM TABLE_sessions, the server running
+    clock.now += touch_every_s - 1
+    assert found(sessions, identifier) is not None  # held in memory until its next write
+    clock.now += 1
+    assert found(sessions, identifier) is None
+    assert found(sessions, identifier) is None and len(sessions) == 0
