@@ -21,7 +21,7 @@ from tandem.projections.rows import ActionState
 from tandem.adapters.console.signin import signed_in
 from tandem.adapters.console.templating import by_priority, render
 from tandem.adapters.http_inputs import raw_tail, service_of
-from tandem.adapters.service import ApiError
+from tandem.adapters.service import ApiError, Service
 from tandem.replay.explain import ExplainError, document, to_json
 from tandem.replay.timeline import latest_inputs
 from tandem.replay.timeline import timeline as timeline_of
@@ -85,7 +85,7 @@ async def page(
     return Response(body, status_code=status, media_type=HTML, headers={"Cache-Control": "no-store"})
 
 
-def _reasons(service: Any, taken: Seen, alerts: list[dict[str, Any]]) -> dict[str, AlertReason]:
+def _reasons(service: Service, taken: Seen, alerts: list[dict[str, Any]]) -> dict[str, AlertReason]:
     ids = [alert["alert_id"] for alert in alerts]
     return alert_reasons(service.reader, service.index, ids, taken.position)
 
@@ -204,7 +204,7 @@ async def explained(request: Request, thing: FromPath[str]) -> Response[str]:
     )  # fmt: skip
 
 
-def _explains(service: Any, identifier: str) -> bool:
+def _explains(service: Service, identifier: str) -> bool:
     try:
         document(service.reader, identifier, index=service.index)
     except ExplainError:
