@@ -25,9 +25,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-
 from tandem.adapters.console import CONTENT_SECURITY_POLICY
-from tests.browser.harness import Watch, ingest_lines, running, serve, sign_in, sqlite_url
+
+from tests.browser.harness import (
+    Watch,
+    ingest_lines,
+    running,
+    serve,
+    sign_in,
+    sqlite_url,
+)
 from tests.e2e.serving import Served
 
 START = datetime.datetime(2026, 3, 1, 9, 0, tzinfo=datetime.UTC)

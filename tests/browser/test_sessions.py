@@ -17,11 +17,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-
-from tests.browser.harness import Watch, fresh_directory, ingest_file, serve, sign_in, sqlite_url
-from tests.e2e.serving import Served, postgres_store_url, store_head
 from tandem.adapters.sessions import session_cookie, session_idle_max_s
 from tandem.adapters.store import parse_store_url
+
+from tests.browser.harness import (
+    Watch,
+    fresh_directory,
+    ingest_file,
+    serve,
+    sign_in,
+    sqlite_url,
+)
+from tests.e2e.serving import Served, postgres_store_url, store_head
 
 ALERT = "fallback_delivery:op-form"
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from tandem.adapters.console.alert_reasons import AlertReason, alert_reasons
 from tandem.domain import events as ev
 from tandem.replay.index import LogIndex
 from tandem.replay.port import EventStore
+
 from tests.integration.test_event_digests import name, traces
 from tests.integration.test_explain_digests import stored
 

@@ -5,17 +5,16 @@ reader's open keeps none."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-import sqlite3
-
 import pytest
-
 from tandem.adapters import sessions as module
 from tandem.adapters.sessions import Sessions, session_key
 from tandem.adapters.store import open_store, parse_store_url
 from tandem.replay.port import EventStore
+
 from tests.client.aio import run
 
 

@@ -9,8 +9,13 @@ import datetime
 from typing import Any
 
 import pytest
-
-from tandem.adapters.console.holds import Link, action_blocks, href, rendered_rows, task_holds
+from tandem.adapters.console.holds import (
+    Link,
+    action_blocks,
+    href,
+    rendered_rows,
+    task_holds,
+)
 from tandem.adapters.console.lists import choice_query, page_query, window
 from tandem.adapters.console.templating import ago
 from tandem.adapters.service import ApiError

@@ -9,9 +9,16 @@ import dataclasses
 from typing import Any
 
 import pytest
-
 from tandem.adapters import sessions as module
-from tandem.adapters.sessions import SessionRow, Sessions, session_idle_max_s, session_key, session_lifetime_max_s, touch_every_s
+from tandem.adapters.sessions import (
+    SessionRow,
+    Sessions,
+    session_idle_max_s,
+    session_key,
+    session_lifetime_max_s,
+    touch_every_s,
+)
+
 from tests.client.aio import run
 
 START = 1_800_000_000.0
