@@ -14,7 +14,10 @@ Where they are kept (`Sessions(table)`):
   store's own database too (`{table}_sessions`, adapters/store/sql.py), so a
   restart keeps everyone signed in. A row holds the SHA-256 of the session's
   id, never the id: who reads the database cannot sign in with what it
-  reads. Sign-out deletes the row: the cookie is dead at once, replayed or
+  reads. The row also binds the session to the token it was signed in with
+  (a hash of the token's digest and the session's id, so it says nothing
+  without the cookie): after a restart, a session whose token is no longer
+  in the tokens file is refused and its row deleted. Sign-out deletes the row: the cookie is dead at once, replayed or
   not, before and after a restart. A row's `last_seen_at` is written at most
   once a minute (`touch_every_s`), so after a restart a session may end up to
   that much earlier than it would have; a row deleted by hand ends its
@@ -52,6 +55,8 @@ from typing import Any, Protocol
 
 import anyio.to_thread
 
+from tandem.adapters.tokens import TokenTable, token_digest
+
 session_cookie = "tandem_session"
 login_cookie = "tandem_login"
 session_idle_max_s = 12 * 3600
@@ -72,6 +77,7 @@ class SessionRow:
     created: int
     last_seen: int
     expires: int
+    token_check: str  # `token_check(id, the token's digest)`: which token it was signed in with
 
 
 class SessionTable(Protocol):
@@ -121,14 +127,23 @@ def session_key(identifier: str) -> str:
     return hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def token_check(identifier: str, digest: bytes) -> str:
+    """What a row keeps of the token its session was signed in with: bound
+    to the session's id (never kept), so it tells nothing without the cookie."""
+    return hashlib.sha256(b"tandem-session-token\0" + identifier.encode("utf-8", "surrogatepass") + b"\0" + digest).hexdigest()
+
+
 async def _blocking(work: Callable[..., Any], *arguments: Any) -> Any:
     return await anyio.to_thread.run_sync(work, *arguments)
 
 
 class Sessions:
-    def __init__(self, table: SessionTable | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, table: SessionTable | None = None, clock: Callable[[], float] = time.time, tokens: TokenTable | None = None) -> None:
+        """`tokens`: the tokens file's table, that a session read from `table`
+        must still hold its token in (None: not checked)."""
         self.table = table
         self.clock = clock
+        self.tokens = tokens
         self._by_key: OrderedDict[str, Session] = OrderedDict()  # least recently used first
         # Held while the table is read for a session this process does not
         # hold, and while one is ended: a sign-out never races a read that
@@ -139,14 +154,16 @@ class Sessions:
     def kept_in(self) -> str:
         return "memory" if self.table is None else "table"
 
-    async def open(self, actor: str) -> tuple[str, Session]:
-        """A new session for `actor`: (its id, for the cookie; the session)."""
+    async def open(self, actor: str, token: str) -> tuple[str, Session]:
+        """A new session for `actor`, signed in with `token` (checked by the
+        caller): (its id, for the cookie; the session)."""
         identifier = secrets.token_urlsafe(session_id_bytes)
         now = self.clock()
         session = Session(actor, secrets.token_urlsafe(session_id_bytes), now, now, now + session_lifetime_max_s, now)
         key = session_key(identifier)
         if self.table is not None:
-            row = SessionRow(key, actor, session.csrf, int(now), int(now), int(session.expires))
+            check = token_check(identifier, token_digest(token))
+            row = SessionRow(key, actor, session.csrf, int(now), int(now), int(session.expires), check)
             async with self._lock:
                 removed = await _blocking(self.table.insert, row, int(now - session_idle_max_s), sessions_max)
                 for gone in removed:
@@ -167,7 +184,7 @@ class Sessions:
         key = session_key(identifier)
         session = self._by_key.get(key)
         if session is None and self.table is not None:
-            session = await self._load(key)
+            session = await self._load(identifier, key)
         if session is None:
             return None
         now = self.clock()
@@ -183,7 +200,7 @@ class Sessions:
                 return None
         return session
 
-    async def _load(self, key: str) -> Session | None:
+    async def _load(self, identifier: str, key: str) -> Session | None:
         assert self.table is not None
         async with self._lock:
             held = self._by_key.get(key)  # read meanwhile, by another request
@@ -192,9 +209,18 @@ class Sessions:
             row = await _blocking(self.table.get, key)
             if row is None:
                 return None
+            if not self._token_kept(identifier, row):
+                await _blocking(self.table.delete, key)
+                return None
             session = Session.of_row(row)
             self._remember(key, session)
             return session
+
+    def _token_kept(self, identifier: str, row: SessionRow) -> bool:
+        """Whether the token the row's session was signed in with is still one of the actor's."""
+        if self.tokens is None:
+            return True
+        return self.tokens.holds(row.actor, lambda digest: hmac.compare_digest(token_check(identifier, digest), row.token_check))
 
     async def close(self, identifier: str | None) -> None:
         """End the session (sign-out): its cookie no longer signs anyone in."""

@@ -82,7 +82,7 @@ async def login(request: Request) -> Response[str] | Redirect:
     if actor is None:
         body = render("login.html", check=request.cookies.get(login_cookie), back=back, problem="That token is not known.")
         return Response(body, media_type=HTML, status_code=401, headers={"Cache-Control": "no-store"})
-    identifier, _ = await service.sessions.open(actor)
+    identifier, _ = await service.sessions.open(actor, form.get("token", "").strip())
     response = Redirect(back, status_code=303)
     response.set_cookie(**_cookie(session_cookie, identifier, session_lifetime_max_s))
     response.delete_cookie(login_cookie, path="/")

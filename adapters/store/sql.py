@@ -85,10 +85,10 @@ def statement_templates(dialect: SqlDialect) -> dict[str, str]:
         # The console's sessions (adapters/sessions.py): the id's hash, never the id.
         "sessions_create": f"CREATE TABLE IF NOT EXISTS {{sessions}} (id_hash text PRIMARY KEY, actor text NOT NULL,"
         f" csrf text NOT NULL, created_at {dialect.integer} NOT NULL, last_seen_at {dialect.integer} NOT NULL,"
-        f" expires_at {dialect.integer} NOT NULL)",
-        "session_insert": f"INSERT INTO {{sessions}} (id_hash, actor, csrf, created_at, last_seen_at, expires_at)"
-        f" VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
-        "session_get": f"SELECT id_hash, actor, csrf, created_at, last_seen_at, expires_at FROM {{sessions}} WHERE id_hash = {p}",
+        f" expires_at {dialect.integer} NOT NULL, token_check text NOT NULL)",
+        "session_insert": f"INSERT INTO {{sessions}} (id_hash, actor, csrf, created_at, last_seen_at, expires_at, token_check)"
+        f" VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})",
+        "session_get": f"SELECT id_hash, actor, csrf, created_at, last_seen_at, expires_at, token_check FROM {{sessions}} WHERE id_hash = {p}",
         "session_touch": f"UPDATE {{sessions}} SET last_seen_at = {p} WHERE id_hash = {p}",
         "session_delete": f"DELETE FROM {{sessions}} WHERE id_hash = {p}",
         "sessions_ended": f"SELECT id_hash FROM {{sessions}} WHERE expires_at <= {p} OR last_seen_at < {p}",
@@ -280,7 +280,7 @@ class SqlSessionTable:
                 for key in oldest:
                     run("session_delete", key)
                 removed += oldest
-            run("session_insert", row.key, row.actor, row.csrf, row.created, row.last_seen, row.expires)
+            run("session_insert", row.key, row.actor, row.csrf, row.created, row.last_seen, row.expires, row.token_check)
         return removed
 
     def get(self, key: str) -> SessionRow | None:

@@ -3,7 +3,8 @@ serve` (adapters/sessions.py): kept in the store's own database, a signed-in
 browser stays signed in through a restart (its forms still pass the CSRF
 check); sign-out revokes the session, so its cookie no longer works even
 replayed, before or after a restart; an expired or long idle session is
-refused; the table holds the id's hash, never the id.
+refused, and so is one whose token was removed from the tokens file; the
+table holds the id's hash, never the id.
 
 On SQLite and on PostgreSQL (the bundled example, ingested, then served)."""
 
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 from tandem.adapters.sessions import session_cookie, session_idle_max_s
 from tandem.adapters.store import parse_store_url
+from tandem.adapters.tokens import new_token, write_tokens_file
 
 from tests.browser.harness import (
     Watch,
@@ -133,4 +135,18 @@ def test_an_ended_session_is_refused_after_a_restart(page: Any, context: Any, se
     assert urlsplit(page.url).path == "/login"
     assert rows(served, "SELECT count(*) FROM {table}") == [(0,)]  # and removed
     sign_in(page, served.url, served.tokens["human"], "/tasks")  # signing in again works
+    assert urlsplit(page.url).path == "/tasks"
+
+
+def test_a_token_removed_from_the_tokens_file_ends_its_sessions_at_the_restart(page: Any, served: Served) -> None:
+    sign_in(page, served.url, served.tokens["human"], "/tasks")
+    page.goto("about:blank")  # no live page across the restart
+    assert served.stop() == 0, served.log()
+    served.tokens["human"] = new_token()  # the old token removed, another given
+    write_tokens_file(served.tokens_file, served.tokens)
+    restart(served)
+    page.goto(served.url + "/tasks")
+    assert urlsplit(page.url).path == "/login"
+    assert rows(served, "SELECT count(*) FROM {table}") == [(0,)]
+    sign_in(page, served.url, served.tokens["human"], "/tasks")  # the new token signs in
     assert urlsplit(page.url).path == "/tasks"

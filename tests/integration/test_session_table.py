@@ -26,7 +26,7 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 def all_rows(store_url: str) -> list[tuple[Any, ...]]:
     """The sessions table's rows, read with the database's own client."""
     address = parse_store_url(store_url)
-    statement = f"SELECT id_hash, actor, csrf, created_at, last_seen_at, expires_at FROM {address.table}_sessions ORDER BY id_hash"
+    statement = f"SELECT id_hash, actor, csrf, created_at, last_seen_at, expires_at, token_check FROM {address.table}_sessions ORDER BY id_hash"
     if address.kind == "sqlite":
         with sqlite3.connect(address.path) as connection:
             return connection.execute(statement).fetchall()
@@ -38,14 +38,14 @@ def all_rows(store_url: str) -> list[tuple[Any, ...]]:
 
 def test_sessions_outlive_the_store_object_and_end_at_sign_out(store_url: str, open_url: Callable[[str], EventStore]) -> None:
     first = Sessions(open_url(store_url).session_table())  # type: ignore[attr-defined]
-    identifier, session = run(first.open("human"))
-    other, _ = run(first.open("background"))
+    identifier, session = run(first.open("human", "h" * 40))
+    other, _ = run(first.open("background", "b" * 40))
     reopened = open_url(store_url)
     again = run(Sessions(reopened.session_table()).find(identifier))  # type: ignore[attr-defined]
     assert (again.actor, again.csrf) == ("human", session.csrf)
     rows = all_rows(store_url)
     assert sorted(row[0] for row in rows) == sorted([session_key(identifier), session_key(other)])
-    assert not any(identifier in str(value) or other in str(value) for row in rows for value in row)
+    assert not any(secret in str(value) for secret in (identifier, other, "h" * 40, "b" * 40) for row in rows for value in row)
     run(first.close(identifier))
     assert run(Sessions(open_url(store_url).session_table()).find(identifier)) is None  # type: ignore[attr-defined]
     assert [row[0] for row in all_rows(store_url)] == [session_key(other)]
@@ -59,11 +59,11 @@ def test_the_table_keeps_at_most_sessions_max_and_drops_the_ended(
     sessions = Sessions(open_url(store_url).session_table(), lambda: now[0])  # type: ignore[attr-defined]
     opened = []
     for _ in range(3):
-        opened.append(run(sessions.open("human"))[0])
+        opened.append(run(sessions.open("human", "h" * 40))[0])
         now[0] += 61
     assert [run(sessions.find(identifier)) is not None for identifier in opened] == [False, True, True]
     now[0] += module.session_idle_max_s + 1  # both idle: the next sign-in removes them
-    newest, _ = run(sessions.open("human"))
+    newest, _ = run(sessions.open("human", "h" * 40))
     assert [row[0] for row in all_rows(store_url)] == [session_key(newest)]
 
 
@@ -79,7 +79,7 @@ def test_a_readers_open_keeps_no_session(store_url: str, open_url: Callable[[str
 def test_a_row_deleted_by_hand_ends_its_session_at_its_next_touch(store_url: str, open_url: Callable[[str], EventStore]) -> None:
     now = [1_800_000_000.0]
     sessions = Sessions(open_url(store_url).session_table(), lambda: now[0])  # type: ignore[attr-defined]
-    identifier, _ = run(sessions.open("human"))
+    identifier, _ = run(sessions.open("human", "h" * 40))
     kept = open_url(store_url).session_table()  # type: ignore[attr-defined]
     now[0] += module.touch_every_s
     assert run(sessions.find(identifier)) is not None
