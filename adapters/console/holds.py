@@ -71,7 +71,7 @@ class Rows:
 
     task: Callable[[str], Row | None]
     action: Callable[[str], Row | None]
-    questions: list[Row]
+    questions: Callable[[], list[Row]]  # read only for the codes that need them
     actions: list[Row] | None = None
 
 
@@ -79,12 +79,14 @@ def rendered_rows(views: dict[str, Any]) -> Rows:
     """From the views as a list page has them (every task and action)."""
     tasks = {row["task_id"]: row for row in views.get("tasks", [])}
     actions = {row["operation_id"]: row for row in views.get("actions", [])}
-    return Rows(tasks.get, actions.get, views.get("questions", []), list(actions.values()) if "actions" in views else None)
+    questions = views.get("questions", [])
+    return Rows(tasks.get, actions.get, lambda: questions, list(actions.values()) if "actions" in views else None)
 
 
 def picked_rows(views: Views) -> Rows:
     """From the live views, picking each task and action as asked (a page
-    about one thing: the engine's views, never rendered whole but the questions)."""
+    about one thing: the engine's views, never rendered whole but the
+    questions, and those only when a hold asks for them)."""
 
     def one(name: str) -> Callable[[str], Row | None]:
         held: dict[str, Row | None] = {}
@@ -97,7 +99,14 @@ def picked_rows(views: Views) -> Rows:
 
         return get
 
-    return Rows(one("tasks"), one("actions"), views.view("questions"))
+    rendered: list[list[Row]] = []
+
+    def questions() -> list[Row]:
+        if not rendered:
+            rendered.append(views.view("questions"))
+        return rendered[0]
+
+    return Rows(one("tasks"), one("actions"), questions)
 
 
 def _reachable(start: Iterable[str], following: Callable[[str], Iterable[str]]) -> set[str]:
@@ -128,7 +137,7 @@ def _holding(rows: Rows, question: Row) -> bool:
 def _questions(rows: Rows, wanted: Callable[[Row], bool]) -> tuple[Link, ...]:
     return tuple(
         Link("question", (q["task_id"], q["question_key"]), f"{q['task_id']}/{q['question_key']}", q["state"])
-        for q in rows.questions
+        for q in rows.questions()
         if wanted(q) and _holding(rows, q)
     )
 
