@@ -81,6 +81,7 @@ from tandem.projections.work import WorkBody
 from tandem.replay.commits import events_page_max
 from tandem.replay.explain import KINDS
 from tandem.replay.input_errors import did_you_mean
+from tandem.replay.port import StoreError
 
 log = logging.getLogger("tandem.serve")
 
@@ -172,13 +173,13 @@ RUNTIME_ID = _query(
 # ----------------------------------------------------------- authentication
 
 
-def authenticate(request: Request) -> str:
+async def authenticate(request: Request) -> str:
     """The actor the request's bearer token speaks for (401 otherwise). A
     read (GET) may instead carry the console's session cookie: a browser's
     EventSource cannot send a header."""
     service = service_of(request)
     if request.method == "GET" and request.headers.get("authorization") is None:
-        session = service.sessions.find(request.cookies.get(session_cookie))
+        session = await service.sessions.find(request.cookies.get(session_cookie))
         if session is not None:
             refuse_tokens_in_query(service.tokens, request.query_params.items())
             return session.actor
@@ -257,7 +258,7 @@ def _position_query(request: Request, name: str) -> int | None:
     security=BEARER,
 )
 async def get_views(request: Request) -> Response[ViewsDocument]:
-    authenticate(request)
+    await authenticate(request)
     return Response(await _views_answer(request, None), media_type=JSON)
 
 
@@ -274,7 +275,7 @@ async def _views_answer(request: Request, name: str | None) -> bytes:
     security=BEARER,
 )
 async def get_view(request: Request, name: FromPath[str]) -> Response[Any]:
-    authenticate(request)
+    await authenticate(request)
     if name not in VIEW_NAMES:
         raise ApiError(404, "unknown_view", f"no view {name!r}{did_you_mean(name, VIEW_NAMES)}; views: {', '.join(VIEW_NAMES)}")
     return Response(await _views_answer(request, name), media_type=JSON)
@@ -291,7 +292,7 @@ async def get_view(request: Request, name: FromPath[str]) -> Response[Any]:
     security=BEARER,
 )
 async def get_events(request: Request) -> Response[EventsPage]:
-    authenticate(request)
+    await authenticate(request)
     after = _position_query(request, "after") or 0
     limit = _position_query(request, "limit")
     limit = events_limit_default if limit is None else limit
@@ -309,7 +310,7 @@ async def get_events(request: Request) -> Response[EventsPage]:
     security=BEARER,
 )
 async def get_explain(request: Request, id: FromPath[str]) -> Response[ExplainDocument]:
-    authenticate(request)
+    await authenticate(request)
     thing = raw_tail(request.scope, "/v1/explain/") or id.lstrip("/")
     kind = request.query_params.get("kind")
     if kind is not None and kind not in KINDS:
@@ -330,7 +331,7 @@ async def get_explain(request: Request, id: FromPath[str]) -> Response[ExplainDo
     security=BEARER,
 )
 async def get_work(request: Request) -> Response[WorkBody]:
-    authenticate(request)
+    await authenticate(request)
     runtime_id = request.query_params.get("runtime_id")
     if runtime_id is not None and not runtime_id.strip():
         raise ApiError(400, "invalid_query", "?runtime_id=: a runtime's id, not empty (leave it out for all the work)")
@@ -393,7 +394,7 @@ def _rows_flag(request: Request) -> bool:
     security=BEARER,
 )
 async def get_stream(request: Request) -> Stream:
-    authenticate(request)
+    await authenticate(request)
     views = _views_filter(request)
     rows = _rows_flag(request)
     last = (request.headers.get("last-event-id") or "").strip()  # empty: no id (EventSource sends none)
@@ -427,6 +428,8 @@ def _error_response(request: Request, error: Exception) -> Response[ErrorBody]:
         return Redirect(f"/login?next={quote(error.back, safe='')}", status_code=303)  # type: ignore[return-value]
     if isinstance(error, ApiError):
         status, code, message, errors = error.status, error.code, error.message, error.errors
+    elif isinstance(error, StoreError):  # the console's sessions' table (adapters/sessions.py)
+        status, code, message, errors = 503, "store_unavailable", f"the store cannot be read: {error}", None
     elif isinstance(error, NotFoundException):
         status, code, message, errors = 404, "not_found", f"no route {request.method} {request.url.path}", None
     elif isinstance(error, HTTPException) and error.status_code == 405:

@@ -43,6 +43,7 @@ from tandem.adapters.github_webhook import SecretRefused, load_github_secret
 from tandem.adapters.follow import FOLLOWER, STANDBY, Follower, follow
 from tandem.adapters.http_api import build_app
 from tandem.adapters.service import ApiError, Service, to_thread_to_the_end
+from tandem.adapters.sessions import Sessions
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.process import ProcessError, log
 from tandem.adapters.runtime import LockLost, Runtime
@@ -52,7 +53,7 @@ from tandem.adapters.stream import Hub, resume_messages_max
 from tandem.adapters.terminal import printable_lines
 from tandem.adapters.writer_lock import WriterLocked
 from tandem.replay.port import StoreError
-from tandem.adapters.tokens import TokensRefused, load_tokens
+from tandem.adapters.tokens import TokensRefused, TokenTable, load_tokens
 from tandem.replay.commits import tail_commits, with_changed_views
 
 shutdown_grace_s = 30  # requests still running this long after a stop are cancelled
@@ -244,7 +245,7 @@ def run(
         raise ServeError(str(error), getattr(error, "code", 1)) from None
     service = Service(
         runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql",
-        github_secret=github_secret, follower=follower,
+        github_secret=github_secret, follower=follower, sessions=_sessions(reader, tokens),
     )  # fmt: skip
     app = _app(service, args)
     closing = [reader.close] if reader is not runtime.engine.store else []
@@ -331,8 +332,18 @@ def _member(args: argparse.Namespace, entry: Any, tokens: Any, closing: list[Cal
         closing.append(reader.close)
     service = Service(
         runtime=runtime, reader=reader, tokens=tokens, commits_inline=parse_store_url(settings.store_url).kind != "postgresql",
+        sessions=_sessions(reader, tokens),
     )  # fmt: skip
     return serve_many.Member(entry.name, service, _app(service, own))
+
+
+def _sessions(reader: Any, tokens: TokenTable) -> Sessions:
+    """The console's sessions: in the store's database when this server
+    writes an SQL store (a writer's reader store is opened for writing), so
+    they outlive a restart, each only while its token is in the tokens
+    file; else in memory (adapters/sessions.py)."""
+    table = getattr(reader, "session_table", None)
+    return Sessions(table() if table is not None else None, tokens=tokens)
 
 
 def _app(service: Service, args: argparse.Namespace) -> Any:

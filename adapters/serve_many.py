@@ -174,7 +174,7 @@ class StoresFront:
         headers = {name: value for name, value in scope["headers"] if name in (b"authorization", b"cookie")}
         # A token in the URL is refused whatever else the request carries: by its own store.
         member = self._by_query(scope.get("query_string", b""))
-        member = member or self._by_token(headers.get(b"authorization")) or self._by_session(headers.get(b"cookie"))
+        member = member or self._by_token(headers.get(b"authorization")) or await self._by_session(headers.get(b"cookie"))
         if member is None and scope["path"] == "/login" and scope["method"] == "POST":
             member, receive = await self._by_sign_in(receive)
         if member is None and scope["path"] == "/v1/health" and scope["method"] in ("GET", "HEAD"):
@@ -202,7 +202,7 @@ class StoresFront:
             return None
         return next((m for m in self.members if query_holds_token(m.service.tokens, query_string)), None)
 
-    def _by_session(self, cookie: bytes | None) -> Member | None:
+    async def _by_session(self, cookie: bytes | None) -> Member | None:
         if cookie is None:
             return None
         try:
@@ -212,7 +212,10 @@ class StoresFront:
         morsel = jar.get(session_cookie)
         if morsel is None:
             return None
-        return next((m for m in self.members if m.service.sessions.find(morsel.value) is not None), None)
+        for member in self.members:
+            if await member.service.sessions.find(morsel.value) is not None:
+                return member
+        return None
 
     async def _by_sign_in(self, receive: Any) -> tuple[Member | None, Any]:
         """The store of the token typed in the sign-in form; the form's bytes

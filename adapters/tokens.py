@@ -21,6 +21,7 @@ import hmac
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, get_args
@@ -72,6 +73,20 @@ class TokenTable:
 
     def actors(self) -> list[str]:
         return sorted({actor for _, actor in self.entries})
+
+    def holds(self, actor: str, check: Callable[[bytes], bool]) -> bool:
+        """Whether a token of `actor` passes `check` (given its digest): every
+        entry is checked, no early exit."""
+        found = False
+        for known, holder in self.entries:
+            if holder == actor and check(known):
+                found = True
+        return found
+
+
+def token_digest(token: str) -> bytes:
+    """The SHA-256 of a token: what the table keeps of it."""
+    return _digest(token)
 
 
 def _digest(token: str) -> bytes:

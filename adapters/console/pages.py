@@ -4,22 +4,26 @@ shows it as it was then, marked as the past."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, get_args
 
 import msgspec
 from litestar import Request, get
 from litestar.params import FromPath
 from litestar.response import Response
 
+from tandem.adapters.console.alert_reasons import AlertReason, alert_reasons
+from tandem.adapters.console.holds import action_blocks, picked_rows, rendered_rows, task_holds
+from tandem.adapters.console.lists import choice_query, page_query, window
 from tandem.adapters.console.reading import Pick, Seen, position_query, seen
 from tandem.adapters.console.timeline_query import asked, scrubbed
 from tandem.adapters.diagrams import LIFECYCLE_NAMES, lifecycle_svg
 from tandem.projections import Views
+from tandem.projections.rows import ActionState
 from tandem.adapters.console.signin import signed_in
-from tandem.adapters.console.templating import render
+from tandem.adapters.console.templating import by_priority, render
 from tandem.adapters.http_inputs import raw_tail, service_of
-from tandem.adapters.service import ApiError
+from tandem.adapters.service import ApiError, Service
 from tandem.adapters.tokens import ACTORS
 from tandem.domain.inputs import INPUT_KINDS
 from tandem.replay.explain import ExplainError, document, to_json
@@ -28,6 +32,13 @@ from tandem.replay.timeline import latest_inputs
 
 HTML = "text/html"
 recent_inputs_shown = 10
+needs_shown = 5  # the overview's open questions and raised alerts, each list's first (the rest: "N more", linked)
+overview_tasks_shown = 50
+# The filters a count links to: the values the views hold (docs/contract/views.md).
+TASK_STATES = ("active", "completed", "cancelled")
+ACTION_STATES = get_args(ActionState)
+ALERT_STATES = ("raised", "seen", "resolved")
+TRIAGE_STATES = ("untriaged", "triaged")
 # Sent by console.js when it refetches a page for its live regions: such a
 # fetch shows no flash of its own, so it must not take the one a form left for
 # the page the browser is being redirected to (the commit that form made is
@@ -36,21 +47,30 @@ refresh_header = "x-tandem-refresh"
 
 
 Extra = Callable[[Seen], dict[str, Any]]  # more for the template, read as of the views shown
+Found = Callable[[Seen, dict[str, Any]], bool]  # whether the page's thing is named in the views shown
+FoundNow = Callable[[], Awaitable[bool]]  # whether it is named now (a page of the past that did not have it yet)
 
 
 async def page(
     request: Request, template: str, names: tuple[str, ...], more: Extra | None = None, pick: Pick | None = None,
-    *, live: bool = True, status: int = 200, **extra: Any,
+    *, live: bool = True, status: int = 200, found: Found | None = None, found_now: FoundNow | None = None, **extra: Any,
 ) -> Response[str]:
     """Sign-in checked, the views read (live or `?at=`), `more` read as of
     the same position (from the reader store, through the log's index once
     it is built), the page rendered. `live=False`: a page the live script
-    must not fetch again (a form's answer)."""
-    session = signed_in(request)
+    must not fetch again (a form's answer). `found`: a page about one thing
+    that names nothing answers 404, still a page, not live; in the past
+    (`?at=`), only if it names nothing now either (`found_now`): else it says
+    the thing came later, and links it."""
+    session = await signed_in(request)
     service = service_of(request)
     taken = await seen(service, names, scrubbed(request.query_params), pick)
     if more is not None:
         extra |= await service.reading(lambda: more(taken))
+    if found is not None and not found(taken, extra):
+        live = False
+        if not (taken.past and found_now is not None and await found_now()):
+            status = 404
     flash = session.flash
     if refresh_header not in request.headers:  # the live script's refetch leaves it for the page itself
         session.flash = None
@@ -63,9 +83,15 @@ async def page(
         flash=flash,
         path=request.url.path,
         live=live and not taken.past,
+        status=status,
         **extra,
     )
     return Response(body, status_code=status, media_type=HTML, headers={"Cache-Control": "no-store"})
+
+
+def _reasons(service: Service, taken: Seen, alerts: list[dict[str, Any]]) -> dict[str, AlertReason]:
+    ids = [alert["alert_id"] for alert in alerts]
+    return alert_reasons(service.reader, service.index, ids, taken.position)
 
 
 @get("/", include_in_schema=False)
@@ -73,14 +99,47 @@ async def overview(request: Request) -> Response[str]:
     service = service_of(request)
 
     def latest(taken: Seen) -> dict[str, Any]:
-        return {"latest": latest_inputs(service.reader, recent_inputs_shown, until=taken.position, index=service.index)}
+        raised = [a for a in taken.views["alerts"] if a["state"] == "raised"][:needs_shown]
+        return {
+            "latest": latest_inputs(service.reader, recent_inputs_shown, until=taken.position, index=service.index),
+            "reasons": _reasons(service, taken, raised),
+        }
 
-    return await page(request, "overview.html", ("tasks", "actions", "questions", "alerts", "inbox", "health"), latest)
+    return await page(
+        request, "overview.html", ("tasks", "actions", "questions", "alerts", "inbox", "health"), latest,
+        shown=needs_shown, tasks_shown=overview_tasks_shown,
+    )  # fmt: skip
 
 
 @get("/tasks", include_in_schema=False)
 async def tasks(request: Request) -> Response[str]:
-    return await page(request, "tasks.html", ("tasks",))
+    state = choice_query("state", request.query_params.get("state"), TASK_STATES)
+    number = page_query(request.query_params.get("page"))
+
+    def shown(taken: Seen) -> dict[str, Any]:
+        rows = [t for t in taken.views["tasks"] if state is None or t["state"] == state]
+        listed = window(rows, number)
+        held = rendered_rows(taken.views)
+        return {"listed": listed, "holds": {t["task_id"]: task_holds(held, t) for t in listed.rows}}
+
+    return await page(request, "tasks.html", ("tasks", "questions"), shown, state=state)
+
+
+@get("/actions", include_in_schema=False)
+async def actions(request: Request) -> Response[str]:
+    """**Extension**: every action (`?state=`, `?held=1`: pending and blocked), what blocks each named and linked."""
+    parameters = request.query_params
+    state = choice_query("state", parameters.get("state"), ACTION_STATES)
+    held = choice_query("held", parameters.get("held"), ("1",)) is not None
+    number = page_query(parameters.get("page"))
+
+    def shown(taken: Seen) -> dict[str, Any]:
+        rows = [a for a in taken.views["actions"] if (state is None or a["state"] == state) and (not held or a["blocked_by"])]
+        listed = window(rows, number)
+        everything = rendered_rows(taken.views)
+        return {"listed": listed, "blocks": {a["operation_id"]: action_blocks(everything, a) for a in listed.rows}}
+
+    return await page(request, "actions.html", ("actions", "tasks", "questions"), shown, state=state, held="1" if held else None)
 
 
 def _id(request: Request, prefix: str, routed: str) -> str:
@@ -93,27 +152,70 @@ def _id(request: Request, prefix: str, routed: str) -> str:
 async def task(request: Request, task_id: FromPath[str]) -> Response[str]:
     identifier = _id(request, "/tasks/", task_id)
 
-    def its_rows(views: Views) -> dict[str, list[dict[str, Any]]]:
+    def its_rows(views: Views) -> dict[str, Any]:
         tasks = views.pick("tasks", [identifier])
         actions = views.pick("actions", tasks[0]["actions"] if tasks else [])
         outside = {p for row in actions for p in row["prerequisites"]} - {row["operation_id"] for row in actions}
-        return {"tasks": tasks, "actions": actions + views.pick("actions", outside)}  # its graph draws both
+        rows = picked_rows(views)
+        holds = task_holds(rows, tasks[0]) if tasks else []
+        blocks = {a["operation_id"]: action_blocks(rows, a) for a in actions}
+        return {"tasks": tasks, "actions": actions + views.pick("actions", outside), "holds": holds, "blocks": blocks}  # its graph draws both
 
-    return await page(request, "task.html", ("questions",), pick=its_rows, task_id=identifier)
+    return await page(
+        request, "task.html", ("questions",), pick=its_rows, task_id=identifier, found=_named("tasks"),
+        found_now=_named_now(request, "tasks", identifier),
+    )  # fmt: skip
+
+
+def _named(view: str) -> Found:
+    return lambda taken, extra: bool(taken.views[view])
+
+
+def _named_now(request: Request, view: str, identifier: str) -> FoundNow:
+    service = service_of(request)
+
+    async def now() -> bool:
+        return await service.with_engine(lambda: bool(service.engine.views.pick(view, [identifier])))  # type: ignore[union-attr]
+
+    return now
 
 
 @get("/actions/{operation_id:path}", include_in_schema=False)
 async def action(request: Request, operation_id: FromPath[str]) -> Response[str]:
     identifier = _id(request, "/actions/", operation_id)
     chain = _explained(request, identifier, "operation")
-    pick: Pick = lambda views: {"actions": views.pick("actions", [identifier])}  # noqa: E731
-    return await page(request, "action.html", (), chain, pick, operation_id=identifier)
+
+    def its_rows(views: Views) -> dict[str, Any]:
+        actions = views.pick("actions", [identifier])
+        return {"actions": actions, "blocks": action_blocks(picked_rows(views), actions[0]) if actions else []}
+
+    return await page(
+        request, "action.html", (), chain, its_rows, operation_id=identifier, found=_named("actions"),
+        found_now=_named_now(request, "actions", identifier),
+    )  # fmt: skip
 
 
 @get("/explain/{thing:path}", include_in_schema=False)
 async def explained(request: Request, thing: FromPath[str]) -> Response[str]:
     identifier = _id(request, "/explain/", thing)
-    return await page(request, "explain.html", (), _explained(request, identifier, None), identifier=identifier)
+    service = service_of(request)
+    chain = _explained(request, identifier, None)
+
+    async def now() -> bool:
+        return await service.reading(lambda: _explains(service, identifier))
+
+    return await page(
+        request, "explain.html", (), chain, identifier=identifier, found=lambda taken, extra: extra["chain"] is not None,
+        found_now=now,
+    )  # fmt: skip
+
+
+def _explains(service: Service, identifier: str) -> bool:
+    try:
+        document(service.reader, identifier, index=service.index)
+    except ExplainError:
+        return False
+    return True
 
 
 def _explained(request: Request, identifier: str, kind: str | None) -> Extra:
@@ -132,7 +234,14 @@ def _explained(request: Request, identifier: str, kind: str | None) -> Extra:
 
 @get("/inbox", include_in_schema=False)
 async def inbox(request: Request) -> Response[str]:
-    return await page(request, "inbox.html", ("inbox",))
+    triage = choice_query("triage", request.query_params.get("triage"), TRIAGE_STATES)
+    number = page_query(request.query_params.get("page"))
+
+    def shown(taken: Seen) -> dict[str, Any]:
+        pending = by_priority([u for u in taken.views["inbox"] if u["retained"] and (triage is None or u["triage_state"] == triage)])
+        return {"listed": window(pending, number), "ignored": [u for u in taken.views["inbox"] if u["ignored"]]}
+
+    return await page(request, "inbox.html", ("inbox",), shown, triage=triage)
 
 
 @get("/questions", include_in_schema=False)
@@ -142,7 +251,17 @@ async def questions(request: Request) -> Response[str]:
 
 @get("/alerts", include_in_schema=False)
 async def alerts(request: Request) -> Response[str]:
-    return await page(request, "alerts.html", ("alerts",))
+    """Each state's alerts (`?state=`: that one alone, `?page=N` of it), each with its reason."""
+    service = service_of(request)
+    state = choice_query("state", request.query_params.get("state"), ALERT_STATES)
+    number = page_query(request.query_params.get("page"))
+
+    def shown(taken: Seen) -> dict[str, Any]:
+        groups = {group: window([a for a in taken.views["alerts"] if a["state"] == group], number if group == state else 1)
+                  for group in ALERT_STATES if state is None or group == state}  # fmt: skip
+        return {"groups": groups, "reasons": _reasons(service, taken, [a for g in groups.values() for a in g.rows])}
+
+    return await page(request, "alerts.html", ("alerts",), shown, state=state)
 
 
 @get("/conversations", include_in_schema=False)
@@ -177,7 +296,7 @@ async def lifecycles(request: Request) -> Response[str]:
 @get("/lifecycles/{file:str}", include_in_schema=False)
 async def lifecycle_drawing(request: Request, file: FromPath[str]) -> Response[bytes]:
     """`/lifecycles/{name}.svg` (a route parameter is a whole path segment)."""
-    signed_in(request)
+    await signed_in(request)
     name = file.removesuffix(".svg")
     try:
         if name == file:
@@ -188,4 +307,4 @@ async def lifecycle_drawing(request: Request, file: FromPath[str]) -> Response[b
     return Response(drawing, media_type="image/svg+xml", headers={"Cache-Control": "max-age=3600"})
 
 
-PAGES = [overview, tasks, task, action, explained, inbox, questions, alerts, conversations, timeline, lifecycles, lifecycle_drawing]
+PAGES = [overview, tasks, actions, task, action, explained, inbox, questions, alerts, conversations, timeline, lifecycles, lifecycle_drawing]

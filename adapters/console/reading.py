@@ -41,7 +41,7 @@ class Seen:
         return self.at is not None
 
 
-Pick = Callable[[Views], dict[str, list[dict[str, Any]]]]  # a page's rows of one thing, by view
+Pick = Callable[[Views], dict[str, Any]]  # a page's rows of one thing, by view, and what they need read with them
 
 
 def _taken(views: Views, names: Iterable[str], pick: Pick | None) -> tuple[dict[str, Any], datetime.datetime | None]:

@@ -18,7 +18,7 @@ from litestar.response import Redirect, Response
 from tandem.adapters.console.templating import render
 from tandem.adapters.http_inputs import service_of
 from tandem.adapters.service import ApiError
-from tandem.adapters.sessions import Session, login_cookie, login_form_max_s, same, session_cookie, session_idle_max_s
+from tandem.adapters.sessions import Session, login_cookie, login_form_max_s, same, session_cookie, session_lifetime_max_s
 from tandem.replay.edge import EdgeRefused, TokenActor
 from tandem.replay.traces import TraceInvalid
 
@@ -35,8 +35,8 @@ class NeedsSignIn(Exception):
         self.back = back
 
 
-def signed_in(request: Request) -> Session:
-    session = service_of(request).sessions.find(request.cookies.get(session_cookie))
+async def signed_in(request: Request) -> Session:
+    session = await service_of(request).sessions.find(request.cookies.get(session_cookie))
     if session is None:
         back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise NeedsSignIn(back)
@@ -82,19 +82,19 @@ async def login(request: Request) -> Response[str] | Redirect:
     if actor is None:
         body = render("login.html", check=request.cookies.get(login_cookie), back=back, problem="That token is not known.")
         return Response(body, media_type=HTML, status_code=401, headers={"Cache-Control": "no-store"})
-    identifier, _ = service.sessions.open(actor)
+    identifier, _ = await service.sessions.open(actor, form.get("token", "").strip())
     response = Redirect(back, status_code=303)
-    response.set_cookie(**_cookie(session_cookie, identifier, session_idle_max_s))
+    response.set_cookie(**_cookie(session_cookie, identifier, session_lifetime_max_s))
     response.delete_cookie(login_cookie, path="/")
     return response
 
 
-def checked_form(request: Request, form: dict[str, str], page: str = "/") -> Session:
+async def checked_form(request: Request, form: dict[str, str], page: str = "/") -> Session:
     """The session that sent the form, its CSRF token checked. Signed out,
     the browser signs in and goes back to the form's page (`back`, else
     `page`), not to the form's action: nothing was recorded."""
     try:
-        session = signed_in(request)
+        session = await signed_in(request)
     except NeedsSignIn:
         raise NeedsSignIn(local(form.get("back") or page)) from None
     if not same(form.get("csrf"), session.csrf):
@@ -104,8 +104,8 @@ def checked_form(request: Request, form: dict[str, str], page: str = "/") -> Ses
 
 @post("/logout", include_in_schema=False, request_max_body_size=form_bytes_max)
 async def logout(request: Request) -> Redirect:
-    checked_form(request, await read_form(request))
-    service_of(request).sessions.close(request.cookies.get(session_cookie))
+    await checked_form(request, await read_form(request))
+    await service_of(request).sessions.close(request.cookies.get(session_cookie))
     response = Redirect("/login", status_code=303)
     response.delete_cookie(session_cookie, path="/")
     return response
@@ -135,7 +135,7 @@ async def _record(request: Request, session: Session, value: dict[str, Any]) -> 
 @post("/questions/answer", include_in_schema=False, request_max_body_size=form_bytes_max)
 async def answer(request: Request) -> Redirect:
     form = await read_form(request)
-    session = checked_form(request, form, "/questions")
+    session = await checked_form(request, form, "/questions")
     text = form.get("answer", "").strip()
     if not text or len(text) > answer_chars_max:
         session.flash = f"An answer is 1 to {answer_chars_max} characters; nothing was recorded."
@@ -148,7 +148,7 @@ async def answer(request: Request) -> Redirect:
 
 async def _alert(request: Request, kind: str) -> Redirect:
     form = await read_form(request)
-    session = checked_form(request, form, "/alerts")
+    session = await checked_form(request, form, "/alerts")
     session.flash = await _record(request, session, {"type": kind, "alert_id": _named(form, "alert_id")})
     return Redirect(local(form.get("back") or "/alerts"), status_code=303)
 

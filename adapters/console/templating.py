@@ -6,7 +6,10 @@ input — a goal, an answer, a comment — is shown as text, its control
 characters and bidirectional overrides visibly escaped (`\\x1b`, `\\u202e`),
 never as markup and never as an invisible reordering. Values are never put
 in an `href` unless they went through `part` (percent-encoded path part) and
-the link is built by the template from a fixed prefix.
+the link is built by the template from a fixed prefix (or by `href`, from a
+fixed prefix per kind of link, each part encoded: adapters/console/holds.py).
+Times are shown as they are kept (ISO 8601 UTC) with their age beside, by
+the engine's clock (`ago`), never the browser's.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from tandem.adapters.console.figures import GLOBALS as FIGURES
+from tandem.adapters.console.holds import Link, href
 from tandem.adapters.terminal import printable, printable_lines
 from tandem.domain.inputs import format_at
 from tandem.domain.reasons import BLOCK_WORDS, HOLD_WORDS  # blocked_by codes and task holds in words, the domain's
@@ -84,6 +88,22 @@ def since(at: str | None, now: datetime.datetime | None) -> str:
     return age((now - moment).total_seconds())
 
 
+def ago(at: str | None, now: datetime.datetime | None) -> str:
+    """`at` from the engine's clock `now`, in words: `3 d 2 h ago`, `in 5 min`, `now`."""
+    moment = parse_time(at)
+    if moment is None or now is None:
+        return "?"
+    seconds = (now - moment).total_seconds()
+    if seconds == 0:
+        return "now"
+    return f"{age(seconds)} ago" if seconds > 0 else f"in {age(-seconds)}"
+
+
+def link_href(link: Link, seen: Any) -> str:
+    """A hold's link (adapters/console/holds.py), as of the page's position."""
+    return href(link, seen.position if seen.past else None)
+
+
 def part(value: Any) -> str:
     """A path part, percent-encoded (ids hold `/`, `:` and `//`)."""
     return quote(str(value), safe="")
@@ -104,9 +124,9 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(age=age, part=part, block_words=BLOCK_WORDS.__getitem__)
-    env.filters.update(hold_words=HOLD_WORDS.__getitem__, by_priority=by_priority)
+    env.filters.update(hold_words=HOLD_WORDS.__getitem__, by_priority=by_priority, href=link_href)
     env.filters.update(pretty_json=pretty_json, instant=format_at)
-    env.globals.update(since=since, query=query)
+    env.globals.update(since=since, ago=ago, query=query)
     env.globals.update(FIGURES)  # the task graph, the lifecycles' current state
     return env
 

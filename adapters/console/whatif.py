@@ -62,7 +62,7 @@ def edit_of(form: dict[str, str]) -> Edit:
 async def whatif(request: Request) -> Response[str]:
     form = await read_form(request)
     back = local(form.get("back") or "/timeline")
-    checked_form(request, form, back)
+    await checked_form(request, form, back)
     result: WhatIf | None = None
     problem: str | None = None
     try:

@@ -24,6 +24,7 @@ from tandem.adapters.store.url import (
     keys_through_table_suffix,
     postgres_connect_timeout_s,
     redacted,
+    sessions_table_suffix,
     snapshot_table_suffix,
 )
 from tandem.replay.port import CommitUnknown, StoreError
@@ -103,7 +104,7 @@ class PostgresStore(SqlStore):
         datastore, recorder = self._open(url)
         names = {"events": table, "snapshots": table + snapshot_table_suffix, "fence": table + fence_table_suffix,
                  "claims": table + claims_table_suffix, "keys": table + keys_table_suffix,
-                 "keys_through": table + keys_through_table_suffix}  # fmt: skip
+                 "keys_through": table + keys_through_table_suffix, "sessions": table + sessions_table_suffix}  # fmt: skip
         identifiers = {key: sql.Identifier(datastore.schema, name) for key, name in names.items()}
         compose = lambda text: sql.SQL(text).format(**identifiers)  # noqa: E731
         tables = tuple(f"{datastore.schema}.{names[key]}" for key in ("events", "snapshots", "claims", "keys_through"))

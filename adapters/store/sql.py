@@ -1,6 +1,7 @@
 """What the SQLite and PostgreSQL stores share, written once: their
 statements (the log read straight from the events table in large pages,
-the snapshots in `{table}_snapshots`), creating both tables, and opening.
+the snapshots in `{table}_snapshots`), creating both tables, and opening;
+the console's sessions in `{table}_sessions` (`SqlSessionTable`).
 
 Reads go straight to the table: eventsourcing's notification log refuses
 pages above `log_section_size` (10 by default), and replay reads the whole
@@ -18,6 +19,7 @@ from typing import Any
 
 from eventsourcing.persistence import PersistenceError
 
+from tandem.adapters.sessions import SessionRow
 from tandem.adapters.store.recorder import RecorderStore, log_stream_id, read_page_events_max
 from tandem.adapters.store.url import redacted
 from tandem.replay.port import StoreError, WriterClaim
@@ -98,6 +100,18 @@ def statement_templates(dialect: SqlDialect) -> dict[str, str]:
         "keys_page": f"SELECT kind, ident, position FROM {{keys}} WHERE (kind, ident, position) > ({p}, {p}, {p})"
         f" AND position <= {p} ORDER BY kind, ident, position LIMIT {p}",
         "keys_select": f"SELECT position FROM {{keys}} WHERE kind = {p} AND ident = {p} AND position <= {p} ORDER BY position",
+        # The console's sessions (adapters/sessions.py): the id's hash, never the id.
+        "sessions_create": f"CREATE TABLE IF NOT EXISTS {{sessions}} (id_hash text PRIMARY KEY, actor text NOT NULL,"
+        f" csrf text NOT NULL, created_at {dialect.integer} NOT NULL, last_seen_at {dialect.integer} NOT NULL,"
+        f" expires_at {dialect.integer} NOT NULL, token_check text NOT NULL)",
+        "session_insert": f"INSERT INTO {{sessions}} (id_hash, actor, csrf, created_at, last_seen_at, expires_at, token_check)"
+        f" VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})",
+        "session_get": f"SELECT id_hash, actor, csrf, created_at, last_seen_at, expires_at, token_check FROM {{sessions}} WHERE id_hash = {p}",
+        "session_touch": f"UPDATE {{sessions}} SET last_seen_at = {p} WHERE id_hash = {p}",
+        "session_delete": f"DELETE FROM {{sessions}} WHERE id_hash = {p}",
+        "sessions_ended": f"SELECT id_hash FROM {{sessions}} WHERE expires_at <= {p} OR last_seen_at < {p}",
+        "sessions_count": "SELECT count(*) FROM {sessions}",
+        "sessions_oldest": f"SELECT id_hash FROM {{sessions}} ORDER BY last_seen_at, id_hash LIMIT {p}",
     }
 
 
@@ -142,6 +156,7 @@ class SqlStore(RecorderStore):
         self._compose = compose
         self._statements = {name: compose(text) for name, text in statement_templates(self.dialect).items()}
         self._snapshots_present = self._claims_present = self._keys_present = True
+        self._read_only = read_only
         if read_only:
             try:
                 self._snapshots_present, self._claims_present, self._keys_present = self._check_tables(*tables)
@@ -151,7 +166,7 @@ class SqlStore(RecorderStore):
         try:
             if not read_only:
                 recorder.create_table()
-                for name in ("snapshots_create", "fence_create", "claims_create", "keys_create", "keys_mark_create"):
+                for name in ("snapshots_create", "fence_create", "claims_create", "keys_create", "keys_mark_create", "sessions_create"):
                     self._execute(name)
             self.head()
         except (PersistenceError, StoreError) as error:
@@ -286,5 +301,52 @@ class SqlStore(RecorderStore):
             run("keys_mark_set", fingerprint, through)
         return True
 
+    # -- the console's sessions
+    def session_table(self) -> SqlSessionTable | None:
+        """The console's sessions kept in this database (None for a reader's open: it writes nothing)."""
+        return None if self._read_only else SqlSessionTable(self)
+
     def close(self) -> None:
         self._datastore.close()
+
+
+class SqlSessionTable:
+    """The console's sessions in `{table}_sessions` (adapters/sessions.py's
+    `SessionTable`): one row per session, under its id's hash."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self._store = store
+
+    def insert(self, row: SessionRow, idle_since: int, keep_max: int) -> list[str]:
+        return self._store._guarded(self._insert, row, idle_since, keep_max, verb="keeping a console session in")
+
+    def _insert(self, row: SessionRow, idle_since: int, keep_max: int) -> list[str]:
+        with self._store._write_transaction() as run:
+            removed = [key for (key,) in run("sessions_ended", row.created, idle_since)]
+            for key in removed:
+                run("session_delete", key)
+            ((count,),) = run("sessions_count")
+            if count >= keep_max:
+                oldest = [key for (key,) in run("sessions_oldest", count - keep_max + 1)]
+                for key in oldest:
+                    run("session_delete", key)
+                removed += oldest
+            run("session_insert", row.key, row.actor, row.csrf, row.created, row.last_seen, row.expires, row.token_check)
+        return removed
+
+    def get(self, key: str) -> SessionRow | None:
+        rows = self._store._guarded(self._store._query, "session_get", key, verb="reading a console session from")
+        return SessionRow(*rows[0]) if rows else None
+
+    def touch(self, key: str, last_seen: int) -> bool:
+        return self._store._guarded(self._touch, key, last_seen, verb="touching a console session in")
+
+    def _touch(self, key: str, last_seen: int) -> bool:
+        with self._store._write_transaction() as run:
+            if not run("session_get", key):
+                return False
+            run("session_touch", last_seen, key)
+        return True
+
+    def delete(self, key: str) -> None:
+        self._store._guarded(self._store._execute, "session_delete", key, verb="ending a console session in")

@@ -31,6 +31,7 @@ from tandem.adapters.store.url import (
     fence_table_suffix,
     keys_table_suffix,
     keys_through_table_suffix,
+    sessions_table_suffix,
     snapshot_table_suffix,
 )
 from tandem.replay.port import Fenced, StoreError
@@ -205,10 +206,13 @@ class SQLiteStore(SqlStore):
         name = _reader_uri(path, directory) if read_only else path
         datastore = _DurableSQLiteDatastore(name, read_only=read_only, originator_id_type="text")
         recorder = SQLiteApplicationRecorder(datastore, events_table_name=table)  # its table and INSERT statement
-        suffixes = (snapshot_table_suffix, fence_table_suffix, claims_table_suffix, keys_table_suffix, keys_through_table_suffix)
-        snapshots, fence, claims, keys, keys_through = (table + suffix for suffix in suffixes)
+        suffixes = (
+            snapshot_table_suffix, fence_table_suffix, claims_table_suffix, keys_table_suffix, keys_through_table_suffix,
+            sessions_table_suffix,
+        )  # fmt: skip
+        snapshots, fence, claims, keys, keys_through, sessions = (table + suffix for suffix in suffixes)
         compose = lambda text: text.format(  # noqa: E731
-            events=table, snapshots=snapshots, fence=fence, claims=claims, keys=keys, keys_through=keys_through
+            events=table, snapshots=snapshots, fence=fence, claims=claims, keys=keys, keys_through=keys_through, sessions=sessions
         )
         try:
             super().__init__(url, datastore, recorder, compose, (table, snapshots, claims, keys_through), read_only=read_only)

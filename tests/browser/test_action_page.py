@@ -1,5 +1,7 @@
 """An action's page in Chromium: what blocks it, in words and in the
-contract's order; its attempts with their states, `unknown` shown as
+contract's order, each code with what it waits for named and linked (the
+questions, the prerequisite, the task; the same for a task's holds, on its
+page and the tasks list, and on the list of held actions); its attempts with their states, `unknown` shown as
 uncertain and never as sent; and its explain chain, every step linked to its
 event on the timeline (the link lands on that row, inside its input).
 
@@ -40,28 +42,78 @@ def uncertain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield server
 
 
-def blocked_shown(page: Any) -> list[tuple[str, str]]:
-    """(code, words) per item of the page's "Blocked by"."""
-    items = page.locator("dl.facts ul.blocked li")
-    return [(item.locator("code").inner_text(), item.inner_text()) for item in items.all()]
+def blocked_shown(page: Any, where: str = "dl.facts ul.blocked") -> list[tuple[str, str, list[str]]]:
+    """(code, words, what it waits for: each link's text) per item of a "Blocked by" or "Holds"."""
+    items = page.locator(f"{where} > li")
+    return [
+        (item.locator("code").first.inner_text(), item.inner_text().partition(" \u2014 ")[0], item.locator(".waits-for a").all_inner_texts())
+        for item in items.all()
+    ]
 
 
-def test_what_blocks_an_action_is_said_in_words_in_order(page: Any, held: Served) -> None:
+# What each held action of question_holds_open waits for, by code: q1 lists
+# a3; q2 holds the whole task tA (and tB, which depends on it); q3's scope is
+# unknown (it holds everything); a3's prerequisite a2 is out with the executor.
+WAITS_FOR = {
+    "a3": {"prerequisite_pending": ["a2"], "question_hold": ["tA/q1", "tA/q2"], "wider_hold": ["tC/q3"]},
+    "a6": {"question_hold": ["tA/q2"], "wider_hold": ["tC/q3"]},
+    "b1": {"question_hold": ["tA/q2"], "wider_hold": ["tC/q3"], "task_held": ["tA"]},
+    "c2": {"wider_hold": ["tC/q3"]},
+}
+HOLDS = {
+    "tA": {"question_hold": ["tA/q2"], "wider_hold": ["tC/q3"]},
+    "tB": {"question_hold": ["tA/q2"], "wider_hold": ["tC/q3"], "task_held": ["tA"]},
+    "tC": {"wider_hold": ["tC/q3"]},
+}
+
+
+def test_what_blocks_an_action_is_said_in_words_in_order_with_what_it_waits_for(page: Any, held: Served) -> None:
     sign_in(page, held.url, held.tokens["human"])
     actions = held.client("human").view("actions")["rows"]
     blocked = [a for a in actions if a["blocked_by"]]
-    assert len(blocked) >= 3 and len({tuple(a["blocked_by"]) for a in blocked}) >= 3
+    assert {a["operation_id"] for a in blocked} == set(WAITS_FOR)
     for action in blocked:
-        page.goto(held.url + f"/actions/{action['operation_id']}")
+        answer = page.goto(held.url + f"/actions/{action['operation_id']}")
+        assert answer is not None and answer.status == 200
         shown = blocked_shown(page)
-        assert [code for code, _ in shown] == action["blocked_by"], action["operation_id"]
-        for code, text in shown:
+        assert [code for code, _, _ in shown] == action["blocked_by"], action["operation_id"]
+        for code, text, links in shown:
             assert text == f"{code}: {BLOCK_WORDS[code]}"
+            assert links == WAITS_FOR[action["operation_id"]][code], (action["operation_id"], code)
     free = next(a for a in actions if not a["blocked_by"])
     page.goto(held.url + f"/actions/{free['operation_id']}")
     assert page.locator("dl.facts ul.blocked").count() == 0
     blocked_by = page.locator("dl.facts dt", has_text="Blocked by")
     assert blocked_by.locator("xpath=following-sibling::dd[1]").inner_text() == "\u2014"
+
+
+def test_the_links_lead_to_what_a_hold_waits_for(page: Any, held: Served) -> None:
+    """A question's link lands on its article (its answer form); a task's on its page; the same on a task's page and the held list."""
+    sign_in(page, held.url, held.tokens["human"], "/actions/b1")
+    with page.expect_navigation():
+        page.locator("dl.facts ul.blocked li", has_text="question_hold").locator("a", has_text="tA/q2").click()
+    assert page.url.endswith("/questions#q-tA-q2")
+    assert page.locator("article.question:target textarea").count() == 1
+    page.goto(held.url + "/actions/b1")
+    with page.expect_navigation():
+        page.locator("dl.facts ul.blocked li", has_text="task_held").locator("a", has_text="tA").click()
+    assert page.url.endswith("/tasks/tA") and page.locator("main h1 code").inner_text() == "tA"
+    for task, holds in HOLDS.items():
+        page.goto(held.url + f"/tasks/{task}")
+        shown = blocked_shown(page, "dl.facts ul.holds")
+        assert [(code, links) for code, _, links in shown] == list(holds.items()), task
+    page.goto(held.url + "/tasks")
+    rows = page.locator("table tbody tr")
+    assert rows.count() == 3
+    for index, task in enumerate(["tA", "tB", "tC"]):
+        shown = blocked_shown(page, f"table tbody tr:nth-child({index + 1}) ul.holds")
+        assert [(code, links) for code, _, links in shown] == list(HOLDS[task].items()), task
+    page.goto(held.url + "/actions?state=pending&held=1")
+    listed = page.locator("table tbody tr td:first-child a").all_inner_texts()
+    assert listed == sorted(WAITS_FOR)
+    for index, operation in enumerate(listed):
+        shown = blocked_shown(page, f"table tbody tr:nth-child({index + 1}) ul.blocked")
+        assert {code: links for code, _, links in shown} == WAITS_FOR[operation], operation
 
 
 def position_of(server: Served, kind: str, **fields: Any) -> int:

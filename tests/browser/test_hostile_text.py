@@ -6,7 +6,9 @@ text, a question's blocking reason and recipient, an incident's and an
 approval's detail, an action's target and resource), in the ids actors
 choose (task, operation, question key, card, incident, approval request,
 source, cause, message, a composed delivery's payload ref and adapter) and in
-the trace file's name.
+the trace file's name. An alert's reason (the card's summary, the incident's
+and the approval's detail, the cause it is about) is shown on /alerts and
+the overview.
 
 On every page where one of them appears, now and in the past (`?at=`), and
 after a live refresh swapped one in: nothing ran (`window.__pwned` stays
@@ -35,7 +37,7 @@ from urllib.parse import quote
 import pytest
 
 from tandem.adapters.terminal import printable
-from tests.browser.harness import ingest_lines, serve, sign_in, sqlite_url
+from tests.browser.harness import Watch, ingest_lines, serve, sign_in, sqlite_url
 from tests.e2e.serving import Served, store_head
 
 # Free text: everything, an OSC 8 hyperlink with its `//` included.
@@ -115,13 +117,13 @@ def path(prefix: str, identifier: str) -> str:
 
 
 PAGES = {  # a page: the texts it shows
-    "/": ["goal", "reason", "question", "card", "incident", "request", "task", "operation"],
+    "/": ["goal", "reason", "question", "card", "incident", "request", "task", "operation", "summary", "detail", "approval"],
     "/tasks": ["goal", "task"],
     path("/tasks/", TASK): ["goal", "reason", "question", "resource", "task", "operation"],
     path("/actions/", OPERATION): ["cause", "target", "resource", "question", "request", "task", "operation", "file"],
     "/questions": ["reason", "recipient", "question", "task", "operation"],
     "/inbox": ["source", "comment"],
-    "/alerts": ["card", "incident", "request"],
+    "/alerts": ["card", "incident", "request", "summary", "detail", "approval", "source"],
     "/conversations": ["message", "payload", "adapter"],
     "/timeline": ["file", "question", "card", "incident", "request", "source", "cause", "task", "operation"],
     path("/explain/", TASK): ["goal", "reason", "question", "target", "file"],
@@ -214,20 +216,22 @@ def test_the_hostile_text_is_what_the_views_hold(hostile: Hostile) -> None:
     assert views["rejections"] == []
 
 
-def test_text_from_the_address_is_shown_as_text(page: Any, hostile: Hostile) -> None:
+def test_text_from_the_address_is_shown_as_text(page: Any, watch: Watch, hostile: Hostile) -> None:
     """Ids and filters that name nothing, put in the address by whoever sent
-    the link: the pages say so, the text shown literally."""
+    the link: the pages say so (an id that names nothing: a 404 page), the
+    text shown literally."""
+    watch.expect(r"status of 404 \(Not Found\)")
     server = hostile.server
     sign_in(page, server.url, server.tokens["human"])
     missing = "missing " + NAME
-    for target, says in [
-        (path("/tasks/", missing), f"No task {printable(missing)}"),
-        (path("/actions/", missing), f"No action {printable(missing)}"),
-        (path("/explain/", "missing " + ID), f"Nothing in the store is named {printable('missing ' + ID)}."),
-        ("/timeline?" + "id=" + quote(ID, safe="") + "&type=" + quote(TEXT, safe=""), "0 inputs shown, matching"),
+    for target, status, says in [
+        (path("/tasks/", missing), 404, f"No task {printable(missing)}"),
+        (path("/actions/", missing), 404, f"No action {printable(missing)}"),
+        (path("/explain/", "missing " + ID), 404, f"Nothing in the store is named {printable('missing ' + ID)}."),
+        ("/timeline?" + "id=" + quote(ID, safe="") + "&type=" + quote(TEXT, safe=""), 200, "0 inputs shown, matching"),
     ]:
         answer = page.goto(server.url + target)
-        assert answer is not None and answer.status == 200, target
+        assert answer is not None and answer.status == status, target
         assert says in page.locator("main").inner_text(), target
         assert_safe(page, target, [])
     # The filter's fields hold what was asked, escaped the same way.

@@ -12,8 +12,9 @@ question held is claimed by the same pass (`submitting`).
 The tests: answering from the page (the views and the page after it); the
 page kept live by inputs from outside the browser without losing a half-typed
 answer or its focus; a reconnect after a restart on the same port catching up
-on an input ingested while the server was down; and a page whose session the
-restart ended saying so.
+on an input ingested while the server was down, still signed in (sessions
+outlive a restart); and a page whose session expired while the server was
+down saying so.
 
 The trace starts two hours before the wall clock, so what the server stamps
 (the browser's answer, the API's inputs) comes right after it; the server
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import datetime
 import json
+import sqlite3
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,13 +195,12 @@ def test_live_changes_keep_a_half_typed_answer(page: Any, questions: Questions) 
     assert row(server.client("human").views(), "questions", "question_key", "db")["state"] == "open"
 
 
-def test_a_reconnect_after_a_restart_catches_up(page: Any, watch: Watch, open_page: Any, questions: Questions) -> None:
+def test_a_reconnect_after_a_restart_catches_up(page: Any, watch: Watch, questions: Questions) -> None:
     """The server stops; `docs` is answered into its store by `tandem ingest`;
-    the server starts again on the same port. Its sessions live in memory
-    (a restart signs everyone out), so the stream comes back refused and the
-    page says so; once the person has signed in again, in another tab, the
-    stream the console's pages share (static/console-stream.js) opens again
-    for both, and the first page catches up without a reload."""
+    the server starts again on the same port. Its sessions are kept in the
+    store's database (a restart signs nobody out), so the stream the
+    console's pages share (static/console-stream.js) comes back by itself,
+    as the same person, and the page catches up without a reload."""
     server, start = questions.server, questions.start
     sign_in(page, server.url, server.tokens["human"], "/questions")
     wait_live(page)
@@ -209,27 +211,23 @@ def test_a_reconnect_after_a_restart_catches_up(page: Any, watch: Watch, open_pa
     answer = {"type": "question.answer", "at": stamp(start, CLOCK_S + 100), "actor": "human", "task_id": "t1", "question_key": "docs", "answer": "the API reference"}
     ingest_lines(questions.directory, server.store_url, "answered-while-down", [json.dumps(answer)])
     serve_again(server)
-    wait_state(page, "behind: signed out or failing: reload the page")  # the restart ended the session
-    assert open_ids(page) == [DB, DOCS]
-    other, _ = open_page()
-    sign_in(other, server.url, server.tokens["human"], "/tasks")
-
     page.locator(f"#{DOCS}").wait_for(state="detached")
     wait_live(page)
     assert not reloaded(page)
     assert open_ids(page) == [DB]
     assert answered(page) == ["t1 / docs: which docs?"]
     assert footer(page) == f"engine clock {stamp(start, CLOCK_S + 100)} · position {store_head(server.store_url)}"
+    assert page.locator(".who b").inner_text() == "human"
     views = server.client("human").views()
     assert row(views, "questions", "question_key", "docs")["state"] == "answered"
     t1, w1 = row(views, "tasks", "task_id", "t1"), row(views, "actions", "operation_id", "w1")
     assert (t1["revision"], t1["holds"], w1["state"], w1["blocked_by"]) == (2, [], "fenced", [])
 
 
-def test_a_restart_that_ended_the_session_says_so(page: Any, watch: Watch, questions: Questions) -> None:
-    """Without signing in again the stream comes back refused (401): the
-    EventSource gives up for good, and the page must say so rather than
-    `reconnecting…` for ever."""
+def test_a_session_that_expired_while_the_server_was_down_says_so(page: Any, watch: Watch, questions: Questions) -> None:
+    """The session's lifetime ends while the server is down: after the
+    restart the stream comes back refused (401), the EventSource gives up for
+    good, and the page must say so rather than `reconnecting…` for ever."""
     server = questions.server
     sign_in(page, server.url, server.tokens["human"], "/questions")
     wait_live(page)
@@ -238,6 +236,8 @@ def test_a_restart_that_ended_the_session_says_so(page: Any, watch: Watch, quest
     watch.expect(r"status of 401 \(Unauthorized\)")
     assert server.stop() == 0, server.log()
     wait_state(page, "behind: reconnecting…")  # the page cannot know the head while the stream is down
+    with sqlite3.connect(questions.directory / "events.db") as database:
+        assert database.execute("UPDATE tandem_events_sessions SET expires_at = ?", (int(time.time()) - 1,)).rowcount == 1
     serve_again(server)
     wait_state(page, "behind: signed out or failing: reload the page")
     assert not reloaded(page)

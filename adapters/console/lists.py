@@ -1,0 +1,72 @@
+"""The console's lists, complete or paginated (docs/api.md, "The console"):
+a list page shows `page_rows` rows at a time (`?page=N`, from 1) and says
+how many more there are, linked; a short list on the overview shows its
+first few and links the rest ("9 more"). Filters a count links to
+(`/tasks?state=active`) are checked against the values the view can hold:
+another is a 400 naming them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tandem.adapters.service import ApiError
+
+page_rows = 100  # rows on one page of a list
+page_digits_max = 9
+
+
+@dataclass(frozen=True)
+class Window:
+    """One page of a list: its rows, where they are in it, and what follows."""
+
+    rows: Sequence[Any]
+    page: int  # from 1
+    total: int
+    size: int
+
+    @property
+    def first(self) -> int:
+        """The 1-based index of the first row shown (0 when none is)."""
+        return (self.page - 1) * self.size + 1 if self.rows else 0
+
+    @property
+    def last(self) -> int:
+        return self.first + len(self.rows) - 1 if self.rows else 0
+
+    @property
+    def more(self) -> int:
+        """Rows after this page."""
+        return max(0, self.total - (self.page - 1) * self.size - len(self.rows))
+
+    @property
+    def next(self) -> int | None:
+        return self.page + 1 if self.more else None
+
+    @property
+    def previous(self) -> int | None:
+        return self.page - 1 if self.page > 1 else None
+
+
+def window(rows: Sequence[Any], page: int = 1, size: int = page_rows) -> Window:
+    start = (page - 1) * size
+    return Window(rows[start : start + size], page, len(rows), size)
+
+
+def page_query(value: str | None) -> int:
+    """`?page=N`: a whole number from 1 (none: 1)."""
+    if value is None or value == "":
+        return 1
+    if not (value.isascii() and value.isdigit()) or len(value) > page_digits_max or int(value) < 1:
+        raise ApiError(400, "invalid_query", f"?page={value[:40]!r}: a page is a whole number from 1")
+    return int(value)
+
+
+def choice_query(name: str, value: str | None, allowed: Sequence[str]) -> str | None:
+    """A filter's value: one of `allowed`, or None when not given."""
+    if value is None or value == "":
+        return None
+    if value not in allowed:
+        raise ApiError(400, "invalid_query", f"?{name}={value[:40]!r}: one of {', '.join(allowed)}")
+    return value
