@@ -59,21 +59,23 @@ async def page(
     the same position (from the reader store, through the log's index once
     it is built), the page rendered. `live=False`: a page the live script
     must not fetch again (a form's answer). `found`: a page about one thing
-    that names nothing answers 404, still a page, not live; in the past
-    (`?at=`), only if it names nothing now either (`found_now`): else it says
-    the thing came later, and links it."""
+    that names nothing answers 404, still a page, and live: it shows the
+    thing once an input names it; in the past (`?at=`), only if it names
+    nothing now either (`found_now`): else it says the thing came later, and
+    links it."""
     session = await signed_in(request)
     service = service_of(request)
     taken = await seen(service, names, scrubbed(request.query_params), pick)
     if more is not None:
         extra |= await service.reading(lambda: more(taken))
     if found is not None and not found(taken, extra):
-        live = False
         if not (taken.past and found_now is not None and await found_now()):
             status = 404
     flash = session.flash
     if refresh_header not in request.headers:  # the live script's refetch leaves it for the page itself
         session.flash = None
+    elif status == 404:
+        status = 200  # the live script's refetch of a page naming nothing yet: the page, not an error to log
     body = render(
         template,
         seen=taken,

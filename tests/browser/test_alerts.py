@@ -37,7 +37,8 @@ def heading(page: Any, group: str) -> str:
 
 
 def buttons(page: Any, alert_id: str) -> list[str]:
-    return page.locator(f"tr[id='a-{alert_id.replace(':', '%3A')}'] button").all_inner_texts()
+    """The row's form buttons (not an id's copy button)."""
+    return page.locator(f"tr[id='a-{alert_id.replace(':', '%3A')}'] form button").all_inner_texts()
 
 
 def alert_state(server: Served, alert_id: str) -> str:

@@ -181,7 +181,8 @@ def test_an_unknown_id_is_a_404_page(page: Any, watch: Watch, served: Served, pa
     assert page.locator("header.top nav a").count() >= 8  # a console page, signed in
     text = page.locator("main").inner_text()
     assert says in text and ("then or now" in text) == ("?at=" in path), text
-    assert page.locator("body").get_attribute("data-live") == "off"
+    # Live (now, not in the past): it shows the thing once an input names it.
+    assert page.locator("body").get_attribute("data-live") == ("off" if "?at=" in path else "on")
 
 
 def test_a_task_that_came_later_says_so_in_the_past(page: Any, served: Served) -> None:

@@ -63,7 +63,7 @@ def every_path(server: Served) -> list[str]:
     paths += [f"/tasks/{part(row['task_id'])}" for row in tasks]
     paths += [f"/actions/{part(row['operation_id'])}" for row in actions]
     causes = sorted((row["cause_key"] for row in api(server, "/v1/views/inbox")["rows"]), key=len)[-10:]  # the longest
-    paths += [f"/explain/{part(row['question_key'])}" for row in questions]
+    paths += [f"/explain/{part(row['task_id'] + '/' + row['question_key'])}" for row in questions]
     paths += [f"/explain/{part(row['alert_id'])}" for row in alerts]
     paths += [f"/explain/{part(cause)}" for cause in causes]
     assert len(tasks) > 10 and len(actions) > 10 and questions and alerts, (len(tasks), len(actions))

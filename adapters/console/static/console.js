@@ -223,8 +223,7 @@
     if (!button || !navigator.clipboard) return;
     navigator.clipboard.writeText(button.getAttribute("data-copy")).then(function () {
       button.classList.add("copied");
-      button.textContent = "copied";
-      setTimeout(function () { button.classList.remove("copied"); button.textContent = "copy"; }, 1500);
+      setTimeout(function () { button.classList.remove("copied"); }, 1500);
     }, function () { say("could not copy: the browser refused"); });
   });
   copyButtons(document);
