@@ -24,9 +24,11 @@ table_name_length_max = 43
 snapshot_table_suffix = "_snapshots"
 fence_table_suffix = "_fence"  # the store's writer generation (adapters/store/recorder.py, fencing)
 claims_table_suffix = "_claims"  # every writer's claim of the store: generation, head, pid, host, since
+# The search index's tables (adapters/search/), a cache beside the log like the snapshots.
+search_table_suffixes = ("_search", "_search_things", "_search_inputs")
 # Every table a store keeps beside its events table (the writer lock's
 # `_writer` too, on PostgreSQL): what dropping a store drops.
-side_table_suffixes = (snapshot_table_suffix, fence_table_suffix, claims_table_suffix, "_writer")
+side_table_suffixes = (snapshot_table_suffix, fence_table_suffix, claims_table_suffix, "_writer", *search_table_suffixes)
 postgres_port_default = 5432
 postgres_connect_timeout_s = 5  # a store and its writer lock wait this long for PostgreSQL
 
