@@ -4,8 +4,11 @@ every backend (docs/operations.md, "The search index").
 * A **thing**: every (kind, id) key of domain/keys.py that has an id (an
   action's operation id, a task, a question `task/key`, an alert, an
   update's cause, a conversation, …), with the first and last positions of
-  its events and the words of its id. Things are numbered in the order the
-  log first names them (`n`): "newest first" among things is by that order.
+  its events, and words: those of its id, then those of the input whose
+  events first name it (a task is found by its goal, a question by its
+  blocking reason, a cause by its observation's text). Things are numbered
+  in the order the log first names them (`n`): "newest first" among things
+  is by that order.
 * An **input**: every input's record (`InputAccepted`/`InputRejected`), at
   its position, with the last position of its events, its kind, actor and
   id, and the words of its text fields (every field of type `Text`: a
@@ -148,6 +151,13 @@ def input_texts(value: Any) -> Iterator[tuple[str, str]]:
             left -= len(text)
 
 
+def record_words(data: bytes) -> list[str]:
+    """`input_words` of the input whose record is `data` (stored bytes)."""
+    record = ev.decode_event(data)
+    assert isinstance(record, (ev.InputAccepted, ev.InputRejected)), type(record)
+    return input_words(record.input)
+
+
 def input_words(value: Any) -> list[str]:
     """The words an input is found by: its text fields', then its id's."""
     texts = [text for _, text in input_texts(value)]
@@ -196,12 +206,13 @@ class Batch:
 class Documents:
     """Turns the log's events, in order, into batches. It remembers the
     input still open at the end of a batch (its events may go on in the
-    next one): `open_input` (its position), read back from the index when
-    a keeper starts."""
+    next one): its position and words (a keeper that starts reads them
+    back: `open_input` from the index, its words from its record)."""
 
-    def __init__(self, head: int, open_input: int | None) -> None:
+    def __init__(self, head: int, open_input: int | None, open_words: list[str] | None = None) -> None:
         self.head = head
         self.open_input = open_input
+        self.open_words = open_words or []
 
     def batch(self, events: Iterable[tuple[int, ev.Event]]) -> Batch:
         made = Batch(after=self.head, head=self.head)
@@ -213,26 +224,27 @@ class Documents:
                 value = event.input
                 current = InputDoc(position, position, value.input_type, value.sender, value.id, input_words(value))
                 made.inputs.append(current)
-                self.open_input = position
+                self.open_input, self.open_words = position, current.words
                 continue
             if isinstance(event, ev.SourceProgressed):  # a batch's marker ends its last input's events
-                current, self.open_input = None, None
+                current, self.open_input, self.open_words = None, None, []
                 continue
             if current is not None:
                 current.last = position
             elif self.open_input is not None:
                 made.extended = (self.open_input, position)
-            self._things(made, position, event)
+            self._things(made, position, event, self.open_words if self.open_input is not None else [])
         self.head = made.head
         return made
 
     @staticmethod
-    def _things(made: Batch, position: int, event: ev.Event) -> None:
+    def _things(made: Batch, position: int, event: ev.Event, words: list[str]) -> None:
         for kind, identifier in KEYERS[type(event)](event):
             if not identifier:
                 continue  # a singleton (`("policy",)`): no id to find it by
             held = made.things.get((kind, identifier))
             if held is None:
-                made.things[(kind, identifier)] = ThingDoc(kind, identifier, position, position, distinct_words((identifier,), words_per_input_max))
+                named = list(dict.fromkeys([*distinct_words((identifier,), words_per_input_max), *words]))[:words_per_input_max]
+                made.things[(kind, identifier)] = ThingDoc(kind, identifier, position, position, named)
             else:
                 held.last = position

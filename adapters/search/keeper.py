@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tandem.adapters.process import log
-from tandem.adapters.search.documents import Documents
+from tandem.adapters.search.documents import Documents, record_words
 from tandem.replay.port import EventStore, StoreError
 
 page_events = 2_000  # events indexed a transaction (a write holds SQLite's lock for ~10 ms)
@@ -87,7 +87,8 @@ class SearchKeeper:
         target = self.store.head()
         if head > target:
             raise StoreError(f"the search index is at position {head}, past the log's head {target}: drop its tables to rebuild it")
-        documents = Documents(head, open_input)
+        open_words = record_words(self.store.read_positions([open_input])[0][1]) if open_input is not None else None
+        documents = Documents(head, open_input, open_words)
         progress = _Progress(head, target) if target - head > progress_events_min else None
         page: list[Any] = []
         for item in self.store.read(after=head, until=target):
