@@ -16,7 +16,7 @@ from typing import Any
 from tandem.adapters.search.documents import Batch
 from tandem.adapters.search.pool import Pool
 from tandem.adapters.search.query import ThingRow, upper_bound
-from tandem.adapters.store.sqlite import _reader_uri
+from tandem.adapters.store.sqlite import reader_uri
 from tandem.replay.port import StoreError
 
 search_format = 1  # what the tables hold; another format is rebuilt by the writer, unused by readers
@@ -86,7 +86,7 @@ class SqliteIndex:
         self._writes = Pool(self._open_writer)
 
     def _open_reader(self) -> sqlite3.Connection:
-        uri = _reader_uri(self.path, os.path.dirname(os.path.abspath(self.path)))
+        uri = reader_uri(self.path, os.path.dirname(os.path.abspath(self.path)))
         return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=busy_timeout_s)
 
     def _open_writer(self) -> sqlite3.Connection:
