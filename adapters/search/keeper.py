@@ -83,7 +83,7 @@ class SearchKeeper:
             self._prepared = True
         with self.index.session() as reads:
             assert reads is not None, "prepared, yet no index"
-            head, open_input = reads.head, reads.open_input
+            head, open_input = reads.head, reads.open_input()
         target = self.store.head()
         if head > target:
             raise StoreError(f"the search index is at position {head}, past the log's head {target}: drop its tables to rebuild it")

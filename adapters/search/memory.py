@@ -55,7 +55,6 @@ class MemoryIndex:
         """The reads of one search (adapters/search/sqlite.py's `session`): itself."""
         yield self
 
-    @property
     def open_input(self) -> int | None:
         """The last input, if its events may go on after the head."""
         with self._lock:

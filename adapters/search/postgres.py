@@ -169,7 +169,6 @@ class PostgresReads:
         self._connection = connection
         self._statements = statements
         self.head = 0
-        self.open_input: int | None = None
 
     def _rows(self, name: str, *parameters: Any) -> list[Any]:
         return self._connection.execute(self._statements[name], parameters).fetchall()
@@ -181,9 +180,12 @@ class PostgresReads:
         if not row or row[0][0] != search_format:
             return False
         self.head = row[0][1]
-        last = self._rows("last_input")
-        self.open_input = last[0][0] if last and last[0][1] == self.head else None
         return True
+
+    def open_input(self) -> int | None:
+        """The last input, if its events may go on after the head (the keeper's)."""
+        last = self._rows("last_input")
+        return last[0][0] if last and last[0][1] == self.head else None
 
     def things_exact(self, identifier: str, until: int, limit: int) -> list[ThingRow]:
         return _things(self._rows("things_exact", _bytes(identifier), until, limit))

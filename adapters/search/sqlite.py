@@ -179,7 +179,6 @@ class SqliteReads:
         self._connection = connection
         self._statements = statements
         self.head = 0
-        self.open_input: int | None = None
 
     def _rows(self, name: str, *parameters: Any) -> list[Any]:
         return self._connection.execute(self._statements[name], parameters).fetchall()
@@ -192,9 +191,12 @@ class SqliteReads:
         if row is None or row[0] != search_format:
             return False
         self.head = row[1]
-        last = self._rows("last_input")
-        self.open_input = last[0][0] if last and last[0][1] == self.head else None
         return True
+
+    def open_input(self) -> int | None:
+        """The last input, if its events may go on after the head (the keeper's)."""
+        last = self._rows("last_input")
+        return last[0][0] if last and last[0][1] == self.head else None
 
     def things_exact(self, identifier: str, until: int, limit: int) -> list[ThingRow]:
         return _things(self._rows("things_exact", _blob(identifier), until, limit))
