@@ -16,7 +16,7 @@ from tandem.adapters.console.reading import Seen
 from tandem.adapters.http_inputs import service_of
 from tandem.adapters.search import QueryRefused, search
 from tandem.adapters.search.query import read_query
-from tandem.adapters.search.results import Results, ThingHit
+from tandem.adapters.search.results import SearchResults, ThingHit
 from tandem.adapters.service import ApiError
 
 # The things with a page of their own, by key kind: (heading, page, the page's name), in the order
@@ -42,7 +42,7 @@ def grouped(things: list[ThingHit]) -> list[tuple[str, str, str | None, str | No
     return [(kind, *THING_PAGES.get(kind, (kind, None, None)), groups[kind]) for kind in order]
 
 
-def run_search(request: Request, q: str, taken: Seen) -> Results | None:
+def run_search(request: Request, q: str, taken: Seen) -> SearchResults | None:
     """The search as of the page's views (all the index holds now, or the log up to `?at=`); None: no index here."""
     service = service_of(request)
     if service.searching is None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from tandem.adapters.search.keeper import SearchKeeper
 from tandem.adapters.search.query import QueryRefused
-from tandem.adapters.search.results import Results, search
+from tandem.adapters.search.results import SearchResults, search
 from tandem.adapters.store.url import parse_store_url
 from tandem.replay.port import EventStore
 
@@ -66,4 +66,4 @@ def start_searching(url: str, store: EventStore, may_write: Any, *, follower: bo
     return Searching(index, keeper)
 
 
-__all__ = ["QueryRefused", "Results", "SearchKeeper", "Searching", "open_index", "search", "start_searching"]
+__all__ = ["QueryRefused", "SearchResults", "SearchKeeper", "Searching", "open_index", "search", "start_searching"]

@@ -25,6 +25,7 @@ digits (`[^\\W_]+`), case-folded, cut at `word_chars_max` characters.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -46,21 +47,21 @@ words_per_input_max = 4_096  # distinct words of one input (the first ones)
 WORD = re.compile(r"[^\W_]+")
 
 
-def words_of(text: str) -> Iterator[str]:
+def words_of(text: str) -> list[str]:
     """The words of `text`, in order (repeats included)."""
-    for found in WORD.finditer(text):
-        yield found.group().casefold()[:word_chars_max]
+    if text.isascii():  # the common case, at C speed: ASCII folds by lower(), and splits the same before or after
+        found = WORD.findall(text.lower())
+        return found if max(map(len, found), default=0) <= word_chars_max else [word[:word_chars_max] for word in found]
+    return [word.casefold()[:word_chars_max] for word in WORD.findall(text)]
 
 
 def distinct_words(texts: Iterable[str], limit: int) -> list[str]:
     """The first `limit` distinct words of `texts`, in order of appearance."""
     seen: dict[str, None] = {}
     for text in texts:
-        for word in words_of(text):
-            if word not in seen:
-                seen[word] = None
-                if len(seen) >= limit:
-                    return list(seen)
+        seen.update(dict.fromkeys(words_of(text)))
+        if len(seen) >= limit:
+            return list(seen)[:limit]
     return list(seen)
 
 
@@ -149,6 +150,11 @@ def input_texts(value: Any) -> Iterator[tuple[str, str]]:
                 return
             yield name, text[:left]
             left -= len(text)
+
+
+@functools.lru_cache(maxsize=65_536)  # a batch names many things the index holds already
+def id_words(identifier: str) -> tuple[str, ...]:
+    return tuple(distinct_words((identifier,), words_per_input_max))
 
 
 def record_words(data: bytes) -> list[str]:
@@ -244,7 +250,7 @@ class Documents:
                 continue  # a singleton (`("policy",)`): no id to find it by
             held = made.things.get((kind, identifier))
             if held is None:
-                named = list(dict.fromkeys([*distinct_words((identifier,), words_per_input_max), *words]))[:words_per_input_max]
+                named = list(dict.fromkeys([*id_words(identifier), *words]))[:words_per_input_max]
                 made.things[(kind, identifier)] = ThingDoc(kind, identifier, position, position, named)
             else:
                 held.last = position

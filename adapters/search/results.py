@@ -41,7 +41,7 @@ class InputHit(msgspec.Struct, frozen=True, kw_only=True):
     matched: str  # `id`, `id prefix`, `kind`, `actor`, `words`
 
 
-class Results(msgspec.Struct, frozen=True, kw_only=True):
+class SearchResults(msgspec.Struct, frozen=True, kw_only=True):
     q: str
     words: list[str]  # the query's words, as they are matched
     indexed: bool  # False: this store has no search index yet (its writer builds it)
@@ -54,22 +54,22 @@ class Results(msgspec.Struct, frozen=True, kw_only=True):
     inputs_more_exact: bool
 
 
-def search(index: Any, store: EventStore, q: str, until: int | None = None) -> Results:
+def search(index: Any, store: EventStore, q: str, until: int | None = None) -> SearchResults:
     """Search the log (up to `until`, else all the index holds). Raises
     QueryRefused for a query past the bounds."""
     query = read_query(q)
     with index.session() as reads:
         if reads is None:
-            return Results(q=query.text, words=list(query.words), indexed=False, position=0, things=[], things_more=0,
+            return SearchResults(q=query.text, words=list(query.words), indexed=False, position=0, things=[], things_more=0,
                            things_more_exact=True, inputs=[], inputs_more=0, inputs_more_exact=True)  # fmt: skip
         end = reads.head if until is None else min(until, reads.head)
         found = find(reads, query, end) if query.text else None
         ends = reads.input_ends([position for position, _ in found.inputs]) if found is not None else {}
     if found is None:
-        return Results(q="", words=[], indexed=True, position=end, things=[], things_more=0, things_more_exact=True,
+        return SearchResults(q="", words=[], indexed=True, position=end, things=[], things_more=0, things_more_exact=True,
                        inputs=[], inputs_more=0, inputs_more_exact=True)  # fmt: skip
     things = [ThingHit(kind=row.kind, id=row.id, first=row.first, last=row.last, matched=part) for row, part in found.things]
-    return Results(
+    return SearchResults(
         q=query.text, words=list(query.words), indexed=True, position=end, things=things, things_more=found.things_more,
         things_more_exact=found.things_more_exact, inputs=_inputs(store, found.inputs, ends, query), inputs_more=found.inputs_more,
         inputs_more_exact=found.inputs_more_exact,
