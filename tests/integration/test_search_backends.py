@@ -2,9 +2,10 @@
 PostgreSQL (issue 28, point 1; docs/api.md "Search"): the same stores
 (the bundled example, a fixture with questions, and a trace made to reach
 the bounds: ids whose order is their UTF-8 bytes', an id with a NUL, more
-matches than are counted) indexed by each backend, every query made from
-what they hold (each thing's id, its beginning, each word of the inputs,
-each input kind and actor) answered alike, whole answers compared. Also
+matches than are counted) indexed by each database and by the memory
+backend's scan, every query made from what they hold (each thing's id, its
+beginning, each word of the inputs, each input kind and actor) answered
+alike, whole answers compared. Also
 what the answers must be (exact id first, prefixes in byte order, newest
 first, the counts), an index built a few events at a time across appends
 equal to one built at once, the bounds of a query, and a read-only index
@@ -72,16 +73,25 @@ def bounds_trace() -> bytes:
 STORES = {"example": [EXAMPLE.read_bytes()], "questions": [QUESTIONS.read_bytes()], "bounds": [bounds_trace()]}
 
 
+BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
 @pytest.fixture
-def urls(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A memory, an SQLite and a PostgreSQL store URL (a table of its own, dropped after)."""
-    require_postgres()
-    table = f"tandem_test_{secrets.token_hex(6)}"
-    separator = "&" if "?" in postgres_url() else "?"
-    try:
-        yield {"memory": "memory:", "sqlite": f"sqlite:///{tmp_path}/events.db", "postgresql": f"{postgres_url()}{separator}table={table}"}
-    finally:
-        _drop_postgres_table(table)
+def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh store of the backend asked (`backend`): PostgreSQL on a table of its own, dropped after."""
+    backend = request.getfixturevalue("backend")
+    if backend == "memory":
+        yield "memory:"
+    elif backend == "sqlite":
+        yield f"sqlite:///{tmp_path}/events.db"
+    else:
+        require_postgres()
+        table = f"tandem_test_{secrets.token_hex(6)}"
+        separator = "&" if "?" in postgres_url() else "?"
+        try:
+            yield f"{postgres_url()}{separator}table={table}"
+        finally:
+            _drop_postgres_table(table)
 
 
 class Indexed:
@@ -125,68 +135,64 @@ def queries(data: list[bytes], indexed: Indexed) -> list[str]:
     return asked[:: max(1, len(asked) // queries_max)] + ["", "   ", "no-such-thing", "t-1 t-2", "ZEPPELIN schema", "\u00e9t\u00e9", "strasse"]
 
 
-@pytest.mark.postgres
+@pytest.mark.parametrize("backend", BACKENDS[1:])
 @pytest.mark.parametrize("name", STORES)
-def test_every_backend_answers_every_query_alike(name: str, urls: dict[str, str]) -> None:
-    stores = {kind: Indexed(url) for kind, url in urls.items()}
+def test_a_database_answers_every_query_as_the_memory_scan_does(name: str, backend: str, backend_url: str) -> None:
+    scan, database = Indexed("memory:"), Indexed(backend_url)
     try:
-        for indexed in stores.values():
+        for indexed in (scan, database):
             for n, data in enumerate(STORES[name]):
                 indexed.add(data, f"{name}-{n}.jsonl")
-        asked = queries(STORES[name], stores["memory"])
+        asked = queries(STORES[name], scan)
         assert len(asked) > 20
         answered = 0
         for q in asked:
-            answers = {kind: indexed.search(q) for kind, indexed in stores.items()}
-            assert answers["sqlite"] == answers["memory"], (name, q)
-            assert answers["postgresql"] == answers["memory"], (name, q)
-            answered += bool(answers["memory"].things or answers["memory"].inputs)
+            expected = scan.search(q)
+            assert database.search(q) == expected, (name, q)
+            answered += bool(expected.things or expected.inputs)
         assert answered > len(asked) // 2, "most queries find something: the comparison is not vacuous"
     finally:
-        for indexed in stores.values():
-            indexed.close()
+        scan.close()
+        database.close()
 
 
-@pytest.mark.postgres
-def test_what_the_answers_are(urls: dict[str, str]) -> None:
-    stores = {kind: Indexed(url) for kind, url in urls.items()}
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_what_the_answers_are(backend: str, backend_url: str) -> None:
+    indexed = Indexed(backend_url)
     try:
-        for indexed in stores.values():
-            indexed.add(bounds_trace())
-        for kind, indexed in stores.items():
-            found = indexed.search("t-1")
-            tasks = [(hit.id, hit.matched) for hit in found.things if hit.kind == "task"]
-            assert tasks == [("t-1", "id")] + [(f"t-1{k}", "id prefix") for k in range(5)], kind
-            # the words t and 1: t-1's delegation (its id in-t-1, "Goal number 1") and its question ("for t-1?")
-            assert [(hit.input.type, hit.matched) for hit in found.inputs] == [("question.raise", "words"), ("task.delegate", "words")], kind
-            found = indexed.search("u-")
-            assert [hit.id for hit in found.things if hit.kind == "task"] == sorted(UNICODE_IDS, key=lambda i: i.encode()), kind
-            found = indexed.search("u-\x00nul")
-            assert [(hit.kind, hit.id, hit.matched) for hit in found.things][:1] == [("task", "u-\x00nul", "id")], kind
-            found = indexed.search("in-t-1")
-            assert [(hit.input.id, hit.matched) for hit in found.inputs] == [("in-t-1", "id")] + [(f"in-t-1{k}", "id prefix") for k in range(5)], kind
-            found = indexed.search("ZEPPELIN schema")  # every word, folded: the odd goals
-            assert [hit.input.type for hit in found.inputs] == ["task.delegate"] * 11, kind
-            assert all("Zeppelin Schema" in hit.excerpt.text for hit in found.inputs), kind
-            found = indexed.search("stra\u00dfe")  # case-folded: strasse
-            assert len(found.inputs) == 22 and found.words == ["strasse"], kind
-            found = indexed.search(WORD_COUNTED)
-            assert len(found.inputs) == shown_max and not found.inputs_more_exact, kind
-            assert found.inputs_more == counted_max + 1 - shown_max, kind
-            positions = [hit.position for hit in found.inputs]
-            assert positions == sorted(positions, reverse=True), kind  # newest first
-            found = indexed.search("question.raise")
-            assert len(found.inputs) == 22 and found.inputs_more == 0 and found.inputs_more_exact, kind
-            assert {(hit.input.type, hit.matched) for hit in found.inputs} == {("question.raise", "kind")}, kind
-            found = indexed.search("human")  # an actor: the tasks' delegations
-            assert [hit.matched for hit in found.inputs] == ["actor"] * 22 and found.inputs_more == 0, kind
+        indexed.add(bounds_trace())
+        found = indexed.search("t-1")
+        tasks = [(hit.id, hit.matched) for hit in found.things if hit.kind == "task"]
+        assert tasks == [("t-1", "id")] + [(f"t-1{k}", "id prefix") for k in range(5)]
+        # the words t and 1: t-1's delegation (its id in-t-1, "Goal number 1") and its question ("for t-1?")
+        assert [(hit.input.type, hit.matched) for hit in found.inputs] == [("question.raise", "words"), ("task.delegate", "words")]
+        found = indexed.search("u-")
+        assert [hit.id for hit in found.things if hit.kind == "task"] == sorted(UNICODE_IDS, key=lambda i: i.encode())
+        found = indexed.search("u-\x00nul")
+        assert [(hit.kind, hit.id, hit.matched) for hit in found.things][:1] == [("task", "u-\x00nul", "id")]
+        found = indexed.search("in-t-1")
+        assert [(hit.input.id, hit.matched) for hit in found.inputs] == [("in-t-1", "id")] + [(f"in-t-1{k}", "id prefix") for k in range(5)]
+        found = indexed.search("ZEPPELIN schema")  # every word, folded: the odd goals
+        assert [hit.input.type for hit in found.inputs] == ["task.delegate"] * 11
+        assert all(hit.excerpt is not None and "Zeppelin Schema" in hit.excerpt.text for hit in found.inputs)
+        found = indexed.search("stra\u00dfe")  # case-folded: strasse
+        assert len(found.inputs) == 22 and found.words == ["strasse"]
+        found = indexed.search(WORD_COUNTED)
+        assert len(found.inputs) == shown_max and not found.inputs_more_exact
+        assert found.inputs_more == counted_max + 1 - shown_max
+        positions = [hit.position for hit in found.inputs]
+        assert positions == sorted(positions, reverse=True)  # newest first
+        found = indexed.search("question.raise")
+        assert len(found.inputs) == 22 and found.inputs_more == 0 and found.inputs_more_exact
+        assert {(hit.input.type, hit.matched) for hit in found.inputs} == {("question.raise", "kind")}
+        found = indexed.search("human")  # an actor: the tasks' delegations
+        assert [hit.matched for hit in found.inputs] == ["actor"] * 22 and found.inputs_more == 0
     finally:
-        for indexed in stores.values():
-            indexed.close()
+        indexed.close()
 
 
-@pytest.mark.postgres
-def test_an_index_built_a_few_events_at_a_time_across_appends_is_the_same(urls: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_index_built_a_few_events_at_a_time_across_appends_is_the_same(backend: str, backend_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pages of 7 events cut inputs in two (an input's events go on in the
     next transaction), and a new keeper resumes each time (the open input
     read back from the index and the log)."""
@@ -197,16 +203,16 @@ def test_an_index_built_a_few_events_at_a_time_across_appends_is_the_same(urls: 
         ingest(whole.engine, parse_trace(chunk, name))
     whole.keeper.catch_up()  # at once
     monkeypatch.setattr(keeper_module, "page_events", 7)
-    for url in urls.values():
-        piecemeal = Indexed(url)
-        try:
-            for name, chunk in chunks:
-                piecemeal.add(chunk, name)
-                piecemeal.keeper = SearchKeeper(piecemeal.index, piecemeal.store, lambda: True)  # as after a restart
-            for q in ("signup", "op-api", "human", "action.propose", "op", "backend", "g-signup", "fg"):
-                assert piecemeal.search(q) == whole.search(q), (url, q)
-        finally:
-            piecemeal.close()
+    piecemeal = Indexed(backend_url)
+    try:
+        for name, chunk in chunks:
+            piecemeal.add(chunk, name)
+            piecemeal.keeper = SearchKeeper(piecemeal.index, piecemeal.store, lambda: True)  # as after a restart
+        for q in ("signup", "op-api", "human", "action.propose", "op", "backend", "g-signup", "fg"):
+            assert piecemeal.search(q) == whole.search(q), q
+    finally:
+        piecemeal.close()
+        whole.close()
 
 
 def test_a_query_past_its_bounds_is_refused() -> None:
