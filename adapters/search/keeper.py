@@ -39,7 +39,6 @@ class SearchKeeper:
         self._thread: threading.Thread | None = None
         self._prepared = False
         self.failing: str | None = None  # the last failure's message, until a catch-up succeeds
-        self.rounds = 0  # catch-ups finished (tests wait on it)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="tandem-search-index", daemon=True)
@@ -85,8 +84,10 @@ class SearchKeeper:
             assert reads is not None, "prepared, yet no index"
             head, open_input = reads.head, reads.open_input()
         target = self.store.head()
-        if head > target:
-            raise StoreError(f"the search index is at position {head}, past the log's head {target}: drop its tables to rebuild it")
+        if head > target:  # not this log's index (the store was replaced, its tables left): a cache, made again
+            log(f"the search index reaches position {head:,}, past the log's head {target:,}: building it again")
+            self.index.prepare(drop=True)
+            return self.catch_up()
         open_words = record_words(self.store.read_positions([open_input])[0][1]) if open_input is not None else None
         documents = Documents(head, open_input, open_words)
         progress = _Progress(head, target) if target - head > progress_events_min else None
@@ -106,7 +107,6 @@ class SearchKeeper:
         if self.failing is not None:
             log(f"the search index is kept again, up to position {documents.head}")
             self.failing = None
-        self.rounds += 1
         return documents.head
 
     def _write(self, documents: Documents, page: list[Any]) -> bool:

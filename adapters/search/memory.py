@@ -47,8 +47,10 @@ class MemoryIndex:
         self._inputs: list[_Input] = []  # by position
 
     # -- upkeep
-    def prepare(self) -> None:
-        pass
+    def prepare(self, *, drop: bool = False) -> None:
+        if drop:
+            with self._lock:
+                self.head, self._things, self._inputs = 0, {}, []
 
     @contextmanager
     def session(self) -> Iterator[MemoryIndex]:

@@ -115,14 +115,14 @@ class PostgresIndex:
             raise StoreError(f"{verb} the search index of {redacted(self.url)} failed: {str(error).strip()}") from error
 
     # -- upkeep
-    def prepare(self) -> None:
-        """Create the tables (and drop those of another format first)."""
+    def prepare(self, *, drop: bool = False) -> None:
+        """Create the tables (dropping them first when asked, or when they are of another format)."""
         with self._guarded(self._writes, "creating") as connection, connection.transaction(), connection.cursor() as cursor:
             serialize_table_creation(cursor)
             row = cursor.execute(self._statements["exists"]).fetchone()
             if row is not None and row[0]:
                 state = cursor.execute(self._statements["state"]).fetchone()
-                if state is not None and state[0] != search_format:
+                if drop or (state is not None and state[0] != search_format):
                     for statement in self._drop:
                         cursor.execute(statement)
             for statement in self._create:

@@ -105,8 +105,8 @@ class SqliteIndex:
             raise StoreError(f"{verb} the search index of {self.path!r} failed: {error}") from error
 
     # -- upkeep
-    def prepare(self) -> None:
-        """Create the tables (and drop those of another format first)."""
+    def prepare(self, *, drop: bool = False) -> None:
+        """Create the tables (dropping them first when asked, or when they are of another format)."""
         with self._guarded(self._writes, "creating") as connection:
             connection.execute("BEGIN IMMEDIATE")
             try:
@@ -114,7 +114,7 @@ class SqliteIndex:
                     row = connection.execute(self._statements["state"]).fetchone()
                 except sqlite3.OperationalError:
                     row = None  # no table yet
-                if row is not None and row[0] != search_format:
+                if drop or (row is not None and row[0] != search_format):
                     for statement in self._drop:
                         connection.execute(statement)
                 for statement in self._create:

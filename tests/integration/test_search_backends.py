@@ -256,3 +256,19 @@ def test_the_prefix_bound_is_the_next_byte_string() -> None:
     for prefix, text in itertools.product(["op", "u-\u00e9", "\U0001f600"], ["op-1", "u-\u00e9t\u00e9", "u-\u00ea", "\U0001f600x", "op"]):
         low, high = prefix.encode(), upper_bound(prefix.encode())
         assert (low <= text.encode() < high) == text.startswith(prefix), (prefix, text)  # type: ignore[operator]
+
+
+def test_an_index_past_the_logs_head_is_built_again(tmp_path: Path) -> None:
+    """Not this log's index (its store replaced, its tables left): the keeper drops it and builds it again."""
+    indexed = Indexed(f"sqlite:///{tmp_path}/events.db")
+    try:
+        indexed.add(EXAMPLE.read_bytes())
+        before = indexed.search("signup")
+        with sqlite3.connect(tmp_path / "events.db") as connection:
+            connection.execute("UPDATE tandem_events_search SET head = 100000")
+        connection.close()
+        assert indexed.search("signup").position == 100000
+        assert indexed.keeper.catch_up() == indexed.store.head()
+        assert indexed.search("signup") == before
+    finally:
+        indexed.close()
