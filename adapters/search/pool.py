@@ -1,6 +1,9 @@
 """A few database connections kept for the search index's reads and its
 keeper's writes: taken, used by one thread at a time, given back; one that
-failed is closed, not given back (the next use opens a new one)."""
+failed is closed, not given back (the next use opens a new one). With
+`check`, an idle connection is checked when taken (a PostgreSQL session
+may have ended meanwhile: a server restart, a terminated backend), and
+replaced by a new one if it fails."""
 
 from __future__ import annotations
 
@@ -13,8 +16,9 @@ idle_connections_max = 4
 
 
 class Pool:
-    def __init__(self, open_connection: Callable[[], Any]) -> None:
+    def __init__(self, open_connection: Callable[[], Any], check: Callable[[Any], None] | None = None) -> None:
         self._open = open_connection
+        self._check = check
         self._idle: list[Any] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -23,6 +27,12 @@ class Pool:
     def connection(self) -> Iterator[Any]:
         with self._lock:
             connection = self._idle.pop() if self._idle else None
+        if connection is not None and self._check is not None:
+            try:
+                self._check(connection)
+            except Exception:  # its session ended: a new one
+                connection.close()
+                connection = None
         if connection is None:
             connection = self._open()
         try:

@@ -23,6 +23,7 @@ from tandem.adapters.store.url import postgres_connect_timeout_s, redacted
 from tandem.replay.port import StoreError
 
 schema = "public"  # where eventsourcing's recorder makes the store's tables
+application_name = "tandem search index"  # its sessions, as pg_stat_activity shows them
 
 # {s}, {s_things}, …: the events table's name + "_search", "_search_things", ….
 CREATE = (
@@ -93,13 +94,15 @@ class PostgresIndex:
         self._statements = {name: compose(text) for name, text in STATEMENTS.items()}
         self._create = [compose(text) for text in CREATE]
         self._drop = [compose(text) for text in DROP]
-        self._reads = Pool(lambda: self._open(read_only=True))
-        self._writes = Pool(lambda: self._open(read_only=False))
+        self._reads = Pool(lambda: self._open(read_only=True), _alive)
+        self._writes = Pool(lambda: self._open(read_only=False), _alive)
 
     def _open(self, *, read_only: bool) -> psycopg.Connection[Any]:
         assert read_only or not self.read_only, "a store opened read-only is never written"
         try:
-            connection = psycopg.connect(**self._connect, connect_timeout=postgres_connect_timeout_s, autocommit=True)
+            connection = psycopg.connect(
+                **self._connect, connect_timeout=postgres_connect_timeout_s, autocommit=True, application_name=application_name
+            )
         except psycopg.Error as error:
             raise StoreError(f"cannot connect to PostgreSQL at {redacted(self.url)}: {str(error).strip()}") from None
         connection.read_only = read_only
@@ -158,6 +161,11 @@ class PostgresIndex:
         with self._guarded(self._reads, "reading") as connection, connection.transaction():
             reads = PostgresReads(connection, self._statements)
             yield reads if reads.present() else None
+
+
+def _alive(connection: psycopg.Connection[Any]) -> None:
+    """Raises if the connection's session has ended (one round trip)."""
+    connection.execute("SELECT 1")
 
 
 def _bytes(text: str | None) -> bytes | None:
