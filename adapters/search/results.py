@@ -60,20 +60,23 @@ def search(index: Any, store: EventStore, q: str, until: int | None = None) -> S
     query = read_query(q)
     with index.session() as reads:
         if reads is None:
-            return SearchResults(q=query.text, words=list(query.words), indexed=False, position=0, things=[], things_more=0,
-                           things_more_exact=True, inputs=[], inputs_more=0, inputs_more_exact=True)  # fmt: skip
+            return _nothing(query, indexed=False, position=0)
         end = reads.head if until is None else min(until, reads.head)
-        found = find(reads, query, end) if query.text else None
-        ends = reads.input_ends([position for position, _ in found.inputs]) if found is not None else {}
-    if found is None:
-        return SearchResults(q="", words=[], indexed=True, position=end, things=[], things_more=0, things_more_exact=True,
-                       inputs=[], inputs_more=0, inputs_more_exact=True)  # fmt: skip
-    things = [ThingHit(kind=row.kind, id=row.id, first=row.first, last=row.last, matched=part) for row, part in found.things]
+        if not query.text:
+            return _nothing(query, indexed=True, position=end)
+        found = find(reads, query, end)
+        ends = reads.input_ends([position for position, _ in found.inputs])
     return SearchResults(
-        q=query.text, words=list(query.words), indexed=True, position=end, things=things, things_more=found.things_more,
-        things_more_exact=found.things_more_exact, inputs=_inputs(store, found.inputs, ends, query), inputs_more=found.inputs_more,
-        inputs_more_exact=found.inputs_more_exact,
+        q=query.text, words=list(query.words), indexed=True, position=end,
+        things=[ThingHit(kind=row.kind, id=row.id, first=row.first, last=row.last, matched=part) for row, part in found.things],
+        things_more=found.things_more, things_more_exact=found.things_more_exact,
+        inputs=_inputs(store, found.inputs, ends, query), inputs_more=found.inputs_more, inputs_more_exact=found.inputs_more_exact,
     )  # fmt: skip
+
+
+def _nothing(query: Query, *, indexed: bool, position: int) -> SearchResults:
+    return SearchResults(q=query.text, words=list(query.words), indexed=indexed, position=position, things=[], things_more=0,
+                         things_more_exact=True, inputs=[], inputs_more=0, inputs_more_exact=True)  # fmt: skip
 
 
 def _inputs(store: EventStore, shown: Sequence[tuple[int, str]], ends: dict[int, int], query: Query) -> list[InputHit]:
