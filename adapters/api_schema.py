@@ -39,6 +39,7 @@ from tandem.replay.commits import Commit
 from tandem.replay.explain.model import Document as ExplainDocument
 from tandem.replay.whatif.edits import edits_max, shift_seconds_max
 from tandem.replay.whatif.model import WhatIf
+from tandem.adapters.search.results import SearchResults
 
 
 class LineError(Struct, frozen=True):
@@ -308,6 +309,7 @@ ANSWERS: tuple[type[Struct], ...] = (
     ExplainDocument,
     WorkBody,
     WhatIf,
+    SearchResults,
 )
 # The request bodies a handler decodes itself, described by their Structs too.
 REQUESTS: tuple[type[Struct], ...] = (WhatIfRequest,)

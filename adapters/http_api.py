@@ -71,6 +71,7 @@ from tandem.adapters.http_inputs import (
 )
 from tandem.adapters.github_webhook import GithubAnswer, post_github
 from tandem.adapters.http_whatif import post_whatif
+from tandem.adapters.http_search import get_search
 from tandem.adapters.service import ApiError, Service
 from tandem.adapters.stream import StreamsClosed, StreamsFull
 from tandem.adapters.console import SECURITY_HEADERS, NeedsSignIn, console_routes
@@ -467,7 +468,7 @@ async def _secured(response: Response[Any]) -> Response[Any]:
 
 ROUTES = [
     post_inputs, post_inputs_batch, get_views, get_view, get_events, get_explain, get_work, post_whatif, get_health, head_health,
-    get_stream, post_github,
+    get_stream, post_github, get_search,
 ]  # fmt: skip
 
 

@@ -46,6 +46,7 @@ from tandem.adapters.service import ApiError, Service, to_thread_to_the_end
 from tandem.adapters.sessions import Sessions
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.process import ProcessError, log
+from tandem.adapters.search import start_searching
 from tandem.adapters.runtime import LockLost, Runtime
 from tandem.adapters.slow_clients import deadlined_protocol
 from tandem.adapters.store import open_store, parse_store_url, redacted
@@ -152,6 +153,11 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
         engine.listeners.append(service.indexing.on_commit)  # before the build reads the head
         service.indexing.start(service.reader)
         follower = service.follower
+        service.searching = start_searching(
+            runtime.settings.store_url, service.reader, lambda: follower is None or follower.writing, follower=bool(getattr(args, "follow", False)),
+        )  # fmt: skip
+        if service.searching.keeper is not None:
+            engine.listeners.append(service.searching.keeper.poke)
         if follower is None or follower.writing:
             tasks.append(asyncio.create_task(_rounds(service)))
             return
@@ -174,6 +180,8 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
         # Their work on the engine ends first (a round committing a spool
         # batch, a takeover): the stop never runs beside it.
         await asyncio.gather(*tasks, return_exceptions=True)
+        if service.searching is not None:
+            await to_thread_to_the_end(service.searching.close)  # after the transaction in hand
         follower = service.follower
         if follower is not None and not follower.writing:
             follower.close()  # a follower records nothing and writes no snapshot

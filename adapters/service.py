@@ -40,6 +40,7 @@ from tandem.adapters.follow import Follower
 from tandem.adapters.log_index import IndexKeeper
 from tandem.adapters.group_commit import Body, GroupCommit, Outcome
 from tandem.adapters.runtime import LiveEngine, LockLost, ReadOnly, Runtime
+from tandem.adapters.search import Searching
 from tandem.adapters.sessions import Sessions
 from tandem.adapters.stream import Hub
 from tandem.adapters.tokens import TokenTable
@@ -147,6 +148,8 @@ class Service:
     github_secret: bytes | None = None
     # A follower or standby (adapters/follow.py); None: this server is the store's writer.
     follower: Follower | None = None
+    # The search index and its keeper (adapters/search/), once the server started.
+    searching: Searching | None = None
     grouping: GroupCommit = field(init=False)  # the requests' inputs, committed in groups
 
     def __post_init__(self) -> None:

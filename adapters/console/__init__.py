@@ -12,6 +12,7 @@ from pathlib import Path
 from litestar.static_files import create_static_files_router
 
 from tandem.adapters.console.pages import PAGES
+from tandem.adapters.console.search import SEARCH
 from tandem.adapters.console.signin import FORMS, NeedsSignIn, signed_in
 from tandem.adapters.console.whatif import WHATIF
 from tandem.adapters.sessions import Sessions, session_cookie
@@ -33,7 +34,7 @@ SECURITY_HEADERS = {
 
 def console_routes() -> list:
     static = create_static_files_router(path="/static", directories=[STATIC], include_in_schema=False, send_as_attachment=False)
-    return [*PAGES, *FORMS, *WHATIF, static]
+    return [*PAGES, *FORMS, *WHATIF, *SEARCH, static]
 
 
 __all__ = ["NeedsSignIn", "SECURITY_HEADERS", "Sessions", "console_routes", "session_cookie", "signed_in"]

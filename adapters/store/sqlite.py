@@ -159,7 +159,7 @@ def _check_fence(connection: sqlite3.Connection, statement: str, generation: int
         raise Fenced(f"{fenced_marker}writer generation {generation} was fenced off: generation {current} writes the store now")
 
 
-def _reader_uri(path: str, directory: str) -> str:
+def reader_uri(path: str, directory: str) -> str:
     """A reader's URI: mode=ro, and immutable=1 where no writer can be live.
     A WAL store's readers write its shared-memory index beside it, which a
     read-only file system, or a folder the reader may not write, refuses.
@@ -203,7 +203,7 @@ class SQLiteStore(SqlStore):
         refused = None if read_only else _why_not_writable(path, directory)
         if refused is not None:
             raise StoreError(f"cannot open {url} for writing: {refused}")
-        name = _reader_uri(path, directory) if read_only else path
+        name = reader_uri(path, directory) if read_only else path
         datastore = _DurableSQLiteDatastore(name, read_only=read_only, originator_id_type="text")
         recorder = SQLiteApplicationRecorder(datastore, events_table_name=table)  # its table and INSERT statement
         suffixes = (

@@ -27,11 +27,13 @@ claims_table_suffix = "_claims"  # every writer's claim of the store: generation
 keys_table_suffix = "_keys"  # the key table: (kind, id, position) of every event up to its mark (replay/key_table.py)
 keys_through_table_suffix = "_keys_through"  # the key table's mark: its code's fingerprint, and the position it is complete to
 sessions_table_suffix = "_sessions"  # the console's sessions (adapters/sessions.py): hashed ids, never the ids
+# The search index's tables (adapters/search/), a cache beside the log like the snapshots.
+search_table_suffixes = ("_search", "_search_things", "_search_inputs")
 # Every table a store keeps beside its events table (the writer lock's
 # `_writer` too, on PostgreSQL): what dropping a store drops.
 side_table_suffixes = (
     snapshot_table_suffix, fence_table_suffix, claims_table_suffix, keys_table_suffix, keys_through_table_suffix,
-    sessions_table_suffix, "_writer",
+    sessions_table_suffix, "_writer", *search_table_suffixes,
 )  # fmt: skip
 postgres_port_default = 5432
 postgres_connect_timeout_s = 5  # a store and its writer lock wait this long for PostgreSQL

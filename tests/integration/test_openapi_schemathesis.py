@@ -37,6 +37,7 @@ from tandem.adapters.service import Service
 from tandem.adapters.http_inputs import InputsFastPath
 from tandem.adapters.ingest import ingest
 from tandem.adapters.runtime import Runtime, Settings
+from tandem.adapters.search import start_searching
 from tandem.adapters.store import open_store
 from tandem.adapters.tokens import ACTORS, load_tokens, new_token, write_tokens_file
 from tandem.adapters.trace import read_trace
@@ -66,6 +67,7 @@ OPERATIONS = {  # at least these (API.md); every operation the document has is t
     "POST /v1/inputs/batch",
     "GET /v1/work",
     "POST /v1/whatif",
+    "GET /v1/search",
 }
 
 
@@ -96,9 +98,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     runtime.start()
     reader = open_store(url)
     service = Service(runtime=runtime, reader=reader, tokens=load_tokens(directory / "tokens.json"))
+    service.searching = start_searching(url, reader, lambda: True, follower=False)  # as the server's start does
     try:
         yield Served(InputsFastPath(build_app(service), service), service, tokens)
     finally:
+        service.searching.close()
         reader.close()
         runtime.close()
 
@@ -148,6 +152,7 @@ def test_every_operation_answers_as_its_openapi_document_says(served: Served) ->
     assert answered[("POST /v1/inputs/batch", "application/json", 200)] > 0
     assert answered[("GET /v1/work", "-", 200)] > 0
     assert answered[("POST /v1/whatif", "application/json", 200)] > 0  # generated what-ifs ran
+    assert answered[("GET /v1/search", "-", 200)] > 0
 
 
 def test_health_when_the_store_cannot_be_read_is_the_declared_503(served: Served) -> None:
