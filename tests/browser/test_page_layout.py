@@ -24,7 +24,7 @@ from tests.e2e.serving import Served
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = sorted((ROOT / "fixtures" / "gates").glob("*.jsonl")) + sorted((ROOT / "fixtures" / "traces").glob("*.jsonl"))
-PAGES = ["/", "/questions", "/tasks", "/inbox", "/alerts", "/conversations", "/timeline", "/lifecycles"]
+PAGES = ["/", "/questions", "/tasks", "/actions", "/inbox", "/alerts", "/conversations", "/timeline", "/lifecycles", "/search?q=op"]
 WIDTH = 1_280
 OVERFLOW = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
 
