@@ -9,7 +9,9 @@ The bundled example (`tandem demo`'s trace) is ingested and served by a real
 example never has an open question, so questions-open.png comes from a second
 store: fixtures/traces/question_holds_open.jsonl, which ends with three open.
 
-timeline.png has one input's box opened (op-it's outcome: the input as
+search.png searches the example for `signup` (once the server's search
+index holds it); overview-dark.png and task-dark.png are in the system's
+dark scheme. timeline.png has one input's box opened (op-it's outcome: the input as
 recorded and its events). whatif.png is the page a "what if…" form answers: the example's timeline,
 the watchdog's first heartbeat (input 5) dropped.
 
@@ -67,12 +69,16 @@ EXAMPLE_SHOTS = {  # file: the page of the example it shows
     "explain.png": "/explain/op-api",
     "lifecycles.png": "/lifecycles",
     "past.png": PAST,
+    "search.png": "/search?q=signup",
 }
 OPENED = {"timeline.png": "tbody#i63 tr.caused summary"}  # a box opened for the shot: op-it's outcome, its input and events
+# Shot once the page shows this (the search index is built beside the server: reloaded until then).
+READY = {"search.png": "ul.found"}
+DARK_SHOTS = {"overview-dark.png": "/", "task-dark.png": "/tasks/signup"}  # the system's dark scheme
 QUESTION_SHOTS = {"questions-open.png": "/questions"}
 LOGIN_SHOT = "login.png"
 WHATIF_SHOT = "whatif.png"  # the answer of the timeline's "what if…": drop input 5
-FILES = [*EXAMPLE_SHOTS, WHATIF_SHOT, *QUESTION_SHOTS, LOGIN_SHOT]  # every file a run writes
+FILES = [*EXAMPLE_SHOTS, *DARK_SHOTS, WHATIF_SHOT, *QUESTION_SHOTS, LOGIN_SHOT]  # every file a run writes
 
 
 @dataclass
@@ -128,6 +134,7 @@ def take(out: Path, browser: Any = None) -> Shots:
         with served(serve_example(directory)) as example, served(serve_questions(directory)) as questions:
             with chromium(browser) as using:
                 pages_of(using, example, example_paths(example), out, shots)
+                pages_of(using, example, DARK_SHOTS, out, shots, scheme="dark")
                 whatif_page(using, example, out, shots)
                 pages_of(using, questions, QUESTION_SHOTS, out, shots)
                 login_page(using, example, out, shots)
@@ -180,10 +187,20 @@ def example_paths(example: Served) -> dict[str, str]:
     return {file: f"/tasks/signup?at={past}" if path == PAST else path for file, path in EXAMPLE_SHOTS.items()}
 
 
-def pages_of(browser: Any, server: Served, paths: dict[str, str], out: Path, shots: Shots) -> None:
+def ready(page: Any, selector: str, tries_max: int = 100) -> None:
+    """Reload the page until it shows `selector` (at most `tries_max` times, a tenth of a second apart)."""
+    for _ in range(tries_max):
+        if page.locator(selector).count():
+            return
+        page.wait_for_timeout(100)
+        page.reload()
+    raise RuntimeError(f"{page.url}: never showed {selector}")
+
+
+def pages_of(browser: Any, server: Served, paths: dict[str, str], out: Path, shots: Shots, scheme: str = "light") -> None:
     """Sign in as the human in a context of its own (cookies are per host, not
-    per port), then shoot each page."""
-    context = browser.new_context(viewport=VIEWPORT)
+    per port), then shoot each page (in the system's light or dark scheme)."""
+    context = browser.new_context(viewport=VIEWPORT, color_scheme=scheme)
     try:
         page, watch = watched_page(context)
         shots.watches.append(watch)
@@ -192,6 +209,8 @@ def pages_of(browser: Any, server: Served, paths: dict[str, str], out: Path, sho
             answer = page.goto(server.url + path)
             if answer is None or answer.status != 200 or "/login" in page.url:
                 raise RuntimeError(f"{path}: not the page ({answer.status if answer else 'no answer'}, at {page.url})")
+            if file in READY:
+                ready(page, READY[file])
             if file in OPENED:
                 page.click(OPENED[file])
                 page.evaluate("() => window.scrollTo(0, 0)")
