@@ -109,6 +109,37 @@ class _DurableSQLiteDatastore(SQLiteDatastore):
             with SQLiteTransaction(self._writer, commit=True) as cursor, cursor:
                 yield cursor
 
+    @contextmanager
+    def immediate(self) -> Iterator[sqlite3.Cursor]:
+        """A write transaction on the writer connection begun IMMEDIATE: the
+        database's write lock is taken at its start (waiting the lock timeout
+        for another writer, such as the search index's keeper), so a
+        transaction that reads before it writes never fails at its first
+        write because another writer committed since its read (SQLite's
+        SQLITE_BUSY_SNAPSHOT, which no wait helps). Committed at its end,
+        rolled back on an exception; errors raised as eventsourcing's."""
+        with self._writer_lock:
+            if self._writer is None:
+                self._writer = self.pool._create_connection()
+            connection = self._writer._sqlite_conn
+            cursor = connection.cursor()
+            cursor.row_factory = None
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+                yield cursor
+                connection.execute("COMMIT")
+            except BaseException as error:
+                if connection.in_transaction:
+                    try:
+                        connection.rollback()
+                    except sqlite3.Error:
+                        pass  # the first error is the one to report
+                if isinstance(error, sqlite3.Error):
+                    raise (IntegrityError if isinstance(error, sqlite3.IntegrityError) else OperationalError)(error) from error
+                raise
+            finally:
+                cursor.close()
+
     def insert_rows(self, statement: str, rows: Sequence[tuple[Any, ...]], fence: tuple[str, int] | None = None) -> None:
         """`BEGIN`, one `executemany`, `COMMIT` on the writer connection: what
         `transaction(commit=True)` and the recorder's `insert_events` do, with
@@ -228,9 +259,7 @@ class SQLiteStore(SqlStore):
 
     @contextmanager
     def _write_transaction(self) -> Iterator[Any]:
-        with self._datastore.transaction(commit=True) as cursor:
-            raw = cursor.sqlite_cursor
-            raw.row_factory = None
+        with self._datastore.immediate() as raw:
 
             def run(name: str, *parameters: Any, rows: Sequence[tuple[Any, ...]] | None = None) -> list[tuple[Any, ...]]:
                 if rows is not None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -110,9 +111,17 @@ def main(argv: list[str] | None = None, browser: Any = None) -> int:
     return 1 if problems else 0
 
 
+class _Unhyphenated(argparse.HelpFormatter):
+    """Help wrapped at spaces only: a file name (questions-open.png) stays whole."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+
+
 def parser() -> argparse.ArgumentParser:
     made = argparse.ArgumentParser(
         prog="python -m tests.browser.screenshots",
+        formatter_class=_Unhyphenated,
         description=(
             "Screenshot every console page of the bundled example (served by a real `tandem serve` in a temporary "
             "directory, signed in as the human), plus the questions page of a store with open questions "
