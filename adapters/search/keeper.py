@@ -4,7 +4,8 @@ projection of the log (docs/operations.md, "The search index").
 A background thread indexes the log from the index's head (kept in the
 index, in the same transaction as what it indexed) to the store's head, a
 page of events a transaction; the engine's commits wake it (`poke`, a
-listener of the live engine: no work in the engine's thread). A new index
+listener of the live engine: no work in the engine's thread), each telling
+the head to read to, so a commit costs the store no query of its head. A new index
 of an existing store is built so at the first start, its progress logged.
 A follower (the store opened read-only) never writes: it searches the
 index the writer keeps; a standby starts keeping it once it writes.
@@ -38,14 +39,19 @@ class SearchKeeper:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._prepared = False
+        self._announced: int | None = None  # the newest commit's position told by `poke`, not caught up to yet
         self.failing: str | None = None  # the last failure's message, until a catch-up succeeds
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="tandem-search-index", daemon=True)
         self._thread.start()
 
-    def poke(self, *_: Any) -> None:
-        """A commit was made (an engine listener): catch up soon."""
+    def poke(self, commit: Any = None) -> None:
+        """A commit was made (an engine listener): catch up to it soon (its
+        position is the head to read to: no query of the store's head)."""
+        position = getattr(commit, "position", None)
+        if position is not None:
+            self._announced = max(position, self._announced or 0)
         self._wake.set()
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -83,7 +89,10 @@ class SearchKeeper:
         with self.index.session() as reads:
             assert reads is not None, "prepared, yet no index"
             head, open_input = reads.head, reads.open_input()
-        target = self.store.head()
+        announced, self._announced = self._announced, None
+        if announced is not None and head >= announced:
+            return head  # there already (a catch-up of the store's head got past it)
+        target = announced if announced is not None else self.store.head()
         if head > target:  # not this log's index (the store was replaced, its tables left): a cache, made again
             log(f"the search index reaches position {head:,}, past the log's head {target:,}: building it again")
             self.index.prepare(drop=True)
