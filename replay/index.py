@@ -105,7 +105,7 @@ def _keyer(event_type: type, specs: tuple[KeySpec, ...]) -> Keyer:
     simple = [_simple(spec) for spec in specs]
     if any(spec is None for spec in simple):
         extract = KEY_EXTRACTORS[event_type]
-        return lambda event: [(key[0], key[1] if len(key) > 1 else "") for key in extract(event)]
+        return lambda event: [split_key(key) for key in extract(event)]
     plan = [spec for spec in simple if spec is not None]
 
     def keys(event: Any) -> list[tuple[str, str]]:
@@ -127,7 +127,8 @@ KEYERS: dict[type, Keyer] = {event_type: _keyer(event_type, specs) for event_typ
 KEYED_TAGS = frozenset(event_type.__name__.encode() for event_type, specs in SPECS.items() if specs)
 
 
-def _split(key: Key) -> tuple[str, str]:
+def split_key(key: Key) -> tuple[str, str]:
+    """A key as (kind, id), "" for a kind without ids: the key table's and the keyers' shape."""
     return key[0], key[1] if len(key) > 1 else ""
 
 
@@ -267,7 +268,7 @@ class LogIndex:
     def positions(self, key: Key, after: int = 0, until: int | None = None) -> Sequence[int]:
         """The positions of the events with `key`, after `after`, up to `until`
         (the head if None), ascending."""
-        kind, identifier = _split(key)
+        kind, identifier = split_key(key)
         held = self._keys.get(kind, {}).get(identifier)
         if held is None:
             return ()
@@ -277,7 +278,7 @@ class LogIndex:
         return held[bisect_right(held, after, 0, end) : end]
 
     def count(self, key: Key) -> int:
-        held = self._keys.get(key[0], {}).get(_split(key)[1])
+        held = self._keys.get(key[0], {}).get(split_key(key)[1])
         return 0 if held is None else 1 if type(held) is int else len(held)
 
     def kinds_of(self, identifier: str) -> list[str]:

@@ -36,7 +36,7 @@ import msgspec
 from tandem.domain import events as ev
 from tandem.replay.explain.keys import KIND_TAGS, needle
 from tandem.replay.explain.log import RECORD_FILE, files_seen_max
-from tandem.replay.index import KEYERS, LogIndex
+from tandem.replay.index import KEYERS, LogIndex, split_key
 from tandem.replay.port import EventStore
 from tandem.replay.snapshot import code_fingerprint
 
@@ -95,9 +95,9 @@ class KeyScan:
             self._through = min(self.head, self.store.keys_through(code_fingerprint()))
         if self._through == 0:
             return 0
-        table = self.store.read_key_positions([(key[0], key[1] if len(key) > 1 else "") for key in new], self._through)
+        table = self.store.read_key_positions([split_key(key) for key in new], self._through)
         for key in new:
-            found[key].extend(table[(key[0], key[1] if len(key) > 1 else "")])
+            found[key].extend(table[split_key(key)])
         untyped = {p for positions in found.values() for p in positions} - self._types.keys()
         self._types.update((position, type_of(data)) for position, data in self.store.read_positions(untyped))
         return self._through

@@ -31,7 +31,7 @@ from tandem.domain import events as ev
 from tandem.domain.keys import event_keys
 from tandem.replay.explain.log import input_ref
 from tandem.replay.explain.model import InputRef
-from tandem.replay.index import LogIndex
+from tandem.replay.index import LogIndex, split_key
 from tandem.replay.port import EventStore
 
 limit_default = 50
@@ -79,7 +79,7 @@ def timeline(
 
 
 def row(position: int, event: ev.Event, record: ev.InputAccepted | ev.InputRejected | None) -> Row:
-    keys = [(key[0], key[1] if len(key) > 1 else "") for key in event_keys(event)]
+    keys = [split_key(key) for key in event_keys(event)]
     return Row(position, type(event).__name__, input_ref(record) if record is not None else None, keys)
 
 

@@ -26,7 +26,7 @@ from tandem.adapters.store import open_store
 from tandem.adapters.trace import parse_trace
 from tandem.domain.inputs import accepted_actors
 from tandem.replay.engine import Engine
-from tandem.replay.index import LogIndex, keys_of
+from tandem.replay.index import LogIndex, keys_of, split_key
 from tandem.replay.port import EventStore
 from bench.workload import synthetic_trace
 
@@ -170,10 +170,10 @@ def assert_keys_are_the_log_indexs(store: EventStore, position: int) -> None:
     assert store.keys_through(snapshots.code_fingerprint()) == position
     whole = LogIndex.build(store, until=position)
     keys = sorted({key for _, event in store.read(until=position) for key in keys_of(event)})
-    table = store.read_key_positions([(key[0], key[1] if len(key) > 1 else "") for key in keys], position)
+    table = store.read_key_positions([split_key(key) for key in keys], position)
     assert len(keys) > 10
     for key in keys:
-        assert table[(key[0], key[1] if len(key) > 1 else "")] == list(whole.positions(key)), key
+        assert table[split_key(key)] == list(whole.positions(key)), key
 
 
 def test_the_service_writes_its_snapshots_beside_and_its_own_at_the_stop(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 import tandem.replay.key_table as key_table
 from tandem.adapters.store import open_store
-from tandem.replay.index import LogIndex
+from tandem.replay.index import LogIndex, split_key
 from tandem.replay.key_table import index_keys
 from tandem.replay.port import EventStore
 from tests.integration.test_event_digests import traces
@@ -117,9 +117,9 @@ def test_index_keys_gives_the_log_indexs_keys(path: Path, tmp_path: Path, monkey
     assert reports and reports[-1] == (memory.head(), memory.head()) and all(b - a <= 7 for (a, _), (b, _) in zip(reports, reports[1:]))
     whole = LogIndex.build(memory)
     keys = every_key(memory)
-    table = memory.read_key_positions([(key[0], key[1] if len(key) > 1 else "") for key in keys], memory.head())
+    table = memory.read_key_positions([split_key(key) for key in keys], memory.head())
     for key in keys:
-        assert table[(key[0], key[1] if len(key) > 1 else "")] == list(whole.positions(key)), key
+        assert table[split_key(key)] == list(whole.positions(key)), key
 
 
 def test_read_key_rows_gives_every_row_in_key_order_across_pages(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
