@@ -24,7 +24,7 @@ from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import ACTION, ATTEMPT
-from tandem.projections.base import View, picked_rows, rfc3339, sorted_rows
+from tandem.projections.base import ByState, View, picked_rows, rfc3339, sorted_rows
 
 # What the lifecycles say these events leave, looked up once (the fold's hot path).
 _PROPOSED = ACTION.after[ev.ActionProposed]
@@ -68,6 +68,7 @@ class ActionsView(View):
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
+        self.by_state = ByState()  # what a page lists: rows by state, newest first
         self.cancelled_tasks: set[str] = set()
         # The actions with an attempt out with the executor, by claim: their
         # claim's number (claims counted from 1), the work queue's order.
@@ -81,6 +82,7 @@ class ActionsView(View):
         if row["state"] != state:
             if reason is None and not (state == "cancelled" and row["state"] == "cancel_requested"):
                 row["reason"] = None
+            self.by_state.enter(operation_id, state, row["state"])
             row["state"] = state
             row["blocked_by"] = []  # blocked_by is [] in every state but pending
             row["retry_at"] = None  # so is retry_at
@@ -123,6 +125,7 @@ class ActionsView(View):
             "attempt_id": None,
             "envelope": None,
         }
+        self.by_state.enter(event.operation_id, _PROPOSED)
         return event.operation_id
 
     def _fenced(self, event: ev.PolicySet | ev.GrantRevised | ev.TaskRevised) -> list[str]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import ALERT
-from tandem.projections.base import View, rfc3339, sorted_rows
+from tandem.projections.base import ByState, View, rfc3339, sorted_rows
 
 
 class AlertsView(View):
@@ -16,6 +16,7 @@ class AlertsView(View):
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
+        self.by_state = ByState()  # what a page lists: rows by state, newest first
 
     def _raised(self, event: ev.AlertRaised) -> str:
         row = self.rows.get(event.alert_id)
@@ -28,19 +29,20 @@ class AlertsView(View):
                 "last_raised_at": event.at,
                 "count": 1,
             }
+            self.by_state.enter(event.alert_id, ALERT.after[ev.AlertRaised])
             return event.alert_id
+        self.by_state.enter(event.alert_id, ALERT.after[ev.AlertRaised], row["state"])
         row.update(state=ALERT.after[ev.AlertRaised], last_raised_at=event.at, count=row["count"] + 1)
         return event.alert_id
 
-    def _seen(self, event: ev.AlertSeen) -> str:
-        self.rows[event.alert_id]["state"] = ALERT.after[ev.AlertSeen]
+    def _moved(self, event: ev.AlertSeen | ev.AlertResolved) -> str:
+        row = self.rows[event.alert_id]
+        state = ALERT.after[type(event)]
+        self.by_state.enter(event.alert_id, state, row["state"])
+        row["state"] = state
         return event.alert_id
 
-    def _resolved(self, event: ev.AlertResolved) -> str:
-        self.rows[event.alert_id]["state"] = ALERT.after[ev.AlertResolved]
-        return event.alert_id
-
-    handlers = {ev.AlertRaised: _raised, ev.AlertSeen: _seen, ev.AlertResolved: _resolved}
+    handlers = {ev.AlertRaised: _raised, ev.AlertSeen: _moved, ev.AlertResolved: _moved}
 
     def rendered(self, row: dict[str, Any]) -> dict[str, Any]:
         return {**row, "first_raised_at": rfc3339(row["first_raised_at"]), "last_raised_at": rfc3339(row["last_raised_at"])}

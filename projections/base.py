@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
@@ -62,6 +63,12 @@ class View:
         """One row of a keyed view as `render()` gives it."""
         return row
 
+    def listed(self, keys: Iterable[Any]) -> list[dict[str, Any]]:
+        """The rows of `keys` (each held), as `render()` gives them, in the
+        order given: copies, for a page read after the engine moved on."""
+        rows: dict[Any, dict[str, Any]] = self.rows  # type: ignore[attr-defined]
+        return [copy.deepcopy(self.rendered(rows[key])) for key in keys]
+
     def change(self, touched: Iterable[Any] | None) -> dict[str, Any]:
         """What changed since the last change was taken (`Views.take_changed`),
         in the stream's words (docs/api.md, "Row changes"), given the keys the
@@ -90,3 +97,54 @@ def picked_rows(rows: dict[str, dict[str, Any]], keys: Iterable[str]) -> list[di
     in its order: what a page about one thing shows, at the cost of that
     thing, not of the view's length."""
     return [copy.deepcopy(rows[key]) for key in sorted(set(keys)) if key in rows]
+
+
+class ByState:
+    """A keyed view's keys by their row's state, each state's in the order
+    its rows entered it: what a console page counts and lists (newest
+    first), at the cost of what it shows, never of the view's length. The
+    view moves a key at every change of its row's state (`enter`); the
+    invariants catalog checks it against the rows (I-VIEW-STATES)."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, dict[Any, None]] = {}
+
+    def __eq__(self, other: object) -> bool:  # the same keys, in the same order
+        return isinstance(other, ByState) and self._ordered() == other._ordered()
+
+    def __repr__(self) -> str:
+        return f"ByState({self._ordered()!r})"
+
+    def _ordered(self) -> dict[str, list[Any]]:
+        return {state: list(keys) for state, keys in self.keys.items()}
+
+    def enter(self, key: Any, state: str, before: str | None = None) -> None:
+        """The row of `key` is in `state` now, from `before` (None: a new row)."""
+        if before == state:
+            return
+        if before is not None:
+            del self.keys[before][key]
+        self.keys.setdefault(state, {})[key] = None
+
+    def count(self, states: Iterable[str]) -> int:
+        return sum(len(self.keys.get(state, ())) for state in states)
+
+    def keys_of(self, states: Iterable[str], start: int, size: int, newest_first: bool = True) -> list[Any]:
+        """Keys `start` to `start + size` of `states`' keys, each state's
+        newest first (else oldest first), the states in the order given."""
+        found: list[Any] = []
+        for state in states:
+            keys = self.keys.get(state, {})
+            if start >= len(keys):
+                start -= len(keys)
+                continue
+            ordered = reversed(keys) if newest_first else iter(keys)
+            found.extend(itertools.islice(ordered, start, start + size - len(found)))
+            start = 0
+            if len(found) == size:
+                break
+        return found
+
+    def of(self, state: str) -> Iterable[Any]:
+        """Every key in `state` (for the few live ones: sort or filter them)."""
+        return self.keys.get(state, {}).keys()

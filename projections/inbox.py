@@ -43,6 +43,12 @@ class InboxView(View):
         self.alerted: dict[str, set[str]] = {}  # cause -> raised alerts naming it
         self.alert_causes: dict[str, str] = {}  # alert -> the cause it names
         self.batch_of: dict[str, str] = {}  # cause -> the batch it joined (contract v1.2 section 7.1)
+        # What a page lists, at the cost of what it shows: the causes whose
+        # row is retained now and those with ignored observations, each in
+        # the order they became so. Kept from the keys the handlers return
+        # (`_keeping`): those name every row whose rendering may change.
+        self.retained: dict[str, None] = {}
+        self.ignoring: dict[str, None] = {}
 
     def _revised(
         self,
@@ -98,6 +104,7 @@ class InboxView(View):
             row["triage_state"] = None
         row["ignored"] += 1
         row["last_seen_at"] = event.at
+        self.ignoring[event.cause_key] = None
         return event.cause_key
 
     def _recorded(self, event: ev.ObservationRecorded) -> str | bool:
@@ -222,6 +229,16 @@ class InboxView(View):
         self.batch_of[event.cause_key] = event.batch_id
         return event.cause_key
 
+    def _kept(self, touched: Any) -> None:
+        """`retained` brought up to date for the causes a handler touched."""
+        rows, retained = self.rows, self.retained
+        for cause_key in (touched,) if type(touched) is str else touched:
+            row = rows.get(cause_key)
+            if row is not None and self._retains(row):
+                retained.setdefault(cause_key, None)
+            else:
+                retained.pop(cause_key, None)
+
     handlers = {
         ev.BatchJoined: _joined,
         ev.BatchRevised: _joined,
@@ -240,25 +257,44 @@ class InboxView(View):
         ev.UpdateTriaged: _triaged,
     }
 
-    def rendered(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _retains(self, row: dict[str, Any]) -> bool:
         cause_key = row["cause_key"]
         holder = self.holder.get(cause_key)
         deliverable = row["disposition"] in DELIVERABLE_DISPOSITIONS and holder is None
         in_flight = holder is not None and self.delivery_states[holder] in DELIVERY.in_flight
+        return (
+            row["triage_state"] == UPDATE.initial
+            or deliverable
+            or in_flight
+            or cause_key in self.obligated
+            or cause_key in self.alerted
+        )
+
+    def rendered(self, row: dict[str, Any]) -> dict[str, Any]:
+        cause_key = row["cause_key"]
         return {
             **row,
             "first_seen_at": rfc3339(row["first_seen_at"]),
             "last_seen_at": rfc3339(row["last_seen_at"]),
-            "retained": (
-                row["triage_state"] == UPDATE.initial
-                or deliverable
-                or in_flight
-                or cause_key in self.obligated
-                or cause_key in self.alerted
-            ),
+            "retained": self._retains(row),
             "latest": _latest(row["latest"]),
             "batch_id": self.batch_of.get(cause_key),
         }
 
     def render(self) -> list[dict[str, Any]]:
         return [self.rendered(row) for row in sorted_rows(self.rows)]
+
+
+def _keeping(handler: Any) -> Any:
+    """The handler, then `retained` kept for the causes it touched."""
+
+    def handle(view: InboxView, event: Any) -> Any:
+        touched = handler(view, event)
+        if touched is not False:
+            view._kept(touched)
+        return touched
+
+    return handle
+
+
+InboxView.handlers = {event_type: _keeping(handler) for event_type, handler in InboxView.handlers.items()}

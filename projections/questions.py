@@ -6,7 +6,7 @@ from typing import Any
 
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import QUESTION
-from tandem.projections.base import View, rfc3339
+from tandem.projections.base import ByState, View, rfc3339
 
 
 class QuestionsView(View):
@@ -18,9 +18,16 @@ class QuestionsView(View):
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[tuple[str, str], dict[str, Any]] = {}
+        self.by_state = ByState()  # what a page lists: rows by state, newest first
+        self.by_task: dict[str, list[tuple[str, str]]] = {}  # a task's questions, first raised first
 
     def _raised(self, event: ev.QuestionRaised) -> None:
-        self.rows[(event.task_id, event.question_key)] = {
+        key = (event.task_id, event.question_key)
+        before = self.rows[key]["state"] if key in self.rows else None
+        if before is None:
+            self.by_task.setdefault(event.task_id, []).append(key)
+        self.by_state.enter(key, QUESTION.after[ev.QuestionRaised], before)
+        self.rows[key] = {
             "task_id": event.task_id,
             "question_key": event.question_key,
             "state": QUESTION.after[ev.QuestionRaised],
@@ -33,7 +40,9 @@ class QuestionsView(View):
         }
 
     def _answered(self, event: ev.QuestionAnswered) -> None:
-        row = self.rows[(event.task_id, event.question_key)]
+        key = (event.task_id, event.question_key)
+        row = self.rows[key]
+        self.by_state.enter(key, QUESTION.after[ev.QuestionAnswered], row["state"])
         row["state"] = QUESTION.after[ev.QuestionAnswered]
         row["answer"] = event.answer
 

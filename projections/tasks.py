@@ -12,7 +12,7 @@ from msgspec import UNSET
 
 from tandem.domain import events as ev
 from tandem.domain.lifecycles import TASK
-from tandem.projections.base import View, picked_rows, rfc3339, sorted_rows
+from tandem.projections.base import ByState, View, picked_rows, rfc3339, sorted_rows
 
 
 class TasksView(View):
@@ -22,6 +22,7 @@ class TasksView(View):
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[str, dict[str, Any]] = {}
+        self.by_state = ByState()  # what a page lists: rows by state, newest first
         self.grant_revisions: dict[str, int] = {}
         self.open_questions: set[tuple[str, str]] = set()
         self.now: datetime.datetime | None = None  # the input's `at`
@@ -75,6 +76,7 @@ class TasksView(View):
             "last_progress_at": None,  # computed when read (`rendered`)
             "progress_due_at": None,
         }
+        self.by_state.enter(event.task_id, self.rows[event.task_id]["state"])
         assert self.now is not None
         self.last_progress[event.task_id] = self.now
         if event.progress_deadline_s is not UNSET:
@@ -99,12 +101,11 @@ class TasksView(View):
         self._progress(event.task_id)
         return event.task_id
 
-    def _completed(self, event: ev.TaskCompleted) -> str:
-        self.rows[event.task_id]["state"] = TASK.after[ev.TaskCompleted]
-        return event.task_id
-
-    def _cancelled(self, event: ev.TaskCancelled) -> str:
-        self.rows[event.task_id]["state"] = TASK.after[ev.TaskCancelled]
+    def _ended(self, event: ev.TaskCompleted | ev.TaskCancelled) -> str:
+        row = self.rows[event.task_id]
+        state = TASK.after[type(event)]
+        self.by_state.enter(event.task_id, state, row["state"])
+        row["state"] = state
         return event.task_id
 
     def _holds(self, event: ev.TaskHoldsChanged) -> str:
@@ -151,8 +152,8 @@ class TasksView(View):
         ev.GrantIssued: _grant,
         ev.GrantRevised: _grant,
         ev.TaskRevised: _revised,
-        ev.TaskCompleted: _completed,
-        ev.TaskCancelled: _cancelled,
+        ev.TaskCompleted: _ended,
+        ev.TaskCancelled: _ended,
         ev.TaskHoldsChanged: _holds,
         ev.QuestionRaised: _raised,
         ev.QuestionAnswered: _answered,

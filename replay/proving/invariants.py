@@ -60,6 +60,7 @@ from tandem.replay.proving.composition_invariants import payload_frozen_before_a
 from tandem.replay.proving.state_invariants import (
     blocked_by_is_section_4,
     human_messages_kept,
+    listings_match_rows,
     one_fix_per_batch,
     one_live_action_per_cause,
     reading_changes_nothing,
@@ -103,6 +104,7 @@ BUILTIN: tuple[Invariant, ...] = (
     maintenance_yields_to_the_owner,
     urgent_idle_not_held_by_interval,
     reading_changes_nothing,
+    listings_match_rows,
     restart_is_replay,
     recovery_has_a_way_out,
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import fields
+from typing import Any
 
 from tandem.domain.records import Conversation
 from tandem.domain.state import State
@@ -159,6 +160,32 @@ def reading_changes_nothing(world: World) -> str | None:
         if pickle.dumps(vars(view), protocol=pickle.HIGHEST_PROTOCOL) != before:
             return f"rendering the {name} view changed what it holds (what a snapshot keeps)"
     return None
+
+
+@state_invariant
+def listings_match_rows(world: World) -> str | None:
+    """What the console lists is what the views hold: a page counts and lists
+    a keyed view's rows by state, and the inbox's pending rows, from keys
+    the views keep beside their rows (projections/base.py, `ByState`; the
+    inbox's `retained`), so those keys must be exactly the rows in each
+    state, and exactly the rows `render()` says are retained."""
+    views = world.views if world.views is not None else world.replayed_views
+    for name in LISTED_BY_STATE:
+        view: Any = views.by_name[name]
+        held = {state: set(keys) for state, keys in view.by_state.keys.items() if keys}
+        rows: dict[str, set[Any]] = {}
+        for key, row in view.rows.items():
+            rows.setdefault(row["state"], set()).add(key)
+        if held != rows:
+            return f"the {name} view's keys by state {held} are not its rows' states {rows}"
+    inbox: Any = views.by_name["inbox"]
+    retained = {row["cause_key"] for row in inbox.render() if row["retained"]}
+    if set(inbox.retained) != retained:
+        return f"the inbox keeps {sorted(inbox.retained)} as retained, its rows say {sorted(retained)}"
+    return None
+
+
+LISTED_BY_STATE = ("tasks", "actions", "alerts", "questions")
 
 
 # The invariant reported when an event does not survive its own codec.
