@@ -36,6 +36,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 
+from tandem.adapters.past_folds import PastFolds
 from tandem.adapters.follow import Follower
 from tandem.adapters.log_index import IndexKeeper
 from tandem.adapters.group_commit import Body, GroupCommit, Outcome
@@ -150,6 +151,7 @@ class Service:
     follower: Follower | None = None
     # The search index and its keeper (adapters/search/), once the server started.
     searching: Searching | None = None
+    past: PastFolds = field(default_factory=PastFolds)  # the console's last views of the past (adapters/past_folds.py)
     grouping: GroupCommit = field(init=False)  # the requests' inputs, committed in groups
 
     def __post_init__(self) -> None:

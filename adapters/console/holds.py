@@ -4,8 +4,7 @@ words, with what it waits for — the questions, prerequisites, tasks, alert,
 runtime — as links, read from the same views as the page (as of its
 position), by the rules of domain/dispatch.py (`task_holds`, `blockers`).
 Where the views do not name what a code waits for (an approval, an owner
-turn, a resource's holder on a page without every action), or they name
-nothing, the link goes to the action's explain chain, whose "Waiting for"
+turn), or they name nothing, the link goes to the action's explain chain, whose "Waiting for"
 names it from the facts the engine recorded.
 
 A link is a kind and the parts of an id; `href` builds its address from the
@@ -71,22 +70,14 @@ class Rows:
 
     task: Callable[[str], Row | None]
     action: Callable[[str], Row | None]
-    questions: Callable[[], list[Row]]  # read only for the codes that need them
-    actions: list[Row] | None = None
-
-
-def rendered_rows(views: dict[str, Any]) -> Rows:
-    """From the views as a list page has them (every task and action)."""
-    tasks = {row["task_id"]: row for row in views.get("tasks", [])}
-    actions = {row["operation_id"]: row for row in views.get("actions", [])}
-    questions = views.get("questions", [])
-    return Rows(tasks.get, actions.get, lambda: questions, list(actions.values()) if "actions" in views else None)
+    questions: Callable[[], list[Row]]  # the open ones, read only for the codes that need them
+    actions: list[Row] | None = None  # the actions holding a resource
 
 
 def picked_rows(views: Views) -> Rows:
-    """From the live views, picking each task and action as asked (a page
-    about one thing: the engine's views, never rendered whole but the
-    questions, and those only when a hold asks for them)."""
+    """From the views (live or folded for the past), picking each task and
+    action as asked, the open questions and the actions holding a resource
+    (the few a hold can name): never a view rendered whole."""
 
     def one(name: str) -> Callable[[str], Row | None]:
         held: dict[str, Row | None] = {}
@@ -103,10 +94,13 @@ def picked_rows(views: Views) -> Rows:
 
     def questions() -> list[Row]:
         if not rendered:
-            rendered.append(views.view("questions"))
+            view: Any = views.by_name["questions"]
+            rendered.append(view.listed(sorted(view.by_state.of("open"))))
         return rendered[0]
 
-    return Rows(one("tasks"), one("actions"), questions)
+    actions: Any = views.by_name["actions"]
+    busy = actions.listed(sorted(key for state in BUSY for key in actions.by_state.of(state)))
+    return Rows(one("tasks"), one("actions"), questions, busy)
 
 
 def _reachable(start: Iterable[str], following: Callable[[str], Iterable[str]]) -> set[str]:

@@ -7,11 +7,13 @@ another is a 400 naming them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tandem.adapters.service import ApiError
+from tandem.projections import Views
 
 page_rows = 100  # rows on one page of a list
 page_digits_max = 9
@@ -70,3 +72,42 @@ def choice_query(name: str, value: str | None, allowed: Sequence[str]) -> str | 
     if value not in allowed:
         raise ApiError(400, "invalid_query", f"?{name}={value[:40]!r}: one of {', '.join(allowed)}")
     return value
+
+
+# ------------------------------------------------------------ over the views
+# A list page reads the rows it shows, never the whole view: the keyed views
+# keep their keys by state (projections/base.py, `ByState`), newest first.
+
+
+def listed(views: Views, name: str, states: Sequence[str] | None, page: int, size: int = page_rows, newest_first: bool = True) -> Window:
+    """Page `page` of view `name`'s rows in `states` (None: every row),
+    newest first (or oldest): each state's rows in the order they entered
+    it, the states in the order given; every row in the order the rows were
+    first made."""
+    view: Any = views.by_name[name]
+    start = (page - 1) * size
+    if states is None:
+        keys = list(itertools.islice(reversed(view.rows) if newest_first else iter(view.rows), start, start + size))
+        total = len(view.rows)
+    else:
+        keys = view.by_state.keys_of(states, start, size, newest_first)
+        total = view.by_state.count(states)
+    return Window(view.listed(keys), page, total, size)
+
+
+def live_rows(views: Views, name: str, states: Sequence[str], wanted: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+    """Every row of view `name` in `states` (the few live ones) that `wanted`
+    keeps (as stored, before rendering), as rendered, sorted by key."""
+    view: Any = views.by_name[name]
+    keys = sorted(key for state in states for key in view.by_state.of(state) if wanted is None or wanted(view.rows[key]))
+    return view.listed(keys)
+
+
+def count(views: Views, name: str, states: Sequence[str]) -> int:
+    return views.by_name[name].by_state.count(states)  # type: ignore[attr-defined, no-any-return]
+
+
+def retained(views: Views) -> list[dict[str, Any]]:
+    """The inbox's pending (retained) rows, as rendered: the few live ones."""
+    inbox: Any = views.by_name["inbox"]
+    return inbox.listed(list(inbox.retained))

@@ -13,8 +13,8 @@ from litestar.params import FromPath
 from litestar.response import Response
 
 from tandem.adapters.console.alert_reasons import AlertReason, alert_reasons
-from tandem.adapters.console.holds import action_blocks, picked_rows, rendered_rows, task_holds
-from tandem.adapters.console.lists import choice_query, page_query, window
+from tandem.adapters.console.holds import action_blocks, picked_rows, task_holds
+from tandem.adapters.console.lists import choice_query, count, listed, live_rows, page_query, retained, window
 from tandem.adapters.console.reading import Pick, Seen, position_query, seen
 from tandem.adapters.console.timeline_query import asked, scrubbed
 from tandem.adapters.diagrams import LIFECYCLE_NAMES, lifecycle_svg
@@ -34,6 +34,7 @@ HTML = "text/html"
 recent_inputs_shown = 10
 needs_shown = 5  # the overview's open questions and raised alerts, each list's first (the rest: "N more", linked)
 overview_tasks_shown = 50
+ignored_shown = 100  # the inbox's causes with ignored observations, newest first (the rest counted)
 # The filters a count links to: the values the views hold (docs/contract/views.md).
 TASK_STATES = ("active", "completed", "cancelled")
 ACTION_STATES = get_args(ActionState)
@@ -100,48 +101,60 @@ def _reasons(service: Service, taken: Seen, alerts: list[dict[str, Any]]) -> dic
 async def overview(request: Request) -> Response[str]:
     service = service_of(request)
 
-    def latest(taken: Seen) -> dict[str, Any]:
-        raised = [a for a in taken.views["alerts"] if a["state"] == "raised"][:needs_shown]
+    def needs(views: Views) -> dict[str, Any]:
+        raised = listed(views, "alerts", ("raised",), 1, needs_shown, newest_first=False)  # the longest waiting first
         return {
-            "latest": latest_inputs(service.reader, recent_inputs_shown, until=taken.position, index=service.index),
-            "reasons": _reasons(service, taken, raised),
+            "open_questions": sorted(live_rows(views, "questions", ("open",)), key=lambda q: q["first_seen_at"]),
+            "raised": raised,
+            "held": len(live_rows(views, "actions", ("pending",), lambda a: bool(a["blocked_by"]))),
+            "active": count(views, "tasks", ("active",)),
+            "untriaged": sum(1 for u in retained(views) if u["triage_state"] == "untriaged"),
+            "listed": listed(views, "tasks", None, 1, overview_tasks_shown),
         }
 
-    return await page(
-        request, "overview.html", ("tasks", "actions", "questions", "alerts", "inbox", "health"), latest,
-        shown=needs_shown, tasks_shown=overview_tasks_shown,
-    )  # fmt: skip
+    def latest(taken: Seen) -> dict[str, Any]:
+        return {
+            "latest": latest_inputs(service.reader, recent_inputs_shown, until=taken.position, index=service.index),
+            "reasons": _reasons(service, taken, list(taken.views["raised"].rows)),
+        }
+
+    return await page(request, "overview.html", ("health",), latest, needs, shown=needs_shown)
 
 
 @get("/tasks", include_in_schema=False)
 async def tasks(request: Request) -> Response[str]:
+    """Every task newest first, or those in `?state=` (`?page=N`), each with what holds it."""
     state = choice_query("state", request.query_params.get("state"), TASK_STATES)
     number = page_query(request.query_params.get("page"))
 
-    def shown(taken: Seen) -> dict[str, Any]:
-        rows = [t for t in taken.views["tasks"] if state is None or t["state"] == state]
-        listed = window(rows, number)
-        held = rendered_rows(taken.views)
-        return {"listed": listed, "holds": {t["task_id"]: task_holds(held, t) for t in listed.rows}}
+    def shown(views: Views) -> dict[str, Any]:
+        rows = listed(views, "tasks", None if state is None else (state,), number)
+        held = picked_rows(views)
+        every = len(views.by_name["tasks"].rows)  # type: ignore[attr-defined]
+        return {"listed": rows, "every": every, "holds": {t["task_id"]: task_holds(held, t) for t in rows.rows}}
 
-    return await page(request, "tasks.html", ("tasks", "questions"), shown, state=state)
+    return await page(request, "tasks.html", (), pick=shown, state=state)
 
 
 @get("/actions", include_in_schema=False)
 async def actions(request: Request) -> Response[str]:
-    """**Extension**: every action (`?state=`, `?held=1`: pending and blocked), what blocks each named and linked."""
+    """**Extension**: every action newest first (`?state=`, `?held=1`: pending and blocked), what blocks each named and linked."""
     parameters = request.query_params
     state = choice_query("state", parameters.get("state"), ACTION_STATES)
     held = choice_query("held", parameters.get("held"), ("1",)) is not None
     number = page_query(parameters.get("page"))
 
-    def shown(taken: Seen) -> dict[str, Any]:
-        rows = [a for a in taken.views["actions"] if (state is None or a["state"] == state) and (not held or a["blocked_by"])]
-        listed = window(rows, number)
-        everything = rendered_rows(taken.views)
-        return {"listed": listed, "blocks": {a["operation_id"]: action_blocks(everything, a) for a in listed.rows}}
+    def shown(views: Views) -> dict[str, Any]:
+        if held:  # the held ones are pending: live, few
+            rows = [a for a in live_rows(views, "actions", ("pending",), lambda a: bool(a["blocked_by"])) if state in (None, "pending")]
+            found = window(rows, number)
+        else:
+            found = listed(views, "actions", None if state is None else (state,), number)
+        everything = picked_rows(views)
+        every = len(views.by_name["actions"].rows)  # type: ignore[attr-defined]
+        return {"listed": found, "every": every, "blocks": {a["operation_id"]: action_blocks(everything, a) for a in found.rows}}
 
-    return await page(request, "actions.html", ("actions", "tasks", "questions"), shown, state=state, held="1" if held else None)
+    return await page(request, "actions.html", (), pick=shown, state=state, held="1" if held else None)
 
 
 def _id(request: Request, prefix: str, routed: str) -> str:
@@ -157,14 +170,18 @@ async def task(request: Request, task_id: FromPath[str]) -> Response[str]:
     def its_rows(views: Views) -> dict[str, Any]:
         tasks = views.pick("tasks", [identifier])
         actions = views.pick("actions", tasks[0]["actions"] if tasks else [])
+        questions: Any = views.by_name["questions"]
         outside = {p for row in actions for p in row["prerequisites"]} - {row["operation_id"] for row in actions}
         rows = picked_rows(views)
         holds = task_holds(rows, tasks[0]) if tasks else []
         blocks = {a["operation_id"]: action_blocks(rows, a) for a in actions}
-        return {"tasks": tasks, "actions": actions + views.pick("actions", outside), "holds": holds, "blocks": blocks}  # its graph draws both
+        return {
+            "tasks": tasks, "actions": actions + views.pick("actions", outside), "holds": holds, "blocks": blocks,  # its graph draws both
+            "questions": questions.listed(questions.by_task.get(identifier, [])),
+        }  # fmt: skip
 
     return await page(
-        request, "task.html", ("questions",), pick=its_rows, task_id=identifier, found=_named("tasks"),
+        request, "task.html", (), pick=its_rows, task_id=identifier, found=_named("tasks"),
         found_now=_named_now(request, "tasks", identifier),
     )  # fmt: skip
 
@@ -239,31 +256,44 @@ async def inbox(request: Request) -> Response[str]:
     triage = choice_query("triage", request.query_params.get("triage"), TRIAGE_STATES)
     number = page_query(request.query_params.get("page"))
 
-    def shown(taken: Seen) -> dict[str, Any]:
-        pending = by_priority([u for u in taken.views["inbox"] if u["retained"] and (triage is None or u["triage_state"] == triage)])
-        return {"listed": window(pending, number), "ignored": [u for u in taken.views["inbox"] if u["ignored"]]}
+    def shown(views: Views) -> dict[str, Any]:
+        pending = by_priority([u for u in retained(views) if triage is None or u["triage_state"] == triage])
+        view: Any = views.by_name["inbox"]
+        ignoring = list(view.ignoring)
+        ignored = view.listed(reversed(ignoring[-ignored_shown:]))
+        return {"listed": window(pending, number), "ignored": ignored, "ignored_more": len(ignoring) - len(ignored)}
 
-    return await page(request, "inbox.html", ("inbox",), shown, triage=triage)
+    return await page(request, "inbox.html", (), pick=shown, triage=triage)
 
 
 @get("/questions", include_in_schema=False)
 async def questions(request: Request) -> Response[str]:
-    return await page(request, "questions.html", ("questions", "actions", "tasks"))
+    """The open questions, oldest first; the answered ones newest first (`?page=N`)."""
+    number = page_query(request.query_params.get("page"))
+
+    def shown(views: Views) -> dict[str, Any]:
+        open_questions = sorted(live_rows(views, "questions", ("open",)), key=lambda q: q["first_seen_at"])
+        return {"open_questions": open_questions, "answered": listed(views, "questions", ("answered",), number)}
+
+    return await page(request, "questions.html", (), pick=shown)
 
 
 @get("/alerts", include_in_schema=False)
 async def alerts(request: Request) -> Response[str]:
-    """Each state's alerts (`?state=`: that one alone, `?page=N` of it), each with its reason."""
+    """Each state's alerts newest first (`?state=`: that one alone, `?page=N` of it), each with its reason."""
     service = service_of(request)
     state = choice_query("state", request.query_params.get("state"), ALERT_STATES)
     number = page_query(request.query_params.get("page"))
 
-    def shown(taken: Seen) -> dict[str, Any]:
-        groups = {group: window([a for a in taken.views["alerts"] if a["state"] == group], number if group == state else 1)
+    def shown(views: Views) -> dict[str, Any]:
+        groups = {group: listed(views, "alerts", (group,), number if group == state else 1)
                   for group in ALERT_STATES if state is None or group == state}  # fmt: skip
-        return {"groups": groups, "reasons": _reasons(service, taken, [a for g in groups.values() for a in g.rows])}
+        return {"groups": groups}
 
-    return await page(request, "alerts.html", ("alerts",), shown, state=state)
+    def reasons(taken: Seen) -> dict[str, Any]:
+        return {"reasons": _reasons(service, taken, [a for g in taken.views["groups"].values() for a in g.rows])}
+
+    return await page(request, "alerts.html", (), reasons, shown, state=state)
 
 
 @get("/conversations", include_in_schema=False)

@@ -70,16 +70,22 @@ def previous_boundary(store: Any, boundary: int) -> int | None:
 
 def next_boundary(store: Any, boundary: int, head: int) -> int | None:
     """The views after the first input after `boundary`, its events ended
-    (None if no input follows): where "next input" goes."""
+    (None if no input follows): where "next input" goes. Reads forward in
+    growing windows (an input's events are few), at most
+    `forward_events_max` events."""
     first: int | None = None
-    until = min(head, boundary + forward_events_max)
-    for position, event in store.read(after=boundary, until=until):
-        if first is None:
-            if isinstance(event, RECORDS):
-                first = position
-        elif isinstance(event, STARTS):
-            return position - 1
-    return until if first is not None or until < head else None
+    end = min(head, boundary + forward_events_max)
+    after, window = boundary, 64
+    while after < end:
+        until = min(end, after + window)
+        for position, event in store.read(after=after, until=until):
+            if first is None:
+                if isinstance(event, RECORDS):
+                    first = position
+            elif isinstance(event, STARTS):
+                return position - 1
+        after, window = until, window * 2
+    return end if first is not None or end < head else None
 
 
 def position_query(value: str | None, name: str = "at") -> int | None:
@@ -109,7 +115,7 @@ async def seen(service: Service, names: Iterable[str], at: int | None, pick: Pic
         if at > head:
             raise ApiError(400, "invalid_query", f"?at={at} is past the store's last event ({head})")
         boundary = input_boundary(service.reader, at)
-        views, now = _taken(project(service.reader, until=boundary), names, pick)
+        views, now = _taken(service.past.at(boundary, lambda position: project(service.reader, until=position)), names, pick)
         previous = previous_boundary(service.reader, boundary)
         return Seen(views, boundary, head, boundary, now, asked=at, previous=previous, next=next_boundary(service.reader, boundary, head))
 

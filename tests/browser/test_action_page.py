@@ -105,7 +105,7 @@ def test_the_links_lead_to_what_a_hold_waits_for(page: Any, held: Served) -> Non
     page.goto(held.url + "/tasks")
     rows = page.locator("table tbody tr")
     assert rows.count() == 3
-    for index, task in enumerate(["tA", "tB", "tC"]):
+    for index, task in enumerate(["tC", "tB", "tA"]):  # newest first (docs/api.md, "Lists")
         shown = blocked_shown(page, f"table tbody tr:nth-child({index + 1}) ul.holds")
         assert [(code, links) for code, _, links in shown] == list(HOLDS[task].items()), task
     page.goto(held.url + "/actions?state=pending&held=1")

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 from tandem.adapters.console.holds import (
+    BUSY,
     Link,
     action_blocks,
+    Rows,
     href,
-    rendered_rows,
     task_holds,
 )
 from tandem.adapters.console.lists import choice_query, page_query, window
@@ -21,6 +22,17 @@ from tandem.adapters.console.templating import ago
 from tandem.adapters.service import ApiError
 
 NOW = datetime.datetime(2026, 3, 4, 11, 10, tzinfo=datetime.UTC)
+
+
+def rendered_rows(views: dict[str, Any]) -> Rows:
+    """Holds read from views as `/v1/views` renders them (a fake of the
+    console's picks): every task and action by id, the questions, and, when
+    the views have the actions, those holding a resource."""
+    tasks = {row["task_id"]: row for row in views.get("tasks", [])}
+    actions = {row["operation_id"]: row for row in views.get("actions", [])}
+    questions = [q for q in views.get("questions", []) if q["state"] == "open"]
+    busy = [a for a in actions.values() if a["state"] in BUSY] if "actions" in views else None
+    return Rows(tasks.get, actions.get, lambda: questions, busy)
 
 
 def task(task_id: str, state: str = "active", depends_on: tuple[str, ...] = (), holds: tuple[str, ...] = ()) -> dict[str, Any]:
