@@ -24,6 +24,7 @@ class TasksView(View):
         self.rows: dict[str, dict[str, Any]] = {}
         self.by_state = ByState()  # what a page lists: rows by state, newest first
         self.grant_revisions: dict[str, int] = {}
+        self.grant_tasks: dict[str, list[str]] = {}  # grant_id -> its tasks, delegated first first
         self.open_questions: set[tuple[str, str]] = set()
         self.now: datetime.datetime | None = None  # the input's `at`
         self.action_tasks: dict[str, str] = {}  # operation_id -> task_id
@@ -79,17 +80,17 @@ class TasksView(View):
         self.by_state.enter(event.task_id, self.rows[event.task_id]["state"])
         assert self.now is not None
         self.last_progress[event.task_id] = self.now
+        self.grant_tasks.setdefault(event.grant_id, []).append(event.task_id)
         if event.progress_deadline_s is not UNSET:
             self.deadlines[event.task_id] = event.progress_deadline_s
         return event.task_id
 
     def _grant(self, event: ev.GrantIssued | ev.GrantRevised) -> list[str]:
         self.grant_revisions[event.grant_id] = event.revision
-        touched = []
-        for row in self.rows.values():
-            if row["grant_id"] == event.grant_id:
-                row["grant_revision"] = event.revision
-                touched.append(row["task_id"])
+        # Its tasks alone: a grant per task must not cost the tasks squared.
+        touched = [t for t in self.grant_tasks.get(event.grant_id, []) if self.rows[t]["grant_id"] == event.grant_id]
+        for task_id in touched:
+            self.rows[task_id]["grant_revision"] = event.revision
         return touched
 
     def _revised(self, event: ev.TaskRevised) -> str:
