@@ -15,7 +15,7 @@ from typing import Any
 from tandem.adapters.service import ApiError
 from tandem.projections import Views
 
-page_rows = 100  # rows on one page of a list
+page_rows = 25  # rows on one page of a list: a screenful (a page costs what it shows)
 page_digits_max = 9
 
 

@@ -4,6 +4,7 @@ shows it as it was then, marked as the past."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable
 from typing import Any, get_args
 
@@ -14,7 +15,7 @@ from litestar.response import Response
 
 from tandem.adapters.console.alert_reasons import AlertReason, alert_reasons
 from tandem.adapters.console.holds import action_blocks, picked_rows, task_holds
-from tandem.adapters.console.lists import choice_query, count, listed, live_rows, page_query, retained, window
+from tandem.adapters.console.lists import Window, choice_query, count, listed, live_rows, page_query, page_rows, retained, window
 from tandem.adapters.console.reading import Pick, Seen, position_query, seen
 from tandem.adapters.console.timeline_query import asked, scrubbed
 from tandem.adapters.diagrams import LIFECYCLE_NAMES, lifecycle_svg
@@ -298,7 +299,21 @@ async def alerts(request: Request) -> Response[str]:
 
 @get("/conversations", include_in_schema=False)
 async def conversations(request: Request) -> Response[str]:
-    return await page(request, "conversations.html", ("conversations",))
+    """Each conversation, its deliveries newest first (`?page=N` of each)."""
+    number = page_query(request.query_params.get("page"))
+
+    def shown(views: Views) -> dict[str, Any]:
+        view: Any = views.by_name["conversations"]
+        rows = []
+        for key in sorted(view.rows):  # a few conversations; their deliveries grow with the log
+            row = view.rendered(view.rows[key])
+            every = row["deliveries"]
+            end = max(0, len(every) - (number - 1) * page_rows)  # newest first: page 1 ends at the newest
+            deliveries = every[max(0, end - page_rows) : end][::-1]
+            rows.append({**copy.deepcopy({**row, "deliveries": []}), "deliveries": Window(copy.deepcopy(deliveries), number, len(every), page_rows)})
+        return {"conversations": rows}
+
+    return await page(request, "conversations.html", (), pick=shown)
 
 
 @get("/timeline", include_in_schema=False)

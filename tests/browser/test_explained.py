@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from tandem.adapters.console.lists import page_rows
 from tandem.adapters.console import CONTENT_SECURITY_POLICY
 
 from tests.browser.harness import (
@@ -117,12 +118,14 @@ def test_every_overview_count_links_to_the_list_it_counts(page: Any, served: Ser
         rows = page.locator(ROWS[urlsplit(href).path])
         pager = page.locator("p.pager")
         shown = rows.count()
-        assert shown == min(count, 100), label
-        if count > 100:
-            assert pager.inner_text() == f"1–100 of {count} · {count - 100} more", label
+        assert shown == min(count, page_rows), label
+        if count > page_rows:
+            assert pager.inner_text() == f"1–{page_rows} of {count} · {count - page_rows} more", label
             with page.expect_navigation():
                 pager.locator("a[rel=next]").click()
-            assert rows.count() == count - 100 and "previous 100" in page.locator("p.pager").inner_text(), label
+            second = min(count - page_rows, page_rows)
+            assert rows.count() == second and f"previous {page_rows}" in page.locator("p.pager").inner_text(), label
+            assert page.locator("p.pager").inner_text().startswith(f"{page_rows + 1}–{page_rows + second} of {count}"), label
         else:
             assert pager.count() == 0, label
 

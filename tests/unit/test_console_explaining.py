@@ -17,7 +17,7 @@ from tandem.adapters.console.holds import (
     href,
     task_holds,
 )
-from tandem.adapters.console.lists import choice_query, page_query, window
+from tandem.adapters.console.lists import choice_query, page_query, page_rows, window
 from tandem.adapters.console.templating import ago
 from tandem.adapters.service import ApiError
 
@@ -110,11 +110,12 @@ def test_ages_by_the_engines_clock_past_and_future() -> None:
 
 def test_a_window_says_where_it_is_and_how_many_more() -> None:
     rows = list(range(250))
-    first, last, beyond = window(rows, 1), window(rows, 3), window(rows, 4)
+    first, last, beyond = window(rows, 1, 100), window(rows, 3, 100), window(rows, 4, 100)
     assert (first.first, first.last, first.more, first.next, first.previous) == (1, 100, 150, 2, None)
     assert (last.first, last.last, last.more, last.next, last.previous) == (201, 250, 0, None, 2)
     assert (list(beyond.rows), beyond.first, beyond.more) == ([], 0, 0)
     assert window([], 1).total == 0
+    assert window(rows, 1).size == page_rows == 25  # a screenful (docs/api.md, "Lists")
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "x", "1.5", "１", "9" * 10])
