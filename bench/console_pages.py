@@ -48,8 +48,9 @@ WORKLOAD_SOURCES = (ROOT / "bench" / "console_workload.py", ROOT / "bench" / "wo
 goal_ratio_max = 2.0
 recent_back = 200  # "recent" past: this many events before the head
 sample_s_target = 0.25  # calls of a page a timed sample, about (at most `page_calls`)
-row_s_budget = 6.0  # a row takes more samples (up to `repetitions`) while under this, once it has 3
+row_s_budget = 6.0  # a row takes samples (up to `repetitions`) until it has 3 and has run this long (1, if one did)
 first_samples_max = 5  # first visits a row (each a fetch at a position not shown before)
+slow_ms = 2_000.0  # a page slower than this: one fetch a sample, and no warm-up before a repeat row
 RECORDS = (ev.InputAccepted, ev.InputRejected)
 
 
@@ -93,9 +94,18 @@ class Console:
         return "tandem_session=" + _cookie_of(headers, "tandem_session")
 
     def _request(self, method: str, path: str, headers: dict[str, str], body: bytes | None = None) -> tuple[int, list[tuple[str, str]], bytes]:
-        self.connection.request(method, path, body=body, headers={"Accept": "text/html", **headers})
-        answer = self.connection.getresponse()
-        return answer.status, answer.getheaders(), answer.read()
+        for attempt in (1, 2):
+            try:
+                self.connection.request(method, path, body=body, headers={"Accept": "text/html", **headers})
+                answer = self.connection.getresponse()
+                return answer.status, answer.getheaders(), answer.read()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                # The server closes a connection idle for 5 s (uvicorn's keep-alive), as this one
+                # is while the other store's slow page is fetched: open another (~0.1 ms on loopback).
+                self.connection.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     def get(self, path: str) -> str:
         status, _, body = self._request("GET", path, {"Cookie": self.cookie})
@@ -185,9 +195,10 @@ def prepared(tasks: int, cache: str | None, scratch: str, out: Any) -> Store:
     name = f"console-{tasks}t-{workload_digest()}"
     directory = os.path.join(cache, name) if cache is not None else os.path.join(scratch, name)
     build_s: float | None = None
-    if not os.path.exists(os.path.join(directory, "events.db")):
-        for stale in Path(directory).parent.glob(f"console-{tasks}t-*"):  # of an earlier workload: never reused
+    for stale in Path(directory).parent.glob(f"console-{tasks}t-*"):  # of another workload, or a build cut short
+        if stale.name not in (name, f"{name}.building"):
             shutil.rmtree(stale, ignore_errors=True)
+    if not os.path.exists(os.path.join(directory, "events.db")):
         building = directory + ".building"
         shutil.rmtree(building, ignore_errors=True)
         os.makedirs(building)
@@ -273,19 +284,20 @@ def page_path(page: str, store: Store, at: int | None = None) -> str:
 
 
 class Visits:
-    """One side's positions in the past: a fixed one per depth for repeat
-    visits, and fresh ones for first visits, each shown once in the whole run
-    (on a small store the two depths' positions may meet: none is used twice)."""
+    """One side's positions in the past for first visits, each shown once in
+    the whole run (on a small store the two depths' positions may meet: none
+    is used twice); a repeat visit goes back to the latest first visit's."""
 
     def __init__(self, store: Store) -> None:
-        self.repeat = {"recent": store.recent[0], "deep": store.deep[0]}
-        self._used = set(self.repeat.values())
+        self._used: set[int] = set()
         self._pools = {"recent": iter(store.recent), "deep": iter(store.deep)}
+        self.last: dict[str, int] = {}  # by depth: the latest first visit's position
 
     def fresh(self, depth: str) -> int:
         for position in self._pools[depth]:
             if position not in self._used:
                 self._used.add(position)
+                self.last[depth] = position
                 return position
         raise RuntimeError(f"no {depth} position left that the server has not shown: fewer pages or samples (--pages)")
 
@@ -340,27 +352,27 @@ def _fresh(page: str, store: Store, visits: Visits, depth: str) -> Iterator[str]
         yield page_path(page, store, visits.fresh(depth))
 
 
-def measure_row(page: str, when: str, sides: list[tuple[Console, Store, Visits]], sizes: Any) -> PageResult:
-    """One page at one time, on both sides, alternated (A B, B A, ...): medians of samples."""
+def measure_row(page: str, when: str, sides: list[tuple[Console, Store, Visits]], sizes: Any, hint_ms: float | None) -> PageResult:
+    """One page at one time, on both sides, alternated (A B, B A, ...): medians
+    of samples. A repeat row follows the page's first row at its depth (its
+    position is that row's last); `hint_ms`: that row's slower median."""
+    depth = None if when == "now" else when.split()[1]
+    first = when.endswith("first")
     streams: list[Iterator[str]] = []
     for _, store, visits in sides:
-        depth = when.split()[1] if when != "now" else None
-        if depth is None or when.endswith("repeat"):
-            at = None if depth is None else visits.repeat[depth]
-            streams.append(_repeat(page_path(page, store, at)))
-        else:
-            streams.append(_fresh(page, store, visits, depth))
-    first = when.endswith("first")
-    warm = [0.0, 0.0] if first else [_timed(console, stream, 1) for (console, _, _), stream in zip(sides, streams)]
-    calls = 1 if first else max(1, min(sizes.page_calls, round(sample_s_target * 1000 / max(max(warm), 0.1))))
+        at = None if depth is None or first else visits.last[depth]
+        streams.append(_fresh(page, store, visits, depth) if first and depth is not None else _repeat(page_path(page, store, at)))
+    calls = 1  # a first visit, or a slow page: one fetch a sample, no warm-up
+    if not first and (hint_ms is None or hint_ms <= slow_ms):
+        warm = [_timed(console, stream, 1) for (console, _, _), stream in zip(sides, streams)]
+        calls = max(1, min(sizes.page_calls, round(sample_s_target * 1000 / max(max(warm), 0.1))))
     values: list[list[float]] = [[], []]
     started = time.perf_counter()
     for repetition in range(min(sizes.repetitions, first_samples_max) if first else sizes.repetitions):
-        order = (0, 1) if repetition % 2 == 0 else (1, 0)
-        for side in order:
+        for side in (0, 1) if repetition % 2 == 0 else (1, 0):
             values[side].append(_timed(sides[side][0], streams[side], calls))
-        if repetition >= 2 and time.perf_counter() - started > row_s_budget:
-            break  # a slow page: three samples (or as many as the budget took) are its figure
+        if time.perf_counter() - started > row_s_budget and repetition in (0, 2):
+            break  # a slow page: 3 samples, or 1 when one took the budget already (its verdict is plain)
     return PageResult(page, when, values[0], values[1], sides[0][0].last_bytes, sides[1][0].last_bytes, calls)
 
 
@@ -376,12 +388,12 @@ def measure_all(large: Store, small: Store, sizes: Any, scratch: str, pattern: s
             print(f"  {name}: tandem serve ready (its index built) in {time.perf_counter() - started:,.1f} s", file=out)
         sides = [(consoles[0], large, Visits(large)), (consoles[1], small, Visits(small))]
         print(f"\n{HEADER}", file=out, flush=True)
-        results = []
+        results: list[PageResult] = []
         for page in chosen:
             for when in WHEN:
-                result = measure_row(page, when, sides, sizes)
-                print(result.line(), file=out, flush=True)
-                results.append(result)
+                hint = max(statistics.median(results[-1].large_ms), statistics.median(results[-1].small_ms)) if when.endswith("repeat") else None
+                results.append(measure_row(page, when, sides, sizes, hint))
+                print(results[-1].line(), file=out, flush=True)
         return results
     finally:
         for console in consoles:
