@@ -1,8 +1,9 @@
 """The console's reads on a large store against a small one, side by side in one run.
 
-    python bench/console.py            # 100k vs 1k events, well under a minute
-    python bench/console.py --quick    # 10k vs 1k events (a smoke run)
-    python bench/console.py --tmp DIR  # put the scratch stores under DIR
+    python bench/console.py --cache DIR   # part 1: 100k vs 1k events; part 2: ~1M vs ~1k, the stores kept in DIR
+    python bench/console.py --pages RE    # part 2 alone, only the pages matching RE (re.search)
+    python bench/console.py --quick       # 10k vs 1k events (a smoke run)
+    python bench/console.py --tmp DIR     # put the scratch stores under DIR
 
 A page of the console must cost what it shows, not the log's length. Two
 SQLite stores (WAL, synchronous=FULL) hold bench/workload.py's synthetic
@@ -30,6 +31,14 @@ loopback (the whole round trip: rendering, headers, the body read): the
 timeline's first page, the operation's action page (its explain chain
 inside), the timeline filtered by its id. Timed once the server's index is
 built (the filtered timeline says it looked at exactly the inputs it shows).
+
+Part 2 (bench/console_pages.py): every page of the console, now and in the
+past (`?at=`, a recent and a deep position, first visits apart from repeat
+visits), on bench/console_workload.py's stores of ~1,000,000 and ~1,000
+events (a team's store after long use: the same live set, a finished
+history that grows), each with the page's bytes on both sides. The stores
+take minutes to build: `--cache DIR` keeps them. docs/performance.md says
+what each row measures.
 """
 
 from __future__ import annotations
