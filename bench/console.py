@@ -1,8 +1,9 @@
 """The console's reads on a large store against a small one, side by side in one run.
 
-    python bench/console.py            # 100k vs 1k events, well under a minute
-    python bench/console.py --quick    # 10k vs 1k events (a smoke run)
-    python bench/console.py --tmp DIR  # put the scratch stores under DIR
+    python bench/console.py --cache DIR   # part 1: 100k vs 1k events; part 2: ~1M vs ~1k, the stores kept in DIR
+    python bench/console.py --pages RE    # part 2 alone, only the pages matching RE (re.search)
+    python bench/console.py --quick       # 10k vs 1k events (a smoke run)
+    python bench/console.py --tmp DIR     # put the scratch stores under DIR
 
 A page of the console must cost what it shows, not the log's length. Two
 SQLite stores (WAL, synchronous=FULL) hold bench/workload.py's synthetic
@@ -30,14 +31,20 @@ loopback (the whole round trip: rendering, headers, the body read): the
 timeline's first page, the operation's action page (its explain chain
 inside), the timeline filtered by its id. Timed once the server's index is
 built (the filtered timeline says it looked at exactly the inputs it shows).
+
+Part 2 (bench/console_pages.py): every page of the console, now and in the
+past (`?at=`, a recent and a deep position, first visits apart from repeat
+visits), on bench/console_workload.py's stores of ~1,000,000 and ~1,000
+events (a team's store after long use: the same live set, a finished
+history that grows), each with the page's bytes on both sides. The stores
+take minutes to build: `--cache DIR` keeps them. docs/performance.md says
+what each row measures.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
-import http.client
-import re
-import subprocess
 import os
 import platform
 import shutil
@@ -56,7 +63,6 @@ if str(ROOT) not in sys.path:  # runnable as `python bench/console.py` from anyw
     sys.path.insert(0, str(ROOT))
 
 from tandem.adapters.ingest import ingest  # noqa: E402
-from tandem.adapters.tokens import ACTORS, new_token, write_tokens_file  # noqa: E402
 from tandem.adapters.store import open_store  # noqa: E402
 from tandem.adapters.trace import parse_trace  # noqa: E402
 from tandem.domain.inputs import format_at  # noqa: E402
@@ -64,9 +70,12 @@ from tandem.domain.records import Config  # noqa: E402
 from tandem.replay.engine import Engine  # noqa: E402
 from tandem.replay.explain import document, encode_json  # noqa: E402
 from tandem.replay.index import LogIndex  # noqa: E402
-from tandem.replay.port import EventStore  # noqa: E402
 from tandem.replay.input_timeline import Chosen, input_timeline  # noqa: E402
-from bench.workload import alternate, bench_main, synthetic_trace  # noqa: E402
+from tandem.replay.port import EventStore  # noqa: E402
+
+# Console: bench/search.py imports it from here too.
+from bench.console_pages import Console, PageResult, run_pages  # noqa: E402
+from bench.workload import alternate, synthetic_trace  # noqa: E402
 
 goal_ratio_max = 2.0
 
@@ -78,11 +87,13 @@ class Sizes:
     plain_calls: int  # the same without it (explain then reads the whole log)
     large_actions: int  # synthetic_trace(actions): ~12 events an action
     small_actions: int
-    page_calls: int = 20  # page fetches per timed sample (0: no pages part)
+    page_calls: int = 20  # page fetches per timed sample, at most (0: no pages parts)
+    console_large_tasks: int = 0  # bench/console_workload.py's finished tasks: ~76 events a task (0: no such part)
+    console_small_tasks: int = 10  # + ~244 events of setup and live set
 
 
-FULL = Sizes(repetitions=7, calls=40, plain_calls=1, large_actions=8_250, small_actions=82)
-QUICK = Sizes(repetitions=3, calls=10, plain_calls=1, large_actions=825, small_actions=82, page_calls=10)
+FULL = Sizes(repetitions=7, calls=40, plain_calls=1, large_actions=8_250, small_actions=82, console_large_tasks=13_050)
+QUICK = Sizes(repetitions=3, calls=10, plain_calls=1, large_actions=825, small_actions=82, page_calls=10, console_large_tasks=128)
 
 
 @dataclass
@@ -161,8 +172,8 @@ def measure(large: Side, small: Side, sizes: Sizes, indexed: bool) -> list[Resul
         for side in (large, small):  # warm: the page cache, the decoders
             per_read_ms(read, side, indexed, 1)
         a, b = alternate(
-            lambda: per_read_ms(read, large, indexed, calls),
-            lambda: per_read_ms(read, small, indexed, calls),
+            lambda read=read: per_read_ms(read, large, indexed, calls),
+            lambda read=read: per_read_ms(read, small, indexed, calls),
             sizes.repetitions,
         )
         results.append(Result(name, indexed, a, b))
@@ -170,74 +181,6 @@ def measure(large: Side, small: Side, sizes: Sizes, indexed: bool) -> list[Resul
 
 
 # ------------------------------------------------------------------ the pages
-
-index_wait_s_max = 60.0
-LOOKED = re.compile(r"(\d+) inputs? shown, matching \(looked at (\d+)\)")
-
-
-class Console:
-    """A real `tandem serve` of one store, signed in as the human over one
-    keep-alive loopback connection."""
-
-    def __init__(self, side: Side, directory: str) -> None:
-        tokens = {actor: new_token() for actor in ACTORS}
-        tokens_file = Path(directory) / "tokens.json"
-        write_tokens_file(tokens_file, tokens)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tandem.adapters.cli", "serve", "--store", side.url, "--tokens", str(tokens_file),
-             "--listen", "127.0.0.1:0", "--no-runtime-inputs"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-        line = self.process.stdout.readline() if self.process.stdout else ""
-        if not line.startswith("listening on "):
-            self.process.kill()
-            raise RuntimeError(f"tandem serve did not start: {line!r}")
-        host, port = line.split()[-1].removeprefix("http://").rstrip("/").split(":")
-        self.connection = http.client.HTTPConnection(host, int(port), timeout=60)
-        self.cookie = self._sign_in(tokens["human"])
-
-    def _sign_in(self, token: str) -> str:
-        status, headers, body = self._request("GET", "/login", {})
-        check_cookie = _cookie_of(headers, "tandem_login")
-        check = re.search(r'name="check" value="([^"]+)"', body).group(1)  # type: ignore[union-attr]
-        form = f"check={check}&next=%2F&token={token}"
-        extra = {"Cookie": f"tandem_login={check_cookie}", "Content-Type": "application/x-www-form-urlencoded"}
-        status, headers, _ = self._request("POST", "/login", extra, form.encode())
-        assert status == 303, status
-        return "tandem_session=" + _cookie_of(headers, "tandem_session")
-
-    def _request(self, method: str, path: str, headers: dict[str, str], body: bytes | None = None) -> tuple[int, list[tuple[str, str]], str]:
-        self.connection.request(method, path, body=body, headers={"Accept": "text/html", **headers})
-        answer = self.connection.getresponse()
-        return answer.status, answer.getheaders(), answer.read().decode()
-
-    def get(self, path: str) -> str:
-        status, _, body = self._request("GET", path, {"Cookie": self.cookie})
-        assert status == 200, (path, status)
-        return body
-
-    def wait_for_index(self, operation: str) -> None:
-        deadline = time.monotonic() + index_wait_s_max
-        while time.monotonic() < deadline:
-            shown = LOOKED.search(self.get(f"/timeline?id={operation}"))
-            assert shown is not None, "the filtered timeline says no counts"
-            if shown.group(1) == shown.group(2):  # the index: it looks only at what it shows
-                return
-            time.sleep(0.1)
-        raise RuntimeError(f"the server's index was not ready after {index_wait_s_max:.0f} s")
-
-    def stop(self) -> None:
-        self.connection.close()
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
-
-def _cookie_of(headers: list[tuple[str, str]], name: str) -> str:
-    for key, value in headers:
-        if key.lower() == "set-cookie" and value.startswith(name + "="):
-            return value.split(";", 1)[0].split("=", 1)[1]
-    raise AssertionError(f"no {name} cookie set")
-
 
 PAGES: dict[str, Callable[[str], str]] = {
     "/timeline": lambda operation: "/timeline",
@@ -266,8 +209,8 @@ def measure_pages(large: Side, small: Side, sizes: Sizes, root: str) -> list[Res
             per_page_ms(consoles[0], a_path, 2)
             per_page_ms(consoles[1], b_path, 2)
             a, b = alternate(
-                lambda: per_page_ms(consoles[0], a_path, sizes.page_calls),
-                lambda: per_page_ms(consoles[1], b_path, sizes.page_calls),
+                lambda a_path=a_path: per_page_ms(consoles[0], a_path, sizes.page_calls),
+                lambda b_path=b_path: per_page_ms(consoles[1], b_path, sizes.page_calls),
                 sizes.repetitions,
             )
             results.append(Result(name, True, a, b))
@@ -293,18 +236,42 @@ def report_stores(large: Side, small: Side, out: Any) -> None:
     assert shape(large) == shape(small), "the explained operations' histories differ"
 
 
-def run(sizes: Sizes, tmp: str | None = None, out: Any = sys.stdout) -> list[Result]:
+def run(
+    sizes: Sizes, tmp: str | None = None, out: Any = sys.stdout, cache: str | None = None, pages: str | None = None
+) -> list[Result | PageResult]:
+    """Both parts (`pages`: only the second, only the pages matching it);
+    `cache`: keep the second part's stores there and reuse them."""
     root = tempfile.mkdtemp(prefix="tandem-bench-console-", dir=tmp)
     try:
         print(
             f"Tandem console bench: Python {platform.python_version()}, SQLite {sqlite3.sqlite_version},"
-            f" {os.cpu_count()} CPUs; medians of {sizes.repetitions} alternated repetitions",
+            f" {os.cpu_count()} CPUs; medians of up to {sizes.repetitions} alternated repetitions",
             file=out,
         )
-        os.mkdir(os.path.join(root, "large"))
-        os.mkdir(os.path.join(root, "small"))
-        large = build(os.path.join(root, "large"), sizes.large_actions)
-        small = build(os.path.join(root, "small"), sizes.small_actions)
+        first: list[Result] = [] if pages is not None else run_reads(sizes, root, out)
+        every: list[PageResult] = []
+        if sizes.console_large_tasks and sizes.page_calls:
+            every = run_pages(sizes, root, cache, pages, out)
+        print("\nVerdicts:", file=out)
+        for result in first:
+            if result.indexed:
+                print(f"  {result.read:<46} {result.ratio:7.2f}x (goal <= {goal_ratio_max}x): {'MET' if result.met else 'MISSED'}", file=out)
+        for row in every:
+            print(f"  {row.label:<46} {row.ratio:7.2f}x (goal <= {goal_ratio_max}x): {'MET' if row.met else 'MISSED'}", file=out)
+        if every:
+            print(f"  every page: {sum(row.met for row in every)} of {len(every)} MET", file=out)
+        return [*first, *every]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run_reads(sizes: Sizes, root: str, out: Any) -> list[Result]:
+    """The first part: the reads and three pages on bench/workload.py's synthetic stores."""
+    os.mkdir(os.path.join(root, "large"))
+    os.mkdir(os.path.join(root, "small"))
+    large = build(os.path.join(root, "large"), sizes.large_actions)
+    small = build(os.path.join(root, "small"), sizes.small_actions)
+    try:
         report_stores(large, small, out)
         print(f"\nwith the index (A large / B small, goal <= {goal_ratio_max}x):", file=out)
         results = measure(large, small, sizes, indexed=True)
@@ -321,18 +288,24 @@ def run(sizes: Sizes, tmp: str | None = None, out: Any = sys.stdout) -> list[Res
             pages = measure_pages(large, small, sizes, root)
             for result in pages:
                 print(result.line(), file=out)
-        print("\nVerdicts:", file=out)
-        for result in results + pages:
-            print(f"  {result.read:<18} {result.ratio:5.2f}x (goal <= {goal_ratio_max}x): {'MET' if result.met else 'MISSED'}", file=out)
-        large.store.close()
-        small.store.close()
+        out.flush()
         return results + plain + pages
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        large.store.close()
+        small.store.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return bench_main(__doc__, run, FULL, QUICK, "10k vs 1k events: a smoke run", argv)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10k vs 1k events: a smoke run")
+    parser.add_argument("--tmp", default=None, metavar="DIR", help="parent of the scratch directory (default: system temp dir)")
+    parser.add_argument("--cache", default=None, metavar="DIR", help="keep the console workload's stores here and reuse them")
+    parser.add_argument("--pages", default=None, metavar="REGEX", help="only the console workload's pages matching REGEX (re.search)")
+    arguments = parser.parse_args(argv)
+    started = time.perf_counter()
+    run(QUICK if arguments.quick else FULL, arguments.tmp, cache=arguments.cache, pages=arguments.pages)
+    print(f"\n({time.perf_counter() - started:,.0f} s)")
+    return 0
 
 
 if __name__ == "__main__":
