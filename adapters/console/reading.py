@@ -52,20 +52,35 @@ def _taken(views: Views, names: Iterable[str], pick: Pick | None) -> tuple[dict[
     return taken, getattr(health, "now", None)
 
 
+def _last_record(store: Any, boundary: int) -> tuple[int, Any] | None:
+    """The record (position, event) of the last input folded into the views
+    after `boundary` (None before the first), read back in growing windows."""
+    window = 64
+    until = boundary
+    while until > 0:
+        after = max(0, until - window)
+        records = [(position, event) for position, event in store.read(after=after, until=until) if isinstance(event, RECORDS)]
+        if records:
+            return records[-1]
+        until, window = after, window * 2
+    return None
+
+
 def previous_boundary(store: Any, boundary: int) -> int | None:
     """The views before the last input folded into those after `boundary`
     (None before the first): where "previous input" goes. A batch's
     SourceProgressed marker is no input: stepping back over it would show
     the same views again."""
-    window = 64
-    until = boundary
-    while until > 0:
-        after = max(0, until - window)
-        records = [position for position, event in store.read(after=after, until=until) if isinstance(event, RECORDS)]
-        if records:
-            return records[-1] - 1
-        until, window = after, window * 2
-    return None
+    record = _last_record(store, boundary)
+    return None if record is None else record[0] - 1
+
+
+def clock_at(store: Any, boundary: int) -> datetime.datetime | None:
+    """The engine's clock in the views after `boundary` (the last input's
+    `at`), read from the log alone: what a page of the past that shows no
+    view needs of them."""
+    record = _last_record(store, boundary)
+    return None if record is None else record[1].input.at
 
 
 def next_boundary(store: Any, boundary: int, head: int) -> int | None:
@@ -115,7 +130,10 @@ async def seen(service: Service, names: Iterable[str], at: int | None, pick: Pic
         if at > head:
             raise ApiError(400, "invalid_query", f"?at={at} is past the store's last event ({head})")
         boundary = input_boundary(service.reader, at)
-        views, now = _taken(service.past.at(boundary, lambda position: project(service.reader, until=position)), names, pick)
+        if names or pick is not None:
+            views, now = _taken(service.past.at(boundary, lambda position: project(service.reader, until=position)), names, pick)
+        else:  # a page of the log alone (the timeline, search, an explain chain): no fold
+            views, now = {}, clock_at(service.reader, boundary)
         previous = previous_boundary(service.reader, boundary)
         return Seen(views, boundary, head, boundary, now, asked=at, previous=previous, next=next_boundary(service.reader, boundary, head))
 
