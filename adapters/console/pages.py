@@ -34,7 +34,10 @@ from tandem.replay.timeline import latest_inputs
 HTML = "text/html"
 recent_inputs_shown = 10
 needs_shown = 5  # the overview's open questions and raised alerts, each list's first (the rest: "N more", linked)
-overview_tasks_shown = 50
+overview_tasks_shown = page_rows  # the overview's newest tasks (the rest: "N more", linked)
+# Where a page shows history beside the live: the resolved alerts among every
+# state's, each conversation's deliveries (10 a page).
+history_shown = 10
 ignored_shown = 100  # the inbox's causes with ignored observations, newest first (the rest counted)
 # The filters a count links to: the values the views hold (docs/contract/views.md).
 TASK_STATES = ("active", "completed", "cancelled")
@@ -279,6 +282,11 @@ async def questions(request: Request) -> Response[str]:
     return await page(request, "questions.html", (), pick=shown)
 
 
+def _alerts_shown(state: str | None, group: str) -> int:
+    """Rows of a state's alerts: a page; the resolved ones (history) among every state's, the last few."""
+    return history_shown if state is None and group == "resolved" else page_rows
+
+
 @get("/alerts", include_in_schema=False)
 async def alerts(request: Request) -> Response[str]:
     """Each state's alerts newest first (`?state=`: that one alone, `?page=N` of it), each with its reason."""
@@ -287,7 +295,7 @@ async def alerts(request: Request) -> Response[str]:
     number = page_query(request.query_params.get("page"))
 
     def shown(views: Views) -> dict[str, Any]:
-        groups = {group: listed(views, "alerts", (group,), number if group == state else 1)
+        groups = {group: listed(views, "alerts", (group,), number if group == state else 1, _alerts_shown(state, group))
                   for group in ALERT_STATES if state is None or group == state}  # fmt: skip
         return {"groups": groups}
 
@@ -308,9 +316,9 @@ async def conversations(request: Request) -> Response[str]:
         for key in sorted(view.rows):  # a few conversations; their deliveries grow with the log
             row = view.rendered(view.rows[key])
             every = row["deliveries"]
-            end = max(0, len(every) - (number - 1) * page_rows)  # newest first: page 1 ends at the newest
-            deliveries = every[max(0, end - page_rows) : end][::-1]
-            rows.append({**copy.deepcopy({**row, "deliveries": []}), "deliveries": Window(copy.deepcopy(deliveries), number, len(every), page_rows)})
+            end = max(0, len(every) - (number - 1) * history_shown)  # newest first: page 1 ends at the newest
+            deliveries = every[max(0, end - history_shown) : end][::-1]
+            rows.append({**copy.deepcopy({**row, "deliveries": []}), "deliveries": Window(copy.deepcopy(deliveries), number, len(every), history_shown)})
         return {"conversations": rows}
 
     return await page(request, "conversations.html", (), pick=shown)
