@@ -38,7 +38,7 @@ Q = Parameter(
 async def get_search(request: Request) -> Response[SearchResults]:
     from tandem.adapters.http_api import authenticate  # it lists this route: imported once both are loaded
 
-    authenticate(request)
+    await authenticate(request)
     q = request.query_params.get("q")
     if q is None:
         raise ApiError(400, "invalid_query", "?q= is required: what to search for")
