@@ -17,7 +17,9 @@ message `injected fault`) after the call returned, so its effect stands but
 its answer is lost, as when a connection is cut at COMMIT; `fail_before`
 raises it instead of the call; `times` bounds how often it fires (default:
 always), `skip` lets that many calls through first, `armed_by` (another
-fault's target) keeps it from firing until that fault has fired.
+fault's target) keeps it from firing until that fault has fired, and only
+in the thread it fired in (a server's other threads, a search keeper or a
+stream asking the same method meanwhile, do not use the fault up).
 `touch_file` (a path) is created when a firing call starts, and
 `wait_for_file` holds a firing call until that path exists (at most
 `wait_max_s`, default 60): a test sees a call under way, does what must
@@ -68,14 +70,14 @@ def _wrapped(fault: dict[str, Any], original: Any) -> Any:
     lock = threading.Lock()
 
     def firing() -> bool:
-        if armed_by is not None and not _fired.get(armed_by):
+        if armed_by is not None and _fired.get(armed_by) != threading.get_ident():
             return False
         with lock:
             counts["calls"] += 1
             if counts["calls"] <= skip or (times is not None and counts["fired"] >= int(times)):
                 return False
             counts["fired"] += 1
-            _fired[fault["target"]] = True
+            _fired[fault["target"]] = threading.get_ident()
             return True
 
     def enter() -> None:
@@ -124,7 +126,7 @@ def _wrapped(fault: dict[str, Any], original: Any) -> Any:
     return wrapper
 
 
-_fired: dict[str, bool] = {}  # the targets whose fault has fired (`armed_by`)
+_fired: dict[str, int] = {}  # the targets whose fault has fired, and the thread it fired in (`armed_by`)
 
 
 def _install() -> None:
