@@ -75,9 +75,9 @@ from tandem.replay.port import EventStore  # noqa: E402
 
 # Console: bench/search.py imports it from here too.
 from bench.console_pages import Console, PageResult, run_pages  # noqa: E402
-from bench.workload import alternate, synthetic_trace  # noqa: E402
+from bench.workload import SideBySide, alternate, synthetic_trace  # noqa: E402
 
-goal_ratio_max = 2.0
+goal_ratio_max = SideBySide.goal_ratio_max
 
 
 @dataclass(frozen=True)
@@ -144,24 +144,16 @@ def per_read_ms(read: Callable[[Side, LogIndex | None], Any], side: Side, indexe
 
 
 @dataclass
-class Result:
+class Result(SideBySide):
     read: str
     indexed: bool
     large_ms: list[float]
     small_ms: list[float]
 
-    @property
-    def ratio(self) -> float:
-        return statistics.median(self.large_ms) / statistics.median(self.small_ms)
-
-    @property
-    def met(self) -> bool:
-        return self.ratio <= goal_ratio_max
-
     def line(self) -> str:
         large, small = statistics.median(self.large_ms), statistics.median(self.small_ms)
         spread = f"(large {min(self.large_ms):.3f}-{max(self.large_ms):.3f}, small {min(self.small_ms):.3f}-{max(self.small_ms):.3f})"
-        verdict = ("MET" if self.met else "MISSED") if self.indexed else "(context)"
+        verdict = self.verdict if self.indexed else "(context)"
         return f"  {self.read:<18} {large:9.3f} ms vs {small:7.3f} ms   {self.ratio:7.2f}x  {verdict}  {spread}"
 
 
@@ -255,9 +247,9 @@ def run(
         print("\nVerdicts:", file=out)
         for result in first:
             if result.indexed:
-                print(f"  {result.read:<46} {result.ratio:7.2f}x (goal <= {goal_ratio_max}x): {'MET' if result.met else 'MISSED'}", file=out)
+                print(f"  {result.read:<46} {result.ratio:7.2f}x (goal <= {goal_ratio_max}x): {result.verdict}", file=out)
         for row in every:
-            print(f"  {row.label:<46} {row.ratio:7.2f}x (goal <= {goal_ratio_max}x): {'MET' if row.met else 'MISSED'}", file=out)
+            print(f"  {row.label:<46} {row.ratio:7.2f}x (goal <= {goal_ratio_max}x): {row.verdict}", file=out)
         if every:
             print(f"  every page: {sum(row.met for row in every)} of {len(every)} MET", file=out)
         return [*first, *every]

@@ -36,6 +36,7 @@ from tandem.replay.engine import Engine, project
 from tandem.replay.snapshot import code_fingerprint
 from tandem.replay.trace_scan import scan_trace
 
+from bench.workload import SideBySide, started_serve
 from bench.console_workload import (
     LIVE_TASKS,
     console_inputs,
@@ -45,7 +46,7 @@ from bench.console_workload import (
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOAD_SOURCES = (ROOT / "bench" / "console_workload.py", ROOT / "bench" / "workload.py")  # the trace's code
-goal_ratio_max = 2.0
+goal_ratio_max = SideBySide.goal_ratio_max
 recent_back = 200  # "recent" past: this many events before the head
 sample_s_target = 0.25  # calls of a page a timed sample, about (at most `page_calls`)
 row_s_budget = 6.0  # a row takes samples (up to `repetitions`) until it has 3 and has run this long (1, if one did)
@@ -69,16 +70,8 @@ class Console:
         tokens = {actor: new_token() for actor in ACTORS}
         tokens_file = Path(directory) / "tokens.json"
         write_tokens_file(tokens_file, tokens)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tandem.adapters.cli", "serve", "--store", side.url, "--tokens", str(tokens_file),
-             "--listen", "127.0.0.1:0", "--no-runtime-inputs"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-        line = self.process.stdout.readline() if self.process.stdout else ""
-        if not line.startswith("listening on "):
-            self.process.kill()
-            raise RuntimeError(f"tandem serve did not start: {line!r}")
-        host, port = line.split()[-1].removeprefix("http://").rstrip("/").split(":")
+        self.process, url = started_serve(["--store", side.url, "--tokens", str(tokens_file)])
+        host, port = url.removeprefix("http://").rstrip("/").split(":")
         self.connection = http.client.HTTPConnection(host, int(port), timeout=600)
         self.cookie = self._sign_in(tokens["human"])
         self.last_bytes = 0  # the last page's body, in bytes
@@ -303,7 +296,7 @@ class Visits:
 
 
 @dataclass
-class PageResult:
+class PageResult(SideBySide):
     page: str
     when: str
     large_ms: list[float]
@@ -316,18 +309,10 @@ class PageResult:
     def label(self) -> str:
         return f"{self.page}  {self.when}"
 
-    @property
-    def ratio(self) -> float:
-        return statistics.median(self.large_ms) / statistics.median(self.small_ms)
-
-    @property
-    def met(self) -> bool:
-        return self.ratio <= goal_ratio_max
-
     def line(self) -> str:
         large, small = statistics.median(self.large_ms), statistics.median(self.small_ms)
         return (
-            f"  {self.label:<46} {large:10.1f} {small:8.1f} {self.ratio:8.2f}x  {'MET' if self.met else 'MISSED':<6}"
+            f"  {self.label:<46} {large:10.1f} {small:8.1f} {self.ratio:8.2f}x  {self.verdict:<6}"
             f" {self.large_bytes:>10,} {self.small_bytes:>8,}  {len(self.large_ms)}x{self.calls}"
         )
 

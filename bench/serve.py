@@ -40,9 +40,7 @@ import json
 import multiprocessing
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -61,7 +59,7 @@ from tandem.adapters.store import open_store  # noqa: E402
 from tandem.adapters.tokens import ACTORS, new_token, write_tokens_file  # noqa: E402
 from tandem.adapters.trace import parse_trace  # noqa: E402
 from tandem.replay.engine import Engine  # noqa: E402
-from bench.workload import alternate, observation_trace, synthetic_trace  # noqa: E402
+from bench.workload import alternate, observation_trace, started_serve, synthetic_trace  # noqa: E402
 
 GOALS = {"single": 0.6, "batch": 0.8, "concurrent_16": 3.0}
 stream_clients = 50
@@ -93,17 +91,8 @@ class Server:
         self.tokens = {actor: new_token() for actor in ACTORS}
         tokens_file = Path(directory) / "tokens.json"
         write_tokens_file(tokens_file, self.tokens)
-        self.process = subprocess.Popen(
-            [python, "-m", "tandem.adapters.cli", "serve", "--store", f"sqlite:///{directory}/events.db",
-             "--tokens", str(tokens_file), "--listen", "127.0.0.1:0", "--no-runtime-inputs",
-             "--stream-clients-max", str(stream_clients + 10)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-        line = self.process.stdout.readline() if self.process.stdout else ""
-        if not line.startswith("listening on "):
-            self.process.kill()
-            raise RuntimeError(f"tandem serve did not start: {line!r}")
-        self.url = line.split()[-1]
+        options = ["--store", f"sqlite:///{directory}/events.db", "--tokens", str(tokens_file)]
+        self.process, self.url = started_serve([*options, "--stream-clients-max", str(stream_clients + 10)], python)
         self.clients = {actor: Client(self.url, token) for actor, token in self.tokens.items()}
 
     def stop(self) -> None:

@@ -10,11 +10,16 @@ to measure that the per-input cost does not grow with the live set.
 from __future__ import annotations
 
 import datetime
+import statistics
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
+ROOT = Path(__file__).resolve().parents[1]
 START = datetime.datetime(2026, 3, 1, 9, 0, tzinfo=datetime.timezone.utc)
 heartbeat_every_inputs = 40
 
@@ -127,6 +132,41 @@ def alternate(first: Callable[[], float], second: Callable[[], float], repetitio
         for function, values in order[::-1] if repetition % 2 else order:
             values.append(function())
     return a_values, b_values
+
+
+def started_serve(options: list[str], python: str = sys.executable) -> tuple[subprocess.Popen[str], str]:
+    """A real `tandem serve` with `options` (its store and tokens at least),
+    on a free loopback port: the process and its URL, once it listens."""
+    process = subprocess.Popen(
+        [python, "-m", "tandem.adapters.cli", "serve", *options, "--listen", "127.0.0.1:0", "--no-runtime-inputs"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    line = process.stdout.readline() if process.stdout else ""
+    if not line.startswith("listening on "):
+        process.kill()
+        raise RuntimeError(f"tandem serve did not start: {line!r}")
+    return process, line.split()[-1]
+
+
+class SideBySide:
+    """One row of a side-by-side bench: the large side's milliseconds over
+    the small side's (medians), against the goal."""
+
+    large_ms: list[float]
+    small_ms: list[float]
+    goal_ratio_max = 2.0
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.large_ms) / statistics.median(self.small_ms)
+
+    @property
+    def met(self) -> bool:
+        return self.ratio <= self.goal_ratio_max
+
+    @property
+    def verdict(self) -> str:
+        return "MET" if self.met else "MISSED"
 
 
 def bench_main(
