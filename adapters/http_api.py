@@ -125,8 +125,9 @@ VIEWS = _query(
 ROWS = _query(
     "rows",
     "1: every `change` message's data also holds `rows`, each named view's row changes (docs/api.md, \"Row "
-    "changes\"), and a `reset` comes where a message's changes were not kept; 0 (the default): without",
-    Schema(type=OpenAPIType.STRING, enum=["0", "1"], default="0"),
+    "changes\"), and a `reset` comes where a message's changes were not kept; keys (extension): `keys` instead, "
+    "the keys of the rows each named view changed, without the rows; 0 (the default): without",
+    Schema(type=OpenAPIType.STRING, enum=["0", "1", "keys"], default="0"),
 )
 LAST_EVENT_ID = Parameter(
     name="Last-Event-ID",
@@ -377,13 +378,16 @@ def _views_filter(request: Request) -> frozenset[str] | None:
     return names
 
 
-def _rows_flag(request: Request) -> bool:
+def _rows_detail(request: Request) -> tuple[bool, bool]:
+    """`?rows=`: (row changes, keys of the changed rows) for each message."""
     text = request.query_params.get("rows")
     if text is None or text == "0":
-        return False
-    if text == "1":
-        return True
-    raise ApiError(400, "invalid_query", f"?rows={text[:40]!r}: 1 (each message with its row changes) or 0")
+        return False, False
+    if text in ("1", "keys"):
+        return text == "1", text == "keys"
+    raise ApiError(
+        400, "invalid_query", f"?rows={text[:40]!r}: 1 (each message with its row changes), keys (with the keys of the rows it changed) or 0"
+    )
 
 
 @get(
@@ -397,7 +401,7 @@ def _rows_flag(request: Request) -> bool:
 async def get_stream(request: Request) -> Stream:
     await authenticate(request)
     views = _views_filter(request)
-    rows = _rows_flag(request)
+    rows, keys = _rows_detail(request)
     last = (request.headers.get("last-event-id") or "").strip()  # empty: no id (EventSource sends none)
     last_event_id = whole_number(last) if last else None
     if last and last_event_id is None:
@@ -409,7 +413,7 @@ async def get_stream(request: Request) -> Stream:
     assert hub is not None
     abort = service.connection_aborter(request.scope) if service.connection_aborter is not None else None
     try:
-        client, first = hub.subscribe(last_event_id, views, abort, rows)
+        client, first = hub.subscribe(last_event_id, views, abort, rows, keys)
     except StreamsFull as full:
         raise ApiError(503, "too_many_streams", f"{full}; retry later") from None
     except StreamsClosed as closed:

@@ -56,7 +56,7 @@ from tandem.adapters.watchdog import WatchdogUnreadable, facts_read_max, read_fa
 from tandem.adapters.writer_lock import WriterLock, WriterLocked, acquire_writer_lock, claim_store
 from tandem.domain import events as ev
 from tandem.domain.inputs import decode_input
-from tandem.replay.commits import Commit, encoded_row_changes
+from tandem.replay.commits import Commit, encoded_row_changes, encoded_touched_keys
 from tandem.replay.edge import SPOOL_ACTORS_DEFAULT, Credential, LiveEdge
 from tandem.replay.engine import Engine, Located
 from tandem.replay.port import Fenced, StoreError, WriterClaim
@@ -140,14 +140,16 @@ class LiveEngine(Engine):
             listener(commit)
         return commit
 
-    def take_changes(self) -> tuple[list[str], bytes | None]:
-        """The views changed since the last take, in document order, and
-        their row changes when wanted (else None); then they start over."""
+    def take_changes(self) -> tuple[list[str], bytes | None, bytes | None]:
+        """The views changed since the last take, in document order, their
+        row changes when wanted (else None) and the keys of the rows they
+        changed (always: they cost no rendering); then they start over."""
         views = self.views
         if views is None:
-            return [], None
+            return [], None, None
         rows = encoded_row_changes(views) if self.rows_wanted() else None
-        return views.take_changed(), rows
+        keys = encoded_touched_keys(views)
+        return views.take_changed(), rows, keys
 
     def commit_parts(self, parts: Iterable[Sequence[Located]]) -> list[Commit]:
         """Decide and commit `parts` (Engine.submit_parts) in one

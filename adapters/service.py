@@ -263,7 +263,7 @@ class Service:
     def on_commit(self, commit: Commit) -> None:
         """The engine's listener: every commit, to the live stream."""
         if self.hub is not None:
-            self.hub.publish_from_any_thread(summarize(commit.head_before, commit.events, commit.views, commit.rows))
+            self.hub.publish_from_any_thread(summarize(commit.head_before, commit.events, commit.views, commit.rows, commit.keys))
 
     # -------------------------------------------------------------- reads
 

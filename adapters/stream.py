@@ -21,7 +21,10 @@ only while `wants_rows`: a rows stream is open, or was while the ring's
 messages were made, so that it can resume), at most
 `resume_rows_bytes_max` of them in the ring, the oldest dropped first. A
 rows stream is sent a `reset` where a message it should get has none (too
-big, dropped, or made while nobody wanted them), and goes on.
+big, dropped, or made while nobody wanted them), and goes on. Or for the
+keys of the rows each message changed (`?rows=keys`, what the console
+needs): every commit has them (they cost no rendering), kept under the
+same bound.
 
 A client that stopped reading leaves its stream waiting in a send that never
 completes (the server's socket buffers are full), where neither the `reset`
@@ -77,19 +80,20 @@ class Message:
     encoding). With row changes, its bytes for rows streams are made at once
     (`rows_wire`; None: it has none)."""
 
-    __slots__ = ("position", "after", "views", "inputs", "_ordered", "_wire", "rows_wire")
+    __slots__ = ("position", "after", "views", "inputs", "_ordered", "_wire", "rows_wire", "keys_wire")
 
     def __init__(self, summary: CommitSummary, views: frozenset[str], ordered: list[str]) -> None:
         self.position, self.after, self.views = summary.position, summary.after, views
         self.inputs: tuple[InputFacts, ...] = summary.input_facts()  # not the records: the inputs are not kept
         self._ordered = ordered
         self._wire: bytes | None = None
-        self.rows_wire = self._encoded(summary.rows) if summary.rows is not None else None
+        self.rows_wire = self._encoded("rows", summary.rows) if summary.rows is not None else None
+        self.keys_wire = self._encoded("keys", summary.keys) if summary.keys is not None else None
 
-    def _encoded(self, rows: bytes | None = None) -> bytes:
+    def _encoded(self, detail: str = "", changes: bytes | None = None) -> bytes:
         data = {"position": self.position, "views": self._ordered, "inputs": facts_json(self.inputs)}
-        if rows is not None:
-            data["rows"] = msgspec.Raw(rows)
+        if changes is not None:
+            data[detail] = msgspec.Raw(changes)
         return b"id: %d\nevent: change\ndata: %s\n\n" % (self.position, msgspec.json.encode(data))
 
     @property
@@ -112,6 +116,11 @@ def message_of(summary: CommitSummary) -> Message:
     return Message(summary, *views_changed(summary.types))
 
 
+def _detail_bytes(message: Message) -> int:
+    """What a kept message's row changes and keys take (`resume_rows_bytes_max`)."""
+    return len(message.rows_wire or b"") + len(message.keys_wire or b"")
+
+
 def reset_wire(position: int) -> bytes:
     return b"id: %d\nevent: reset\ndata: %s\n\n" % (position, msgspec.json.encode({"position": position}))
 
@@ -128,6 +137,7 @@ class StreamsClosed(Exception):
 class Client:
     views: frozenset[str] | None  # None: every message
     rows: bool = False  # each message with its row changes (`?rows=1`), or a reset where it has none
+    keys: bool = False  # each message with the keys of the rows it changed (`?rows=keys`), or a reset
     queue: deque[bytes] = field(default_factory=deque)
     queued_bytes: int = 0
     ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -141,8 +151,9 @@ class Client:
         """Queue `message` if it concerns this client; False once cut off."""
         if self.views is not None and not (self.views & message.views):
             return True
-        if self.rows:
-            wire = message.rows_wire if message.rows_wire is not None else reset_wire(message.position)
+        if self.rows or self.keys:
+            detail = message.rows_wire if self.rows else message.keys_wire
+            wire = detail if detail is not None else reset_wire(message.position)
         else:
             wire = message.wire
         if len(self.queue) >= client_queue_messages_max or self.queued_bytes + len(wire) > client_queue_bytes_max:
@@ -223,16 +234,16 @@ class Hub:
         whatever its size); past `resume_rows_bytes_max`, the oldest row changes out."""
         self.ring.append(message)
         self.ring_inputs += len(message.inputs)
-        self.ring_rows_bytes += len(message.rows_wire or b"")
+        self.ring_rows_bytes += _detail_bytes(message)
         while len(self.ring) > 1 and (len(self.ring) > resume_messages_max or self.ring_inputs > resume_inputs_max):
             dropped = self.ring.popleft()
             self.ring_inputs -= len(dropped.inputs)
-            self.ring_rows_bytes -= len(dropped.rows_wire or b"")
+            self.ring_rows_bytes -= _detail_bytes(dropped)
         for kept in self.ring:
             if self.ring_rows_bytes <= resume_rows_bytes_max or kept is message:
                 break
-            self.ring_rows_bytes -= len(kept.rows_wire or b"")
-            kept.rows_wire = None
+            self.ring_rows_bytes -= _detail_bytes(kept)
+            kept.rows_wire = kept.keys_wire = None
         self.since = self.ring[0].after
 
     def close(self) -> None:
@@ -265,22 +276,25 @@ class Hub:
         views: frozenset[str] | None,
         abort: Callable[[], None] | None = None,
         rows: bool = False,
+        keys: bool = False,
     ) -> tuple[Client, bytes]:
         """A new client and what it must be sent first (missed messages, or a
-        reset); with `rows`, each message with its row changes. `abort`
-        drops its connection. Raises StreamsClosed, StreamsFull."""
+        reset); with `rows`, each message with its row changes; with `keys`,
+        with the keys of the rows it changed. `abort` drops its connection.
+        Raises StreamsClosed, StreamsFull."""
+        assert not (rows and keys), "one detail a stream"
         if self.closing:
             raise StreamsClosed("the server is stopping: it opens no new stream; connect again once it is back")
         if len(self.clients) >= self.clients_max:
             raise StreamsFull(f"{len(self.clients)} streams are open, the most this server keeps ({self.clients_max})")
-        client = Client(views, rows, abort=abort)
+        client = Client(views, rows, keys, abort=abort)
         self.clients.add(client)
         if rows:
             self.rows_clients += 1
             self.rows_seen = max(self.rows_seen, self.head)
-        return client, self._backlog(last_event_id, views, rows)
+        return client, self._backlog(last_event_id, views, "rows_wire" if rows else "keys_wire" if keys else None)
 
-    def _backlog(self, last_event_id: int | None, views: frozenset[str] | None, rows: bool) -> bytes:
+    def _backlog(self, last_event_id: int | None, views: frozenset[str] | None, detail: str | None) -> bytes:
         if last_event_id is None or last_event_id == self.head:
             return b""
         if last_event_id > self.head or last_event_id < self.since:
@@ -290,11 +304,12 @@ class Hub:
             for message in self.ring
             if message.position > last_event_id and (views is None or views & message.views)
         ]
-        if not rows:
+        if detail is None:
             return b"".join(message.wire for message in missed)
-        if any(message.rows_wire is None for message in missed):
-            return reset_wire(self.head)  # row changes not kept (too big, or dropped): reload
-        return b"".join(message.rows_wire for message in missed)  # type: ignore[misc]
+        wires = [getattr(message, detail) for message in missed]
+        if any(wire is None for wire in wires):
+            return reset_wire(self.head)  # row changes (or keys) not kept (too big, or dropped): reload
+        return b"".join(wires)
 
     async def messages(self, client: Client, first: bytes) -> AsyncIterator[bytes]:
         """The bytes of one stream: the backlog, then live messages, with a

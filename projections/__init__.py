@@ -118,6 +118,15 @@ class Views:
             if name in self.changed:
                 yield name, view.change(None if name in self.whole else self.touched[name])
 
+    def touched_keys(self) -> Iterator[tuple[str, dict[str, Any] | None]]:
+        """(name, the keys of the rows it touched) for each view `apply`
+        changed since `take_changed` (take them before it), in document
+        order: what `row_changes` would say, the rows left out (None: any row
+        may have changed). Costs the keys, never a rendering."""
+        for name, view in self.by_name.items():
+            if name in self.changed:
+                yield name, view.touched_keys(None if name in self.whole else self.touched[name])
+
     def document(self) -> dict[str, Any]:
         return {name: view.render() for name, view in self.by_name.items()}
 

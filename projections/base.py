@@ -86,6 +86,15 @@ class View:
         }
 
 
+    def touched_keys(self, touched: Iterable[Any] | None) -> dict[str, Any] | None:
+        """Which rows changed, without the rows (`?rows=keys`): `{"key":
+        FIELD, "touched": [KEY, ...]}`, the keys a `change` would upsert or
+        remove; None when it names no keys (a whole list, a value)."""
+        if self.key is None or touched is None:
+            return None
+        return {"key": self.key, "touched": sorted(touched)}
+
+
 def sorted_rows(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Lists are sorted by their first key, in plain string order (contract section 7)."""
     return [rows[key] for key in sorted(rows)]

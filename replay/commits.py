@@ -62,6 +62,7 @@ class Commit:
     events: list[ev.Event]
     views: list[str] = field(default_factory=list)  # the views it changed, in document order
     rows: bytes | None = None  # its row changes, encoded (`encoded_row_changes`), when they were asked for
+    keys: bytes | None = None  # the keys of the rows it changed, encoded (`encoded_touched_keys`)
 
     @property
     def position(self) -> int:
@@ -80,6 +81,7 @@ class CommitSummary:
     # None when read back from the log (then: the views that fold its events).
     views: tuple[str, ...] | None = None
     rows: bytes | None = None  # its row changes, encoded, when known and not too big
+    keys: bytes | None = None  # the keys of the rows it changed, encoded, when known and not too big
 
     def input_facts(self) -> tuple[InputFacts, ...]:
         """(type, actor, at, accepted) per input: what a stream message says
@@ -98,10 +100,12 @@ def facts_json(facts: Iterable[InputFacts]) -> list[dict[str, Any]]:
     return [{"type": kind, "actor": actor, "at": format_at(at), "accepted": accepted} for kind, actor, at, accepted in facts]
 
 
-def summarize(after: int, events: list[ev.Event], views: Iterable[str] | None = None, rows: bytes | None = None) -> CommitSummary:
+def summarize(
+    after: int, events: list[ev.Event], views: Iterable[str] | None = None, rows: bytes | None = None, keys: bytes | None = None
+) -> CommitSummary:
     records = tuple(event for event in events if isinstance(event, RECORDS))
     changed = tuple(views) if views is not None else None
-    return CommitSummary(after, after + len(events), frozenset(map(type, events)), records, changed, rows)
+    return CommitSummary(after, after + len(events), frozenset(map(type, events)), records, changed, rows, keys)
 
 
 def encoded_row_changes(views: Views) -> bytes | None:
@@ -112,6 +116,23 @@ def encoded_row_changes(views: Views) -> bytes | None:
     size = 2
     for name, change in views.row_changes():
         part = msgspec.json.encode(name) + b":" + msgspec.json.encode(change)
+        size += len(part) + 1
+        if size > message_rows_bytes_max:
+            return None
+        parts.append(part)
+    return b"{" + b",".join(parts) + b"}"
+
+
+def encoded_touched_keys(views: Views) -> bytes | None:
+    """The keys of the rows changed since `take_changed` (call it before),
+    encoded as a JSON object of view name to `{"key", "touched"}` (null for
+    a view whose change names no keys): what `?rows=keys` sends. Costs the
+    keys, not the rows: cheap enough for every commit. None past
+    `message_rows_bytes_max`."""
+    parts: list[bytes] = []
+    size = 2
+    for name, keys in views.touched_keys():
+        part = msgspec.json.encode(name) + b":" + msgspec.json.encode(keys)
         size += len(part) + 1
         if size > message_rows_bytes_max:
             return None
@@ -168,8 +189,8 @@ def with_changed_views(store: EventStore, commits: list[CommitSummary]) -> list[
     for position, event in store.read(after=commits[0].after, until=commits[-1].position):  # one read
         views.apply(event)
         if position == commit.position:
-            rows = encoded_row_changes(views)
-            exact.append(dataclasses.replace(commit, views=tuple(views.take_changed()), rows=rows))
+            rows, keys = encoded_row_changes(views), encoded_touched_keys(views)
+            exact.append(dataclasses.replace(commit, views=tuple(views.take_changed()), rows=rows, keys=keys))
             commit = next(ends, commit)
     assert len(exact) == len(commits), (len(exact), len(commits))
     return exact

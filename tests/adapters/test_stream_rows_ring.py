@@ -22,10 +22,10 @@ from tandem.replay.commits import CommitSummary, summarize
 TICK = b'{"type": "tick", "at": "2026-03-01T09:00:00Z", "actor": "daemon"}'
 
 
-def commit(after: int, rows: bytes | None) -> CommitSummary:
-    """A one-input commit after `after`, naming `usage`, with these row changes."""
+def commit(after: int, rows: bytes | None, keys: bytes | None = None) -> CommitSummary:
+    """A one-input commit after `after`, naming `usage`, with these row changes (and keys)."""
     record = ev.InputAccepted(seq=after + 1, file=None, line=None, input=decode_input(TICK))
-    return summarize(after, [record], views=("usage",), rows=rows)
+    return summarize(after, [record], views=("usage",), rows=rows, keys=keys)
 
 
 def usage_rows(number: int, size: int = 100) -> bytes:
@@ -110,3 +110,25 @@ def test_row_changes_are_rendered_while_a_rows_stream_may_want_them(loop: asynci
     assert hub.since == 5 and hub.wants_rows()
     hub.publish(commit(8, None))
     assert hub.since == 6 and not hub.wants_rows()
+
+
+USAGE_KEYS = b'{"usage":null}'
+
+
+def test_a_keys_stream_gets_keys_never_rows_and_a_reset_where_a_message_has_none(loop: asyncio.AbstractEventLoop) -> None:
+    """`?rows=keys`: each message with `keys`, without `rows`; a reset in
+    place of one without keys (read back from the log at start), at its
+    start when a missed one has none; no keys stream asks for row changes."""
+    hub = Hub(loop, [commit(0, None, None)], 1)  # rebuilt at start without keys
+    keys_client, first = hub.subscribe(0, None, keys=True)
+    assert first == reset_wire(1)
+    assert hub.rows_clients == 0
+    hub.publish(commit(1, usage_rows(1), USAGE_KEYS))
+    hub.publish(commit(2, None, None))
+    hub.publish(commit(3, None, USAGE_KEYS))  # no rows stream wanted them: the keys come anyway
+    got = messages_of(b"".join(keys_client.queue))
+    assert [(event, data["position"]) for event, data in got] == [("change", 2), ("reset", 3), ("change", 4)]
+    assert [set(data) for event, data in got if event == "change"] == [{"position", "views", "inputs", "keys"}] * 2
+    assert got[0][1]["keys"] == {"usage": None}
+    _, first = hub.subscribe(3, None, keys=True)  # resumed after the message without keys
+    assert [data["position"] for _, data in messages_of(first)] == [4]

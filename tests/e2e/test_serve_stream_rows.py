@@ -1,7 +1,8 @@
 """`GET /v1/stream?rows=1` against a real `tandem serve` (docs/api.md, "Row
 changes"): a replica started from `GET /v1/views` and kept by the row
 changes equals `GET /v1/views` after every commit (single inputs, a batch, a
-rejection, a tick that moves the clock); a stream resumed with
+rejection, a tick that moves the clock); a `?rows=keys` stream names, for
+each commit, the keys the row changes name, live and after a restart; a stream resumed with
 `Last-Event-ID` brings a replica left behind up to date, also after a
 restart (the messages rebuilt from the log carry the row changes the live
 ones did); `?views=` combines with `rows=1`; a follower sends the row
@@ -23,6 +24,7 @@ from tandem.client.replica import Replica
 from tests.e2e.serving import Served, store_head
 from tests.e2e.test_follow import caught_up
 from tests.e2e.test_serve import DELEGATE, NO_RUNTIME, WAIT_S, Stream, assert_error, sender, trace_inputs, without_at
+from tests.integration.test_stream_rows import touched_keys
 from tests.e2e.test_serve_faults import message, open_conversation
 
 
@@ -120,7 +122,7 @@ def test_a_bad_rows_value_is_invalid_query(tmp_path: Path) -> None:
         with urllib.request.urlopen(server.url + "/openapi.json", timeout=WAIT_S) as answer:
             parameters = json.load(answer)["paths"]["/v1/stream"]["get"]["parameters"]
         (rows,) = [parameter for parameter in parameters if parameter["name"] == "rows"]
-        assert rows["in"] == "query" and rows["schema"]["enum"] == ["0", "1"] and "Row changes" in rows["description"]
+        assert rows["in"] == "query" and rows["schema"]["enum"] == ["0", "1", "keys"] and "Row changes" in rows["description"]
         for bad in ("2", "yes", "", "true", "01"):
             refused = Stream(server, query=f"?rows={bad}&views=tasks")
             assert_error(refused.error, 400, "invalid_query")
@@ -146,3 +148,37 @@ def test_a_follower_sends_the_row_changes_the_writer_sends(tmp_path: Path) -> No
                 replica.apply(change.data)
             caught_up(follower, positions[-1])
             assert replica.document() == reader.views() == client.views()
+
+
+def test_a_keys_stream_names_the_keys_the_row_changes_name(tmp_path: Path) -> None:
+    """`?rows=keys` beside `?rows=1`: message for message, the same
+    positions and views, and `keys` exactly the keys the row changes
+    upsert or remove (null where they name none); after a restart, the
+    messages rebuilt from the log carry the same keys."""
+    server = Served(tmp_path, f"sqlite:///{tmp_path}/events.db", NO_RUNTIME, "--stream-keepalive", "600").start()
+    try:
+        with_rows, with_keys = Stream(server, query="?rows=1"), Stream(server, query="?rows=keys")
+        inputs = trace_inputs(EXAMPLE)
+        for value in inputs:
+            with server.client(sender(value)) as client:
+                client.submit(value)
+        rows, keys = with_rows.messages(len(inputs)), with_keys.messages(len(inputs))
+        with_rows.close()
+        with_keys.close()
+        assert [message.event for message in keys] == ["change"] * len(inputs)
+        assert [message.id for message in keys] == [message.id for message in rows]
+        for said, full in zip(keys, rows):
+            assert "rows" not in said.data and said.data["views"] == full.data["views"]
+            assert said.data["keys"] == touched_keys(full.data["rows"]), said.id
+        named = {key for message in keys for change in message.data["keys"].values() if change for key in change["touched"]}
+        assert {"signup", "op-api", "fg"} <= named, named  # a task, an action and a conversation were named
+
+        assert server.stop() == 0, server.log()
+        server.start()
+        middle = keys[len(keys) // 2]
+        resumed = Stream(server, last_event_id=middle.id, query="?rows=keys")
+        after = keys[len(keys) // 2 + 1 :]
+        assert [(message.id, message.data) for message in resumed.messages(len(after))] == [(m.id, m.data) for m in after]
+        resumed.close()
+    finally:
+        server.stop()

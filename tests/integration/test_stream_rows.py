@@ -4,6 +4,7 @@ from the empty views and applies each commit's row changes equals the views
 document after every commit; each commit's changes name exactly the views
 it names; and the changes rebuilt from the log (replay/commits.py, as a
 restarted server rebuilds its resume ring) are the live ones, byte for byte.
+Each commit's keys (`?rows=keys`) are exactly those its row changes name.
 """
 
 from __future__ import annotations
@@ -38,6 +39,18 @@ def live_engine() -> tuple[LiveEngine, list[Commit]]:
     return engine, commits
 
 
+def touched_keys(rows: dict[str, Any]) -> dict[str, Any]:
+    """What `?rows=keys` must say of a commit whose `?rows=1` changes are
+    `rows`: each keyed change's upserted and removed keys, sorted; null for
+    a change that names no keys."""
+    said: dict[str, Any] = {}
+    for name, change in rows.items():
+        field = change.get("key")
+        keys = [row[field] for row in change["upserted"]] + change["removed"] if field else []
+        said[name] = {"key": field, "touched": sorted(keys)} if field else None
+    return said
+
+
 def follow(engine: LiveEngine, commits: list[Commit], lines: list[Any], replica: Replica) -> None:
     """Submit each line; after each commit, the replica applies its row
     changes and must equal the views."""
@@ -55,6 +68,7 @@ def follow(engine: LiveEngine, commits: list[Commit], lines: list[Any], replica:
         # A keyed view says its rows, never itself whole (its cost is what changed).
         whole = [name for name, change in rows.items() if views.by_name[name].key is not None and "key" not in change]
         assert not whole, (line.item.line, whole)
+        assert commit.keys is not None and touched_keys(rows) == json.loads(commit.keys), line.item.line
         assert replica.apply({"position": commit.position, "rows": rows})
         expected = as_json({**views.document(), "position": commit.position})
         got = replica.document()
@@ -74,6 +88,7 @@ def test_a_replica_kept_by_the_row_changes_equals_the_views(path: str) -> None:
     kept = commits[len(commits) // 2 :]
     rebuilt = with_changed_views(engine.store, [summarize(commit.head_before, commit.events) for commit in kept])
     assert [summary.rows for summary in rebuilt] == [commit.rows for commit in kept]
+    assert [summary.keys for summary in rebuilt] == [commit.keys for commit in kept]
     assert [list(summary.views or ()) for summary in rebuilt] == [commit.views for commit in kept]
 
 

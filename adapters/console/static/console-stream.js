@@ -1,4 +1,4 @@
-// Tandem console: the one /v1/stream?rows=1 that every open page of the
+// Tandem console: the one /v1/stream?rows=keys that every open page of the
 // console shares (a SharedWorker, started by console.js). A browser keeps
 // about six connections to a site: a stream per page would leave the
 // seventh page waiting to load. Each page gets every message and says what
@@ -15,7 +15,7 @@ function tell(message) {
 }
 
 function start() {
-  stream = new EventSource("/v1/stream?rows=1");
+  stream = new EventSource("/v1/stream?rows=keys");
   stream.addEventListener("open", function () { tell({ kind: "open" }); });
   stream.addEventListener("change", function (event) { tell({ kind: "change", data: event.data }); });
   stream.addEventListener("reset", function (event) { tell({ kind: "reset", data: event.data }); });

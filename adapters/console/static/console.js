@@ -1,6 +1,6 @@
 // Tandem console: live pages. Every page is complete without this script.
 //
-// With it, a page follows /v1/stream?rows=1 (the session cookie
+// With it, a page follows /v1/stream?rows=keys (the session cookie
 // authenticates it; one stream for all the console's pages, held by
 // static/console-stream.js). Each [data-region] says in data-views what it shows:
 // view names, `clock` (ages by the engine's clock), `log` (the inputs or the
@@ -83,12 +83,11 @@
   }
 
   function changed(change, keys) {
-    // Whether a view's change touches the rows a region shows of it (a change
-    // that names no key — a whole list, a value — touches every row).
-    if (!keys || !change || typeof change.key !== "string") return true;
-    const field = change.key;
-    return (change.upserted || []).some(function (row) { return keys.indexOf(row[field]) >= 0; })
-      || (change.removed || []).some(function (key) { return keys.indexOf(key) >= 0; });
+    // Whether a view's change touches the rows a region shows of it: the
+    // keys of the rows it changed (?rows=keys); a change that names no key
+    // (a whole list, a value) touches every row.
+    if (!keys || !change || !Array.isArray(change.touched)) return true;
+    return change.touched.some(function (key) { return keys.indexOf(key) >= 0; });
   }
 
   function touches(region, message) {
@@ -98,7 +97,7 @@
     if (names.indexOf("clock") >= 0 && clock && clock !== shownClock()) return true;
     const rows = rowsOf(region);
     return (message.views || []).some(function (view) {
-      return names.indexOf(view) >= 0 && changed(message.rows ? message.rows[view] : null, rows[view]);
+      return names.indexOf(view) >= 0 && changed(message.keys ? message.keys[view] : null, rows[view]);
     });
   }
 
@@ -257,7 +256,7 @@
         // no shared worker here: a stream of its own
       }
     }
-    const stream = new EventSource("/v1/stream?rows=1", { withCredentials: true });
+    const stream = new EventSource("/v1/stream?rows=keys", { withCredentials: true });
     stream.addEventListener("open", function () { on.open({}); });
     stream.addEventListener("change", function (event) { on.change({ data: event.data }); });
     stream.addEventListener("reset", function (event) { on.reset({ data: event.data }); });
