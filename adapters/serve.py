@@ -50,12 +50,12 @@ from tandem.adapters.search import start_searching
 from tandem.adapters.runtime import LockLost, Runtime
 from tandem.adapters.slow_clients import deadlined_protocol
 from tandem.adapters.store import open_store, parse_store_url, redacted
-from tandem.adapters.stream import Hub, resume_messages_max
+from tandem.adapters.stream import Hub, resume_messages_max, start_rows_commits_max
 from tandem.adapters.terminal import printable_lines
 from tandem.adapters.writer_lock import WriterLocked
 from tandem.replay.port import StoreError
 from tandem.adapters.tokens import TokensRefused, TokenTable, load_tokens
-from tandem.replay.commits import tail_commits, with_changed_views
+from tandem.replay.commits import refoldable, tail_commits, with_changed_views
 
 shutdown_grace_s = 30  # requests still running this long after a stop are cancelled
 listen_backlog = 256
@@ -146,7 +146,8 @@ def _lifespan(service: Service, args: argparse.Namespace) -> tuple[list[Any], li
         engine = runtime.engine
         assert engine is not None and engine.store is not None
         head = engine.state.position
-        history = with_changed_views(engine.store, tail_commits(engine.store, head, resume_messages_max))
+        kept = refoldable(engine.store, tail_commits(engine.store, head, resume_messages_max))
+        history = with_changed_views(engine.store, kept, rows_from=max(0, len(kept) - start_rows_commits_max))
         service.hub = Hub(asyncio.get_running_loop(), history, head, args.stream_clients_max, args.stream_keepalive)
         engine.listeners.append(service.on_commit)
         engine.rows_wanted = service.hub.wants_rows  # row changes rendered only while a stream may want them

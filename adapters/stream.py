@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -54,6 +55,13 @@ client_queue_bytes_max = 64 * 1_048_576  # a batch of 50k inputs makes a message
 resume_messages_max = 1_000
 resume_inputs_max = 50_000  # ~250 bytes each, message bytes included: ~12 MiB at most
 resume_rows_bytes_max = 32 * 1_048_576  # the kept messages' row changes, as sent (each at most ~4 MiB)
+# After a start, the rebuilt messages hold the row changes of the newest
+# this many commits (rendering costs what the rows weigh: a conversation's
+# holds its deliveries), and new commits' are rendered for
+# `rows_start_grace_s` (a rows stream open before the restart reconnects
+# within it) unless a rows stream opens.
+start_rows_commits_max = 100
+rows_start_grace_s = 10.0
 views_changed_cached_max = 4_096  # sets of event types a commit held (few in practice)
 keepalive_s_default = 15.0
 # A cut-off or stopped stream not waiting in a send is given this long to
@@ -174,6 +182,7 @@ class Hub:
         head: int,
         clients_max: int = stream_clients_max_default,
         keepalive_s: float = keepalive_s_default,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.loop = loop
         self.loop_thread = threading.get_ident()  # a hub is made in its loop's thread
@@ -187,9 +196,12 @@ class Hub:
         self.head = head
         self.clients: set[Client] = set()
         self.rows_clients = 0  # of `clients`, those that asked for row changes
-        # The last position a rows stream was open at (or the start's head:
-        # one may have been before a restart): it may resume from there.
-        self.rows_seen = head
+        # The last position a rows stream was open at (-1: none since the
+        # start): it may resume from there. One open before a restart may
+        # reconnect within `rows_start_grace_s`.
+        self.rows_seen = -1
+        self.monotonic = monotonic
+        self.rows_grace_until = monotonic() + rows_start_grace_s
         self.ending: set[Client] = set()  # cut off, their stream not over yet
         self.clients_max = clients_max
         self.keepalive_s = keepalive_s
@@ -219,10 +231,11 @@ class Hub:
 
     def wants_rows(self) -> bool:
         """Whether the next commit's row changes are to be rendered: a rows
-        stream is open, or was at a position the ring still resumes from.
-        (Read from the committing thread: a stream opened meanwhile gets a
-        reset where its first message has none.)"""
-        return self.rows_clients > 0 or self.rows_seen >= self.since
+        stream is open, or was at a position the ring still resumes from,
+        or the server started less than `rows_start_grace_s` ago. (Read
+        from the committing thread: a stream opened meanwhile gets a reset
+        where its first message has none.)"""
+        return self.rows_clients > 0 or self.rows_seen >= self.since or self.monotonic() < self.rows_grace_until
 
     def _leave(self, client: Client) -> None:
         if client in self.clients:

@@ -42,10 +42,18 @@ from tandem.domain.events import decode_event, event_name
 from tandem.domain.inputs import format_at
 from tandem.projections import Views
 from tandem.replay.port import EventStore
-from tandem.replay.snapshot import views_at
+from tandem.replay.snapshot import code_fingerprint, views_at
 
 RECORDS = (ev.InputAccepted, ev.InputRejected)
 tail_window_events_first = 4_096
+# A start reads back at most this many events for the commits a stream may
+# resume from: the 1,000 commits of a log ingested in transactions of 1,000
+# inputs would be the whole log.
+tail_events_max = 65_536
+# ...and rebuilds their changes folding at most this many events before the
+# first of them (`refoldable`): past that, fewer commits, or none (a stream
+# resuming from before them gets a reset).
+start_fold_events_max = 100_000
 events_page_max = 1_000
 record_search_window_first = 64
 # A commit's row changes are kept (and sent) up to this size, encoded; a
@@ -162,23 +170,40 @@ def split_commits(positioned: Iterable[tuple[int, ev.Event]]) -> Iterator[Commit
 
 def tail_commits(store: EventStore, head: int, count: int) -> list[CommitSummary]:
     """The last `count` whole commits at or before `head`, oldest first:
-    reads back in growing windows, never the whole log unless it must."""
+    reads back in growing windows, at most `tail_events_max` events (fewer
+    commits, or none, when they do not fit)."""
     window = tail_window_events_first
     while True:
         after = max(0, head - window)
         commits = list(split_commits(store.read(after=after, until=head)))
         if after > 0 and commits:
             commits = commits[1:]  # may have begun before the window
-        if len(commits) >= count or after == 0:
+        if len(commits) >= count or after == 0 or window >= tail_events_max:
             return commits[-count:] if count else []
-        window *= 4
+        window = min(window * 4, tail_events_max)
 
 
-def with_changed_views(store: EventStore, commits: list[CommitSummary]) -> list[CommitSummary]:
-    """The same commits, each naming the views it changed and holding its
-    row changes, as a live commit does: the views as they were before the
-    first (from the newest snapshot before it), then each commit's events
-    folded and the changes taken."""
+def refoldable(store: EventStore, commits: list[CommitSummary], fold_events_max: int = start_fold_events_max) -> list[CommitSummary]:
+    """The newest of `commits` whose changes `with_changed_views` rebuilds
+    folding at most `fold_events_max` events before the first of them (from
+    the newest snapshot of the running code at or before it, else from 0):
+    a start costs what the ring holds, not the log. None, when none is."""
+    mine = code_fingerprint()
+    snapshots = sorted(info.position for info in store.list_snapshots() if info.fingerprint == mine)
+    for index, commit in enumerate(commits):
+        base = max((position for position in snapshots if position <= commit.after), default=0)
+        if commit.after - base <= fold_events_max:
+            return commits[index:]
+    return []
+
+
+def with_changed_views(store: EventStore, commits: list[CommitSummary], rows_from: int = 0) -> list[CommitSummary]:
+    """The same commits, each naming the views it changed and holding the
+    keys of the rows it changed, and from the `rows_from`th on its row
+    changes, as a live commit does: the views as they were before the first
+    (from the newest snapshot before it), then each commit's events folded
+    and the changes taken. (Rows cost their rendering: a start renders
+    those of the newest few commits only.)"""
     if not commits:
         return []
     views = views_at(store, commits[0].after)
@@ -189,7 +214,8 @@ def with_changed_views(store: EventStore, commits: list[CommitSummary]) -> list[
     for position, event in store.read(after=commits[0].after, until=commits[-1].position):  # one read
         views.apply(event)
         if position == commit.position:
-            rows, keys = encoded_row_changes(views), encoded_touched_keys(views)
+            rows = encoded_row_changes(views) if len(exact) >= rows_from else None
+            keys = encoded_touched_keys(views)
             exact.append(dataclasses.replace(commit, views=tuple(views.take_changed()), rows=rows, keys=keys))
             commit = next(ends, commit)
     assert len(exact) == len(commits), (len(exact), len(commits))

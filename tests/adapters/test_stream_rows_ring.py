@@ -3,7 +3,8 @@
 that would miss some gets a `reset` (at its start, or in place of a live
 message without them) and goes on; plain streams are served as before.
 When no rows stream is open, nor was while the kept messages were made,
-no row changes are rendered at all (`wants_rows`)."""
+nor the server started just now, no row changes are rendered at all
+(`wants_rows`); a keys stream (`?rows=keys`) never asks for them."""
 
 from __future__ import annotations
 
@@ -93,24 +94,28 @@ def test_a_live_message_without_row_changes_is_a_reset_to_a_rows_stream(loop: as
 
 def test_row_changes_are_rendered_while_a_rows_stream_may_want_them(loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stream, "resume_messages_max", 3)
-    hub = Hub(loop, [], 0)
-    assert hub.wants_rows()  # a stream from before a restart may resume with rows
+    clock = [100.0]
+    hub = Hub(loop, [], 0, monotonic=lambda: clock[0])
+    assert hub.wants_rows()  # a stream open before a restart may reconnect with rows
     for after in range(3):
         hub.publish(commit(after, None))
-    assert hub.wants_rows()  # the ring still resumes from 0
-    hub.publish(commit(3, None))
-    assert not hub.wants_rows()  # nobody can resume with rows: none rendered
+    assert hub.wants_rows()  # still within the grace after the start
+    clock[0] += stream.rows_start_grace_s
+    assert not hub.wants_rows()  # the grace is over and no rows stream came: none rendered
     client, _ = hub.subscribe(None, None, rows=True)
     assert hub.wants_rows()
-    hub.publish(commit(4, usage_rows(4)))
-    hub._leave(client)  # its stream ended (at 5): it may come back from there
+    hub.publish(commit(3, usage_rows(3)))
+    hub._leave(client)  # its stream ended (at 4): it may come back from there
     assert hub.rows_clients == 0 and hub.wants_rows()
-    for after in range(5, 8):
+    for after in range(4, 6):
         hub.publish(commit(after, usage_rows(after)))
-    assert hub.since == 5 and hub.wants_rows()
-    hub.publish(commit(8, None))
-    assert hub.since == 6 and not hub.wants_rows()
-
+    assert hub.since == 3 and hub.wants_rows()
+    hub.publish(commit(6, None))
+    assert hub.since == 4 and hub.wants_rows()  # the ring still resumes from 4
+    hub.publish(commit(7, None))
+    assert hub.since == 5 and not hub.wants_rows()
+    keys_client, _ = hub.subscribe(None, None, keys=True)
+    assert not hub.wants_rows()  # a keys stream asks for no rendering
 
 USAGE_KEYS = b'{"usage":null}'
 
