@@ -23,7 +23,7 @@ import httpx
 from tandem.client import protocol, replica
 from tandem.client.errors import api_error
 from tandem.client.inputs import Input
-from tandem.client.protocol import Lost, Pause, Reply, Request, RetryPolicy, Steps, T, query
+from tandem.client.protocol import Lost, Pause, Reply, Request, RetryPolicy, Steps, T
 from tandem.client.replica import Change, Clock, wait_s_default
 from tandem.client.results import BatchResult, EventPage, Explained, Health, Message, Result, View, Views, Work
 from tandem.client.sse import MessageParser
@@ -127,15 +127,17 @@ class AsyncClient:
         views: Iterable[str] | None = None,
         timeout_s: float | None = None,
         rows: bool = False,
+        keys: bool = False,
     ) -> AsyncIterator[Message]:
         """The live stream's messages as they come; resume with the last
         `id` you saw. Not retried: on a lost connection, call it again with
         that id. `timeout_s`: the longest wait for a byte (None: no limit).
-        `rows`: each change carries its row changes (`?rows=1`)."""
+        `rows`: each change carries its row changes (`?rows=1`); `keys`:
+        the keys of the rows it changed instead (`?rows=keys`)."""
         headers = {"Accept": "text/event-stream"}
         if last_event_id is not None:
             headers["Last-Event-ID"] = str(last_event_id)
-        path = "/v1/stream" + query(views=",".join(views) if views is not None else None, rows=1 if rows else None)
+        path = protocol.stream_path(views, rows, keys)
         async with self.http.stream("GET", path, headers=headers, timeout=httpx.Timeout(timeout_s)) as response:
             if response.status_code != 200:
                 body = await response.aread()

@@ -147,6 +147,14 @@ def query(**parameters: Any) -> str:
     return "?" + urlencode(given) if given else ""
 
 
+def stream_path(views: Iterable[str] | None, rows: bool, keys: bool) -> str:
+    """`/v1/stream` with its query: `?views=`, and `rows=1` (each change's
+    row changes) or `rows=keys` (the keys of the rows it changed)."""
+    if rows and keys:
+        raise ValueError("a stream carries row changes (rows) or their keys (keys), not both")
+    return "/v1/stream" + query(views=",".join(views) if views is not None else None, rows=1 if rows else "keys" if keys else None)
+
+
 # ------------------------------------------------------------------- inputs
 
 

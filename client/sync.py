@@ -110,12 +110,15 @@ class Client:
         views: Iterable[str] | None = None,
         timeout_s: float | None = None,
         rows: bool = False,
+        keys: bool = False,
     ) -> Iterator[Message]:
         """The live stream's messages as they come, on a connection of its
         own; resume with the last `id` you saw. Not retried: on a lost
         connection, call it again with that id. `rows`: each change carries
-        its row changes (`?rows=1`; `watch` applies them for you)."""
-        return self.connection.stream(last_event_id, views, timeout_s, rows)
+        its row changes (`?rows=1`; `watch` applies them for you); `keys`:
+        the keys of the rows it changed instead (`?rows=keys`: what a page
+        that fetches the rows it shows needs)."""
+        return self.connection.stream(last_event_id, views, timeout_s, rows, keys)
 
     # -------------------------------------------------- waiting on changes
 

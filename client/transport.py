@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import httptools
 
 from tandem.client.errors import api_error
-from tandem.client.protocol import Reply, Request, query
+from tandem.client.protocol import Reply, Request, stream_path
 from tandem.client.results import Message
 from tandem.client.sse import MessageParser
 
@@ -151,21 +151,23 @@ class Connection:
             self._socket = None
 
     def stream(
-        self, last_event_id: int | None, views: Iterable[str] | None, timeout_s: float | None, rows: bool = False
+        self, last_event_id: int | None, views: Iterable[str] | None, timeout_s: float | None, rows: bool = False, keys: bool = False
     ) -> Iterator[Message]:
         """`GET /v1/stream` on a connection of its own: the messages as they
-        come (with `rows`, each change's row changes); an error answer raises ApiError."""
-        return self.ticking(last_event_id, views, timeout_s, rows, False)  # type: ignore[return-value]
+        come (with `rows`, each change's row changes; with `keys`, the keys
+        of the rows it changed); an error answer raises ApiError."""
+        return self.ticking(last_event_id, views, timeout_s, rows, False, keys)  # type: ignore[return-value]
 
     def ticking(
-        self, last_event_id: int | None, views: Iterable[str] | None, tick_s: float | None, rows: bool, ticks: bool = True
+        self, last_event_id: int | None, views: Iterable[str] | None, tick_s: float | None, rows: bool, ticks: bool = True,
+        keys: bool = False,
     ) -> Iterator[Message | None]:
         """`stream`, yielding None each time `tick_s` passes without a byte
         (with `ticks`), so that a caller can keep its own deadline."""
         extra = {"Accept": "text/event-stream"}
         if last_event_id is not None:
             extra["Last-Event-ID"] = str(last_event_id)
-        path = "/v1/stream" + query(views=",".join(views) if views is not None else None, rows=1 if rows else None)
+        path = stream_path(views, rows, keys)
         connection = self._connect(tick_s)
         try:
             connection.sendall(self._head("GET", path, extra, None))

@@ -195,6 +195,28 @@ def test_the_stream_resumes_from_a_results_position(server: Served, flavour: str
     assert (first.id, first.event, first.data["position"]) == (after.position, "change", after.position)
 
 
+def test_a_keys_stream_names_the_rows_a_commit_changed(server: Served, flavour: str) -> None:
+    """`stream(keys=True)` (`?rows=keys`): each change with the keys of the
+    rows it changed, not the rows; asking for rows and keys is refused."""
+    call = CLIENTS[flavour](server)
+    before = call("submit", message(f"keys-{flavour}-1"))
+    after = call("submit", message(f"keys-{flavour}-2"))
+    if flavour == "sync":
+        first = next(iter(call.client.stream(last_event_id=before.position, timeout_s=30, keys=True)))
+        with pytest.raises(ValueError, match="not both"):
+            next(iter(call.client.stream(rows=True, keys=True)))
+    else:
+        async def first_message() -> Any:
+            async with AsyncClient(server.url, server.tokens["human"]) as client:
+                async for received in client.stream(last_event_id=before.position, timeout_s=30, keys=True):
+                    return received
+
+        first = aio.run(first_message())
+    assert (first.id, first.event) == (after.position, "change") and "rows" not in first.data
+    assert list(first.data["keys"]) == first.data["views"]
+    assert first.data["keys"]["conversations"] == {"key": "conversation_id", "touched": ["fg"]}
+
+
 def test_the_first_client_still_speaks_dicts(server: Served) -> None:
     from tandem.adapters.client import ApiError as FirstApiError, Client as FirstClient
 
