@@ -86,9 +86,11 @@ class Message:
     """One commit's message; its bytes are made when first sent (a commit
     nobody is streaming costs a ring entry and its inputs' facts, no
     encoding). With row changes, its bytes for rows streams are made at once
-    (`rows_wire`; None: it has none)."""
+    (`rows_wire`; None: it has none); with the keys of the changed rows
+    (every commit's), its bytes for keys streams when first sent
+    (`keys_wire`)."""
 
-    __slots__ = ("position", "after", "views", "inputs", "_ordered", "_wire", "rows_wire", "keys_wire")
+    __slots__ = ("position", "after", "views", "inputs", "_ordered", "_wire", "rows_wire", "keys", "_keys_wire")
 
     def __init__(self, summary: CommitSummary, views: frozenset[str], ordered: list[str]) -> None:
         self.position, self.after, self.views = summary.position, summary.after, views
@@ -96,13 +98,26 @@ class Message:
         self._ordered = ordered
         self._wire: bytes | None = None
         self.rows_wire = self._encoded("rows", summary.rows) if summary.rows is not None else None
-        self.keys_wire = self._encoded("keys", summary.keys) if summary.keys is not None else None
+        self.keys = summary.keys  # encoded into `keys_wire` only if a keys stream takes it
+        self._keys_wire: bytes | None = None
 
     def _encoded(self, detail: str = "", changes: bytes | None = None) -> bytes:
         data = {"position": self.position, "views": self._ordered, "inputs": facts_json(self.inputs)}
         if changes is not None:
             data[detail] = msgspec.Raw(changes)
         return b"id: %d\nevent: change\ndata: %s\n\n" % (self.position, msgspec.json.encode(data))
+
+    @property
+    def keys_wire(self) -> bytes | None:
+        if self.keys is None:
+            return None
+        if self._keys_wire is None:
+            self._keys_wire = self._encoded("keys", self.keys)
+        return self._keys_wire
+
+    def drop_details(self) -> None:
+        """Forget its row changes and keys (the ring's bytes bound)."""
+        self.rows_wire = self.keys = self._keys_wire = None
 
     @property
     def wire(self) -> bytes:
@@ -126,7 +141,7 @@ def message_of(summary: CommitSummary) -> Message:
 
 def _detail_bytes(message: Message) -> int:
     """What a kept message's row changes and keys take (`resume_rows_bytes_max`)."""
-    return len(message.rows_wire or b"") + len(message.keys_wire or b"")
+    return len(message.rows_wire or b"") + len(message.keys or b"")
 
 
 def reset_wire(position: int) -> bytes:
@@ -144,8 +159,10 @@ class StreamsClosed(Exception):
 @dataclass(eq=False)  # clients are told apart by identity (a set holds them)
 class Client:
     views: frozenset[str] | None  # None: every message
-    rows: bool = False  # each message with its row changes (`?rows=1`), or a reset where it has none
-    keys: bool = False  # each message with the keys of the rows it changed (`?rows=keys`), or a reset
+    # Each message with its row changes (`?rows=1`: "rows_wire") or the keys
+    # of the rows it changed (`?rows=keys`: "keys_wire"), or a reset where it
+    # has none; None: the message alone.
+    detail: str | None = None
     queue: deque[bytes] = field(default_factory=deque)
     queued_bytes: int = 0
     ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -159,11 +176,11 @@ class Client:
         """Queue `message` if it concerns this client; False once cut off."""
         if self.views is not None and not (self.views & message.views):
             return True
-        if self.rows or self.keys:
-            detail = message.rows_wire if self.rows else message.keys_wire
-            wire = detail if detail is not None else reset_wire(message.position)
-        else:
+        if self.detail is None:
             wire = message.wire
+        else:
+            detailed = getattr(message, self.detail)
+            wire = detailed if detailed is not None else reset_wire(message.position)
         if len(self.queue) >= client_queue_messages_max or self.queued_bytes + len(wire) > client_queue_bytes_max:
             self.cut_off = True
             self.ready.set()
@@ -240,7 +257,7 @@ class Hub:
     def _leave(self, client: Client) -> None:
         if client in self.clients:
             self.clients.discard(client)
-            self.rows_clients -= client.rows
+            self.rows_clients -= client.detail == "rows_wire"
 
     def _keep(self, message: Message) -> None:
         """Into the ring, the oldest out past its bounds (the newest stays,
@@ -256,7 +273,7 @@ class Hub:
             if self.ring_rows_bytes <= resume_rows_bytes_max or kept is message:
                 break
             self.ring_rows_bytes -= _detail_bytes(kept)
-            kept.rows_wire = kept.keys_wire = None
+            kept.drop_details()
         self.since = self.ring[0].after
 
     def close(self) -> None:
@@ -300,12 +317,13 @@ class Hub:
             raise StreamsClosed("the server is stopping: it opens no new stream; connect again once it is back")
         if len(self.clients) >= self.clients_max:
             raise StreamsFull(f"{len(self.clients)} streams are open, the most this server keeps ({self.clients_max})")
-        client = Client(views, rows, keys, abort=abort)
+        detail = "rows_wire" if rows else "keys_wire" if keys else None
+        client = Client(views, detail, abort=abort)
         self.clients.add(client)
         if rows:
             self.rows_clients += 1
             self.rows_seen = max(self.rows_seen, self.head)
-        return client, self._backlog(last_event_id, views, "rows_wire" if rows else "keys_wire" if keys else None)
+        return client, self._backlog(last_event_id, views, detail)
 
     def _backlog(self, last_event_id: int | None, views: frozenset[str] | None, detail: str | None) -> bytes:
         if last_event_id is None or last_event_id == self.head:

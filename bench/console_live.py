@@ -32,10 +32,10 @@ from pathlib import Path
 from queue import Queue
 from typing import Any
 
+from tandem.adapters.console.reading import clock_at
 from tandem.adapters.store import open_store
 from tandem.adapters.stream import rows_start_grace_s
 from tandem.adapters.tokens import ACTORS, new_token, write_tokens_file
-from tandem.domain import events as ev
 
 from bench.console_pages import Store, prepared
 from bench.workload import SideBySide, alternate, started_serve
@@ -119,16 +119,14 @@ class Served:
 
 
 def _last_input_at(url: str) -> datetime.datetime:
+    """The engine's clock at the store's head: its last input's `at`."""
     store = open_store(url)
     try:
-        head, window = store.head(), 256
-        while True:
-            records = [event for _, event in store.read(after=max(0, head - window), until=head) if isinstance(event, ev.InputAccepted)]
-            if records:
-                return records[-1].input.at  # type: ignore[no-any-return]
-            window *= 4
+        at = clock_at(store, store.head())
     finally:
         store.close()
+    assert at is not None, f"{url} holds no input"
+    return at
 
 
 @dataclass

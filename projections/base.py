@@ -85,7 +85,6 @@ class View:
             "removed": [key for key in keys if key not in rows],
         }
 
-
     def touched_keys(self, touched: Iterable[Any] | None) -> dict[str, Any] | None:
         """Which rows changed, without the rows (`?rows=keys`): `{"key":
         FIELD, "touched": [KEY, ...]}`, the keys a `change` would upsert or

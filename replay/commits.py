@@ -120,15 +120,7 @@ def encoded_row_changes(views: Views) -> bytes | None:
     """The row changes of the views' changes since `take_changed` (call it
     before), encoded as a JSON object of view name to change; None once they
     pass `message_rows_bytes_max` (the rest is not even rendered)."""
-    parts: list[bytes] = []
-    size = 2
-    for name, change in views.row_changes():
-        part = msgspec.json.encode(name) + b":" + msgspec.json.encode(change)
-        size += len(part) + 1
-        if size > message_rows_bytes_max:
-            return None
-        parts.append(part)
-    return b"{" + b",".join(parts) + b"}"
+    return _bounded_object(views.row_changes())
 
 
 def encoded_touched_keys(views: Views) -> bytes | None:
@@ -137,10 +129,16 @@ def encoded_touched_keys(views: Views) -> bytes | None:
     a view whose change names no keys): what `?rows=keys` sends. Costs the
     keys, not the rows: cheap enough for every commit. None past
     `message_rows_bytes_max`."""
+    return _bounded_object(views.touched_keys())
+
+
+def _bounded_object(pairs: Iterable[tuple[str, Any]]) -> bytes | None:
+    """`{name: value, ...}` encoded, each value as it comes; None once it
+    passes `message_rows_bytes_max` (the rest is not even taken)."""
     parts: list[bytes] = []
     size = 2
-    for name, keys in views.touched_keys():
-        part = msgspec.json.encode(name) + b":" + msgspec.json.encode(keys)
+    for name, value in pairs:
+        part = msgspec.json.encode(name) + b":" + msgspec.json.encode(value)
         size += len(part) + 1
         if size > message_rows_bytes_max:
             return None
